@@ -5,6 +5,7 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_buf_validate_validate } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
+import { file_enterprise_admin_v1_options } from "./options_pb.js";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -12,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file enterprise_admin/v1/auth.proto.
  */
 export const file_enterprise_admin_v1_auth: GenFile = /*@__PURE__*/
-  fileDesc("Ch5lbnRlcnByaXNlX2FkbWluL3YxL2F1dGgucHJvdG8SE2VudGVycHJpc2VfYWRtaW4udjEiVgoYQ3JlYXRlQWNjZXNzVG9rZW5SZXF1ZXN0EhoKBmFwcF9pZBgBIAEoCUIKukgHcgUQARiAARIeCgphcHBfc2VjcmV0GAIgASgJQgq6SAdyBRABGIACIkEKGUNyZWF0ZUFjY2Vzc1Rva2VuUmVzcG9uc2USFAoMYWNjZXNzX3Rva2VuGAEgASgJEg4KBmV4cGlyZRgCIAEoBTKlAQoLQXV0aFNlcnZpY2USlQEKEUNyZWF0ZUFjY2Vzc1Rva2VuEi0uZW50ZXJwcmlzZV9hZG1pbi52MS5DcmVhdGVBY2Nlc3NUb2tlblJlcXVlc3QaLi5lbnRlcnByaXNlX2FkbWluLnYxLkNyZWF0ZUFjY2Vzc1Rva2VuUmVzcG9uc2UiIYLT5JMCGzoBKiIWL29wZW5hcGkvdjEvYXV0aC90b2tlbmIGcHJvdG8z", [file_buf_validate_validate, file_google_api_annotations]);
+  fileDesc("Ch5lbnRlcnByaXNlX2FkbWluL3YxL2F1dGgucHJvdG8SE2VudGVycHJpc2VfYWRtaW4udjEiVgoYQ3JlYXRlQWNjZXNzVG9rZW5SZXF1ZXN0EhoKBmFwcF9pZBgBIAEoCUIKukgHcgUQARiAARIeCgphcHBfc2VjcmV0GAIgASgJQgq6SAdyBRABGIACIkEKGUNyZWF0ZUFjY2Vzc1Rva2VuUmVzcG9uc2USFAoMYWNjZXNzX3Rva2VuGAEgASgJEg4KBmV4cGlyZRgCIAEoBTKrAQoLQXV0aFNlcnZpY2USmwEKEUNyZWF0ZUFjY2Vzc1Rva2VuEi0uZW50ZXJwcmlzZV9hZG1pbi52MS5DcmVhdGVBY2Nlc3NUb2tlblJlcXVlc3QaLi5lbnRlcnByaXNlX2FkbWluLnYxLkNyZWF0ZUFjY2Vzc1Rva2VuUmVzcG9uc2UiJ9rzGAIQAYLT5JMCGzoBKiIWL29wZW5hcGkvdjEvYXV0aC90b2tlbmIGcHJvdG8z", [file_buf_validate_validate, file_enterprise_admin_v1_options, file_google_api_annotations]);
 
 /**
  * @generated from message enterprise_admin.v1.CreateAccessTokenRequest
