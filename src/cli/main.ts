@@ -1,0 +1,118 @@
+// The enterprise-admin command line (contracts section 5). Each command opens the database named by
+// --db (else DATABASE_URL, else ./data/enterprise-admin.sqlite), migrates it, and does one job.
+import { readFile } from "node:fs/promises";
+import { Command, Option } from "commander";
+import { loadConfig } from "../config.js";
+import { parseDuration } from "../domain/credentials.js";
+import { parseDirectoryFile } from "../domain/directory-file.js";
+import { AppError } from "../domain/errors.js";
+import { PERMISSIONS, parsePermissions } from "../domain/permissions.js";
+import { serveUntilSignal } from "../main.js";
+import { AccessAdmin } from "../operations/access-admin.js";
+import { importDirectory } from "../operations/import-directory.js";
+import { AuthRepository } from "../storage/auth-repository.js";
+import { migrateToLatest, openDatabase, type Database } from "../storage/database.js";
+import { DirectoryRepository } from "../storage/directory-repository.js";
+import { DEMO_ENTERPRISE_ID, demoDirectory } from "./demo-directory.js";
+
+const dbOption = () => new Option("--db <url>", "database: a SQLite file path or file: URL, or postgres://… (default: $DATABASE_URL, else ./data/enterprise-admin.sqlite)");
+
+async function withDatabase<T>(url: string | undefined, work: (database: Database) => Promise<T>): Promise<T> {
+  const database = openDatabase(loadConfig({ db: url }).databaseUrl);
+  try {
+    await migrateToLatest(database);
+    return await work(database);
+  } finally {
+    await database.close();
+  }
+}
+
+const accessAdmin = (database: Database) =>
+  new AccessAdmin(new AuthRepository(database.db), new DirectoryRepository(database.db));
+
+const program = new Command("enterprise-admin")
+  .description("Enterprise Admin Service: serve the API and administer its data")
+  .showHelpAfterError();
+
+program.command("serve").description("migrate the database, then serve every transport on one port")
+  .option("--port <n>", "port (default: $PORT, else 8080)")
+  .option("--host <addr>", "address to bind (default: $HOST, else 127.0.0.1)")
+  .addOption(dbOption())
+  .action(async (opts) => serveUntilSignal(loadConfig({ port: opts.port, host: opts.host, db: opts.db })));
+
+program.command("migrate").description("apply pending migrations").addOption(dbOption())
+  .action(async (opts) => {
+    const applied = await withDatabase(opts.db, async (database) => migrateToLatest(database));
+    console.log(JSON.stringify({ applied }));
+  });
+
+program.command("seed").description("load demo data and print an access token with every permission")
+  .requiredOption("--demo", "the demo enterprise, its departments and members")
+  .addOption(dbOption())
+  .action(async (opts) => {
+    const token = await withDatabase(opts.db, async (database) => {
+      const summary = await importDirectory(database, demoDirectory);
+      console.error(`seeded enterprise "${summary.enterprise_id}": ${summary.departments} departments, ${summary.members} members`);
+      return accessAdmin(database).createToken(DEMO_ENTERPRISE_ID, [...PERMISSIONS], 7 * 86400);
+    });
+    console.error("access token with every permission (valid 7 days):");
+    console.log(token.accessToken);
+  });
+
+const importCommand = program.command("import").description("load data files");
+importCommand.command("directory").argument("<file>", "directory JSON file (see README)")
+  .description("upsert one enterprise, its departments and members; idempotent").addOption(dbOption())
+  .action(async (file: string, opts) => {
+    const text = await readFile(file, "utf8");
+    const parsed = parseDirectoryFile(text);
+    const summary = await withDatabase(opts.db, (database) => importDirectory(database, parsed));
+    console.log(JSON.stringify(summary));
+  });
+
+const appCommand = program.command("app").description("enterprise apps (app_id/app_secret)");
+appCommand.command("create").description("create an app and print its app_id and app_secret")
+  .requiredOption("--enterprise <id>", "enterprise id")
+  .requiredOption("--scopes <list>", `comma-separated permissions: ${PERMISSIONS.join(", ")}`)
+  .option("--name <name>", "a label for the app", "app")
+  .addOption(dbOption())
+  .action(async (opts) => {
+    const permissions = parsePermissions(opts.scopes);
+    const app = await withDatabase(opts.db, (database) => accessAdmin(database).createApp(opts.enterprise, permissions, opts.name));
+    console.log(JSON.stringify(app));
+  });
+appCommand.command("list").description("list an enterprise's apps").requiredOption("--enterprise <id>", "enterprise id")
+  .addOption(dbOption())
+  .action(async (opts) => {
+    const apps = await withDatabase(opts.db, (database) => accessAdmin(database).listApps(opts.enterprise));
+    console.log(JSON.stringify(apps, null, 2));
+  });
+appCommand.command("revoke").argument("<app_id>").description("revoke an app; its tokens stop working at once")
+  .addOption(dbOption())
+  .action(async (appId: string, opts) => {
+    const found = await withDatabase(opts.db, (database) => accessAdmin(database).revokeApp(appId));
+    if (!found) throw new AppError(4001, `app "${appId}" not found`);
+    console.log(JSON.stringify({ app_id: appId, revoked: true }));
+  });
+
+program.command("token").description("access tokens").command("create")
+  .description("print a ready access token (alone on stdout)")
+  .requiredOption("--enterprise <id>", "enterprise id")
+  .requiredOption("--scopes <list>", `comma-separated permissions: ${PERMISSIONS.join(", ")}`)
+  .option("--expires-in <duration>", "lifetime: 90s, 15m, 2h, 7d", "2h")
+  .addOption(dbOption())
+  .action(async (opts) => {
+    const ttl = parseDuration(opts.expiresIn);
+    if (ttl === undefined) throw new AppError(4001, `--expires-in: "${opts.expiresIn}" is not a duration like 90s, 15m, 2h or 7d`);
+    const permissions = parsePermissions(opts.scopes);
+    const token = await withDatabase(opts.db, (database) => accessAdmin(database).createToken(opts.enterprise, permissions, ttl));
+    console.log(token.accessToken);
+  });
+
+program.parseAsync(process.argv).catch((error: unknown) => {
+  if (error instanceof AppError) {
+    console.error(`error: ${error.message}`);
+    process.exit(2);
+  }
+  console.error(`error: ${error instanceof Error ? error.message : String(error)}`);
+  process.exit(1);
+});

@@ -1,0 +1,69 @@
+// The directory import file (contracts section 5): one enterprise, its departments and members.
+// Parsing reports the JSON line or the path of the offending field; nothing is applied on error.
+import { z } from "zod";
+import { invalidParameter } from "./errors.js";
+
+const id = z.string().min(1).max(128);
+
+const directoryFile = z.object({
+  enterprise: z.object({
+    enterprise_id: id,
+    name: z.string().min(1).max(256),
+    currency: z.enum(["CNY", "USD"]),
+  }).strict(),
+  departments: z.array(z.object({
+    department_id: id,
+    parent_department_id: id,
+    name: z.string().min(1).max(256),
+  }).strict()).default([]),
+  members: z.array(z.object({
+    user_id: id,
+    email: z.string().email().max(320),
+    account_type: z.union([z.literal(1), z.literal(2)]),
+    department_ids: z.array(id).default([]),
+  }).strict()).default([]),
+}).strict();
+
+export type DirectoryFile = z.infer<typeof directoryFile>;
+
+export function parseDirectoryFile(text: string): DirectoryFile {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw invalidParameter(`not valid JSON: ${describeJsonError(text, error)}`);
+  }
+  const result = directoryFile.safeParse(json);
+  if (!result.success) {
+    const issue = result.error.issues[0]!;
+    throw invalidParameter(`${formatPath(issue.path)}: ${issue.message}`);
+  }
+  const file = result.data;
+  assertUnique(file.departments.map((d) => d.department_id), "departments", "department_id");
+  assertUnique(file.members.map((m) => m.user_id), "members", "user_id");
+  assertUnique(file.members.map((m) => m.email.toLowerCase()), "members", "email");
+  return file;
+}
+
+function assertUnique(values: string[], list: string, field: string) {
+  const seen = new Set<string>();
+  values.forEach((value, index) => {
+    if (seen.has(value)) throw invalidParameter(`${list}[${index}].${field}: "${value}" appears twice`);
+    seen.add(value);
+  });
+}
+
+function formatPath(path: (string | number)[]): string {
+  return path.map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? p : `.${p}`)).join("") || "(file)";
+}
+
+/** Turns JSON.parse's "at position N" into a line and column a person can find. */
+export function describeJsonError(text: string, error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const position = /position (\d+)/.exec(message);
+  if (!position) return message;
+  const before = text.slice(0, Number(position[1]));
+  const line = before.split("\n").length;
+  const column = before.length - before.lastIndexOf("\n");
+  return `line ${line}, column ${column}: ${message.replace(/ in JSON at position \d+.*$/, "")}`;
+}

@@ -1,0 +1,24 @@
+// The typed error every layer throws. Its code is a number from the proto ErrorCode table; the
+// transports (REST envelope, Connect/gRPC detail) turn it into their own shapes in one place each.
+import { ErrorCode } from "../../gen/enterprise_admin/v1/errors_pb.js";
+
+export { ErrorCode };
+
+export class AppError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    /** Caller-facing text: names the field and the limit, never a secret or a stack. */
+    message: string,
+    /** Extra response headers, e.g. Retry-After. */
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = "AppError";
+  }
+}
+
+export const invalidParameter = (message: string) => new AppError(ErrorCode.INVALID_PARAMETER, message);
+export const invalidToken = (message = "access token missing, invalid or expired") =>
+  new AppError(ErrorCode.INVALID_ACCESS_TOKEN, message);
+export const permissionDenied = (permission: string) =>
+  new AppError(ErrorCode.PERMISSION_DENIED, `permission denied: this operation needs ${permission}`);

@@ -1,0 +1,31 @@
+// Opaque page tokens (AIP-158): base64url of the last key seen and a fingerprint of the query, so a
+// token cannot be replayed against a different query or forged into a different shape unnoticed.
+import { createHash } from "node:crypto";
+import { invalidParameter } from "./errors.js";
+
+export const DEFAULT_PAGE_SIZE = 50;
+export const MAX_PAGE_SIZE = 100;
+
+/** 0 means the default; above the maximum is lowered to it (negative sizes are rejected by validation). */
+export function effectivePageSize(requested: number): number {
+  if (requested <= 0) return DEFAULT_PAGE_SIZE;
+  return Math.min(requested, MAX_PAGE_SIZE);
+}
+
+const fingerprint = (query: string) => createHash("sha256").update(query).digest("base64url").slice(0, 12);
+
+export function encodePageToken(query: string, after: string): string {
+  return Buffer.from(JSON.stringify({ q: fingerprint(query), a: after }), "utf8").toString("base64url");
+}
+
+/** Returns the key to continue after, or undefined for the first page. */
+export function decodePageToken(query: string, token: string): string | undefined {
+  if (token === "") return undefined;
+  try {
+    const parsed = JSON.parse(Buffer.from(token, "base64url").toString("utf8"));
+    if (parsed && parsed.q === fingerprint(query) && typeof parsed.a === "string") return parsed.a;
+  } catch {
+    // fall through to the error below
+  }
+  throw invalidParameter("page_token: not a token returned by this query");
+}

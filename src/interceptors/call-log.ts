@@ -1,0 +1,28 @@
+// What one request did, filled in as it runs and written as one structured log line when it ends.
+import type { IncomingMessage } from "node:http";
+import type { Http2ServerRequest } from "node:http2";
+import { createContextKey } from "@connectrpc/connect";
+
+export interface CallLog {
+  requestId: string;
+  procedure?: string;
+  enterpriseId?: string;
+  /** The ErrorCode number when the call failed. */
+  code?: number;
+  /** A server fault, kept for the log only; never sent to the caller. */
+  cause?: unknown;
+}
+
+const key = Symbol("callLog");
+type WithLog = (IncomingMessage | Http2ServerRequest) & { [key]?: CallLog };
+
+export function attachCallLog(req: IncomingMessage | Http2ServerRequest, log: CallLog): void {
+  (req as WithLog)[key] = log;
+}
+
+export function callLogOf(req: IncomingMessage | Http2ServerRequest): CallLog {
+  return (req as WithLog)[key] ?? { requestId: "" };
+}
+
+/** Carries the request's CallLog into Connect handlers. */
+export const callLogKey = createContextKey<CallLog>({ requestId: "" }, { description: "call log" });

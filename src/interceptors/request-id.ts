@@ -1,0 +1,9 @@
+// Request ids: a caller's own x-request-id is kept when it is a sane token, else a new one is made.
+import { randomUUID } from "node:crypto";
+
+const SANE = /^[\x21-\x7e]{1,128}$/;
+
+export function resolveRequestId(header: string | string[] | undefined): string {
+  const value = Array.isArray(header) ? header[0] : header;
+  return value !== undefined && SANE.test(value) ? value : randomUUID();
+}

@@ -1,0 +1,64 @@
+// Enterprise apps and access tokens: create, list, revoke, exchange. Used by the CLI and AuthService.
+import { ACCESS_TOKEN_TTL_SECONDS, credentialMatches, hashCredential, newAccessToken, newAppId, newAppSecret, nowSeconds } from "../domain/credentials.js";
+import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
+import { formatPermissions, type Permission } from "../domain/permissions.js";
+import type { AuthRepository } from "../storage/auth-repository.js";
+import type { DirectoryRepository } from "../storage/directory-repository.js";
+
+export class AccessAdmin {
+  constructor(private readonly auth: AuthRepository, private readonly directory: DirectoryRepository) {}
+
+  async createApp(enterpriseId: string, permissions: Permission[], name = "app") {
+    await this.requireEnterprise(enterpriseId);
+    const appId = newAppId();
+    const appSecret = newAppSecret();
+    await this.auth.insertApp({
+      app_id: appId, enterprise_id: enterpriseId, name, secret_hash: hashCredential(appSecret),
+      permissions: formatPermissions(permissions), created_at: nowSeconds(), revoked_at: null,
+    });
+    return { app_id: appId, app_secret: appSecret, enterprise_id: enterpriseId, name, permissions };
+  }
+
+  async listApps(enterpriseId: string) {
+    const rows = await this.auth.listApps(enterpriseId);
+    return rows.map((r) => ({
+      app_id: r.app_id, name: r.name, permissions: r.permissions.split(","),
+      created_at: Number(r.created_at), revoked: r.revoked_at !== null,
+    }));
+  }
+
+  async revokeApp(appId: string): Promise<boolean> {
+    return this.auth.revokeApp(appId, nowSeconds());
+  }
+
+  /** A token for scripts, made directly by an operator (no app). */
+  async createToken(enterpriseId: string, permissions: Permission[], ttlSeconds = ACCESS_TOKEN_TTL_SECONDS) {
+    await this.requireEnterprise(enterpriseId);
+    return this.issueToken(enterpriseId, null, formatPermissions(permissions), ttlSeconds);
+  }
+
+  /** The token exchange: a live app's id and secret for an access token carrying its permissions. */
+  async exchange(appId: string, appSecret: string) {
+    const app = await this.auth.findApp(appId);
+    if (!app || app.revoked_at !== null || !credentialMatches(appSecret, app.secret_hash)) {
+      throw new AppError(ErrorCode.INVALID_APP_CREDENTIALS, "invalid app_id or app_secret");
+    }
+    return this.issueToken(app.enterprise_id, app.app_id, app.permissions, ACCESS_TOKEN_TTL_SECONDS);
+  }
+
+  private async issueToken(enterpriseId: string, appId: string | null, permissions: string, ttlSeconds: number) {
+    const token = newAccessToken();
+    const now = nowSeconds();
+    await this.auth.insertToken({
+      token_hash: hashCredential(token), app_id: appId, enterprise_id: enterpriseId, permissions,
+      created_at: now, expires_at: now + ttlSeconds, revoked_at: null,
+    });
+    return { accessToken: token, expire: ttlSeconds };
+  }
+
+  private async requireEnterprise(enterpriseId: string) {
+    if (!(await this.directory.findEnterprise(enterpriseId))) {
+      throw invalidParameter(`enterprise "${enterpriseId}" does not exist (import a directory file first)`);
+    }
+  }
+}

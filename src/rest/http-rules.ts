@@ -1,0 +1,116 @@
+// The REST route table, built at start-up from the google.api.http rules of the served methods and
+// checked against their request messages then: a rule this facade cannot honour fails the start.
+import { getOption, ScalarType, type DescField, type DescMethodUnary, type DescService } from "@bufbuild/protobuf";
+import { http as httpOption } from "../../gen/google/api/annotations_pb.js";
+import type { HttpRule } from "../../gen/google/api/http_pb.js";
+
+type Segment = { literal: string } | { field: DescField };
+
+export interface RestRoute {
+  httpMethod: string;
+  pattern: string;
+  method: DescMethodUnary;
+  segments: Segment[];
+  /** "*": the whole body is the request message; "": no body, fields come from the query. */
+  body: "*" | "";
+}
+
+export type RouteMatch =
+  | { kind: "route"; route: RestRoute; pathValues: [DescField, string][] }
+  | { kind: "wrong-method"; allow: string[] }
+  | { kind: "none" };
+
+const VERBS = ["get", "put", "post", "delete", "patch"] as const;
+
+export class RestRouter {
+  private readonly routes: RestRoute[];
+
+  constructor(services: readonly DescService[]) {
+    const routes: RestRoute[] = [];
+    for (const service of services) {
+      for (const method of service.methods) {
+        const rule = getOption(method, httpOption);
+        if (!rule.pattern.case) continue;
+        if (method.methodKind !== "unary") fail(method, "only unary methods can have an HTTP rule");
+        for (const r of [rule, ...rule.additionalBindings]) routes.push(toRoute(method as DescMethodUnary, r));
+      }
+    }
+    const seen = new Set<string>();
+    for (const route of routes) {
+      const key = `${route.httpMethod} ${route.segments.map((s) => ("literal" in s ? s.literal : "{}")).join("/")}`;
+      if (seen.has(key)) fail(route.method, `route ${route.httpMethod} ${route.pattern} is declared twice`);
+      seen.add(key);
+    }
+    // Literal segments win over variables: GET .../supported_versions beats GET .../{id}.
+    this.routes = routes.sort((a, b) => specificity(b) - specificity(a));
+  }
+
+  list(): readonly RestRoute[] {
+    return this.routes;
+  }
+
+  match(httpMethod: string, path: string): RouteMatch {
+    const parts = path.split("/").slice(1);
+    const allow: string[] = [];
+    for (const route of this.routes) {
+      const pathValues = matchSegments(route.segments, parts);
+      if (!pathValues) continue;
+      if (route.httpMethod === httpMethod) return { kind: "route", route, pathValues };
+      if (!allow.includes(route.httpMethod)) allow.push(route.httpMethod);
+    }
+    return allow.length > 0 ? { kind: "wrong-method", allow } : { kind: "none" };
+  }
+}
+
+function matchSegments(segments: Segment[], parts: string[]): [DescField, string][] | undefined {
+  if (segments.length !== parts.length) return undefined;
+  const values: [DescField, string][] = [];
+  for (let i = 0; i < segments.length; i++) {
+    const segment = segments[i]!;
+    const part = parts[i]!;
+    if ("literal" in segment) {
+      if (segment.literal !== part) return undefined;
+    } else {
+      if (part === "") return undefined;
+      let decoded: string;
+      try {
+        decoded = decodeURIComponent(part);
+      } catch {
+        return undefined;
+      }
+      values.push([segment.field, decoded]);
+    }
+  }
+  return values;
+}
+
+const specificity = (route: RestRoute) =>
+  route.segments.reduce((score, s, i) => score + ("literal" in s ? 2 ** (16 - i) : 0), 0);
+
+function toRoute(method: DescMethodUnary, rule: HttpRule): RestRoute {
+  const verb = rule.pattern.case;
+  if (!VERBS.includes(verb as (typeof VERBS)[number])) fail(method, `HTTP pattern "${verb}" is not supported`);
+  const pattern = rule.pattern.value as string;
+  if (!pattern.startsWith("/")) fail(method, `path "${pattern}" must start with /`);
+  const segments: Segment[] = pattern.slice(1).split("/").map((part) => {
+    const variable = /^\{([a-z_][a-z0-9_]*)\}$/.exec(part);
+    if (!variable) {
+      if (/[{}*:]/.test(part)) fail(method, `path segment "${part}" is not supported (use a literal or {field})`);
+      return { literal: part };
+    }
+    const field = method.input.fields.find((f) => f.name === variable[1]);
+    if (!field) fail(method, `path variable {${variable[1]}} is not a field of ${method.input.typeName}`);
+    if (field.fieldKind !== "scalar" || field.scalar === ScalarType.BYTES) {
+      fail(method, `path variable {${variable[1]}} must be a scalar field`);
+    }
+    return { field };
+  });
+  if (rule.body !== "*" && rule.body !== "") fail(method, `body "${rule.body}" is not supported (use "*" or none)`);
+  if (rule.body === "*" && (verb === "get" || verb === "delete")) fail(method, `${verb} cannot take a body`);
+  if (rule.responseBody !== "") fail(method, "response_body is not supported");
+  return { httpMethod: verb!.toUpperCase(), pattern, method, segments, body: rule.body as "*" | "" };
+}
+
+function fail(method: DescMethodUnary | { parent: DescService; name: string }, reason: string): never {
+  throw new Error(`bad google.api.http rule on ${method.parent.typeName}.${method.name}: ${reason}`);
+}

@@ -1,0 +1,145 @@
+// The REST facade: HTTP <-> proto only. Matches the annotation-built routes, assembles the request
+// (body, then path variables, then query), runs the same CallPipeline as every RPC, and answers in
+// the envelope. It knows no service: a new annotated RPC needs no change here.
+import { getOption, type DescMethodUnary, type DescService } from "@bufbuild/protobuf";
+import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
+import type { CallLog } from "../interceptors/call-log.js";
+import { methodAccess, type CallPipeline } from "../interceptors/call-pipeline.js";
+import { writeError, writeInternalError, writeSuccess, type HttpRequest, type HttpResponse } from "./envelope.js";
+import { parseJsonExact } from "./exact-json.js";
+import { RestRouter, type RestRoute } from "./http-rules.js";
+import { findField, messageFromRestJson, messageToRestJson, readScalar } from "./rest-json.js";
+import { rest_integer_as_string } from "../../gen/enterprise_admin/v1/options_pb.js";
+
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+type Handler = (request: never, call: never) => Promise<unknown>;
+
+export interface RestService {
+  service: DescService;
+  handlers: object;
+}
+
+interface Endpoint {
+  access: ReturnType<typeof methodAccess>;
+  handler: Handler;
+}
+
+export class RestFacade {
+  readonly router: RestRouter;
+  private readonly endpoints = new Map<DescMethodUnary, Endpoint>();
+
+  constructor(services: readonly RestService[], private readonly pipeline: CallPipeline) {
+    this.router = new RestRouter(services.map((s) => s.service));
+    for (const { service, handlers } of services) {
+      for (const method of service.methods) {
+        const handler = (handlers as Record<string, Handler>)[method.localName];
+        if (!handler) throw new Error(`no handler for ${service.typeName}.${method.name}`);
+        this.endpoints.set(method as DescMethodUnary, { access: methodAccess(method as DescMethodUnary), handler });
+      }
+    }
+  }
+
+  /** Answers the request if its path is a REST route (or under a REST prefix); false otherwise. */
+  handle(req: HttpRequest, res: HttpResponse, log: CallLog): boolean {
+    const url = req.url ?? "/";
+    const queryAt = url.indexOf("?");
+    const path = queryAt < 0 ? url : url.slice(0, queryAt);
+    const match = this.router.match(req.method ?? "GET", path);
+    if (match.kind === "none") {
+      if (!path.startsWith("/openapi/") && !path.startsWith("/api/")) return false;
+      this.fail(res, log, new AppError(ErrorCode.ROUTE_NOT_FOUND, `no route for ${req.method} ${path}`));
+      return true;
+    }
+    if (match.kind === "wrong-method") {
+      this.fail(res, log, new AppError(ErrorCode.METHOD_NOT_ALLOWED, `method ${req.method} not allowed on ${path}; allowed: ${match.allow.join(", ")}`), { allow: match.allow.join(", ") });
+      req.resume();
+      return true;
+    }
+    this.serve(req, res, log, match.route, match.pathValues, queryAt < 0 ? "" : url.slice(queryAt + 1))
+      .catch((error) => {
+        log.code = ErrorCode.INTERNAL;
+        log.cause = error;
+        if (!res.headersSent) writeInternalError(res, log.requestId);
+      });
+    return true;
+  }
+
+  private async serve(req: HttpRequest, res: HttpResponse, log: CallLog, route: RestRoute,
+    pathValues: [import("@bufbuild/protobuf").DescField, string][], query: string): Promise<void> {
+    const endpoint = this.endpoints.get(route.method)!;
+    let request;
+    try {
+      const body = route.body === "*" ? await readJsonBody(req) : {};
+      if (route.body === "") req.resume();
+      request = messageFromRestJson(route.method.input, body);
+      for (const [field, text] of pathValues) {
+        (request as Record<string, unknown>)[field.localName] = readScalar(field.scalar!, text, field.name, true);
+      }
+      if (query !== "") applyQuery(route.method, request as Record<string, unknown>, query, route.body === "*");
+    } catch (error) {
+      if (error instanceof AppError) return this.fail(res, log, error);
+      throw error;
+    }
+    let response;
+    try {
+      response = await this.pipeline.run(route.method, endpoint.access, request as never,
+        { authorization: req.headers.authorization, log }, endpoint.handler as never);
+    } catch (error) {
+      return writeError(res, log.requestId, error as AppError);
+    }
+    writeSuccess(res, log.requestId, messageToRestJson(route.method.output, response as Record<string, unknown>));
+  }
+
+  private fail(res: HttpResponse, log: CallLog, error: AppError, headers: Record<string, string> = {}): void {
+    log.code = error.code;
+    writeError(res, log.requestId, error, headers);
+  }
+}
+
+/** Reads a JSON body: 415 unless application/json, 413 past 1 MiB, 4001 unless a JSON object. */
+async function readJsonBody(req: HttpRequest): Promise<unknown> {
+  const type = req.headers["content-type"];
+  if (!type || !/^application\/json\s*(;|$)/i.test(type)) {
+    req.resume();
+    throw new AppError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, `Content-Type must be application/json (got ${type ? JSON.stringify(type) : "none"})`);
+  }
+  const declared = Number(req.headers["content-length"] ?? 0);
+  if (declared > MAX_BODY_BYTES) {
+    req.resume();
+    throw tooLarge();
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) {
+      req.resume();
+      throw tooLarge();
+    }
+    chunks.push(chunk);
+  }
+  const text = chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8");
+  if (text.trim() === "") throw invalidParameter("body: expected a JSON object, got an empty body");
+  try {
+    return parseJsonExact(text);
+  } catch (error) {
+    throw invalidParameter(`body: not valid JSON (${error instanceof Error ? error.message : "parse error"})`);
+  }
+}
+
+const tooLarge = () => new AppError(ErrorCode.BODY_TOO_LARGE, `body: larger than the limit of ${MAX_BODY_BYTES} bytes`);
+
+/** Query parameters fill top-level scalar (or repeated scalar) fields; unknown names are rejected. */
+function applyQuery(method: DescMethodUnary, request: Record<string, unknown>, query: string, hasBody: boolean): void {
+  for (const [key, value] of new URLSearchParams(query)) {
+    const field = findField(method.input, key);
+    if (!field || hasBody) throw invalidParameter(`${key}: unknown query parameter`);
+    const integerAsString = getOption(field, rest_integer_as_string);
+    if (field.fieldKind === "scalar") request[field.localName] = readScalar(field.scalar, value, key, integerAsString);
+    else if (field.fieldKind === "list" && field.listKind === "scalar") {
+      (request[field.localName] as unknown[]).push(readScalar(field.scalar, value, key, integerAsString));
+    } else throw invalidParameter(`${key}: cannot be given as a query parameter`);
+  }
+}
+

@@ -1,0 +1,213 @@
+// Proto messages <-> the REST JSON of contracts section 2: snake_case names, every field present with
+// its zero value, 64-bit integers as exact JSON numbers (in: number or numeric string), unknown fields
+// rejected with the field's path. Driven by the message descriptors; knows no service.
+import { create, fromJson, toJson, ScalarType, type DescEnum, type DescField, type DescMessage, type JsonValue, type Message } from "@bufbuild/protobuf";
+import { getOption } from "@bufbuild/protobuf";
+import { rest_integer_as_string } from "../../gen/enterprise_admin/v1/options_pb.js";
+import { invalidParameter } from "../domain/errors.js";
+
+type Fields = Record<string, unknown>;
+
+// ---------- reading ----------
+
+const fieldIndex = new WeakMap<DescMessage, Map<string, DescField>>();
+
+function fieldsByJsonKey(schema: DescMessage): Map<string, DescField> {
+  let index = fieldIndex.get(schema);
+  if (!index) {
+    index = new Map();
+    for (const field of schema.fields) {
+      index.set(field.name, field);
+      index.set(field.jsonName, field);
+    }
+    fieldIndex.set(schema, index);
+  }
+  return index;
+}
+
+export function findField(schema: DescMessage, key: string): DescField | undefined {
+  return fieldsByJsonKey(schema).get(key);
+}
+
+/** Reads a JSON object into a message of `schema`; errors name the field path. */
+export function messageFromRestJson<Desc extends DescMessage>(schema: Desc, json: unknown, path = ""): Message & Fields {
+  if (isWellKnown(schema)) return fromWellKnown(schema, json, path) as Message & Fields;
+  if (json === null || typeof json !== "object" || Array.isArray(json)) {
+    throw invalidParameter(`${path || "body"}: expected a JSON object`);
+  }
+  const init: Fields = {};
+  for (const [key, value] of Object.entries(json)) {
+    const field = findField(schema, key);
+    const fieldPath = path ? `${path}.${key}` : key;
+    if (!field) throw invalidParameter(`${fieldPath}: unknown field`);
+    if (value === null) continue; // null means "not set" in proto JSON
+    init[field.localName] = readField(field, value, fieldPath);
+  }
+  return create(schema, init as never) as Message & Fields;
+}
+
+function readField(field: DescField, value: unknown, path: string): unknown {
+  switch (field.fieldKind) {
+    case "scalar":
+      return readScalar(field.scalar, value, path, acceptsInteger(field));
+    case "enum":
+      return readEnum(field.enum, value, path);
+    case "message":
+      return messageFromRestJson(field.message, value, path);
+    case "list": {
+      if (!Array.isArray(value)) throw invalidParameter(`${path}: expected an array`);
+      return value.map((item, i) => {
+        const itemPath = `${path}[${i}]`;
+        if (item === null) throw invalidParameter(`${itemPath}: null is not allowed in a list`);
+        if (field.listKind === "scalar") return readScalar(field.scalar, item, itemPath, acceptsInteger(field));
+        if (field.listKind === "enum") return readEnum(field.enum, item, itemPath);
+        return messageFromRestJson(field.message, item, itemPath);
+      });
+    }
+    case "map": {
+      if (typeof value !== "object" || Array.isArray(value)) throw invalidParameter(`${path}: expected a JSON object`);
+      const out: Record<string, unknown> = {};
+      for (const [key, item] of Object.entries(value as object)) {
+        const itemPath = `${path}.${key}`;
+        if (field.mapKind === "scalar") out[key] = readScalar(field.scalar, item, itemPath, false);
+        else if (field.mapKind === "enum") out[key] = readEnum(field.enum, item, itemPath);
+        else out[key] = messageFromRestJson(field.message, item, itemPath);
+      }
+      return out;
+    }
+  }
+}
+
+const acceptsInteger = (field: DescField) => getOption(field, rest_integer_as_string);
+
+const INT_TEXT = /^-?(0|[1-9]\d*)$/;
+
+/** Reads one scalar; `path` names it in errors. Also used for path variables and query parameters. */
+export function readScalar(type: ScalarType, value: unknown, path: string, integerAsString = false): unknown {
+  switch (type) {
+    case ScalarType.STRING:
+      if (typeof value === "string") return value;
+      if (integerAsString && typeof value === "number" && Number.isSafeInteger(value)) return String(value);
+      throw invalidParameter(`${path}: expected a string${integerAsString ? " or an integer" : ""}`);
+    case ScalarType.BOOL:
+      if (typeof value === "boolean") return value;
+      if (value === "true" || value === "false") return value === "true";
+      throw invalidParameter(`${path}: expected true or false`);
+    case ScalarType.INT32: case ScalarType.SINT32: case ScalarType.SFIXED32:
+      return readInteger(value, path, -(2n ** 31n), 2n ** 31n - 1n, false);
+    case ScalarType.UINT32: case ScalarType.FIXED32:
+      return readInteger(value, path, 0n, 2n ** 32n - 1n, false);
+    case ScalarType.INT64: case ScalarType.SINT64: case ScalarType.SFIXED64:
+      return readInteger(value, path, -(2n ** 63n), 2n ** 63n - 1n, true);
+    case ScalarType.UINT64: case ScalarType.FIXED64:
+      return readInteger(value, path, 0n, 2n ** 64n - 1n, true);
+    case ScalarType.DOUBLE: case ScalarType.FLOAT: {
+      const n = typeof value === "string" && value.trim() !== "" ? Number(value) : value;
+      if (typeof n === "number" && Number.isFinite(n)) return n;
+      throw invalidParameter(`${path}: expected a number`);
+    }
+    case ScalarType.BYTES:
+      if (typeof value === "string" && /^[A-Za-z0-9+/_-]*={0,2}$/.test(value)) return new Uint8Array(Buffer.from(value, "base64"));
+      throw invalidParameter(`${path}: expected base64 text`);
+  }
+}
+
+function readInteger(value: unknown, path: string, min: bigint, max: bigint, wide: boolean): number | bigint {
+  let n: bigint | undefined;
+  if (typeof value === "number" && Number.isInteger(value)) n = BigInt(value);
+  else if (typeof value === "string" && INT_TEXT.test(value)) n = BigInt(value);
+  if (n === undefined) throw invalidParameter(`${path}: expected an integer`);
+  if (n < min || n > max) throw invalidParameter(`${path}: ${n} is out of range ${min} to ${max}`);
+  return wide ? n : Number(n);
+}
+
+function readEnum(desc: DescEnum, value: unknown, path: string): number {
+  const byName = typeof value === "string" ? desc.values.find((v) => v.name === value) : undefined;
+  if (byName) return byName.number;
+  if (typeof value === "number" && desc.values.some((v) => v.number === value)) return value;
+  throw invalidParameter(`${path}: expected one of ${desc.values.map((v) => v.name).join(", ")}`);
+}
+
+const isWellKnown = (schema: DescMessage) => schema.typeName.startsWith("google.protobuf.");
+
+function fromWellKnown(schema: DescMessage, json: unknown, path: string): Message {
+  try {
+    return fromJson(schema, json as JsonValue);
+  } catch (error) {
+    throw invalidParameter(`${path}: ${error instanceof Error ? error.message : "invalid value"}`);
+  }
+}
+
+// ---------- writing ----------
+
+/**
+ * Prints a message (or its init shape: missing fields are zero values) as REST JSON with every field
+ * present, 64-bit integers as exact numbers.
+ */
+export function messageToRestJson(schema: DescMessage, value: Fields | undefined): string {
+  if (value === undefined || value === null) return "null";
+  if (isWellKnown(schema)) return JSON.stringify(toJson(schema, create(schema, value as never)));
+  let out = "{";
+  let first = true;
+  for (const field of schema.fields) {
+    const v = value[field.localName];
+    if (field.oneof && field.fieldKind !== "scalar" && v === undefined) continue;
+    out += `${first ? "" : ","}${JSON.stringify(field.name)}:${writeField(field, v)}`;
+    first = false;
+  }
+  return out + "}";
+}
+
+function writeField(field: DescField, v: unknown): string {
+  switch (field.fieldKind) {
+    case "scalar":
+      return writeScalar(field.scalar, v ?? zero(field.scalar));
+    case "enum":
+      return writeEnum(field.enum, v as number | undefined);
+    case "message":
+      return messageToRestJson(field.message, v as Fields | undefined);
+    case "list": {
+      const items = (v as unknown[] | undefined) ?? [];
+      const parts = items.map((item) =>
+        field.listKind === "scalar" ? writeScalar(field.scalar, item)
+          : field.listKind === "enum" ? writeEnum(field.enum, item as number)
+          : messageToRestJson(field.message, item as Fields));
+      return `[${parts.join(",")}]`;
+    }
+    case "map": {
+      const entries = Object.entries((v as Record<string, unknown> | undefined) ?? {});
+      const parts = entries.map(([key, item]) => `${JSON.stringify(key)}:${
+        field.mapKind === "scalar" ? writeScalar(field.scalar, item)
+          : field.mapKind === "enum" ? writeEnum(field.enum, item as number)
+          : messageToRestJson(field.message, item as Fields)}`);
+      return `{${parts.join(",")}}`;
+    }
+  }
+}
+
+function zero(type: ScalarType): unknown {
+  if (type === ScalarType.STRING) return "";
+  if (type === ScalarType.BOOL) return false;
+  if (type === ScalarType.BYTES) return new Uint8Array(0);
+  return 0;
+}
+
+function writeScalar(type: ScalarType, v: unknown): string {
+  switch (type) {
+    case ScalarType.STRING:
+      return JSON.stringify(v);
+    case ScalarType.BOOL:
+      return v ? "true" : "false";
+    case ScalarType.BYTES:
+      return JSON.stringify(Buffer.from(v as Uint8Array).toString("base64"));
+    case ScalarType.DOUBLE: case ScalarType.FLOAT:
+      return Number.isFinite(v as number) ? String(v) : JSON.stringify(String(v));
+    default:
+      // Integers of every width: a bigint or string prints its exact digits.
+      return String(v);
+  }
+}
+
+function writeEnum(desc: DescEnum, v: number | undefined): string {
+  return JSON.stringify(desc.value[v ?? 0]?.name ?? v ?? 0);
+}

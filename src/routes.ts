@@ -1,0 +1,37 @@
+// Registers every service once. The Connect router (all RPC transports), the REST facade and the
+// reflection service all take their list from here.
+import type { ConnectRouter } from "@connectrpc/connect";
+import { AuthService, file_enterprise_admin_v1_auth } from "../gen/enterprise_admin/v1/auth_pb.js";
+import { DepartmentService, file_enterprise_admin_v1_department } from "../gen/enterprise_admin/v1/department_pb.js";
+import { bindService, type CallPipeline } from "./interceptors/call-pipeline.js";
+import type { AccessAdmin } from "./operations/access-admin.js";
+import type { RestService } from "./rest/rest-facade.js";
+import { authHandlers } from "./services/auth-service.js";
+import { departmentHandlers } from "./services/department-service.js";
+import { registerHealth, type HealthState } from "./services/health-service.js";
+import { registerReflection } from "./services/reflection-service.js";
+import type { DepartmentRepository } from "./storage/department-repository.js";
+
+export const servedFiles = [file_enterprise_admin_v1_auth, file_enterprise_admin_v1_department];
+
+export interface ServiceDeps {
+  access: AccessAdmin;
+  departments: DepartmentRepository;
+}
+
+export function businessServices(deps: ServiceDeps): RestService[] {
+  return [
+    { service: AuthService, handlers: authHandlers(deps.access) },
+    { service: DepartmentService, handlers: departmentHandlers(deps.departments) },
+  ];
+}
+
+export function routes(services: readonly RestService[], pipeline: CallPipeline, health: HealthState) {
+  return (router: ConnectRouter) => {
+    for (const { service, handlers } of services) {
+      router.service(service, bindService(service, handlers as never, pipeline));
+    }
+    registerReflection(router, servedFiles);
+    registerHealth(router, health);
+  };
+}

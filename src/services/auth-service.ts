@@ -1,0 +1,12 @@
+// AuthService: the token exchange over every transport.
+import { AuthService } from "../../gen/enterprise_admin/v1/auth_pb.js";
+import type { Handlers } from "../interceptors/call-pipeline.js";
+import type { AccessAdmin } from "../operations/access-admin.js";
+
+export function authHandlers(access: AccessAdmin): Handlers<typeof AuthService> {
+  return {
+    async createAccessToken(request) {
+      return access.exchange(request.appId, request.appSecret);
+    },
+  };
+}

@@ -1,0 +1,59 @@
+// Enterprise apps and access tokens. Only hashes of secrets and tokens are stored or looked up.
+import type { Kysely, Selectable } from "kysely";
+import type { AccessTokenTable, AppTable, Schema } from "./schema.js";
+
+export type AppRow = Selectable<AppTable>;
+export type AccessTokenRow = Selectable<AccessTokenTable>;
+
+export interface ActiveToken {
+  enterprise_id: string;
+  permissions: string;
+}
+
+export class AuthRepository {
+  constructor(private readonly db: Kysely<Schema>) {}
+
+  async insertApp(row: AppRow): Promise<void> {
+    await this.db.insertInto("app").values(row).execute();
+  }
+
+  async findApp(appId: string): Promise<AppRow | undefined> {
+    return this.db.selectFrom("app").selectAll().where("app_id", "=", appId).executeTakeFirst();
+  }
+
+  async listApps(enterpriseId: string): Promise<AppRow[]> {
+    return this.db.selectFrom("app").selectAll().where("enterprise_id", "=", enterpriseId).orderBy("created_at").orderBy("app_id").execute();
+  }
+
+  /** Marks the app and every token it obtained revoked; returns false for an unknown app. */
+  async revokeApp(appId: string, now: number): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const result = await trx.updateTable("app").set({ revoked_at: now })
+        .where("app_id", "=", appId).where("revoked_at", "is", null).executeTakeFirst();
+      await trx.updateTable("access_token").set({ revoked_at: now })
+        .where("app_id", "=", appId).where("revoked_at", "is", null).execute();
+      if (Number(result.numUpdatedRows) > 0) return true;
+      return (await trx.selectFrom("app").select("app_id").where("app_id", "=", appId).executeTakeFirst()) !== undefined;
+    });
+  }
+
+  async insertToken(row: AccessTokenRow): Promise<void> {
+    await this.db.insertInto("access_token").values(row).execute();
+  }
+
+  /** The token's enterprise and permissions if it exists, has not expired and is not revoked. */
+  async findActiveToken(tokenHash: string, now: number): Promise<ActiveToken | undefined> {
+    return this.db.selectFrom("access_token")
+      .select(["enterprise_id", "permissions"])
+      .where("token_hash", "=", tokenHash)
+      .where("expires_at", ">", now)
+      .where("revoked_at", "is", null)
+      .executeTakeFirst();
+  }
+
+  /** Removes tokens that expired more than a day ago, so the table does not grow without bound. */
+  async deleteExpiredTokens(now: number): Promise<number> {
+    const result = await this.db.deleteFrom("access_token").where("expires_at", "<", now - 86400).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+}

@@ -1,0 +1,76 @@
+// Opens the database named by a URL: a file path or file: URL is SQLite (the embedded default),
+// postgres:// is PostgreSQL. Sets the SQLite pragmas and runs migrations; the only place that knows the driver.
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import SqliteDatabase from "better-sqlite3";
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, type MigrationProvider } from "kysely";
+import pg from "pg";
+import { migrations } from "./migrations/index.js";
+import type { Schema } from "./schema.js";
+
+export type Dialect = "sqlite" | "postgres";
+
+export interface Database {
+  readonly db: Kysely<Schema>;
+  readonly dialect: Dialect;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_DATABASE_URL = "./data/enterprise-admin.sqlite";
+
+export function isPostgresUrl(url: string): boolean {
+  return /^postgres(ql)?:\/\//.test(url);
+}
+
+export function openDatabase(url: string): Database {
+  if (isPostgresUrl(url)) {
+    // BIGINT (int8) columns hold Unix seconds and counters that fit a JS number; parse them as numbers.
+    pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+    const pool = new pg.Pool({ connectionString: url, max: 10 });
+    const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
+    return { db, dialect: "postgres", close: () => db.destroy() };
+  }
+  const path = url.startsWith("file:") ? fileURLToPath(url) : url;
+  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+  const sqlite = new SqliteDatabase(path);
+  sqlite.pragma("journal_mode = WAL");
+  sqlite.pragma("synchronous = NORMAL");
+  sqlite.pragma("busy_timeout = 5000");
+  sqlite.pragma("foreign_keys = ON");
+  const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+  return { db, dialect: "sqlite", close: () => db.destroy() };
+}
+
+/**
+ * Kysely's SQLite driver prepares every statement anew; reusing prepared statements by SQL text
+ * removes most of the per-query cost on hot lookups (the same SQL text is the same statement).
+ */
+function withStatementCache(sqlite: SqliteDatabase.Database) {
+  const cache = new Map<string, SqliteDatabase.Statement>();
+  return {
+    close: () => sqlite.close(),
+    prepare(sql: string) {
+      let statement = cache.get(sql);
+      if (!statement) {
+        if (cache.size >= 1000) cache.clear();
+        statement = sqlite.prepare(sql);
+        cache.set(sql, statement);
+      }
+      return statement;
+    },
+  };
+}
+
+const provider: MigrationProvider = { getMigrations: async () => migrations };
+
+/** Applies every pending migration; throws with the failing migration's name. */
+export async function migrateToLatest(database: Database): Promise<string[]> {
+  const migrator = new Migrator({ db: database.db, provider });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) {
+    const failed = results?.find((r) => r.status === "Error")?.migrationName ?? "unknown";
+    throw new Error(`migration ${failed} failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
+}

@@ -1,0 +1,81 @@
+// Departments of one enterprise: batch reads, children, keyword search, and upserts for the import.
+import { sql, type Kysely, type Selectable } from "kysely";
+import type { DepartmentTable, Schema } from "./schema.js";
+
+export type DepartmentRow = Omit<Selectable<DepartmentTable>, "name_folded" | "enterprise_id">;
+
+const columns = ["department_id", "parent_department_id", "name", "full_path", "depth"] as const;
+
+export class DepartmentRepository {
+  constructor(private readonly db: Kysely<Schema>) {}
+
+  /** The departments with these IDs, plus the root when `withRoot`; one query, in no particular order. */
+  async findByIds(enterpriseId: string, ids: readonly string[], withRoot: boolean): Promise<DepartmentRow[]> {
+    if (ids.length === 0 && !withRoot) return [];
+    return this.db
+      .selectFrom("department")
+      .select(columns)
+      .where("enterprise_id", "=", enterpriseId)
+      .where((eb) => {
+        const matches = [];
+        if (ids.length > 0) matches.push(eb("department_id", "in", ids));
+        if (withRoot) matches.push(eb("parent_department_id", "=", "0"));
+        return eb.or(matches);
+      })
+      .execute();
+  }
+
+  async findRoot(enterpriseId: string): Promise<DepartmentRow | undefined> {
+    return this.db.selectFrom("department").select(columns)
+      .where("enterprise_id", "=", enterpriseId).where("parent_department_id", "=", "0")
+      .executeTakeFirst();
+  }
+
+  async exists(enterpriseId: string, departmentId: string): Promise<boolean> {
+    const row = await this.db.selectFrom("department").select("department_id")
+      .where("enterprise_id", "=", enterpriseId).where("department_id", "=", departmentId)
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  /** Children of one parent ordered by department_id, starting after `after`; reads `limit` rows. */
+  async listChildren(enterpriseId: string, parentId: string, after: string | undefined, limit: number): Promise<DepartmentRow[]> {
+    let query = this.db.selectFrom("department").select(columns)
+      .where("enterprise_id", "=", enterpriseId).where("parent_department_id", "=", parentId);
+    if (after !== undefined) query = query.where("department_id", ">", after);
+    return query.orderBy("department_id").limit(limit).execute();
+  }
+
+  /** Departments whose folded name contains the folded keyword, ordered by department_id. */
+  async searchByName(enterpriseId: string, keywordFolded: string, after: string | undefined, limit: number): Promise<DepartmentRow[]> {
+    let query = this.db.selectFrom("department").select(columns)
+      .where("enterprise_id", "=", enterpriseId)
+      .where(sql<boolean>`name_folded like ${`%${escapeLike(keywordFolded)}%`} escape '\\'`);
+    if (after !== undefined) query = query.where("department_id", ">", after);
+    return query.orderBy("department_id").limit(limit).execute();
+  }
+
+  async listAll(enterpriseId: string): Promise<DepartmentRow[]> {
+    return this.db.selectFrom("department").select(columns).where("enterprise_id", "=", enterpriseId).execute();
+  }
+
+  async upsertMany(enterpriseId: string, rows: readonly DepartmentRow[]): Promise<void> {
+    for (let i = 0; i < rows.length; i += 500) {
+      const chunk = rows.slice(i, i + 500).map((r) => ({ ...r, enterprise_id: enterpriseId, name_folded: r.name.toLowerCase() }));
+      await this.db.insertInto("department").values(chunk)
+        .onConflict((oc) => oc.columns(["enterprise_id", "department_id"]).doUpdateSet((eb) => ({
+          parent_department_id: eb.ref("excluded.parent_department_id"),
+          name: eb.ref("excluded.name"),
+          name_folded: eb.ref("excluded.name_folded"),
+          full_path: eb.ref("excluded.full_path"),
+          depth: eb.ref("excluded.depth"),
+        })))
+        .execute();
+    }
+  }
+}
+
+/** LIKE wildcards in a keyword match themselves. */
+function escapeLike(text: string): string {
+  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
+}

@@ -1,0 +1,70 @@
+// Enterprises and members: the parts of the directory that are not the department tree.
+import type { Kysely, Selectable } from "kysely";
+import type { EnterpriseTable, Schema } from "./schema.js";
+
+export type EnterpriseRow = Selectable<EnterpriseTable>;
+
+export interface MemberInput {
+  user_id: string;
+  email: string;
+  account_type: number;
+  department_ids: readonly string[];
+}
+
+export class DirectoryRepository {
+  constructor(private readonly db: Kysely<Schema>) {}
+
+  async findEnterprise(enterpriseId: string): Promise<EnterpriseRow | undefined> {
+    return this.db.selectFrom("enterprise").selectAll().where("enterprise_id", "=", enterpriseId).executeTakeFirst();
+  }
+
+  async upsertEnterprise(row: EnterpriseRow): Promise<void> {
+    await this.db.insertInto("enterprise").values(row)
+      .onConflict((oc) => oc.column("enterprise_id").doUpdateSet((eb) => ({
+        name: eb.ref("excluded.name"),
+        currency: eb.ref("excluded.currency"),
+      })))
+      .execute();
+  }
+
+  /** Upserts members and replaces the department memberships of each member given. */
+  async upsertMembers(enterpriseId: string, members: readonly MemberInput[]): Promise<void> {
+    for (let i = 0; i < members.length; i += 500) {
+      const chunk = members.slice(i, i + 500);
+      await this.db.insertInto("member")
+        .values(chunk.map((m) => ({
+          enterprise_id: enterpriseId,
+          user_id: m.user_id,
+          email: m.email,
+          email_folded: m.email.toLowerCase(),
+          account_type: m.account_type,
+        })))
+        .onConflict((oc) => oc.columns(["enterprise_id", "user_id"]).doUpdateSet((eb) => ({
+          email: eb.ref("excluded.email"),
+          email_folded: eb.ref("excluded.email_folded"),
+          account_type: eb.ref("excluded.account_type"),
+        })))
+        .execute();
+      await this.db.deleteFrom("member_department")
+        .where("enterprise_id", "=", enterpriseId)
+        .where("user_id", "in", chunk.map((m) => m.user_id))
+        .execute();
+      const memberships = chunk.flatMap((m) => [...new Set(m.department_ids)].map((department_id) =>
+        ({ enterprise_id: enterpriseId, user_id: m.user_id, department_id })));
+      if (memberships.length > 0) await this.db.insertInto("member_department").values(memberships).execute();
+    }
+  }
+
+  /** Members whose folded e-mail is one of these, with their user_id. */
+  async findMemberIdsByEmail(enterpriseId: string, emailsFolded: readonly string[]) {
+    if (emailsFolded.length === 0) return [];
+    return this.db.selectFrom("member").select(["user_id", "email_folded"])
+      .where("enterprise_id", "=", enterpriseId).where("email_folded", "in", emailsFolded).execute();
+  }
+
+  async countMembers(enterpriseId: string): Promise<number> {
+    const row = await this.db.selectFrom("member").select((eb) => eb.fn.countAll<number>().as("n"))
+      .where("enterprise_id", "=", enterpriseId).executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+}

@@ -1,0 +1,9 @@
+// The static list of migrations, in order. A static index survives bundling; a folder scan does not.
+import type { Migration } from "kysely";
+import * as createDirectory from "./20261123T070000-create-directory.js";
+import * as createAuth from "./20261123T070100-create-auth.js";
+
+export const migrations: Record<string, Migration> = {
+  "20261123T070000-create-directory": createDirectory,
+  "20261123T070100-create-auth": createAuth,
+};

@@ -1,0 +1,73 @@
+// Table types of the database, shared by every repository. Kysely checks queries against them.
+import type { ColumnType, Generated } from "kysely";
+
+/** Unix seconds, stored as a 64-bit integer. */
+type UnixSeconds = ColumnType<number, number, number>;
+
+export interface EnterpriseTable {
+  enterprise_id: string;
+  name: string;
+  currency: string;
+  created_at: UnixSeconds;
+}
+
+export interface DepartmentTable {
+  enterprise_id: string;
+  department_id: string;
+  parent_department_id: string;
+  name: string;
+  /** name.toLowerCase(), computed in TypeScript so keyword search folds case the same on every database. */
+  name_folded: string;
+  full_path: string;
+  depth: number;
+}
+
+export interface MemberTable {
+  enterprise_id: string;
+  user_id: string;
+  email: string;
+  /** email.toLowerCase(): e-mails are matched case-insensitively. */
+  email_folded: string;
+  account_type: number;
+}
+
+export interface MemberDepartmentTable {
+  enterprise_id: string;
+  user_id: string;
+  department_id: string;
+}
+
+export interface AppTable {
+  app_id: string;
+  enterprise_id: string;
+  name: string;
+  /** SHA-256 (hex) of the app secret; the secret itself is never stored. */
+  secret_hash: string;
+  /** Permissions, comma-separated, sorted. */
+  permissions: string;
+  created_at: UnixSeconds;
+  revoked_at: UnixSeconds | null;
+}
+
+export interface AccessTokenTable {
+  /** SHA-256 (hex) of the token; the token itself is never stored. */
+  token_hash: string;
+  /** The app that obtained it; null for a token made by `token create`. */
+  app_id: string | null;
+  enterprise_id: string;
+  permissions: string;
+  created_at: UnixSeconds;
+  expires_at: UnixSeconds;
+  revoked_at: UnixSeconds | null;
+}
+
+export interface Schema {
+  enterprise: EnterpriseTable;
+  department: DepartmentTable;
+  member: MemberTable;
+  member_department: MemberDepartmentTable;
+  app: AppTable;
+  access_token: AccessTokenTable;
+}
+
+export type { Generated };
