@@ -1,0 +1,36 @@
+import { startTestService } from "../helpers/service.js";
+const svc = await startTestService("sqlite");
+const tok = await svc.token();
+async function call(method: string, path: string, body?: string, headers: Record<string,string> = {}) {
+  const r = await fetch(svc.baseUrl + path, { method, body, headers: { authorization: `Bearer ${tok}`, "content-type": "application/json", ...headers } });
+  console.log(method, path, body?.slice(0, 80), "=>", r.status, r.headers.get("allow"), await r.text());
+}
+await call("POST", "/openapi/v1/departments/batch-get", JSON.stringify({ department_ids: ["121", "0", "100", " 110", "abc", "121", "abc", "900", "112"] }));
+await call("POST", "/openapi/v1/departments/batch-get", JSON.stringify({ department_ids: [] }));
+await call("POST", "/openapi/v1/departments/batch-get", JSON.stringify({}));
+await call("POST", "/openapi/v1/departments/batch-get", JSON.stringify({ department_ids: Array.from({length:101},(_, i)=>String(1000+i)) }));
+await call("POST", "/openapi/v1/departments/batch-get", JSON.stringify({ department_ids: "100" }));
+await call("POST", "/openapi/v1/departments/batch-get", JSON.stringify({ department_ids: [1] }));
+await call("POST", "/openapi/v1/departments/batch-get", JSON.stringify({ department_ids: ["100"], x: 1 }));
+await call("POST", "/openapi/v1/departments/batch-get", "{nope");
+await call("POST", "/openapi/v1/departments/batch-get", JSON.stringify({ department_ids: ["100"] }), {"content-type": "text/plain"});
+await call("POST", "/openapi/v1/departments/batch-get", "x".repeat(1024*1024+10));
+await call("GET", "/openapi/v1/departments/batch-get");
+await call("GET", "/openapi/v1/nothing");
+await call("GET", "/openapi/v1/departments/0/children");
+await call("GET", "/openapi/v1/departments/110/children?page_size=1");
+await call("GET", "/openapi/v1/departments/110/children?page_size=-1");
+await call("GET", "/openapi/v1/departments/999/children");
+await call("GET", "/openapi/v1/departments/900/children");
+await call("GET", "/openapi/v1/departments/search?keyword=ENGIN");
+await call("GET", "/openapi/v1/departments/search?keyword=_");
+await call("GET", "/openapi/v1/departments/search?keyword=%25");
+await call("GET", "/openapi/v1/departments/search?keyword=");
+await call("GET", "/openapi/v1/departments/search");
+await call("POST", "/openapi/v1/departments/batch-get", JSON.stringify({ department_ids: ["100"] }), {authorization: "Bearer garbage"});
+const app = await svc.access.createApp("acme", ["departments:read"], "x");
+await call("POST", "/openapi/v1/auth/token", JSON.stringify({ app_id: app.app_id, app_secret: app.app_secret }), {authorization: ""});
+await call("POST", "/openapi/v1/auth/token", JSON.stringify({ app_id: app.app_id }), {authorization: ""});
+await call("POST", "/openapi/v1/auth/token", JSON.stringify({ app_id: app.app_id, app_secret: "nope" }), {authorization: ""});
+console.log(svc.logs.slice(-3));
+await svc.close();

@@ -1,0 +1,65 @@
+// Starts the real service (the same startService the CLI's `serve` runs) on a free port of 127.0.0.1,
+// on a fresh database of the given dialect, seeded with the acme and globex fixtures.
+import { Writable } from "node:stream";
+import type { Permission } from "../../src/domain/permissions.js";
+import { PERMISSIONS } from "../../src/domain/permissions.js";
+import { createLogger } from "../../src/interceptors/logging.js";
+import { startService } from "../../src/main.js";
+import { AccessAdmin } from "../../src/operations/access-admin.js";
+import { importDirectory } from "../../src/operations/import-directory.js";
+import { AuthRepository } from "../../src/storage/auth-repository.js";
+import { migrateToLatest, openDatabase, type Database } from "../../src/storage/database.js";
+import { DirectoryRepository } from "../../src/storage/directory-repository.js";
+import { createTestDatabase, type DialectName } from "./databases.js";
+import { acme, globex } from "./fixtures.js";
+
+export interface TestService {
+  baseUrl: string;
+  port: number;
+  databaseUrl: string;
+  /** A second connection to the same database, for seeding and inspecting. */
+  database: Database;
+  access: AccessAdmin;
+  /** Every log line the server wrote, as text. */
+  logs: string[];
+  /** A fresh access token for an enterprise with the given permissions. */
+  token(permissions?: readonly Permission[], enterpriseId?: string, ttlSeconds?: number): Promise<string>;
+  close(): Promise<void>;
+}
+
+export async function startTestService(dialect: DialectName): Promise<TestService> {
+  const testDb = await createTestDatabase(dialect);
+  const database = openDatabase(testDb.url);
+  await migrateToLatest(database);
+  await importDirectory(database, acme);
+  await importDirectory(database, globex);
+  const access = new AccessAdmin(new AuthRepository(database.db), new DirectoryRepository(database.db));
+
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      logs.push(...String(chunk).split("\n").filter(Boolean));
+      done();
+    },
+  });
+  const service = await startService(
+    { port: 0, host: "127.0.0.1", databaseUrl: testDb.url, logLevel: "info" },
+    createLogger({ level: "info", destination: sink }),
+  );
+  return {
+    baseUrl: `http://127.0.0.1:${service.port}`,
+    port: service.port,
+    databaseUrl: testDb.url,
+    database,
+    access,
+    logs,
+    async token(permissions = PERMISSIONS, enterpriseId = "acme", ttlSeconds = 3600) {
+      return (await access.createToken(enterpriseId, [...permissions], ttlSeconds)).accessToken;
+    },
+    async close() {
+      await service.close();
+      await database.close();
+      await testDb.drop();
+    },
+  };
+}

@@ -1,0 +1,53 @@
+import { describe, expect, it } from "vitest";
+import { create } from "@bufbuild/protobuf";
+import { parseJsonExact } from "../../src/rest/exact-json.js";
+import { messageFromRestJson, messageToRestJson } from "../../src/rest/rest-json.js";
+import { DepartmentSchema, BatchGetDepartmentsRequestSchema } from "../../gen/enterprise_admin/v1/department_pb.js";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import { EnvelopeSchema } from "../../gen/enterprise_admin/v1/errors_pb.js";
+import { CreateAccessTokenResponseSchema } from "../../gen/enterprise_admin/v1/auth_pb.js";
+import { ErrorCode } from "../../src/domain/errors.js";
+import { AppError } from "../../src/domain/errors.js";
+
+describe("exact JSON numbers", () => {
+  it("keeps every digit of integers beyond 2^53 by reading them as strings", () => {
+    expect(parseJsonExact('{"a":9007199254740993,"b":[1,-12345678901234567890],"c":"9007199254740993x","d":1.5e3}'))
+      .toEqual({ a: "9007199254740993", b: [1, "-12345678901234567890"], c: "9007199254740993x", d: 1500 });
+  });
+
+  it("leaves digits inside strings, escaped quotes included, untouched", () => {
+    expect(parseJsonExact('{"s":"say \\"12345678901234567\\"","n":12345678901234567}'))
+      .toEqual({ s: 'say "12345678901234567"', n: "12345678901234567" });
+  });
+});
+
+describe("REST JSON of messages", () => {
+  it("prints every field with its zero value, in proto field names", () => {
+    expect(messageToRestJson(DepartmentSchema, { departmentId: "100" }))
+      .toBe('{"department_id":"100","parent_department_id":"","name":"","full_path":"","depth":0}');
+  });
+
+  it("prints 64-bit integers as exact JSON numbers", () => {
+    const json = messageToRestJson(EnvelopeSchema, { code: 0, message: "success", requestId: "r" });
+    expect(json).toBe('{"code":0,"message":"success","request_id":"r","data":null}');
+    expect(messageToRestJson(ValueSchema, create(ValueSchema, { kind: { case: "numberValue", value: 1 } }))).toBe("1");
+  });
+
+  it("reads a request and rejects an unknown field by name", () => {
+    const message = messageFromRestJson(BatchGetDepartmentsRequestSchema, { department_ids: ["1", "2"] });
+    expect(message.departmentIds).toEqual(["1", "2"]);
+    expect(() => messageFromRestJson(BatchGetDepartmentsRequestSchema, { department_ids: [], container_image: "x" }))
+      .toThrow(new AppError(ErrorCode.INVALID_PARAMETER, "container_image: unknown field"));
+  });
+
+  it("names the field and the expected type for a wrong type", () => {
+    expect(() => messageFromRestJson(BatchGetDepartmentsRequestSchema, { department_ids: "100" })).toThrow("department_ids: expected an array");
+    expect(() => messageFromRestJson(BatchGetDepartmentsRequestSchema, { department_ids: [7] })).toThrow("department_ids[0]: expected a string");
+    expect(() => messageFromRestJson(CreateAccessTokenResponseSchema, { expire: 1.5 })).toThrow("expire: expected an integer");
+    expect(() => messageFromRestJson(CreateAccessTokenResponseSchema, { expire: 2 ** 31 })).toThrow("expire: 2147483648 is out of range");
+  });
+
+  it("accepts a numeric string for an integer field", () => {
+    expect(messageFromRestJson(CreateAccessTokenResponseSchema, { expire: "7200" }).expire).toBe(7200);
+  });
+});
