@@ -17,10 +17,10 @@ import { DEMO_ENTERPRISE_ID, demoDirectory } from "./demo-directory.js";
 
 const dbOption = () => new Option("--db <url>", "database: a SQLite file path or file: URL, or postgres://… (default: $DATABASE_URL, else ./data/enterprise-admin.sqlite)");
 
-async function withDatabase<T>(url: string | undefined, work: (database: Database) => Promise<T>): Promise<T> {
+async function withDatabase<T>(url: string | undefined, work: (database: Database) => Promise<T>, migrate = true): Promise<T> {
   const database = openDatabase(loadConfig({ db: url }).databaseUrl);
   try {
-    await migrateToLatest(database);
+    if (migrate) await migrateToLatest(database);
     return await work(database);
   } finally {
     await database.close();
@@ -42,7 +42,7 @@ program.command("serve").description("migrate the database, then serve every tra
 
 program.command("migrate").description("apply pending migrations").addOption(dbOption())
   .action(async (opts) => {
-    const applied = await withDatabase(opts.db, async (database) => migrateToLatest(database));
+    const applied = await withDatabase(opts.db, async (database) => migrateToLatest(database), false);
     console.log(JSON.stringify({ applied }));
   });
 
