@@ -60,8 +60,14 @@ function routeConnection(socket: net.Socket, h1: http.Server, h2: http2.Http2Ser
     socket.off("data", onData);
     socket.pause();
     socket.unshift(head);
-    (prefaceSoFar ? h2 : h1).emit("connection", socket);
-    socket.resume();
+    if (prefaceSoFar) {
+      // http2 reads the unshifted bytes itself when it takes the socket over; resuming here would
+      // emit them as "data" events to no one.
+      h2.emit("connection", socket);
+    } else {
+      h1.emit("connection", socket);
+      socket.resume();
+    }
   };
   socket.on("data", onData);
   socket.on("error", () => socket.destroy());
