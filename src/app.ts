@@ -44,7 +44,8 @@ export function createApp({ database, logger }: AppDeps): App {
   const rpc = connectNodeAdapter({
     routes: routes(services, pipeline, health),
     readMaxBytes: MAX_BODY_BYTES,
-    jsonOptions: { useProtoFieldName: true },
+    // Unknown JSON fields are refused on Connect JSON as on REST: a misspelt field must not pass silently.
+    jsonOptions: { useProtoFieldName: true, ignoreUnknownFields: false },
     contextValues: (req) => createContextValues().set(callLogKey, callLogOf(req)),
     fallback: (req, res) => {
       const log = callLogOf(req);
