@@ -1,8 +1,8 @@
 // The directory import file (contracts section 5): one enterprise, its departments and members.
 // Parsing reports the JSON line or the path of the offending field; nothing is applied on error.
-import { parse as parseLenient, printParseErrorCode, type ParseError } from "jsonc-parser";
 import { z } from "zod";
 import { invalidParameter } from "./errors.js";
+import { describeJsonError } from "./json-errors.js";
 
 const id = z.string().min(1).max(128);
 
@@ -56,16 +56,4 @@ function assertUnique(values: string[], list: string, field: string) {
 
 function formatPath(path: (string | number)[]): string {
   return path.map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? p : `.${p}`)).join("") || "(file)";
-}
-
-/** Finds where JSON.parse failed (Node 20's message has no position) as a line and column. */
-export function describeJsonError(text: string, error: unknown): string {
-  const errors: ParseError[] = [];
-  parseLenient(text, errors, { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false });
-  const first = errors[0];
-  if (!first) return error instanceof Error ? error.message : String(error);
-  const before = text.slice(0, first.offset);
-  const line = before.split("\n").length;
-  const column = before.length - before.lastIndexOf("\n");
-  return `line ${line}, column ${column}: ${printParseErrorCode(first.error)}`;
 }

@@ -2,6 +2,7 @@
 // (body, then path variables, then query), runs the same CallPipeline as every RPC, and answers in
 // the envelope. It knows no service: a new annotated RPC needs no change here.
 import { getOption, type DescMethodUnary, type DescService } from "@bufbuild/protobuf";
+import { describeJsonError } from "../domain/json-errors.js";
 import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
 import type { CallLog } from "../interceptors/call-log.js";
 import { methodAccess, type CallPipeline } from "../interceptors/call-pipeline.js";
@@ -124,7 +125,8 @@ async function readJsonBody(req: HttpRequest): Promise<unknown> {
   try {
     return parseJsonExact(text);
   } catch (error) {
-    throw invalidParameter(`body: not valid JSON (${error instanceof Error ? error.message : "parse error"})`);
+    // The parser's own message quotes the text around the error, which may be a secret: give the place only.
+    throw invalidParameter(`body: not valid JSON (${describeJsonError(text, error)})`);
   }
 }
 

@@ -28,6 +28,9 @@ export function openDatabase(url: string): Database {
     // BIGINT (int8) columns hold Unix seconds and counters that fit a JS number; parse them as numbers.
     pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
     const pool = new pg.Pool({ connectionString: url, max: 10 });
+    // An idle client that the server drops (restart, failover, terminate) emits "error"; unhandled, it
+    // would end the process. The pool discards that client and the next query connects anew.
+    pool.on("error", () => {});
     const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
     return { db, dialect: "postgres", close: () => db.destroy() };
   }

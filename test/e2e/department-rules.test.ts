@@ -61,7 +61,7 @@ describe.each(dialects)("department rules (%s)", (dialect) => {
     await svc?.close();
   });
 
-  async function send(method: string, path: string, init: { body?: BodyInit; token?: string; contentType?: string | null; headers?: Record<string, string> } = {}): Promise<Reply> {
+  async function send(method: string, path: string, init: { body?: RequestInit["body"]; token?: string; contentType?: string | null; headers?: Record<string, string> } = {}): Promise<Reply> {
     const headers: Record<string, string> = { authorization: `Bearer ${init.token ?? acmeToken}`, ...init.headers };
     const contentType = init.contentType === undefined ? (init.body !== undefined ? "application/json" : null) : init.contentType;
     if (contentType !== null) headers["content-type"] = contentType;
