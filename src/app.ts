@@ -94,7 +94,8 @@ function writeAccessLog(logger: Logger, req: HttpRequest, res: HttpResponse, log
     request_id: log.requestId,
     method: req.method,
     path: (req.url ?? "").split("?")[0],
-    status: res.statusCode,
+    // 499 (nginx's "client closed request"): the caller went away before the answer was written.
+    status: res.writableFinished ? res.statusCode : 499,
     duration_ms: Math.round(durationMs * 100) / 100,
     procedure: log.procedure,
     enterprise_id: log.enterpriseId,
