@@ -18,6 +18,7 @@ import { AuthRepository } from "./storage/auth-repository.js";
 import type { Database } from "./storage/database.js";
 import { DepartmentRepository } from "./storage/department-repository.js";
 import { DirectoryRepository } from "./storage/directory-repository.js";
+import { UsageRepository } from "./storage/usage-repository.js";
 
 export interface AppDeps {
   database: Database;
@@ -37,6 +38,7 @@ export function createApp({ database, logger }: AppDeps): App {
   const services = businessServices({
     access: new AccessAdmin(authRepository, new DirectoryRepository(database.db)),
     departments: new DepartmentRepository(database.db),
+    usage: new UsageRepository(database.db, database.dialect),
   });
   const pipeline = new CallPipeline(new Authenticator(authRepository));
   const health = new HealthState(services.map((s) => s.service.typeName));

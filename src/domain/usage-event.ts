@@ -8,7 +8,12 @@ export const MODEL_TYPES = ["Chat", "CUE"] as const;
 export const MODEL_SOURCES = ["Builtin", "Custom"] as const;
 export const MAX_EVENTS_PER_BATCH = 1000;
 
-const UINT64_MAX = 2n ** 64n - 1n;
+/**
+ * Per-event ceilings, far above any real event, that keep every sum inside a signed 64-bit column:
+ * 10^15 tokens, and 10^15 micro-units (1,000,000,000.000000) per amount.
+ */
+export const MAX_EVENT_TOKENS = 10n ** 15n;
+export const MAX_EVENT_MICROS = 10n ** 15n;
 
 export interface UsageEventInput {
   eventId: string;
@@ -52,8 +57,8 @@ export function checkUsageEvent(raw: RawUsageEvent, where: string): UsageEventIn
   const modelType = oneOf(raw.model_type, "model_type", at, MODEL_TYPES);
   const modelSource = oneOf(raw.model_source, "model_source", at, MODEL_SOURCES);
   const timestamp = integer(raw.timestamp, "timestamp", at, 0n, BigInt(Number.MAX_SAFE_INTEGER), true);
-  const inputTokens = integer(raw.input_tokens, "input_tokens", at, 0n, UINT64_MAX, false);
-  const outputTokens = integer(raw.output_tokens, "output_tokens", at, 0n, UINT64_MAX, false);
+  const inputTokens = integer(raw.input_tokens, "input_tokens", at, 0n, MAX_EVENT_TOKENS, false);
+  const outputTokens = integer(raw.output_tokens, "output_tokens", at, 0n, MAX_EVENT_TOKENS, false);
   const basicMicros = amount(raw.basic_amount, "basic_amount", at);
   const payGoMicros = amount(raw.pay_go_amount, "pay_go_amount", at);
   if (modelSource === "Custom" && (basicMicros !== 0n || payGoMicros !== 0n)) {
@@ -96,6 +101,7 @@ function amount(value: unknown, field: string, at: string): bigint {
   if (micros === undefined) {
     throw invalidParameter(`${at}: ${field}: must be a decimal string >= 0 with at most 6 decimals (got ${JSON.stringify(value)})`);
   }
+  if (micros > MAX_EVENT_MICROS) throw invalidParameter(`${at}: ${field}: must be <= 1000000000.000000 (got ${value})`);
   return micros;
 }
 

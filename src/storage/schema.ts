@@ -23,6 +23,7 @@ export interface DepartmentTable {
 }
 
 export interface MemberTable {
+  member_key: Generated<number>;
   enterprise_id: string;
   user_id: string;
   email: string;
@@ -61,6 +62,42 @@ export interface AccessTokenTable {
   revoked_at: UnixSeconds | null;
 }
 
+export interface UsageModelTable {
+  model_id: Generated<number>;
+  model_name: string;
+  model_type: string;
+  model_source: string;
+}
+
+/** Raw events, kept for idempotency (event_id) and audit, and read for the partial days of a window. */
+export interface UsageEventTable {
+  /** Insertion order: the rows one ingestion added are those above the maximum before it. */
+  seq: Generated<number>;
+  enterprise_id: string;
+  event_id: string;
+  member_key: number;
+  model_id: number;
+  ts: number;
+  input_tokens: Money;
+  output_tokens: Money;
+  basic_micros: Money;
+  pay_go_micros: Money;
+}
+
+/** Sums per member, UTC day (Unix seconds / 86400) and model. */
+export interface UsageDailyTable {
+  member_key: number;
+  day: number;
+  model_id: number;
+  input_tokens: Money;
+  output_tokens: Money;
+  basic_micros: Money;
+  pay_go_micros: Money;
+}
+
+/** 64-bit integers written as bigint; read back as text by the aggregations, never as a float. */
+type Money = ColumnType<string, bigint | string, bigint | string>;
+
 export interface Schema {
   enterprise: EnterpriseTable;
   department: DepartmentTable;
@@ -68,6 +105,9 @@ export interface Schema {
   member_department: MemberDepartmentTable;
   app: AppTable;
   access_token: AccessTokenTable;
+  usage_model: UsageModelTable;
+  usage_event: UsageEventTable;
+  usage_daily: UsageDailyTable;
 }
 
 export type { Generated };

@@ -3,7 +3,8 @@ import { PostgresAdapter, sql, type Kysely } from "kysely";
 
 export async function up(db: Kysely<any>): Promise<void> {
   // IDs and names compare in binary (code point) order on every database: PostgreSQL gets "C" collation.
-  const binary = db.getExecutor().adapter instanceof PostgresAdapter ? sql`collate "C"` : sql``;
+  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+  const binary = postgres ? sql`collate "C"` : sql``;
   await db.schema
     .createTable("enterprise")
     .addColumn("enterprise_id", "text", (c) => c.primaryKey().modifyEnd(binary))
@@ -27,15 +28,18 @@ export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.createIndex("department_by_parent")
     .on("department").columns(["enterprise_id", "parent_department_id", "department_id"]).execute();
 
+  // member_key: a compact surrogate key for the usage tables (an integer, not a pair of strings).
   await db.schema
     .createTable("member")
+    .addColumn("member_key", postgres ? "bigint" : "integer", (c) =>
+      postgres ? c.primaryKey().generatedByDefaultAsIdentity() : c.primaryKey().autoIncrement())
     .addColumn("enterprise_id", "text", (c) => c.notNull().modifyEnd(binary)
       .references("enterprise.enterprise_id").onDelete("cascade"))
     .addColumn("user_id", "text", (c) => c.notNull().modifyEnd(binary))
     .addColumn("email", "text", (c) => c.notNull())
     .addColumn("email_folded", "text", (c) => c.notNull())
     .addColumn("account_type", "integer", (c) => c.notNull())
-    .addPrimaryKeyConstraint("member_pk", ["enterprise_id", "user_id"])
+    .addUniqueConstraint("member_identity", ["enterprise_id", "user_id"])
     .execute();
   await db.schema.createIndex("member_by_email")
     .on("member").columns(["enterprise_id", "email_folded"]).unique().execute();

@@ -2,8 +2,10 @@
 import type { Migration } from "kysely";
 import * as createDirectory from "./20261123T070000-create-directory.js";
 import * as createAuth from "./20261123T070100-create-auth.js";
+import * as createUsage from "./20261123T070200-create-usage.js";
 
 export const migrations: Record<string, Migration> = {
   "20261123T070000-create-directory": createDirectory,
   "20261123T070100-create-auth": createAuth,
+  "20261123T070200-create-usage": createUsage,
 };

@@ -1,0 +1,56 @@
+// Turns checked usage events into stored rows: members and models resolved to their keys, every
+// event's member checked first (an unknown one rejects the whole batch), then one ingestion.
+import { invalidParameter } from "../domain/errors.js";
+import type { UsageEventInput } from "../domain/usage-event.js";
+import { modelKey, type MemberRow, type UsageEventRow, type UsageRepository } from "../storage/usage-repository.js";
+
+export interface LabelledEvent {
+  event: UsageEventInput;
+  /** Where the event came from, for errors: `events[3]`, `line 12`. */
+  where: string;
+}
+
+/** Member keys of an enterprise by user_id, loaded as needed and kept for one ingestion. */
+export class MemberKeys {
+  private readonly known = new Map<string, MemberRow>();
+  constructor(private readonly repository: UsageRepository, private readonly enterpriseId: string) {}
+
+  async resolve(events: readonly LabelledEvent[]): Promise<void> {
+    const unseen = [...new Set(events.map((e) => e.event.userId))].filter((id) => !this.known.has(id));
+    for (const row of await this.repository.membersByUserIds(this.enterpriseId, unseen)) this.known.set(row.user_id, row);
+    for (const { event, where } of events) {
+      if (!this.known.has(event.userId)) {
+        throw invalidParameter(`${where} (event_id ${JSON.stringify(event.eventId)}): user_id: "${event.userId}" is not a member of enterprise ${this.enterpriseId}`);
+      }
+    }
+  }
+
+  key(userId: string): number {
+    return this.known.get(userId)!.member_key;
+  }
+}
+
+/** Rows for a chunk of checked events; `members` must have resolved them. */
+export async function toRows(repository: UsageRepository, members: MemberKeys, events: readonly LabelledEvent[]): Promise<UsageEventRow[]> {
+  const identity = (event: UsageEventInput) => ({ model_name: event.modelName, model_type: event.modelType, model_source: event.modelSource });
+  const models = await repository.resolveModels(events.map(({ event }) => identity(event)));
+  return events.map(({ event }) => ({
+    eventId: event.eventId,
+    memberKey: members.key(event.userId),
+    modelId: models.get(modelKey(identity(event)))!,
+    ts: event.timestamp,
+    inputTokens: event.inputTokens,
+    outputTokens: event.outputTokens,
+    basicMicros: event.basicMicros,
+    payGoMicros: event.payGoMicros,
+  }));
+}
+
+/** Records one batch, all or nothing; a repeated event_id is counted as a duplicate, not recorded again. */
+export async function recordUsage(repository: UsageRepository, enterpriseId: string, events: readonly LabelledEvent[]) {
+  const members = new MemberKeys(repository, enterpriseId);
+  await members.resolve(events);
+  const rows = await toRows(repository, members, events);
+  const recorded = await repository.ingest(async (insert) => insert(enterpriseId, rows));
+  return { recorded, duplicates: events.length - recorded };
+}

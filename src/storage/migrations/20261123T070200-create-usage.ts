@@ -1,0 +1,66 @@
+// Usage: a model dictionary, the raw events (idempotency by event_id, audit, partial days) and the
+// daily rollup the query reads whole days from. Money is integer micro-units.
+import { PostgresAdapter, sql, type Kysely } from "kysely";
+
+export async function up(db: Kysely<any>): Promise<void> {
+  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+  const binary = postgres ? sql`collate "C"` : sql``;
+  const autoKey = (type: "integer" | "bigint") => (c: any) =>
+    postgres ? c.primaryKey().generatedByDefaultAsIdentity() : c.primaryKey();
+
+  await db.schema
+    .createTable("usage_model")
+    .addColumn("model_id", "integer", autoKey("integer"))
+    .addColumn("model_name", "text", (c) => c.notNull().modifyEnd(binary))
+    .addColumn("model_type", "text", (c) => c.notNull().modifyEnd(binary))
+    .addColumn("model_source", "text", (c) => c.notNull().modifyEnd(binary))
+    .addUniqueConstraint("usage_model_identity", ["model_name", "model_type", "model_source"])
+    .execute();
+
+  await db.schema
+    .createTable("usage_event")
+    .addColumn("seq", postgres ? "bigint" : "integer", autoKey("bigint"))
+    .addColumn("enterprise_id", "text", (c) => c.notNull())
+    .addColumn("event_id", "text", (c) => c.notNull())
+    .addColumn("member_key", "bigint", (c) => c.notNull())
+    .addColumn("model_id", "integer", (c) => c.notNull())
+    .addColumn("ts", "bigint", (c) => c.notNull())
+    .addColumn("input_tokens", "bigint", (c) => c.notNull())
+    .addColumn("output_tokens", "bigint", (c) => c.notNull())
+    .addColumn("basic_micros", "bigint", (c) => c.notNull())
+    .addColumn("pay_go_micros", "bigint", (c) => c.notNull())
+    .execute();
+  await db.schema.createIndex("usage_event_identity").on("usage_event").columns(["enterprise_id", "event_id"]).unique().execute();
+  // Covering, member first: the partial first and last day of a window are index-only range reads.
+  if (postgres) {
+    await sql`create index usage_event_by_member on usage_event (member_key, ts)
+      include (model_id, input_tokens, output_tokens, basic_micros, pay_go_micros)`.execute(db);
+  } else {
+    await db.schema.createIndex("usage_event_by_member").on("usage_event")
+      .columns(["member_key", "ts", "model_id", "input_tokens", "output_tokens", "basic_micros", "pay_go_micros"]).execute();
+  }
+
+  await db.schema
+    .createTable("usage_daily")
+    .addColumn("member_key", "bigint", (c) => c.notNull())
+    .addColumn("day", "integer", (c) => c.notNull())
+    .addColumn("model_id", "integer", (c) => c.notNull())
+    .addColumn("input_tokens", "bigint", (c) => c.notNull())
+    .addColumn("output_tokens", "bigint", (c) => c.notNull())
+    .addColumn("basic_micros", "bigint", (c) => c.notNull())
+    .addColumn("pay_go_micros", "bigint", (c) => c.notNull())
+    .addPrimaryKeyConstraint("usage_daily_pk", ["member_key", "day", "model_id"])
+    // SQLite: the table is its primary-key B-tree, so a member's days are read in one range.
+    .$call((t) => (postgres ? t : t.modifyEnd(sql`without rowid`)))
+    .execute();
+  if (postgres) {
+    await sql`create index usage_daily_covering on usage_daily (member_key, day)
+      include (model_id, input_tokens, output_tokens, basic_micros, pay_go_micros)`.execute(db);
+  }
+}
+
+export async function down(db: Kysely<any>): Promise<void> {
+  await db.schema.dropTable("usage_daily").execute();
+  await db.schema.dropTable("usage_event").execute();
+  await db.schema.dropTable("usage_model").execute();
+}

@@ -1,0 +1,184 @@
+// Usage storage: members and models resolved to compact keys, raw events inserted idempotently, the
+// daily rollup maintained from exactly the rows an ingestion added, and the windowed sums.
+import { CompiledQuery, sql, type Kysely, type Transaction } from "kysely";
+import type { Schema } from "./schema.js";
+import type { Dialect } from "./database.js";
+
+export interface MemberRow {
+  member_key: number;
+  user_id: string;
+  email: string;
+  email_folded: string;
+  account_type: number;
+}
+
+export interface ModelIdentity {
+  model_name: string;
+  model_type: string;
+  model_source: string;
+}
+
+export interface UsageEventRow {
+  eventId: string;
+  memberKey: number;
+  modelId: number;
+  ts: number;
+  inputTokens: bigint;
+  outputTokens: bigint;
+  basicMicros: bigint;
+  payGoMicros: bigint;
+}
+
+export interface UsageSumRow {
+  member_key: number;
+  model_id: number;
+  input_tokens: bigint;
+  output_tokens: bigint;
+  basic_micros: bigint;
+  pay_go_micros: bigint;
+}
+
+const EVENT_COLUMNS = ["enterprise_id", "event_id", "member_key", "model_id", "ts", "input_tokens", "output_tokens", "basic_micros", "pay_go_micros"] as const;
+/** Rows per INSERT statement: 9 parameters each, well under SQLite's 32,766. */
+const INSERT_CHUNK = 500;
+
+export const modelKey = (m: ModelIdentity) => `${m.model_name}\u0000${m.model_type}\u0000${m.model_source}`;
+
+export class UsageRepository {
+  /** Model ids never change once made, so they are cached for the life of the process. */
+  private readonly modelIds = new Map<string, number>();
+  private readonly models = new Map<number, ModelIdentity>();
+  /** The multi-row INSERT for a given row count, compiled once and run with new parameters. */
+  private readonly insertStatements = new Map<number, CompiledQuery>();
+
+  constructor(private readonly db: Kysely<Schema>, private readonly dialect: Dialect) {}
+
+  async membersByUserIds(enterpriseId: string, userIds: readonly string[]): Promise<MemberRow[]> {
+    if (userIds.length === 0) return [];
+    return this.db.selectFrom("member").select(["member_key", "user_id", "email", "email_folded", "account_type"])
+      .where("enterprise_id", "=", enterpriseId).where("user_id", "in", userIds).execute();
+  }
+
+  async membersByFoldedEmails(enterpriseId: string, emailsFolded: readonly string[]): Promise<MemberRow[]> {
+    if (emailsFolded.length === 0) return [];
+    return this.db.selectFrom("member").select(["member_key", "user_id", "email", "email_folded", "account_type"])
+      .where("enterprise_id", "=", enterpriseId).where("email_folded", "in", emailsFolded).execute();
+  }
+
+  async currency(enterpriseId: string): Promise<string | undefined> {
+    const row = await this.db.selectFrom("enterprise").select("currency").where("enterprise_id", "=", enterpriseId).executeTakeFirst();
+    return row?.currency;
+  }
+
+  /** The ids of these models, making the ones not seen before. */
+  async resolveModels(models: Iterable<ModelIdentity>): Promise<Map<string, number>> {
+    const wanted = new Map<string, ModelIdentity>();
+    for (const m of models) wanted.set(modelKey(m), m);
+    const missing = [...wanted.entries()].filter(([key]) => !this.modelIds.has(key)).map(([, m]) => m);
+    if (missing.length > 0) {
+      await this.db.insertInto("usage_model").values(missing).onConflict((oc) => oc.doNothing()).execute();
+      await this.loadModels();
+    }
+    return new Map([...wanted.keys()].map((key) => [key, this.modelIds.get(key)!]));
+  }
+
+  async model(modelId: number): Promise<ModelIdentity> {
+    if (!this.models.has(modelId)) await this.loadModels();
+    return this.models.get(modelId)!;
+  }
+
+  private async loadModels(): Promise<void> {
+    for (const row of await this.db.selectFrom("usage_model").selectAll().execute()) {
+      const identity = { model_name: row.model_name, model_type: row.model_type, model_source: row.model_source };
+      this.modelIds.set(modelKey(identity), Number(row.model_id));
+      this.models.set(Number(row.model_id), identity);
+    }
+  }
+
+  /**
+   * Runs `work` as one ingestion: a transaction in which `insertEvents` adds raw rows (a repeated
+   * event_id is skipped) and, at the end, the daily rollup receives exactly the rows added.
+   * Returns how many rows were added. Ingestions are serialized, so "added" is the rows above the
+   * highest seq seen at the start.
+   */
+  async ingest(work: (insertEvents: (enterpriseId: string, rows: readonly UsageEventRow[]) => Promise<void>) => Promise<void>): Promise<number> {
+    return this.db.transaction().execute(async (trx) => {
+      if (this.dialect === "postgres") await sql`select pg_advisory_xact_lock(72001)`.execute(trx);
+      const before = await maxSeq(trx);
+      await work((enterpriseId, rows) => this.insertEvents(trx, enterpriseId, rows));
+      const added = Number((await sql<{ n: string }>`select count(*) as n from usage_event where seq > ${before}`.execute(trx)).rows[0]!.n);
+      if (added > 0) await rollUpDaily(trx, before);
+      return added;
+    });
+  }
+
+  private async insertEvents(trx: Transaction<Schema>, enterpriseId: string, rows: readonly UsageEventRow[]): Promise<void> {
+    for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+      const chunk = rows.slice(i, i + INSERT_CHUNK);
+      const parameters: unknown[] = [];
+      for (const r of chunk) {
+        parameters.push(enterpriseId, r.eventId, r.memberKey, r.modelId, r.ts, r.inputTokens, r.outputTokens, r.basicMicros, r.payGoMicros);
+      }
+      const template = this.insertStatement(chunk.length);
+      await trx.executeQuery(CompiledQuery.raw(template.sql, parameters));
+    }
+  }
+
+  private insertStatement(rowCount: number): CompiledQuery {
+    let compiled = this.insertStatements.get(rowCount);
+    if (!compiled) {
+      const placeholder = Object.fromEntries(EVENT_COLUMNS.map((c) => [c, 0])) as never;
+      compiled = this.db.insertInto("usage_event").values(Array.from({ length: rowCount }, () => placeholder))
+        .onConflict((oc) => oc.columns(["enterprise_id", "event_id"]).doNothing()).compile();
+      this.insertStatements.set(rowCount, compiled);
+    }
+    return compiled;
+  }
+
+  /**
+   * Sums per member and model over whole days [firstDay, endDay) of the rollup plus raw ranges of
+   * seconds. Sums come back as text and become bigint: never a float, exact past 2^53.
+   */
+  async sumUsage(memberKeys: readonly number[], firstDay: number, endDay: number, rawRanges: ReadonlyArray<[number, number]>): Promise<UsageSumRow[]> {
+    if (memberKeys.length === 0) return [];
+    const keys = sql.join(memberKeys.map((k) => sql`${k}`));
+    const parts = [];
+    if (firstDay < endDay) {
+      parts.push(sql`select member_key, model_id, input_tokens, output_tokens, basic_micros, pay_go_micros
+        from usage_daily where member_key in (${keys}) and day >= ${firstDay} and day < ${endDay}`);
+    }
+    for (const [from, to] of rawRanges) {
+      parts.push(sql`select member_key, model_id, input_tokens, output_tokens, basic_micros, pay_go_micros
+        from usage_event where member_key in (${keys}) and ts >= ${from} and ts < ${to}`);
+    }
+    const result = await sql<{ member_key: number | string; model_id: number | string; i: string; o: string; b: string; p: string }>`
+      select member_key, model_id,
+        cast(sum(input_tokens) as text) as i, cast(sum(output_tokens) as text) as o,
+        cast(sum(basic_micros) as text) as b, cast(sum(pay_go_micros) as text) as p
+      from (${sql.join(parts, sql` union all `)}) as window_rows
+      group by member_key, model_id`.execute(this.db);
+    return result.rows.map((r) => ({
+      member_key: Number(r.member_key), model_id: Number(r.model_id),
+      input_tokens: BigInt(r.i), output_tokens: BigInt(r.o), basic_micros: BigInt(r.b), pay_go_micros: BigInt(r.p),
+    }));
+  }
+}
+
+async function maxSeq(trx: Transaction<Schema>): Promise<number> {
+  const { rows } = await sql<{ m: string | number | null }>`select max(seq) as m from usage_event`.execute(trx);
+  return Number(rows[0]?.m ?? 0);
+}
+
+/** Adds the rows above `afterSeq` to the daily rollup, summed per member, day and model first. */
+async function rollUpDaily(trx: Transaction<Schema>, afterSeq: number): Promise<void> {
+  await sql`
+    insert into usage_daily (member_key, day, model_id, input_tokens, output_tokens, basic_micros, pay_go_micros)
+    select member_key, ts / 86400, model_id, sum(input_tokens), sum(output_tokens), sum(basic_micros), sum(pay_go_micros)
+    from usage_event where seq > ${afterSeq}
+    group by member_key, ts / 86400, model_id
+    on conflict (member_key, day, model_id) do update set
+      input_tokens = usage_daily.input_tokens + excluded.input_tokens,
+      output_tokens = usage_daily.output_tokens + excluded.output_tokens,
+      basic_micros = usage_daily.basic_micros + excluded.basic_micros,
+      pay_go_micros = usage_daily.pay_go_micros + excluded.pay_go_micros`.execute(trx);
+}
