@@ -4,8 +4,9 @@
 // connections, call BatchGetDepartments back to back for a warm-up, then for the measured duration;
 // each call's latency is taken with process.hrtime.bigint().
 //
-// The parent sends one message: GrpcLoadConfig. Replies: { kind: "verify", ids } after one call,
-// then { kind: "result", result: GrpcLoadResult } (or { kind: "error", message }).
+// The parent sends one message: GrpcLoadConfig. Replies: { kind: "verify", items } after one call,
+// then { kind: "measuring" } when the warm-up ends and { kind: "result", result: GrpcLoadResult }
+// (or { kind: "error", message }).
 import { createClient, type Client } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { DepartmentService } from "../gen/enterprise_admin/v1/department_pb.js";
@@ -18,7 +19,9 @@ export interface GrpcLoadConfig {
   connections: number;
   warmupMs: number;
   durationMs: number;
-  /** Only make one call and report its ids (for the pre-measurement check). */
+  /** Advertise no response compression (a stock client advertises gzip, and the service then gzips). */
+  identityOnly?: boolean;
+  /** Only make one call and report its items (for the pre-measurement check). */
   verifyOnly?: boolean;
 }
 
@@ -43,7 +46,7 @@ async function main(config: GrpcLoadConfig): Promise<void> {
   for (let i = 0; i < config.connections; i++) {
     const sessionManager = new Http2SessionManager(config.baseUrl);
     managers.push(sessionManager);
-    clients.push(createClient(DepartmentService, createGrpcTransport({ baseUrl: config.baseUrl, httpVersion: "2", sessionManager })));
+    clients.push(createClient(DepartmentService, createGrpcTransport({ baseUrl: config.baseUrl, sessionManager, ...(config.identityOnly ? { acceptCompression: [] } : {}) })));
   }
   const headers = { authorization: `Bearer ${config.token}` };
   const request = { departmentIds: config.ids };
@@ -77,6 +80,7 @@ async function main(config: GrpcLoadConfig): Promise<void> {
 
     await run(config.warmupMs, undefined);
     const latencies: number[] = [];
+    send({ kind: "measuring" });
     const cpuBefore = process.cpuUsage();
     const { errors, firstError, elapsedMs } = await run(config.durationMs, latencies);
     const cpu = process.cpuUsage(cpuBefore);

@@ -1,7 +1,7 @@
 // The REST facade: HTTP <-> proto only. Matches the annotation-built routes, assembles the request
 // (body, then path variables, then query), runs the same CallPipeline as every RPC, and answers in
 // the envelope. It knows no service: a new annotated RPC needs no change here.
-import { getOption, type DescMethodUnary, type DescService } from "@bufbuild/protobuf";
+import { type DescMethodUnary, type DescService } from "@bufbuild/protobuf";
 import { describeJsonError } from "../domain/json-errors.js";
 import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
 import type { CallLog } from "../interceptors/call-log.js";
@@ -9,8 +9,7 @@ import { methodAccess, type CallPipeline } from "../interceptors/call-pipeline.j
 import { writeError, writeInternalError, writeSuccess, type HttpRequest, type HttpResponse } from "./envelope.js";
 import { parseJsonExact } from "./exact-json.js";
 import { RestRouter, type RestRoute } from "./http-rules.js";
-import { findField, messageFromRestJson, messageToRestJson, readScalar } from "./rest-json.js";
-import { rest_integer_as_string } from "../../gen/enterprise_admin/v1/options_pb.js";
+import { acceptsInteger, findField, messageFromRestJson, messageToRestJson, readScalar } from "./rest-json.js";
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -137,7 +136,7 @@ function applyQuery(method: DescMethodUnary, request: Record<string, unknown>, q
   for (const [key, value] of new URLSearchParams(query)) {
     const field = findField(method.input, key);
     if (!field || hasBody) throw invalidParameter(`${key}: unknown query parameter`);
-    const integerAsString = getOption(field, rest_integer_as_string);
+    const integerAsString = acceptsInteger(field);
     if (field.fieldKind === "scalar") request[field.localName] = readScalar(field.scalar, value, key, integerAsString);
     else if (field.fieldKind === "list" && field.listKind === "scalar") {
       (request[field.localName] as unknown[]).push(readScalar(field.scalar, value, key, integerAsString));

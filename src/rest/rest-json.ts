@@ -78,7 +78,16 @@ function readField(field: DescField, value: unknown, path: string): unknown {
   }
 }
 
-const acceptsInteger = (field: DescField) => getOption(field, rest_integer_as_string);
+// getOption builds an extension container on every call (~8 µs); read each field's option once.
+const integerAsString = new WeakMap<DescField, boolean>();
+export const acceptsInteger = (field: DescField): boolean => {
+  let value = integerAsString.get(field);
+  if (value === undefined) {
+    value = getOption(field, rest_integer_as_string);
+    integerAsString.set(field, value);
+  }
+  return value;
+};
 
 const INT_TEXT = /^-?(0|[1-9]\d*)$/;
 
@@ -146,6 +155,7 @@ function fromWellKnown(schema: DescMessage, json: unknown, path: string): Messag
  */
 export function messageToRestJson(schema: DescMessage, value: Fields | undefined): string {
   if (value === undefined || value === null) return "null";
+  if (isPlain(schema)) return JSON.stringify(toPlain(schema, value));
   if (isWellKnown(schema)) return JSON.stringify(toJson(schema, create(schema, value as never)));
   let out = "{";
   let first = true;
@@ -210,4 +220,52 @@ function writeScalar(type: ScalarType, v: unknown): string {
 
 function writeEnum(desc: DescEnum, v: number | undefined): string {
   return JSON.stringify(desc.value[v ?? 0]?.name ?? v ?? 0);
+}
+
+// ---------- fast path ----------
+// A message whose fields (recursively) are only strings, bools, 32-bit integers, messages of the same
+// kind and lists of these prints exactly as JSON.stringify prints a plain object with the proto field
+// names in field order and zero values filled in: build that object and let the native
+// JSON.stringify do the printing.
+
+const plainSchemas = new WeakMap<DescMessage, boolean>();
+
+function isPlain(schema: DescMessage, seen = new Set<DescMessage>()): boolean {
+  const known = plainSchemas.get(schema);
+  if (known !== undefined) return known;
+  if (seen.has(schema)) return false; // a recursive message takes the general writer
+  seen.add(schema);
+  const plainScalar = (t: ScalarType) => t === ScalarType.STRING || t === ScalarType.BOOL || t === ScalarType.INT32
+    || t === ScalarType.UINT32 || t === ScalarType.SINT32 || t === ScalarType.FIXED32 || t === ScalarType.SFIXED32;
+  const result = !isWellKnown(schema) && schema.fields.every((f) => {
+    if (f.oneof) return false;
+    if (f.fieldKind === "scalar") return plainScalar(f.scalar);
+    if (f.fieldKind === "message") return isPlain(f.message, seen);
+    if (f.fieldKind === "list") return f.listKind === "scalar" ? plainScalar(f.scalar) : f.listKind === "message" && isPlain(f.message, seen);
+    return false;
+  });
+  plainSchemas.set(schema, result);
+  return result;
+}
+
+function toPlain(schema: DescMessage, value: Fields | undefined): unknown {
+  if (value === undefined || value === null) return null;
+  const out: Record<string, unknown> = {};
+  for (const field of schema.fields) {
+    const v = value[field.localName];
+    switch (field.fieldKind) {
+      case "scalar":
+        out[field.name] = v ?? zero(field.scalar);
+        break;
+      case "message":
+        out[field.name] = toPlain(field.message, v as Fields | undefined);
+        break;
+      case "list": {
+        const items = (v as unknown[] | undefined) ?? [];
+        out[field.name] = field.listKind === "message" ? items.map((item) => toPlain(field.message, item as Fields)) : items;
+        break;
+      }
+    }
+  }
+  return out;
 }
