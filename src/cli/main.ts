@@ -10,6 +10,9 @@ import { PERMISSIONS, parsePermissions } from "../domain/permissions.js";
 import { serveUntilSignal } from "../main.js";
 import { AccessAdmin } from "../operations/access-admin.js";
 import { importDirectory } from "../operations/import-directory.js";
+import { importUsage } from "../operations/import-usage.js";
+import { UsageRepository } from "../storage/usage-repository.js";
+import { progressBar } from "./progress-bar.js";
 import { AuthRepository } from "../storage/auth-repository.js";
 import { migrateToLatest, openDatabase, type Database } from "../storage/database.js";
 import { DirectoryRepository } from "../storage/directory-repository.js";
@@ -66,6 +69,16 @@ importCommand.command("directory").argument("<file>", "directory JSON file (see 
     const text = await readFile(file, "utf8");
     const parsed = parseDirectoryFile(text);
     const summary = await withDatabase(opts.db, (database) => importDirectory(database, parsed));
+    console.log(JSON.stringify(summary));
+  });
+
+importCommand.command("usage").argument("<file>", "NDJSON usage events, one per line (see README)")
+  .description("load usage events; idempotent by event_id; all or nothing; progress bar on a TTY")
+  .requiredOption("--enterprise <id>", "enterprise id")
+  .addOption(dbOption())
+  .action(async (file: string, opts) => {
+    const summary = await withDatabase(opts.db, (database) =>
+      importUsage(new UsageRepository(database.db, database.dialect), opts.enterprise, file, process.stderr.isTTY ? progressBar() : undefined));
     console.log(JSON.stringify(summary));
   });
 

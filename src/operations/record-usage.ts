@@ -48,9 +48,10 @@ export async function toRows(repository: UsageRepository, members: MemberKeys, e
 
 /** Records one batch, all or nothing; a repeated event_id is counted as a duplicate, not recorded again. */
 export async function recordUsage(repository: UsageRepository, enterpriseId: string, events: readonly LabelledEvent[]) {
-  const members = new MemberKeys(repository, enterpriseId);
-  await members.resolve(events);
-  const rows = await toRows(repository, members, events);
-  const recorded = await repository.ingest(async (insert) => insert(enterpriseId, rows));
+  const recorded = await repository.ingest(async (tx) => {
+    const members = new MemberKeys(tx, enterpriseId);
+    await members.resolve(events);
+    await tx.insertEvents(enterpriseId, await toRows(tx, members, events));
+  });
   return { recorded, duplicates: events.length - recorded };
 }

@@ -44,14 +44,28 @@ const INSERT_CHUNK = 500;
 
 export const modelKey = (m: ModelIdentity) => `${m.model_name}\u0000${m.model_type}\u0000${m.model_source}`;
 
-export class UsageRepository {
-  /** Model ids never change once made, so they are cached for the life of the process. */
-  private readonly modelIds = new Map<string, number>();
-  private readonly models = new Map<number, ModelIdentity>();
+interface SharedCaches {
+  /** Model ids never change once committed, so they are cached for the life of the process. */
+  modelIds: Map<string, number>;
+  models: Map<number, ModelIdentity>;
   /** The multi-row INSERT for a given row count, compiled once and run with new parameters. */
-  private readonly insertStatements = new Map<number, CompiledQuery>();
+  insertStatements: Map<number, CompiledQuery>;
+}
 
-  constructor(private readonly db: Kysely<Schema>, private readonly dialect: Dialect) {}
+export class UsageRepository {
+  private readonly modelIds: Map<string, number>;
+  private readonly models: Map<number, ModelIdentity>;
+  private readonly insertStatements: Map<number, CompiledQuery>;
+
+  constructor(
+    private readonly db: Kysely<Schema>,
+    private readonly dialect: Dialect,
+    private readonly caches: SharedCaches = { modelIds: new Map(), models: new Map(), insertStatements: new Map() },
+  ) {
+    this.modelIds = caches.modelIds;
+    this.models = caches.models;
+    this.insertStatements = caches.insertStatements;
+  }
 
   async membersByUserIds(enterpriseId: string, userIds: readonly string[]): Promise<MemberRow[]> {
     if (userIds.length === 0) return [];
@@ -96,23 +110,33 @@ export class UsageRepository {
   }
 
   /**
-   * Runs `work` as one ingestion: a transaction in which `insertEvents` adds raw rows (a repeated
-   * event_id is skipped) and, at the end, the daily rollup receives exactly the rows added.
-   * Returns how many rows were added. Ingestions are serialized, so "added" is the rows above the
-   * highest seq seen at the start.
+   * Runs `work` as one ingestion: a transaction in which `work` gets this repository bound to the
+   * transaction (SQLite has one connection: reads outside it would wait forever) and adds raw rows
+   * with `insertEvents` (a repeated event_id is skipped). At the end the daily rollup receives exactly
+   * the rows added. Ingestions are serialized, so "added" is the rows above the highest seq at the
+   * start. Returns how many rows were added.
    */
-  async ingest(work: (insertEvents: (enterpriseId: string, rows: readonly UsageEventRow[]) => Promise<void>) => Promise<void>): Promise<number> {
-    return this.db.transaction().execute(async (trx) => {
-      if (this.dialect === "postgres") await sql`select pg_advisory_xact_lock(72001)`.execute(trx);
-      const before = await maxSeq(trx);
-      await work((enterpriseId, rows) => this.insertEvents(trx, enterpriseId, rows));
-      const added = Number((await sql<{ n: string }>`select count(*) as n from usage_event where seq > ${before}`.execute(trx)).rows[0]!.n);
-      if (added > 0) await rollUpDaily(trx, before);
-      return added;
-    });
+  async ingest(work: (tx: UsageRepository) => Promise<void>): Promise<number> {
+    try {
+      return await this.db.transaction().execute(async (trx) => {
+        if (this.dialect === "postgres") await sql`select pg_advisory_xact_lock(72001)`.execute(trx);
+        const before = await maxSeq(trx);
+        await work(new UsageRepository(trx, this.dialect, this.caches));
+        const added = Number((await sql<{ n: string }>`select count(*) as n from usage_event where seq > ${before}`.execute(trx)).rows[0]!.n);
+        if (added > 0) await rollUpDaily(trx, before);
+        return added;
+      });
+    } catch (error) {
+      // Models made inside a rolled-back transaction no longer exist: forget every cached id.
+      this.modelIds.clear();
+      this.models.clear();
+      throw error;
+    }
   }
 
-  private async insertEvents(trx: Transaction<Schema>, enterpriseId: string, rows: readonly UsageEventRow[]): Promise<void> {
+  /** Adds raw rows; only inside `ingest`. A repeated (enterprise_id, event_id) is skipped. */
+  async insertEvents(enterpriseId: string, rows: readonly UsageEventRow[]): Promise<void> {
+    if (!this.db.isTransaction) throw new Error("insertEvents runs only inside ingest()");
     for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
       const chunk = rows.slice(i, i + INSERT_CHUNK);
       const parameters: unknown[] = [];
@@ -120,7 +144,7 @@ export class UsageRepository {
         parameters.push(enterpriseId, r.eventId, r.memberKey, r.modelId, r.ts, r.inputTokens, r.outputTokens, r.basicMicros, r.payGoMicros);
       }
       const template = this.insertStatement(chunk.length);
-      await trx.executeQuery(CompiledQuery.raw(template.sql, parameters));
+      await this.db.executeQuery(CompiledQuery.raw(template.sql, parameters));
     }
   }
 
