@@ -17,6 +17,9 @@ import { AuthRepository } from "../storage/auth-repository.js";
 import { migrateToLatest, openDatabase, type Database } from "../storage/database.js";
 import { DirectoryRepository } from "../storage/directory-repository.js";
 import { DEMO_ENTERPRISE_ID, demoDirectory } from "./demo-directory.js";
+import { DEMO_USAGE_DAYS, demoUsageEvents } from "./demo-usage.js";
+import { checkUsageEvent } from "../domain/usage-event.js";
+import { recordUsage } from "../operations/record-usage.js";
 
 const dbOption = () => new Option("--db <url>", "database: a SQLite file path or file: URL, or postgres://… (default: $DATABASE_URL, else ./data/enterprise-admin.sqlite)");
 
@@ -50,12 +53,15 @@ program.command("migrate").description("apply pending migrations").addOption(dbO
   });
 
 program.command("seed").description("load demo data and print an access token with every permission")
-  .requiredOption("--demo", "the demo enterprise, its departments and members")
+  .requiredOption("--demo", "the demo enterprise, its departments, members and three months of usage")
   .addOption(dbOption())
   .action(async (opts) => {
     const token = await withDatabase(opts.db, async (database) => {
       const summary = await importDirectory(database, demoDirectory);
-      console.error(`seeded enterprise "${summary.enterprise_id}": ${summary.departments} departments, ${summary.members} members`);
+      const events = demoUsageEvents().map((raw, i) => ({ event: checkUsageEvent(raw, `demo event ${i}`), where: `demo event ${i}` }));
+      const usage = await recordUsage(new UsageRepository(database.db, database.dialect), DEMO_ENTERPRISE_ID, events);
+      console.error(`seeded enterprise "${summary.enterprise_id}": ${summary.departments} departments, ${summary.members} members, ` +
+        `${usage.recorded} new usage events over ${DEMO_USAGE_DAYS} days`);
       return accessAdmin(database).createToken(DEMO_ENTERPRISE_ID, [...PERMISSIONS], 7 * 86400);
     });
     console.error("access token with every permission (valid 7 days):");

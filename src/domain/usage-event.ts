@@ -9,11 +9,12 @@ export const MODEL_SOURCES = ["Builtin", "Custom"] as const;
 export const MAX_EVENTS_PER_BATCH = 1000;
 
 /**
- * Per-event ceilings, far above any real event, that keep every sum inside a signed 64-bit column:
- * 10^15 tokens, and 10^15 micro-units (1,000,000,000.000000) per amount.
+ * Per-event ceilings, far above any real event (10^12 tokens; 1,000,000.000000 per amount), so that a
+ * sum reaches the signed 64-bit limit of the store's columns (9.2 * 10^18) only after millions of
+ * events at the ceiling. An ingestion that would pass it is refused (see usage-repository.ts).
  */
-export const MAX_EVENT_TOKENS = 10n ** 15n;
-export const MAX_EVENT_MICROS = 10n ** 15n;
+export const MAX_EVENT_TOKENS = 10n ** 12n;
+export const MAX_EVENT_MICROS = 10n ** 12n;
 
 export interface UsageEventInput {
   eventId: string;
@@ -56,7 +57,7 @@ export function checkUsageEvent(raw: RawUsageEvent, where: string): UsageEventIn
   const modelName = text(raw.model_name, "model_name", at, 128, false);
   const modelType = oneOf(raw.model_type, "model_type", at, MODEL_TYPES);
   const modelSource = oneOf(raw.model_source, "model_source", at, MODEL_SOURCES);
-  const timestamp = integer(raw.timestamp, "timestamp", at, 0n, BigInt(Number.MAX_SAFE_INTEGER), true);
+  const timestamp = integer(raw.timestamp, "timestamp", at, 1n, 253402300799n, true);
   const inputTokens = integer(raw.input_tokens, "input_tokens", at, 0n, MAX_EVENT_TOKENS, false);
   const outputTokens = integer(raw.output_tokens, "output_tokens", at, 0n, MAX_EVENT_TOKENS, false);
   const basicMicros = amount(raw.basic_amount, "basic_amount", at);
@@ -81,7 +82,7 @@ function oneOf<T extends string>(value: unknown, field: string, at: string, allo
 }
 
 function integer(value: unknown, field: string, at: string, min: bigint, max: bigint, required: boolean): bigint {
-  if (value === undefined || value === null) {
+  if (value === undefined || value === null || (required && (value === 0n || value === 0))) {
     if (required) throw invalidParameter(`${at}: ${field}: required`);
     return 0n;
   }
@@ -101,7 +102,7 @@ function amount(value: unknown, field: string, at: string): bigint {
   if (micros === undefined) {
     throw invalidParameter(`${at}: ${field}: must be a decimal string >= 0 with at most 6 decimals (got ${JSON.stringify(value)})`);
   }
-  if (micros > MAX_EVENT_MICROS) throw invalidParameter(`${at}: ${field}: must be <= 1000000000.000000 (got ${value})`);
+  if (micros > MAX_EVENT_MICROS) throw invalidParameter(`${at}: ${field}: must be <= 1000000.000000 (got ${value})`);
   return micros;
 }
 

@@ -41,6 +41,10 @@ export function openDatabase(url: string): Database {
   sqlite.pragma("synchronous = NORMAL");
   sqlite.pragma("busy_timeout = 5000");
   sqlite.pragma("foreign_keys = ON");
+  // The usage indexes are large and written at random places: a 256 MiB page cache (the default is
+  // 2 MiB) keeps their inner pages in memory; temporary sort space stays in memory too.
+  sqlite.pragma("cache_size = -262144");
+  sqlite.pragma("temp_store = MEMORY");
   const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   return { db, dialect: "sqlite", close: () => db.destroy() };
 }

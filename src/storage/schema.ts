@@ -71,8 +71,6 @@ export interface UsageModelTable {
 
 /** Raw events, kept for idempotency (event_id) and audit, and read for the partial days of a window. */
 export interface UsageEventTable {
-  /** Insertion order: the rows one ingestion added are those above the maximum before it. */
-  seq: Generated<number>;
   enterprise_id: string;
   event_id: string;
   member_key: number;

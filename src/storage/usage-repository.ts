@@ -1,6 +1,7 @@
 // Usage storage: members and models resolved to compact keys, raw events inserted idempotently, the
 // daily rollup maintained from exactly the rows an ingestion added, and the windowed sums.
-import { CompiledQuery, sql, type Kysely, type Transaction } from "kysely";
+import { CompiledQuery, sql, type Kysely } from "kysely";
+import { invalidParameter } from "../domain/errors.js";
 import type { Schema } from "./schema.js";
 import type { Dialect } from "./database.js";
 
@@ -110,42 +111,77 @@ export class UsageRepository {
   }
 
   /**
-   * Runs `work` as one ingestion: a transaction in which `work` gets this repository bound to the
-   * transaction (SQLite has one connection: reads outside it would wait forever) and adds raw rows
-   * with `insertEvents` (a repeated event_id is skipped). At the end the daily rollup receives exactly
-   * the rows added. Ingestions are serialized, so "added" is the rows above the highest seq at the
-   * start. Returns how many rows were added.
+   * Runs `work` as one ingestion, in one transaction. `work` gets this repository bound to the
+   * transaction (SQLite has one connection: a read outside it would wait forever) and adds raw rows
+   * with `insertEvents`; a repeated event_id is skipped. The rows actually inserted come back from the
+   * INSERT and are summed per member, day and model in memory, then added to the daily rollup, so
+   * duplicates never count twice. Returns how many rows were added.
    */
   async ingest(work: (tx: UsageRepository) => Promise<void>): Promise<number> {
     try {
       return await this.db.transaction().execute(async (trx) => {
         if (this.dialect === "postgres") await sql`select pg_advisory_xact_lock(72001)`.execute(trx);
-        const before = await maxSeq(trx);
-        await work(new UsageRepository(trx, this.dialect, this.caches));
-        const added = Number((await sql<{ n: string }>`select count(*) as n from usage_event where seq > ${before}`.execute(trx)).rows[0]!.n);
-        if (added > 0) await rollUpDaily(trx, before);
-        return added;
+        const tx = new UsageRepository(trx, this.dialect, this.caches);
+        tx.daily = new DailySums();
+        await work(tx);
+        await tx.flushDaily();
+        return tx.added;
       });
     } catch (error) {
       // Models made inside a rolled-back transaction no longer exist: forget every cached id.
       this.modelIds.clear();
       this.models.clear();
+      if (isSumOverflow(error)) {
+        throw invalidParameter("events: a member's daily sum would pass the store's 64-bit limit (9223372036854775807); nothing was recorded");
+      }
       throw error;
     }
   }
 
+  private daily: DailySums | undefined;
+  private added = 0;
+
   /** Adds raw rows; only inside `ingest`. A repeated (enterprise_id, event_id) is skipped. */
   async insertEvents(enterpriseId: string, rows: readonly UsageEventRow[]): Promise<void> {
-    if (!this.db.isTransaction) throw new Error("insertEvents runs only inside ingest()");
+    const daily = this.daily;
+    if (!daily) throw new Error("insertEvents runs only inside ingest()");
     for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
       const chunk = rows.slice(i, i + INSERT_CHUNK);
       const parameters: unknown[] = [];
       for (const r of chunk) {
         parameters.push(enterpriseId, r.eventId, r.memberKey, r.modelId, r.ts, r.inputTokens, r.outputTokens, r.basicMicros, r.payGoMicros);
       }
-      const template = this.insertStatement(chunk.length);
-      await this.db.executeQuery(CompiledQuery.raw(template.sql, parameters));
+      const inserted = await this.db.executeQuery<InsertedRow>(CompiledQuery.raw(this.insertStatement(chunk.length).sql, parameters));
+      for (const row of inserted.rows) daily.add(row);
+      this.added += inserted.rows.length;
     }
+    if (daily.size >= DAILY_FLUSH_KEYS) await this.flushDaily();
+  }
+
+  /** Adds the summed rows to the rollup: one multi-row upsert per chunk of keys. */
+  private async flushDaily(): Promise<void> {
+    const rows = this.daily!.drain();
+    for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+      const chunk = rows.slice(i, i + INSERT_CHUNK);
+      await this.db.executeQuery(CompiledQuery.raw(this.upsertDailyStatement(chunk.length).sql, chunk.flat()));
+    }
+  }
+
+  private upsertDailyStatement(rowCount: number): CompiledQuery {
+    const key = -rowCount; // negative keys: the daily upserts, beside the event inserts
+    let compiled = this.insertStatements.get(key);
+    if (!compiled) {
+      const placeholder = { member_key: 0, day: 0, model_id: 0, input_tokens: 0n, output_tokens: 0n, basic_micros: 0n, pay_go_micros: 0n };
+      compiled = this.db.insertInto("usage_daily").values(Array.from({ length: rowCount }, () => placeholder))
+        .onConflict((oc) => oc.columns(["member_key", "day", "model_id"]).doUpdateSet({
+          input_tokens: sql`usage_daily.input_tokens + excluded.input_tokens`,
+          output_tokens: sql`usage_daily.output_tokens + excluded.output_tokens`,
+          basic_micros: sql`usage_daily.basic_micros + excluded.basic_micros`,
+          pay_go_micros: sql`usage_daily.pay_go_micros + excluded.pay_go_micros`,
+        })).compile();
+      this.insertStatements.set(key, compiled);
+    }
+    return compiled;
   }
 
   private insertStatement(rowCount: number): CompiledQuery {
@@ -153,7 +189,9 @@ export class UsageRepository {
     if (!compiled) {
       const placeholder = Object.fromEntries(EVENT_COLUMNS.map((c) => [c, 0])) as never;
       compiled = this.db.insertInto("usage_event").values(Array.from({ length: rowCount }, () => placeholder))
-        .onConflict((oc) => oc.columns(["enterprise_id", "event_id"]).doNothing()).compile();
+        .onConflict((oc) => oc.columns(["enterprise_id", "event_id"]).doNothing())
+        .returning(["member_key", "ts", "model_id", "input_tokens", "output_tokens", "basic_micros", "pay_go_micros"])
+        .compile();
       this.insertStatements.set(rowCount, compiled);
     }
     return compiled;
@@ -188,21 +226,53 @@ export class UsageRepository {
   }
 }
 
-async function maxSeq(trx: Transaction<Schema>): Promise<number> {
-  const { rows } = await sql<{ m: string | number | null }>`select max(seq) as m from usage_event`.execute(trx);
-  return Number(rows[0]?.m ?? 0);
+/** A row as the INSERT returns it: per-event values, all far below 2^53 (see usage-event.ts). */
+interface InsertedRow {
+  member_key: number;
+  ts: number;
+  model_id: number;
+  input_tokens: number | string;
+  output_tokens: number | string;
+  basic_micros: number | string;
+  pay_go_micros: number | string;
 }
 
-/** Adds the rows above `afterSeq` to the daily rollup, summed per member, day and model first. */
-async function rollUpDaily(trx: Transaction<Schema>, afterSeq: number): Promise<void> {
-  await sql`
-    insert into usage_daily (member_key, day, model_id, input_tokens, output_tokens, basic_micros, pay_go_micros)
-    select member_key, ts / 86400, model_id, sum(input_tokens), sum(output_tokens), sum(basic_micros), sum(pay_go_micros)
-    from usage_event where seq > ${afterSeq}
-    group by member_key, ts / 86400, model_id
-    on conflict (member_key, day, model_id) do update set
-      input_tokens = usage_daily.input_tokens + excluded.input_tokens,
-      output_tokens = usage_daily.output_tokens + excluded.output_tokens,
-      basic_micros = usage_daily.basic_micros + excluded.basic_micros,
-      pay_go_micros = usage_daily.pay_go_micros + excluded.pay_go_micros`.execute(trx);
+/** Flush the in-memory sums when this many (member, day, model) keys have gathered. */
+const DAILY_FLUSH_KEYS = 50_000;
+
+/** Sums per (member, day, model) of the rows one ingestion inserted, not yet in the rollup. */
+class DailySums {
+  private readonly sums = new Map<string, [number, number, number, bigint, bigint, bigint, bigint]>();
+
+  get size(): number {
+    return this.sums.size;
+  }
+
+  add(row: InsertedRow): void {
+    const day = Math.floor(Number(row.ts) / 86_400);
+    const key = `${row.member_key}:${day}:${row.model_id}`;
+    const sum = this.sums.get(key);
+    if (sum) {
+      sum[3] += BigInt(row.input_tokens);
+      sum[4] += BigInt(row.output_tokens);
+      sum[5] += BigInt(row.basic_micros);
+      sum[6] += BigInt(row.pay_go_micros);
+    } else {
+      this.sums.set(key, [Number(row.member_key), day, Number(row.model_id), BigInt(row.input_tokens),
+        BigInt(row.output_tokens), BigInt(row.basic_micros), BigInt(row.pay_go_micros)]);
+    }
+  }
+
+  /** The rows in the rollup's column order, and an empty accumulator. */
+  drain(): Array<[number, number, number, bigint, bigint, bigint, bigint]> {
+    const rows = [...this.sums.values()];
+    this.sums.clear();
+    return rows;
+  }
+}
+
+/** SQLite's CHECK on the rollup's integer columns, or PostgreSQL's bigint out of range (22003). */
+function isSumOverflow(error: unknown): boolean {
+  const e = error as { code?: string; message?: string };
+  return (e?.code === "SQLITE_CONSTRAINT_CHECK" && /usage_daily_integers/.test(e.message ?? "")) || e?.code === "22003";
 }

@@ -5,12 +5,10 @@ import { PostgresAdapter, sql, type Kysely } from "kysely";
 export async function up(db: Kysely<any>): Promise<void> {
   const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
   const binary = postgres ? sql`collate "C"` : sql``;
-  const autoKey = (type: "integer" | "bigint") => (c: any) =>
-    postgres ? c.primaryKey().generatedByDefaultAsIdentity() : c.primaryKey();
 
   await db.schema
     .createTable("usage_model")
-    .addColumn("model_id", "integer", autoKey("integer"))
+    .addColumn("model_id", "integer", (c) => (postgres ? c.primaryKey().generatedByDefaultAsIdentity() : c.primaryKey()))
     .addColumn("model_name", "text", (c) => c.notNull().modifyEnd(binary))
     .addColumn("model_type", "text", (c) => c.notNull().modifyEnd(binary))
     .addColumn("model_source", "text", (c) => c.notNull().modifyEnd(binary))
@@ -19,7 +17,6 @@ export async function up(db: Kysely<any>): Promise<void> {
 
   await db.schema
     .createTable("usage_event")
-    .addColumn("seq", postgres ? "bigint" : "integer", autoKey("bigint"))
     .addColumn("enterprise_id", "text", (c) => c.notNull())
     .addColumn("event_id", "text", (c) => c.notNull())
     .addColumn("member_key", "bigint", (c) => c.notNull())
@@ -29,8 +26,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn("output_tokens", "bigint", (c) => c.notNull())
     .addColumn("basic_micros", "bigint", (c) => c.notNull())
     .addColumn("pay_go_micros", "bigint", (c) => c.notNull())
+    .addPrimaryKeyConstraint("usage_event_pk", ["enterprise_id", "event_id"])
     .execute();
-  await db.schema.createIndex("usage_event_identity").on("usage_event").columns(["enterprise_id", "event_id"]).unique().execute();
   // Covering, member first: the partial first and last day of a window are index-only range reads.
   if (postgres) {
     await sql`create index usage_event_by_member on usage_event (member_key, ts)
@@ -50,6 +47,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn("basic_micros", "bigint", (c) => c.notNull())
     .addColumn("pay_go_micros", "bigint", (c) => c.notNull())
     .addPrimaryKeyConstraint("usage_daily_pk", ["member_key", "day", "model_id"])
+    // SQLite turns an integer sum past 2^63 into a float; refuse instead (PostgreSQL raises by itself).
+    .$call((t) => (postgres ? t : t.addCheckConstraint("usage_daily_integers", sql`typeof(input_tokens) = 'integer'
+      and typeof(output_tokens) = 'integer' and typeof(basic_micros) = 'integer' and typeof(pay_go_micros) = 'integer'`)))
     // SQLite: the table is its primary-key B-tree, so a member's days are read in one range.
     .$call((t) => (postgres ? t : t.modifyEnd(sql`without rowid`)))
     .execute();
