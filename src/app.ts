@@ -9,7 +9,9 @@ import { attachCallLog, callLogKey, callLogOf, type CallLog } from "./intercepto
 import { CallPipeline } from "./interceptors/call-pipeline.js";
 import type { Logger } from "./interceptors/logging.js";
 import { resolveRequestId } from "./interceptors/request-id.js";
+import type { KeyProvider } from "./keys/key-provider.js";
 import { AccessAdmin } from "./operations/access-admin.js";
+import { EnvironmentConfigs } from "./operations/environment-configs.js";
 import { writeError, type HttpRequest, type HttpResponse } from "./rest/envelope.js";
 import { MAX_BODY_BYTES, RestFacade } from "./rest/rest-facade.js";
 import { businessServices, routes } from "./routes.js";
@@ -17,12 +19,15 @@ import { HealthState } from "./services/health-service.js";
 import { AuthRepository } from "./storage/auth-repository.js";
 import type { Database } from "./storage/database.js";
 import { DepartmentRepository } from "./storage/department-repository.js";
+import { EnvironmentConfigRepository } from "./storage/environment-config-repository.js";
 import { DirectoryRepository } from "./storage/directory-repository.js";
 import { UsageRepository } from "./storage/usage-repository.js";
 
 export interface AppDeps {
   database: Database;
   logger: Logger;
+  /** Wraps the per-environment data keys that seal secrets. */
+  keys: KeyProvider;
 }
 
 export interface App {
@@ -33,12 +38,13 @@ export interface App {
   beginShutdown(): void;
 }
 
-export function createApp({ database, logger }: AppDeps): App {
+export function createApp({ database, logger, keys }: AppDeps): App {
   const authRepository = new AuthRepository(database.db);
   const services = businessServices({
     access: new AccessAdmin(authRepository, new DirectoryRepository(database.db)),
     departments: new DepartmentRepository(database.db),
     usage: new UsageRepository(database.db, database.dialect),
+    environments: new EnvironmentConfigs(new EnvironmentConfigRepository(database.db), keys),
   });
   const pipeline = new CallPipeline(new Authenticator(authRepository));
   const health = new HealthState(services.map((s) => s.service.typeName));

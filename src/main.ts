@@ -2,6 +2,7 @@
 import { createApp } from "./app.js";
 import type { Config } from "./config.js";
 import { createLogger, type Logger } from "./interceptors/logging.js";
+import { loadLocalKeyProvider } from "./keys/local-key-provider.js";
 import { listen } from "./server.js";
 import { migrateToLatest, openDatabase } from "./storage/database.js";
 
@@ -14,7 +15,8 @@ export async function startService(config: Config, logger: Logger = createLogger
   const database = openDatabase(config.databaseUrl);
   try {
     await migrateToLatest(database);
-    const app = createApp({ database, logger });
+    const keys = await loadLocalKeyProvider({ databaseUrl: config.databaseUrl });
+    const app = createApp({ database, logger, keys });
     const listener = await listen(app, config.port, config.host);
     logger.info({ port: listener.port, host: config.host, database: database.dialect }, "listening");
     return {

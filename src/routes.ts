@@ -4,23 +4,32 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import { AuthService, file_enterprise_admin_v1_auth } from "../gen/enterprise_admin/v1/auth_pb.js";
 import { DepartmentService, file_enterprise_admin_v1_department } from "../gen/enterprise_admin/v1/department_pb.js";
 import { UsageService, file_enterprise_admin_v1_usage } from "../gen/enterprise_admin/v1/usage_pb.js";
+import { EnvironmentConfigService, file_enterprise_admin_v1_environment } from "../gen/enterprise_admin/v1/environment_pb.js";
 import { bindService, type CallPipeline } from "./interceptors/call-pipeline.js";
 import type { AccessAdmin } from "./operations/access-admin.js";
 import type { RestService } from "./rest/rest-facade.js";
 import { authHandlers } from "./services/auth-service.js";
 import { departmentHandlers } from "./services/department-service.js";
 import { usageHandlers } from "./services/usage-service.js";
+import { environmentHandlers } from "./services/environment-service.js";
+import type { EnvironmentConfigs } from "./operations/environment-configs.js";
 import { registerHealth, type HealthState } from "./services/health-service.js";
 import { registerReflection } from "./services/reflection-service.js";
 import type { DepartmentRepository } from "./storage/department-repository.js";
 import type { UsageRepository } from "./storage/usage-repository.js";
 
-export const servedFiles = [file_enterprise_admin_v1_auth, file_enterprise_admin_v1_department, file_enterprise_admin_v1_usage];
+export const servedFiles = [
+  file_enterprise_admin_v1_auth,
+  file_enterprise_admin_v1_department,
+  file_enterprise_admin_v1_usage,
+  file_enterprise_admin_v1_environment,
+];
 
 export interface ServiceDeps {
   access: AccessAdmin;
   departments: DepartmentRepository;
   usage: UsageRepository;
+  environments: EnvironmentConfigs;
 }
 
 export function businessServices(deps: ServiceDeps): RestService[] {
@@ -28,6 +37,7 @@ export function businessServices(deps: ServiceDeps): RestService[] {
     { service: AuthService, handlers: authHandlers(deps.access) },
     { service: DepartmentService, handlers: departmentHandlers(deps.departments) },
     { service: UsageService, handlers: usageHandlers(deps.usage) },
+    { service: EnvironmentConfigService, handlers: environmentHandlers(deps.environments) },
   ];
 }
 

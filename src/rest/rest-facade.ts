@@ -1,7 +1,8 @@
 // The REST facade: HTTP <-> proto only. Matches the annotation-built routes, assembles the request
 // (body, then path variables, then query), runs the same CallPipeline as every RPC, and answers in
 // the envelope. It knows no service: a new annotated RPC needs no change here.
-import { type DescMethodUnary, type DescService } from "@bufbuild/protobuf";
+import { create, type DescMethodUnary, type DescService } from "@bufbuild/protobuf";
+import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import { describeJsonError } from "../domain/json-errors.js";
 import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
 import type { CallLog } from "../interceptors/call-log.js";
@@ -73,6 +74,7 @@ export class RestFacade {
       const body = route.body === "*" ? await readJsonBody(req) : {};
       if (route.body === "") req.resume();
       request = messageFromRestJson(route.method.input, body);
+      if (route.httpMethod === "PATCH") inferUpdateMask(route.method, request as Record<string, unknown>, body);
       for (const [field, text] of pathValues) {
         (request as Record<string, unknown>)[field.localName] = readScalar(field.scalar!, text, field.name, true);
       }
@@ -130,6 +132,19 @@ async function readJsonBody(req: HttpRequest): Promise<unknown> {
 }
 
 const tooLarge = () => new AppError(ErrorCode.BODY_TOO_LARGE, `body: larger than the limit of ${MAX_BODY_BYTES} bytes`);
+
+/**
+ * AIP-134 partial update over REST: when a PATCH request message has a FieldMask `update_mask` and the
+ * body does not send one, the mask is the body's own fields (the fields present are the ones updated).
+ */
+function inferUpdateMask(method: DescMethodUnary, request: Record<string, unknown>, body: unknown): void {
+  const maskField = findField(method.input, "update_mask");
+  if (!maskField || maskField.fieldKind !== "message" || maskField.message.typeName !== "google.protobuf.FieldMask") return;
+  const sent = Object.keys(body as object);
+  if (sent.some((key) => findField(method.input, key) === maskField)) return;
+  const paths = sent.map((key) => findField(method.input, key)!.name);
+  request[maskField.localName] = create(FieldMaskSchema, { paths });
+}
 
 /** Query parameters fill top-level scalar (or repeated scalar) fields; unknown names are rejected. */
 function applyQuery(method: DescMethodUnary, request: Record<string, unknown>, query: string, hasBody: boolean): void {

@@ -3,6 +3,7 @@
 // rejected with the field's path. Driven by the message descriptors; knows no service.
 import { create, fromJson, toJson, ScalarType, type DescEnum, type DescField, type DescMessage, type JsonValue, type Message } from "@bufbuild/protobuf";
 import { getOption } from "@bufbuild/protobuf";
+import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
 import { rest_integer_as_string } from "../../gen/enterprise_admin/v1/options_pb.js";
 import { invalidParameter } from "../domain/errors.js";
 
@@ -149,6 +150,8 @@ function fromWellKnown(schema: DescMessage, json: unknown, path: string): Messag
 
 // ---------- writing ----------
 
+const hasPresence = (field: DescField) => field.presence === FeatureSet_FieldPresence.EXPLICIT;
+
 /**
  * Prints a message (or its init shape: missing fields are zero values) as REST JSON with every field
  * present, 64-bit integers as exact numbers.
@@ -171,6 +174,8 @@ export function messageToRestJson(schema: DescMessage, value: Fields | undefined
 function writeField(field: DescField, v: unknown): string {
   switch (field.fieldKind) {
     case "scalar":
+      // A field with explicit presence (proto3 `optional`) that is not set prints as null.
+      if (v === undefined && hasPresence(field)) return "null";
       return writeScalar(field.scalar, v ?? zero(field.scalar));
     case "enum":
       return writeEnum(field.enum, v as number | undefined);
@@ -255,7 +260,7 @@ function toPlain(schema: DescMessage, value: Fields | undefined): unknown {
     const v = value[field.localName];
     switch (field.fieldKind) {
       case "scalar":
-        out[field.name] = v ?? zero(field.scalar);
+        out[field.name] = v ?? (hasPresence(field) ? null : zero(field.scalar));
         break;
       case "message":
         out[field.name] = toPlain(field.message, v as Fields | undefined);

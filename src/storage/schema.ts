@@ -96,6 +96,38 @@ export interface UsageDailyTable {
 /** 64-bit integers written as bigint; read back as text by the aggregations, never as a float. */
 type Money = ColumnType<string, bigint | string, bigint | string>;
 
+export interface EnvironmentConfigTable {
+  id: string;
+  enterprise_id: string;
+  name: string;
+  description: string;
+  /** JSON of the languages as given. */
+  preinstalled_packages: string;
+  /** JSON of { install, start, terminals }. */
+  runtime_config: string;
+  /** JSON of the plain variables. */
+  environment_variables: string;
+  created_at_ms: number;
+  updated_at_ms: number;
+  /** Bumped by every update; an update names the revision it read (optimistic concurrency). */
+  revision: number;
+  etag: string;
+}
+
+export interface EnvironmentDataKeyTable {
+  environment_id: string;
+  master_key_id: string;
+  /** The environment's AES-256 data key, encrypted under the master key. */
+  wrapped_key: Buffer;
+}
+
+export interface EnvironmentSecretTable {
+  environment_id: string;
+  key: string;
+  /** AES-256-GCM under the environment's data key; never the clear value. */
+  sealed_value: Buffer;
+}
+
 export interface Schema {
   enterprise: EnterpriseTable;
   department: DepartmentTable;
@@ -106,6 +138,9 @@ export interface Schema {
   usage_model: UsageModelTable;
   usage_event: UsageEventTable;
   usage_daily: UsageDailyTable;
+  environment_config: EnvironmentConfigTable;
+  environment_data_key: EnvironmentDataKeyTable;
+  environment_secret: EnvironmentSecretTable;
 }
 
 export type { Generated };

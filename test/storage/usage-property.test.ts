@@ -1,0 +1,419 @@
+// Property-based: random usage events (few members, few models including Custom ones, timestamps over
+// ~10 days with exact day and hour boundaries), recorded in several batches with some event_ids
+// re-sent, then summed over random windows (cutting through days and hours, or starting and ending
+// exactly on day boundaries and on event timestamps). Every figure must equal a plain bigint sum of
+// the events in [start, end), each event_id counted once (the first one sent). Re-sending a batch
+// and re-importing the directory change no figure.
+//
+// Two levels, each run on a fresh enterprise so runs are independent:
+//  - storage: the real ingestion path (checkUsageEvent + recordUsage) and UsageRepository.sumUsage
+//    over planWindow's plan, against the reference; then every event again as an NDJSON usage import
+//    (importUsage), which must find them all recorded already;
+//  - REST: the running service (batch-record, user-model-usage), fewer runs, exact JSON.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { checkUsageEvent, MAX_EVENT_MICROS, MAX_EVENT_TOKENS, type RawUsageEvent } from "../../src/domain/usage-event.js";
+import { checkWindow, planWindow } from "../../src/domain/usage-window.js";
+import type { DirectoryFile } from "../../src/domain/directory-file.js";
+import { importDirectory } from "../../src/operations/import-directory.js";
+import { importUsage } from "../../src/operations/import-usage.js";
+import { recordUsage } from "../../src/operations/record-usage.js";
+import { migrateToLatest, openDatabase, type Database } from "../../src/storage/database.js";
+import { UsageRepository } from "../../src/storage/usage-repository.js";
+import { createTestDatabase, dialects, type TestDatabase } from "../helpers/databases.js";
+import { startTestService, type TestService } from "../helpers/service.js";
+import {
+  byCodePoint, expectedModelUsage, firstOfEachId, parseJsonBig, referenceSums, type ReferenceEvent, type ReferenceSum,
+} from "../helpers/usage-reference.js";
+
+const DAY = 86_400;
+const HOUR = 3_600;
+/** 2024-10-28T00:00:00Z: a UTC day boundary. */
+const T0 = 1_730_073_600;
+
+const STORAGE_RUNS = Number(process.env.USAGE_PROPERTY_RUNS ?? 40);
+const REST_RUNS = Number(process.env.USAGE_PROPERTY_REST_RUNS ?? 12);
+
+const MODELS = [
+  { name: "m-a", type: "Chat", source: "Builtin" },
+  { name: "m-a", type: "CUE", source: "Builtin" },
+  { name: "m-a", type: "Chat", source: "Custom" },
+  { name: "Zeta", type: "CUE", source: "Custom" },
+  { name: "zeta", type: "Chat", source: "Builtin" },
+  { name: "\u{1F600}-model", type: "CUE", source: "Builtin" },
+] as const;
+const MEMBER_COUNT = 3;
+
+// ---------- generators ----------
+
+/** Seconds after T0: anywhere in 10 days, on a day or hour boundary, or one second beside an hour boundary. */
+const offsetArb = fc.oneof(
+  fc.integer({ min: 0, max: 10 * DAY }),
+  fc.integer({ min: 0, max: 10 }).map((d) => d * DAY),
+  fc.integer({ min: 0, max: 240 }).map((h) => h * HOUR),
+  fc.tuple(fc.integer({ min: 1, max: 240 }), fc.constantFrom(-1, 1)).map(([h, s]) => h * HOUR + s),
+);
+
+/** Token counts up to the API's per-event ceiling, the ceiling itself included. */
+const tokensArb = fc.oneof(
+  { arbitrary: fc.bigInt(0n, 1000n), weight: 4 },
+  { arbitrary: fc.constant(0n), weight: 1 },
+  { arbitrary: fc.bigInt(0n, MAX_EVENT_TOKENS), weight: 2 },
+  { arbitrary: fc.constant(MAX_EVENT_TOKENS), weight: 1 },
+);
+
+/** Amounts in micro-units up to the per-event ceiling. */
+const microsArb = fc.oneof(
+  { arbitrary: fc.constant(0n), weight: 2 },
+  { arbitrary: fc.bigInt(0n, 1_000_000n), weight: 3 },
+  { arbitrary: fc.bigInt(0n, MAX_EVENT_MICROS), weight: 1 },
+  { arbitrary: fc.constant(MAX_EVENT_MICROS), weight: 1 },
+);
+
+interface GenEvent {
+  member: number;
+  model: number;
+  offset: number;
+  input: bigint;
+  output: bigint;
+  basic: bigint;
+  payGo: bigint;
+  /** How the amounts are written: 0 full six decimals, 1 trailing zeros trimmed, 2 zero omitted, 3 zero as "". */
+  basicStyle: number;
+  payGoStyle: number;
+  tokensAsText: boolean;
+}
+
+const eventArb: fc.Arbitrary<GenEvent> = fc.record({
+  member: fc.nat(MEMBER_COUNT - 1),
+  model: fc.nat(MODELS.length - 1),
+  offset: offsetArb,
+  input: tokensArb,
+  output: tokensArb,
+  basic: microsArb,
+  payGo: microsArb,
+  basicStyle: fc.nat(3),
+  payGoStyle: fc.nat(3),
+  tokensAsText: fc.boolean(),
+});
+
+/** A window end: a second, a day or hour boundary, or an event's timestamp (+-1), resolved against the events. */
+type Point =
+  | { at: "second"; offset: number }
+  | { at: "day"; day: number }
+  | { at: "hour"; hour: number }
+  | { at: "event"; pick: number; delta: number };
+
+const pointArb: fc.Arbitrary<Point> = fc.oneof(
+  fc.record({ at: fc.constant("second" as const), offset: fc.integer({ min: -DAY, max: 11 * DAY }) }),
+  fc.record({ at: fc.constant("day" as const), day: fc.integer({ min: -1, max: 11 }) }),
+  fc.record({ at: fc.constant("hour" as const), hour: fc.integer({ min: -24, max: 264 }) }),
+  fc.record({ at: fc.constant("event" as const), pick: fc.nat(), delta: fc.constantFrom(-1, 0, 0, 1) }),
+);
+
+interface Resend {
+  pick: number;
+  batch: number;
+  /** Re-sent in a later batch with other figures: must change nothing. */
+  mutate: boolean;
+}
+
+interface Scenario {
+  events: GenEvent[];
+  batches: number;
+  batchOf: number[];
+  resends: Resend[];
+  windows: Array<[Point, Point]>;
+  /** Which whole batch is sent once more at the end. */
+  resendBatch: number;
+  currency: "CNY" | "USD";
+  /** REST: members named by id (in this order) and by e-mail (in this order, maybe upper-cased). */
+  byId: number[];
+  byEmail: number[];
+  upperEmails: boolean;
+}
+
+const scenarioArb = (maxEvents: number): fc.Arbitrary<Scenario> =>
+  fc.record({ events: fc.array(eventArb, { maxLength: maxEvents, size: "max" }), batches: fc.integer({ min: 1, max: 4 }) }).chain(({ events, batches }) =>
+    fc.record({
+      events: fc.constant(events),
+      batches: fc.constant(batches),
+      batchOf: fc.array(fc.nat(batches - 1), { minLength: events.length, maxLength: events.length }),
+      resends: fc.array(fc.record({ pick: fc.nat(), batch: fc.nat(batches - 1), mutate: fc.boolean() }), { maxLength: 200 - maxEvents, size: "medium" }),
+      windows: fc.array(fc.tuple(pointArb, pointArb), { minLength: 1, maxLength: 6 }),
+      resendBatch: fc.nat(batches - 1),
+      currency: fc.constantFrom("CNY" as const, "USD" as const),
+      byId: fc.shuffledSubarray([0, 1, 2]),
+      byEmail: fc.shuffledSubarray([0, 1, 2]),
+      upperEmails: fc.boolean(),
+    }));
+
+// ---------- building a run ----------
+
+const members = (n: number) => Array.from({ length: MEMBER_COUNT }, (_, i) => ({
+  user_id: `u${i + 1}`, email: `User${i + 1}@Prop${n}.Example`, account_type: (i % 2 + 1) as 1 | 2,
+}));
+
+function directory(enterpriseId: string, n: number, currency: "CNY" | "USD"): DirectoryFile {
+  return {
+    enterprise: { enterprise_id: enterpriseId, name: `Property run ${n}`, currency },
+    departments: [],
+    members: members(n).map((m) => ({ ...m, department_ids: [] })),
+  };
+}
+
+function amountText(micros: bigint, style: number): string | undefined {
+  if (micros === 0n && style === 2) return undefined;
+  if (micros === 0n && style === 3) return "";
+  const whole = micros / 1_000_000n;
+  const fraction = (micros % 1_000_000n).toString().padStart(6, "0");
+  if (style === 0) return `${whole}.${fraction}`;
+  const trimmed = fraction.replace(/0+$/, "");
+  return trimmed === "" ? `${whole}` : `${whole}.${trimmed}`;
+}
+
+interface Sent {
+  /** The event as the wire carries it (JSON for REST, the raw shape for checkUsageEvent). */
+  wire: Record<string, unknown>;
+  reference: ReferenceEvent;
+}
+
+function toSent(g: GenEvent, eventId: string): Sent {
+  const model = MODELS[g.model]!;
+  const custom = model.source === "Custom";
+  const basic = custom ? 0n : g.basic;
+  const payGo = custom ? 0n : g.payGo;
+  const timestamp = T0 + g.offset;
+  const userId = `u${g.member + 1}`;
+  const wire: Record<string, unknown> = {
+    event_id: eventId, user_id: userId, model_name: model.name, model_type: model.type, model_source: model.source, timestamp,
+    input_tokens: g.tokensAsText ? g.input.toString() : Number(g.input),
+    output_tokens: g.tokensAsText ? g.output.toString() : Number(g.output),
+  };
+  const basicText = amountText(basic, g.basicStyle);
+  const payGoText = amountText(payGo, g.payGoStyle);
+  if (basicText !== undefined) wire.basic_amount = basicText;
+  if (payGoText !== undefined) wire.pay_go_amount = payGoText;
+  return {
+    wire,
+    reference: {
+      event_id: eventId, user_id: userId, model_name: model.name, model_type: model.type, model_source: model.source, timestamp,
+      input_tokens: g.input, output_tokens: g.output, basic_micros: basic, pay_go_micros: payGo,
+    },
+  };
+}
+
+/** The batches to send, in order: each event in its batch, re-sends appended (mutated ones only to a later batch). */
+function buildBatches(s: Scenario): Sent[][] {
+  const sent = s.events.map((g, i) => toSent(g, `e${i}`));
+  const batches: Sent[][] = Array.from({ length: s.batches }, () => []);
+  sent.forEach((e, i) => batches[s.batchOf[i]!]!.push(e));
+  const resent: Sent[][] = Array.from({ length: s.batches }, () => []);
+  if (sent.length > 0) {
+    for (const r of s.resends) {
+      const i = r.pick % sent.length;
+      const batch = Math.max(r.batch, s.batchOf[i]!);
+      if (r.mutate && batch > s.batchOf[i]!) {
+        const g = s.events[i]!;
+        const other = toSent({ ...g, offset: (g.offset + 7 * HOUR) % (10 * DAY), input: g.input === MAX_EVENT_TOKENS ? 0n : g.input + 1n }, `e${i}`);
+        resent[batch]!.push(other);
+      } else {
+        resent[batch]!.push(sent[i]!);
+      }
+    }
+  }
+  return batches.map((b, i) => [...b, ...resent[i]!]);
+}
+
+/** { recorded, duplicates } that a batch must report, given the event_ids recorded before it. */
+function expectedCounts(batch: readonly Sent[], seen: Set<string>): { recorded: number; duplicates: number } {
+  let recorded = 0;
+  for (const e of batch) {
+    if (!seen.has(e.reference.event_id)) {
+      seen.add(e.reference.event_id);
+      recorded++;
+    }
+  }
+  return { recorded, duplicates: batch.length - recorded };
+}
+
+function resolvePoint(p: Point, events: readonly ReferenceEvent[]): number {
+  switch (p.at) {
+    case "second": return T0 + p.offset;
+    case "day": return T0 + p.day * DAY;
+    case "hour": return T0 + p.hour * HOUR;
+    case "event": return events.length === 0 ? T0 + p.delta : events[p.pick % events.length]!.timestamp + p.delta;
+  }
+}
+
+function resolveWindow([a, b]: [Point, Point], events: readonly ReferenceEvent[]): [number, number] {
+  const x = resolvePoint(a, events);
+  const y = resolvePoint(b, events);
+  const start = Math.max(0, Math.min(x, y));
+  const end = Math.max(x, y);
+  return [start, end > start ? end : start + 1];
+}
+
+// ---------- the properties ----------
+
+describe.each(dialects)("usage sums, property-based (%s)", (dialect) => {
+  describe("storage: checkUsageEvent + recordUsage, then sumUsage over planWindow", () => {
+    let testDb: TestDatabase;
+    let database: Database;
+    let repository: UsageRepository;
+    let runs = 0;
+    let scratch: string;
+
+    beforeAll(async () => {
+      scratch = mkdtempSync(join(tmpdir(), "usage-property-"));
+      testDb = await createTestDatabase(dialect);
+      database = openDatabase(testDb.url);
+      await migrateToLatest(database);
+      repository = new UsageRepository(database.db, database.dialect);
+    });
+
+    afterAll(async () => {
+      await database?.close();
+      await testDb?.drop();
+      if (scratch) rmSync(scratch, { recursive: true, force: true });
+    });
+
+    async function sums(enterpriseId: string, start: number, end: number): Promise<ReferenceSum[]> {
+      const rows = await repository.membersByUserIds(enterpriseId, members(0).map((m) => m.user_id));
+      expect(rows).toHaveLength(MEMBER_COUNT);
+      const userOf = new Map(rows.map((r) => [Number(r.member_key), r.user_id]));
+      const window = checkWindow(BigInt(start), BigInt(end));
+      const plan = planWindow(window.start, window.end);
+      const found = await repository.sumUsage([...userOf.keys()], plan.firstDay, plan.endDay, plan.rawRanges);
+      const out: ReferenceSum[] = [];
+      for (const row of found) {
+        const model = await repository.model(row.model_id);
+        out.push({
+          user_id: userOf.get(row.member_key)!, model_name: model.model_name, model_type: model.model_type, model_source: model.model_source,
+          input_tokens: row.input_tokens, output_tokens: row.output_tokens, basic_micros: row.basic_micros, pay_go_micros: row.pay_go_micros,
+        });
+      }
+      return out.sort((a, b) => byCodePoint(a.user_id, b.user_id) || byCodePoint(a.model_name, b.model_name)
+        || byCodePoint(a.model_type, b.model_type) || byCodePoint(a.model_source, b.model_source));
+    }
+
+    async function send(enterpriseId: string, batch: readonly Sent[]) {
+      const labelled = batch.map((e, i) => ({ event: checkUsageEvent(e.wire as RawUsageEvent, `events[${i}]`), where: `events[${i}]` }));
+      return recordUsage(repository, enterpriseId, labelled);
+    }
+
+    it("every window's sums equal the bigint reference; re-sending and re-importing change nothing", async () => {
+      await fc.assert(fc.asyncProperty(scenarioArb(150), async (s) => {
+        const n = ++runs;
+        const enterpriseId = `prop-${dialect}-${n}`;
+        await importDirectory(database, directory(enterpriseId, n, s.currency));
+        const batches = buildBatches(s);
+        const seen = new Set<string>();
+        for (const batch of batches) {
+          if (batch.length === 0) continue;
+          expect(await send(enterpriseId, batch)).toStrictEqual(expectedCounts(batch, seen));
+        }
+        const counted = firstOfEachId(batches.flat().map((e) => e.reference));
+        const windows = s.windows.map((w) => resolveWindow(w, counted));
+        const before: ReferenceSum[][] = [];
+        for (const [start, end] of windows) {
+          const actual = await sums(enterpriseId, start, end);
+          expect(actual, `window [${start}, ${end})`).toStrictEqual(referenceSums(counted, start, end));
+          before.push(actual);
+        }
+
+        const again = batches[s.resendBatch]!;
+        if (again.length > 0) expect(await send(enterpriseId, again)).toStrictEqual({ recorded: 0, duplicates: again.length });
+        await importDirectory(database, directory(enterpriseId, n, s.currency));
+        const all = batches.flat();
+        if (all.length > 0) {
+          const file = join(scratch, `${enterpriseId}.ndjson`);
+          writeFileSync(file, all.map((e) => JSON.stringify(e.wire)).join("\n") + "\n");
+          expect(await importUsage(repository, enterpriseId, file)).toStrictEqual({ enterprise_id: enterpriseId, lines: all.length, recorded: 0, duplicates: all.length });
+        }
+        for (const [i, [start, end]] of windows.entries()) {
+          expect(await sums(enterpriseId, start, end), `window [${start}, ${end}) after re-sending, re-importing`).toStrictEqual(before[i]);
+        }
+      }), { numRuns: STORAGE_RUNS });
+    }, 600_000);
+  });
+
+  describe("REST: batch-record, then user-model-usage", () => {
+    let svc: TestService;
+    let runs = 0;
+
+    beforeAll(async () => {
+      svc = await startTestService(dialect);
+    });
+
+    afterAll(async () => {
+      await svc?.close();
+    });
+
+    async function post(path: string, token: string, body: unknown): Promise<{ status: number; json: any }> {
+      const res = await fetch(svc.baseUrl + path, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      return { status: res.status, json: parseJsonBig(await res.text()) };
+    }
+
+    it("every answer equals the bigint reference, exactly; re-sending and re-importing change nothing", async () => {
+      await fc.assert(fc.asyncProperty(scenarioArb(120), async (s) => {
+        const n = ++runs;
+        const enterpriseId = `prop-rest-${dialect}-${n}`;
+        const people = members(n);
+        await importDirectory(svc.database, directory(enterpriseId, n, s.currency));
+        const token = await svc.token(["usage:write", "statistics:read"], enterpriseId);
+
+        const batches = buildBatches(s);
+        const seen = new Set<string>();
+        for (const batch of batches) {
+          if (batch.length === 0) continue;
+          const reply = await post("/openapi/v1/usage/events/batch-record", token, { events: batch.map((e) => e.wire) });
+          expect(reply.json).toStrictEqual({ code: 0, message: "success", request_id: expect.any(String), data: expectedCounts(batch, seen) });
+        }
+        const counted = firstOfEachId(batches.flat().map((e) => e.reference));
+
+        // Named by id in s.byId order, then by e-mail; an unknown id and e-mail ride along.
+        const userIds = [...s.byId.map((i) => people[i]!.user_id), "ghost"];
+        const emails = [...s.byEmail.map((i) => (s.upperEmails ? people[i]!.email.toUpperCase() : people[i]!.email.toLowerCase())), "ghost@nowhere.example"];
+        const order = [...new Set([...s.byId, ...s.byEmail])];
+        const expectAnswer = (start: number, end: number) => {
+          const sums = referenceSums(counted, start, end);
+          return {
+            code: 0, message: "success", request_id: expect.any(String),
+            data: {
+              items: order.map((i) => ({
+                ...people[i]!,
+                model_usage: sums.filter((x) => x.user_id === people[i]!.user_id).map((x) => expectedModelUsage(x, s.currency)),
+              })),
+              not_found_user_ids: ["ghost"],
+              not_found_emails: ["ghost@nowhere.example"],
+            },
+          };
+        };
+        const check = async (label: string) => {
+          for (const w of s.windows) {
+            const [start, end] = resolveWindow(w, counted);
+            const reply = await post("/openapi/v1/statistics/user-model-usage", token, { start_time: start, end_time: end, user_ids: userIds, emails });
+            expect(reply.json, `${label}: window [${start}, ${end})`).toStrictEqual(expectAnswer(start, end));
+          }
+        };
+        await check("after recording");
+
+        const again = batches[s.resendBatch]!;
+        if (again.length > 0) {
+          const reply = await post("/openapi/v1/usage/events/batch-record", token, { events: again.map((e) => e.wire) });
+          expect(reply.json.data).toStrictEqual({ recorded: 0, duplicates: again.length });
+        }
+        await importDirectory(svc.database, directory(enterpriseId, n, s.currency));
+        await check("after re-sending a batch and re-importing the directory");
+      }), { numRuns: REST_RUNS });
+    }, 600_000);
+  });
+});
