@@ -68,7 +68,7 @@ export async function writeUsageFile(path: string, shape: UsageDataShape): Promi
     const payGo = charged && basic === "0" ? micros(input * 5 + output * 15) : "0";
     buffer += `{"event_id":"e${i}","user_id":"${memberId(member)}","model_name":"${model.name}","model_type":"${model.type}","model_source":"${model.source}","timestamp":${ts},"input_tokens":${input},"output_tokens":${output},"basic_amount":"${basic}","pay_go_amount":"${payGo}"}\n`;
     if (buffer.length > 1 << 20) {
-      if (!out.write(buffer)) await new Promise((r) => out.once("drain", r));
+      if (!out.write(buffer)) await new Promise<void>((resolve) => out.once("drain", () => resolve()));
       buffer = "";
     }
   }

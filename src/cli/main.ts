@@ -11,6 +11,9 @@ import { serveUntilSignal } from "../main.js";
 import { AccessAdmin } from "../operations/access-admin.js";
 import { importDirectory } from "../operations/import-directory.js";
 import { importUsage } from "../operations/import-usage.js";
+import { rotateMasterKey } from "../operations/rotate-master-key.js";
+import { loadLocalKeyProvider } from "../keys/local-key-provider.js";
+import { EnvironmentConfigRepository } from "../storage/environment-config-repository.js";
 import { UsageRepository } from "../storage/usage-repository.js";
 import { progressBar } from "./progress-bar.js";
 import { AuthRepository } from "../storage/auth-repository.js";
@@ -18,6 +21,8 @@ import { migrateToLatest, openDatabase, type Database } from "../storage/databas
 import { DirectoryRepository } from "../storage/directory-repository.js";
 import { DEMO_ENTERPRISE_ID, demoDirectory } from "./demo-directory.js";
 import { DEMO_USAGE_DAYS, demoUsageEvents } from "./demo-usage.js";
+import { demoEnvironments } from "./demo-environments.js";
+import { EnvironmentConfigs } from "../operations/environment-configs.js";
 import { checkUsageEvent } from "../domain/usage-event.js";
 import { recordUsage } from "../operations/record-usage.js";
 
@@ -53,15 +58,20 @@ program.command("migrate").description("apply pending migrations").addOption(dbO
   });
 
 program.command("seed").description("load demo data and print an access token with every permission")
-  .requiredOption("--demo", "the demo enterprise, its departments, members and three months of usage")
+  .requiredOption("--demo", "the demo enterprise: departments, members, three months of usage, two environment configs")
   .addOption(dbOption())
   .action(async (opts) => {
     const token = await withDatabase(opts.db, async (database) => {
       const summary = await importDirectory(database, demoDirectory);
       const events = demoUsageEvents().map((raw, i) => ({ event: checkUsageEvent(raw, `demo event ${i}`), where: `demo event ${i}` }));
       const usage = await recordUsage(new UsageRepository(database.db, database.dialect), DEMO_ENTERPRISE_ID, events);
+      const environments = new EnvironmentConfigs(new EnvironmentConfigRepository(database.db),
+        await loadLocalKeyProvider({ databaseUrl: loadConfig({ db: opts.db }).databaseUrl }));
+      const existing = new Set((await environments.list(DEMO_ENTERPRISE_ID, 100, "")).items.map((item) => item.row.name));
+      const created = demoEnvironments.filter((config) => !existing.has(config.name!));
+      for (const config of created) await environments.create(DEMO_ENTERPRISE_ID, config);
       console.error(`seeded enterprise "${summary.enterprise_id}": ${summary.departments} departments, ${summary.members} members, ` +
-        `${usage.recorded} new usage events over ${DEMO_USAGE_DAYS} days`);
+        `${usage.recorded} new usage events over ${DEMO_USAGE_DAYS} days, ${created.length} new environment configs`);
       return accessAdmin(database).createToken(DEMO_ENTERPRISE_ID, [...PERMISSIONS], 7 * 86400);
     });
     console.error("access token with every permission (valid 7 days):");
@@ -111,6 +121,21 @@ appCommand.command("revoke").argument("<app_id>").description("revoke an app; it
     const found = await withDatabase(opts.db, (database) => accessAdmin(database).revokeApp(appId));
     if (!found) throw new AppError(4001, `app "${appId}" not found`);
     console.log(JSON.stringify({ app_id: appId, revoked: true }));
+  });
+
+program.command("keys").description("the master key that wraps the secrets' data keys").command("rotate")
+  .description("re-wrap every data key under a new master key; the old key is then removed (run with the service stopped, or restart it after)")
+  .option("--new-key <base64>", "the new 32-byte master key, base64 (required when ENTERPRISE_ADMIN_MASTER_KEY is used; else one is generated into the key file)")
+  .addOption(dbOption())
+  .action(async (opts) => {
+    const newKey = opts.newKey === undefined ? undefined : Buffer.from(opts.newKey, "base64");
+    if (newKey !== undefined && newKey.length !== 32) throw new AppError(4001, "--new-key: must be the base64 of exactly 32 bytes");
+    const summary = await withDatabase(opts.db, async (database) => {
+      const keys = await loadLocalKeyProvider({ databaseUrl: loadConfig({ db: opts.db }).databaseUrl });
+      return rotateMasterKey(new EnvironmentConfigRepository(database.db), keys, newKey);
+    });
+    console.log(JSON.stringify(summary));
+    if (process.env.ENTERPRISE_ADMIN_MASTER_KEY) console.error("now set ENTERPRISE_ADMIN_MASTER_KEY to the new key before starting the service");
   });
 
 program.command("token").description("access tokens").command("create")

@@ -213,17 +213,46 @@ export class UsageRepository {
       parts.push(sql`select member_key, model_id, input_tokens, output_tokens, basic_micros, pay_go_micros
         from usage_event where member_key in (${keys}) and ts >= ${from} and ts < ${to}`);
     }
-    const result = await sql<{ member_key: number | string; model_id: number | string; i: string; o: string; b: string; p: string }>`
-      select member_key, model_id,
-        cast(sum(input_tokens) as text) as i, cast(sum(output_tokens) as text) as o,
-        cast(sum(basic_micros) as text) as b, cast(sum(pay_go_micros) as text) as p
-      from (${sql.join(parts, sql` union all `)}) as window_rows
-      group by member_key, model_id`.execute(this.db);
+    const windowRows = sql.join(parts, sql` union all `);
+    let result;
+    try {
+      result = await sql<SumText>`
+        select member_key, model_id,
+          cast(sum(input_tokens) as text) as i, cast(sum(output_tokens) as text) as o,
+          cast(sum(basic_micros) as text) as b, cast(sum(pay_go_micros) as text) as p
+        from (${windowRows}) as window_rows
+        group by member_key, model_id`.execute(this.db);
+    } catch (error) {
+      if (!/integer overflow/i.test((error as Error)?.message ?? "")) throw error;
+      // SQLite's sum() stops at 2^63; sum the high and low 32 bits apart and join them exactly.
+      const split = await sql<Record<string, string | number>>`
+        select member_key, model_id,
+          sum(input_tokens >> 32) as ih, sum(input_tokens & 4294967295) as il,
+          sum(output_tokens >> 32) as oh, sum(output_tokens & 4294967295) as ol,
+          sum(basic_micros >> 32) as bh, sum(basic_micros & 4294967295) as bl,
+          sum(pay_go_micros >> 32) as ph, sum(pay_go_micros & 4294967295) as pl
+        from (${windowRows}) as window_rows
+        group by member_key, model_id`.execute(this.db);
+      const join = (high: string | number, low: string | number) => String((BigInt(high) << 32n) + BigInt(low));
+      result = { rows: split.rows.map((r) => ({
+        member_key: r.member_key!, model_id: r.model_id!,
+        i: join(r.ih!, r.il!), o: join(r.oh!, r.ol!), b: join(r.bh!, r.bl!), p: join(r.ph!, r.pl!),
+      })) };
+    }
     return result.rows.map((r) => ({
       member_key: Number(r.member_key), model_id: Number(r.model_id),
       input_tokens: BigInt(r.i), output_tokens: BigInt(r.o), basic_micros: BigInt(r.b), pay_go_micros: BigInt(r.p),
     }));
   }
+}
+
+interface SumText {
+  member_key: number | string;
+  model_id: number | string;
+  i: string;
+  o: string;
+  b: string;
+  p: string;
 }
 
 /** A row as the INSERT returns it: per-event values, all far below 2^53 (see usage-event.ts). */
