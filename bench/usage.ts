@@ -1,0 +1,257 @@
+// Benchmark: the usage store at scale. Prints figures; it is not a test. `npm run bench:usage`
+// (options: --events N (default 10,000,000), --members, --models, --queries per window,
+// --rpc-batches, --keep DIR to reuse a generated store, --postgres URL --pg-events N for the query
+// figures on PostgreSQL from a smaller store).
+//
+// On SQLite, in one run:
+//   (1) the import rate of an NDJSON file of N events into an empty store, rollups included
+//       (the real `importUsage`, the code behind `enterprise-admin import usage`);
+//   (2) the ingestion RPC's rate into the full store: the real server in a child process, the
+//       Connect client sending batches of 1,000 new events one after another;
+//   (3) the query's p50/p99 for 100 members over 180 days, over 30 days and over a window starting
+//       and ending at unaligned seconds, through the service's own handler, each beside the same
+//       answer computed by a plain scan of the raw events through the member-first covering index
+//       (the two answers must be equal, or the run fails);
+//   (4) the database size.
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import net from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { performance } from "node:perf_hooks";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { sql } from "kysely";
+import { UsageService } from "../gen/enterprise_admin/v1/usage_pb.js";
+import { create } from "@bufbuild/protobuf";
+import { QueryUserModelUsageRequestSchema } from "../gen/enterprise_admin/v1/usage_pb.js";
+import { AccessAdmin } from "../src/operations/access-admin.js";
+import { importDirectory } from "../src/operations/import-directory.js";
+import { importUsage } from "../src/operations/import-usage.js";
+import { usageHandlers } from "../src/services/usage-service.js";
+import { AuthRepository } from "../src/storage/auth-repository.js";
+import { migrateToLatest, openDatabase, type Database } from "../src/storage/database.js";
+import { DirectoryRepository } from "../src/storage/directory-repository.js";
+import { UsageRepository } from "../src/storage/usage-repository.js";
+import { benchDirectory, memberId, modelOf, random, writeUsageFile, YEAR_START } from "./usage-data.js";
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const ENTERPRISE_ID = "bench";
+const DAY = 86_400;
+
+const { values: flags } = parseArgs({
+  options: {
+    events: { type: "string", default: "10000000" },
+    members: { type: "string", default: "5000" },
+    models: { type: "string", default: "20" },
+    queries: { type: "string", default: "200" },
+    "rpc-batches": { type: "string", default: "60" },
+    keep: { type: "string" },
+    postgres: { type: "string" },
+    "pg-events": { type: "string", default: "1000000" },
+  },
+});
+const shape = { enterpriseId: ENTERPRISE_ID, members: Number(flags.members), models: Number(flags.models), events: Number(flags.events) };
+
+const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+
+async function main() {
+  const dir = flags.keep ?? mkdtempSync(join(tmpdir(), "eadmin-usage-bench-"));
+  mkdirSync(dir, { recursive: true });
+  const dbPath = join(dir, "usage.sqlite");
+  const ndjson = join(dir, "events.ndjson");
+  const reuse = flags.keep !== undefined && existsSync(dbPath);
+  console.log(`usage benchmark: ${fmt(shape.events)} events, ${fmt(shape.members)} members, ${shape.models} models, one year; store in ${dir}`);
+  try {
+    let database = openDatabase(dbPath);
+    await migrateToLatest(database);
+    if (!reuse) {
+      await importDirectory(database, benchDirectory(shape));
+      let t = performance.now();
+      await writeUsageFile(ndjson, shape);
+      console.log(`generated ${fmt(statSync(ndjson).size / 2 ** 20)} MiB of NDJSON in ${fmt((performance.now() - t) / 1000, 1)} s`);
+      t = performance.now();
+      const summary = await importUsage(new UsageRepository(database.db, database.dialect), ENTERPRISE_ID, ndjson);
+      const seconds = (performance.now() - t) / 1000;
+      console.log(`(1) import:        ${fmt(summary.recorded)} events in ${fmt(seconds, 1)} s = ${fmt(summary.recorded / seconds)} events/s  (target >= 100,000)`);
+      rmSync(ndjson, { force: true });
+    } else {
+      console.log("(1) import:        skipped (reusing the store in --keep)");
+    }
+    await database.close();
+
+    await measureIngestion(dbPath, Number(flags["rpc-batches"]));
+
+    database = openDatabase(dbPath);
+    await measureQueries(database, "SQLite", shape.members);
+    await database.close();
+    console.log(`(4) database size: ${fmt(sizeOf(dir, "usage.sqlite") / 2 ** 20)} MiB (file and WAL)`);
+
+    if (flags.postgres) await postgresFigures(flags.postgres, Number(flags["pg-events"]), dir);
+  } finally {
+    if (!flags.keep) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** (2) The ingestion RPC into the full store, through the real server and the Connect client. */
+async function measureIngestion(dbPath: string, batches: number) {
+  const database = openDatabase(dbPath);
+  const token = (await new AccessAdmin(new AuthRepository(database.db), new DirectoryRepository(database.db))
+    .createToken(ENTERPRISE_ID, ["usage:write"], 3600)).accessToken;
+  await database.close();
+  const port = await freePort();
+  const server = spawn(process.execPath, [join(ROOT, "bin/enterprise-admin.mjs"), "serve", "--port", String(port), "--db", dbPath],
+    { env: { ...process.env, LOG_LEVEL: "warn" }, stdio: ["ignore", "ignore", "inherit"] });
+  try {
+    await waitForPort(port);
+    const client = createClient(UsageService, createConnectTransport({ baseUrl: `http://127.0.0.1:${port}`, httpVersion: "1.1", useBinaryFormat: true }));
+    const rand = random(7);
+    const headers = { authorization: `Bearer ${token}` };
+    const makeBatch = (b: number) => Array.from({ length: 1000 }, (_, i) => {
+      const model = modelOf(Math.floor(rand() * shape.models));
+      return {
+        eventId: `rpc-${b}-${i}`, userId: memberId(Math.floor(rand() * shape.members)), modelName: model.name, modelType: model.type,
+        modelSource: model.source, timestamp: BigInt(YEAR_START + 364 * DAY + Math.floor(rand() * DAY)),
+        inputTokens: BigInt(500 + Math.floor(rand() * 5000)), outputTokens: BigInt(100 + Math.floor(rand() * 1000)),
+        basicAmount: model.source === "Builtin" ? "0.003000" : "", payGoAmount: "",
+      };
+    });
+    for (let w = 0; w < 3; w++) await client.recordUsageEvents({ events: makeBatch(-1 - w) }, { headers }); // warm-up
+    const prepared = Array.from({ length: batches }, (_, b) => makeBatch(b));
+    const latencies: number[] = [];
+    const started = performance.now();
+    for (const events of prepared) {
+      const t = performance.now();
+      const reply = await client.recordUsageEvents({ events }, { headers });
+      if (reply.recorded !== 1000) throw new Error(`ingestion recorded ${reply.recorded} of 1000`);
+      latencies.push(performance.now() - t);
+    }
+    const seconds = (performance.now() - started) / 1000;
+    latencies.sort((a, b) => a - b);
+    console.log(`(2) ingestion RPC: ${fmt(batches * 1000)} events in ${batches} batches of 1,000 in ${fmt(seconds, 1)} s = ` +
+      `${fmt((batches * 1000) / seconds)} events/s, per batch p50 ${fmt(percentile(latencies, 50), 1)} ms, p99 ${fmt(percentile(latencies, 99), 1)} ms  (target >= 15,000)`);
+  } finally {
+    server.kill("SIGTERM");
+    await new Promise((r) => server.once("exit", r));
+  }
+}
+
+/** (3) Query latency through the service's handler, and the same answer by a plain raw scan. */
+async function measureQueries(database: Database, label: string, members: number) {
+  const usage = new UsageRepository(database.db, database.dialect);
+  const handlers = usageHandlers(usage);
+  const call = { requestId: "bench", principal: { enterpriseId: ENTERPRISE_ID, permissions: new Set(["statistics:read"]) } };
+  const yearEnd = YEAR_START + 365 * DAY;
+  const windows: Array<[string, (rand: () => number) => [number, number]]> = [
+    ["180 days", (rand) => { const s = YEAR_START + Math.floor(rand() * 180) * DAY + Math.floor(rand() * DAY); return [s, s + 180 * DAY]; }],
+    ["30 days", (rand) => { const s = YEAR_START + Math.floor(rand() * 330) * DAY + Math.floor(rand() * DAY); return [s, s + 30 * DAY]; }],
+    ["unaligned ~97 days", (rand) => { const s = YEAR_START + 17 + Math.floor(rand() * 200 * DAY); return [s, Math.min(yearEnd, s + 97 * DAY + 12_345)]; }],
+  ];
+  const queries = Number(flags.queries);
+  console.log(`(3) query on ${label}, 100 members, ${queries} queries per window (handler: members, rollup and raw partial days, formatting):`);
+  for (const [name, window] of windows) {
+    const rand = random(11);
+    const service: number[] = [];
+    const raw: number[] = [];
+    for (let q = 0; q < queries + 5; q++) {
+      const [start, end] = window(rand);
+      const ids = new Set<string>();
+      while (ids.size < 100) ids.add(memberId(Math.floor(rand() * members)));
+      const request = create(QueryUserModelUsageRequestSchema, { startTime: BigInt(start), endTime: BigInt(end), userIds: [...ids] });
+      let t = performance.now();
+      const answer = await handlers.queryUserModelUsage(request, call);
+      const serviceMs = performance.now() - t;
+      t = performance.now();
+      const scan = await rawScan(database, [...ids], start, end);
+      const rawMs = performance.now() - t;
+      if (q >= 5) { service.push(serviceMs); raw.push(rawMs); }
+      const fromService = new Map<string, string>();
+      for (const item of answer.items ?? []) {
+        for (const m of item.modelUsage ?? []) {
+          fromService.set(`${item.userId}|${m.modelName}|${m.modelType}|${m.modelSource}`, `${m.usage!.inputTokens}/${m.usage!.outputTokens}/${m.amount!.basicAmount}/${m.amount!.payGoAmount}`);
+        }
+      }
+      if (fromService.size !== scan.size || [...scan].some(([k, v]) => fromService.get(k) !== v)) {
+        throw new Error(`query ${q} (${name}): the service's answer differs from the raw scan`);
+      }
+    }
+    service.sort((a, b) => a - b);
+    raw.sort((a, b) => a - b);
+    const p50 = percentile(service, 50), p99 = percentile(service, 99), rawP50 = percentile(raw, 50), rawP99 = percentile(raw, 99);
+    console.log(`    ${name.padEnd(20)} service p50 ${fmt(p50, 2)} ms, p99 ${fmt(p99, 2)} ms | raw scan p50 ${fmt(rawP50, 2)} ms, p99 ${fmt(rawP99, 2)} ms | ` +
+      `${fmt(rawP50 / p50, 1)}x faster at p50; answers equal`);
+  }
+}
+
+/** The reference: every raw event in the window, summed per member and model, no rollup. */
+async function rawScan(database: Database, userIds: string[], start: number, end: number): Promise<Map<string, string>> {
+  const { rows } = await sql<{ user_id: string; model_name: string; model_type: string; model_source: string; i: string; o: string; b: string; p: string }>`
+    select m.user_id, md.model_name, md.model_type, md.model_source,
+      cast(sum(e.input_tokens) as text) as i, cast(sum(e.output_tokens) as text) as o,
+      cast(sum(e.basic_micros) as text) as b, cast(sum(e.pay_go_micros) as text) as p
+    from member m
+    join usage_event e on e.member_key = m.member_key and e.ts >= ${start} and e.ts < ${end}
+    join usage_model md on md.model_id = e.model_id
+    where m.enterprise_id = ${ENTERPRISE_ID} and m.user_id in (${sql.join(userIds)})
+    group by m.user_id, md.model_name, md.model_type, md.model_source`.execute(database.db);
+  const micros = (v: string) => { const n = BigInt(v); return `${n / 1_000_000n}.${(n % 1_000_000n).toString().padStart(6, "0")}`; };
+  return new Map(rows.map((r) => {
+    const custom = r.model_source === "Custom";
+    return [`${r.user_id}|${r.model_name}|${r.model_type}|${r.model_source}`, `${r.i}/${r.o}/${custom ? "0.000000" : micros(r.b)}/${custom ? "0.000000" : micros(r.p)}`];
+  }));
+}
+
+/** The query figures on PostgreSQL, from a smaller store imported the same way. */
+async function postgresFigures(url: string, events: number, dir: string) {
+  const pgShape = { ...shape, events };
+  const database = openDatabase(url);
+  try {
+    await migrateToLatest(database);
+    await sql`delete from usage_event where enterprise_id = ${ENTERPRISE_ID}`.execute(database.db);
+    await sql`delete from usage_daily where member_key in (select member_key from member where enterprise_id = ${ENTERPRISE_ID})`.execute(database.db);
+    await importDirectory(database, benchDirectory(pgShape));
+    const file = join(dir, "pg-events.ndjson");
+    await writeUsageFile(file, pgShape);
+    const t = performance.now();
+    const summary = await importUsage(new UsageRepository(database.db, database.dialect), ENTERPRISE_ID, file);
+    const seconds = (performance.now() - t) / 1000;
+    console.log(`PostgreSQL: import of ${fmt(summary.recorded)} events in ${fmt(seconds, 1)} s = ${fmt(summary.recorded / seconds)} events/s`);
+    await sql`analyze`.execute(database.db);
+    await measureQueries(database, `PostgreSQL (${fmt(events)} events)`, pgShape.members);
+  } finally {
+    await database.close();
+  }
+}
+
+function sizeOf(dir: string, base: string): number {
+  return readdirSync(dir).filter((f) => f.startsWith(base)).reduce((sum, f) => sum + statSync(join(dir, f)).size, 0);
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const s = net.createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolvePort(port));
+    });
+  });
+}
+
+async function waitForPort(port: number) {
+  for (let i = 0; i < 200; i++) {
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/healthz`);
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error("the server did not start");
+}
+
+await main();
