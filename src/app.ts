@@ -13,6 +13,7 @@ import type { KeyProvider } from "./keys/key-provider.js";
 import { AccessAdmin } from "./operations/access-admin.js";
 import { EnvironmentConfigs } from "./operations/environment-configs.js";
 import { writeError, type HttpRequest, type HttpResponse } from "./rest/envelope.js";
+import { ConnectJsonUnary } from "./rest/connect-json-unary.js";
 import { MAX_BODY_BYTES, RestFacade } from "./rest/rest-facade.js";
 import { businessServices, routes } from "./routes.js";
 import { HealthState } from "./services/health-service.js";
@@ -49,6 +50,7 @@ export function createApp({ database, logger, keys }: AppDeps): App {
   const pipeline = new CallPipeline(new Authenticator(authRepository));
   const health = new HealthState(services.map((s) => s.service.typeName));
   const rest = new RestFacade(services, pipeline);
+  const connectJson = new ConnectJsonUnary(services, pipeline);
   const rpc = connectNodeAdapter({
     routes: routes(services, pipeline, health),
     readMaxBytes: MAX_BODY_BYTES,
@@ -84,7 +86,7 @@ export function createApp({ database, logger, keys }: AppDeps): App {
       res.end(draining ? '{"status":"draining"}' : '{"status":"ok"}');
       return;
     }
-    if (!rest.handle(req, res, log)) rpc(req, res);
+    if (!rest.handle(req, res, log) && !connectJson.handle(req, res, log)) rpc(req, res);
   };
 
   return {

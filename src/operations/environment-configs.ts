@@ -8,7 +8,7 @@ import { decodePageToken, effectivePageSize, encodePageToken } from "../domain/p
 import type { Packages } from "../domain/runtime-versions.js";
 import { newDataKey, openSecret, sealSecret } from "../domain/secret-crypto.js";
 import type { KeyProvider } from "../keys/key-provider.js";
-import type { EnvironmentConfigRepository, EnvironmentConfigRow } from "../storage/environment-config-repository.js";
+import { isNameConflict, type EnvironmentConfigRepository, type EnvironmentConfigRow } from "../storage/environment-config-repository.js";
 
 export interface EnvironmentView {
   row: EnvironmentConfigRow;
@@ -49,12 +49,12 @@ export class EnvironmentConfigs {
     const row = toRow(enterpriseId, id, draft, now, now, 1);
     const dataKey = newDataKey();
     const wrapped = await this.keys.wrap(dataKey, { enterpriseId, environmentId: id });
-    return this.repository.transaction(async (tx) => {
+    return this.nameGuarded(draft.name, () => this.repository.transaction(async (tx) => {
       if (await tx.nameTaken(enterpriseId, draft.name)) throw nameTaken(draft.name);
       await tx.insert(row, { master_key_id: wrapped.masterKeyId, wrapped_key: wrapped.wrapped });
       await tx.putSecrets(id, seal(dataKey, enterpriseId, id, draft.secrets));
       return { row, secretKeys: Object.keys(draft.secrets).sort() };
-    });
+    }));
   }
 
   async get(enterpriseId: string, id: string): Promise<EnvironmentView> {
@@ -78,7 +78,7 @@ export class EnvironmentConfigs {
   }
 
   async update(enterpriseId: string, id: string, changes: EnvironmentChanges): Promise<EnvironmentView> {
-    return this.repository.transaction(async (tx) => {
+    return this.nameGuarded(changes.name ?? "", () => this.repository.transaction(async (tx) => {
       const stored = await tx.find(enterpriseId, id);
       if (!stored) throw notFound(id);
       if (changes.etag !== undefined && changes.etag !== "" && changes.etag !== stored.etag) throw staleEtag();
@@ -112,7 +112,17 @@ export class EnvironmentConfigs {
       }
       await tx.deleteSecrets(id, removals);
       return { row, secretKeys: Object.keys(draft.secrets).sort() };
-    });
+    }));
+  }
+
+  /** Two writers racing for one name: the loser's unique violation is the same 409 as the check's. */
+  private async nameGuarded<T>(name: string, write: () => Promise<T>): Promise<T> {
+    try {
+      return await write();
+    } catch (error) {
+      if (isNameConflict(error)) throw nameTaken(name);
+      throw error;
+    }
   }
 
   async delete(enterpriseId: string, id: string, etag = ""): Promise<void> {

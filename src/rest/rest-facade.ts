@@ -100,7 +100,7 @@ export class RestFacade {
 }
 
 /** Reads a JSON body: 415 unless application/json, 413 past 1 MiB, 4001 unless a JSON object. */
-async function readJsonBody(req: HttpRequest): Promise<unknown> {
+export async function readJsonBody(req: HttpRequest): Promise<unknown> {
   const type = req.headers["content-type"];
   if (!type || !/^application\/json\s*(;|$)/i.test(type)) {
     req.resume();

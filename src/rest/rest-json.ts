@@ -6,6 +6,7 @@ import { getOption } from "@bufbuild/protobuf";
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
 import { rest_integer_as_string } from "../../gen/enterprise_admin/v1/options_pb.js";
 import { invalidParameter } from "../domain/errors.js";
+import { longIntegerDigits } from "./exact-json.js";
 
 type Fields = Record<string, unknown>;
 
@@ -93,14 +94,21 @@ export const acceptsInteger = (field: DescField): boolean => {
 const INT_TEXT = /^-?(0|[1-9]\d*)$/;
 
 /** Reads one scalar; `path` names it in errors. Also used for path variables and query parameters. */
-export function readScalar(type: ScalarType, value: unknown, path: string, integerAsString = false): unknown {
+export function readScalar(type: ScalarType, given: unknown, path: string, integerAsString = false): unknown {
+  const long = longIntegerDigits(given);
+  const value = long ?? given;
   switch (type) {
     case ScalarType.STRING:
-      if (typeof value === "string") return value;
+      if (long !== undefined && integerAsString) return long;
+      if (typeof given === "string" && long === undefined) {
+        if (given.includes("\u0000")) throw invalidParameter(`${path}: must not contain the NUL character (U+0000)`);
+        return given;
+      }
       if (integerAsString && typeof value === "number" && Number.isSafeInteger(value)) return String(value);
       throw invalidParameter(`${path}: expected a string${integerAsString ? " or an integer" : ""}`);
     case ScalarType.BOOL:
       if (typeof value === "boolean") return value;
+      if (long !== undefined) throw invalidParameter(`${path}: expected true or false`);
       if (value === "true" || value === "false") return value === "true";
       throw invalidParameter(`${path}: expected true or false`);
     case ScalarType.INT32: case ScalarType.SINT32: case ScalarType.SFIXED32:
@@ -117,7 +125,7 @@ export function readScalar(type: ScalarType, value: unknown, path: string, integ
       throw invalidParameter(`${path}: expected a number`);
     }
     case ScalarType.BYTES:
-      if (typeof value === "string" && /^[A-Za-z0-9+/_-]*={0,2}$/.test(value)) return new Uint8Array(Buffer.from(value, "base64"));
+      if (long === undefined && typeof value === "string" && /^[A-Za-z0-9+/_-]*={0,2}$/.test(value)) return new Uint8Array(Buffer.from(value, "base64"));
       throw invalidParameter(`${path}: expected base64 text`);
   }
 }

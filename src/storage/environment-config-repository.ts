@@ -119,3 +119,10 @@ export class EnvironmentConfigRepository {
       .where("environment_id", "=", environmentId).execute();
   }
 }
+
+/** A write that lost a race for a name: the unique (enterprise_id, name) constraint refused it. */
+export function isNameConflict(error: unknown): boolean {
+  const e = error as { code?: string; constraint?: string; message?: string };
+  if (e?.code === "23505") return e.constraint === "environment_config_name";
+  return e?.code === "SQLITE_CONSTRAINT_UNIQUE" && /environment_config\.enterprise_id, environment_config\.name/.test(e.message ?? "");
+}

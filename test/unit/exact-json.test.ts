@@ -10,14 +10,20 @@ import { ErrorCode } from "../../src/domain/errors.js";
 import { AppError } from "../../src/domain/errors.js";
 
 describe("exact JSON numbers", () => {
-  it("keeps every digit of integers beyond 2^53 by reading them as strings", () => {
+  it("keeps every digit of integers beyond 2^53 by reading them as marked digit strings", () => {
     expect(parseJsonExact('{"a":9007199254740993,"b":[1,-12345678901234567890],"c":"9007199254740993x","d":1.5e3}'))
-      .toEqual({ a: "9007199254740993", b: [1, "-12345678901234567890"], c: "9007199254740993x", d: 1500 });
+      .toEqual({ a: "\u00009007199254740993", b: [1, "\u0000-12345678901234567890"], c: "9007199254740993x", d: 1500 });
   });
 
   it("leaves digits inside strings, escaped quotes included, untouched", () => {
     expect(parseJsonExact('{"s":"say \\"12345678901234567\\"","n":12345678901234567}'))
-      .toEqual({ s: 'say "12345678901234567"', n: "12345678901234567" });
+      .toEqual({ s: 'say "12345678901234567"', n: "\u000012345678901234567" });
+  });
+
+  it("a long number is an integer, never a string, unless the field takes integers as strings", () => {
+    const body = parseJsonExact('{"department_ids":[9123456789012345]}');
+    expect(() => messageFromRestJson(BatchGetDepartmentsRequestSchema, body)).toThrow("department_ids[0]: expected a string");
+    expect(messageFromRestJson(CreateAccessTokenResponseSchema, parseJsonExact('{"expire":"7200"}')).expire).toBe(7200);
   });
 });
 

@@ -1,0 +1,86 @@
+// Connect-protocol unary calls with JSON bodies to the business services. connect-es decodes JSON
+// itself, before any interceptor, and its errors quote the offending value (a mistyped secret, say)
+// and carry no ErrorDetail. So these calls are decoded here by the same strict reader as REST, run
+// through the same CallPipeline, and answered in the Connect protocol's unary JSON form. Binary,
+// compressed, GET and streaming calls, and gRPC and gRPC-Web, stay with the Connect adapter.
+import { create, toJson, type DescMethodUnary } from "@bufbuild/protobuf";
+import { codeToHttpStatus, errorToJson } from "@connectrpc/connect/protocol-connect";
+import { AppError, ErrorCode } from "../domain/errors.js";
+import type { CallLog } from "../interceptors/call-log.js";
+import { methodAccess, type CallPipeline } from "../interceptors/call-pipeline.js";
+import { toConnectError } from "../interceptors/connect-errors.js";
+import type { HttpRequest, HttpResponse } from "./envelope.js";
+import { readJsonBody, type RestService } from "./rest-facade.js";
+import { messageFromRestJson } from "./rest-json.js";
+
+type Handler = (request: never, call: never) => Promise<unknown>;
+
+interface Endpoint {
+  method: DescMethodUnary;
+  access: ReturnType<typeof methodAccess>;
+  handler: Handler;
+}
+
+const JSON_TYPE = /^application\/json\s*(;|$)/i;
+
+export class ConnectJsonUnary {
+  private readonly endpoints = new Map<string, Endpoint>();
+
+  constructor(services: readonly RestService[], private readonly pipeline: CallPipeline) {
+    for (const { service, handlers } of services) {
+      for (const method of service.methods) {
+        if (method.methodKind !== "unary") continue;
+        const handler = (handlers as Record<string, Handler>)[method.localName]!;
+        this.endpoints.set(`/${service.typeName}/${method.name}`, { method: method as DescMethodUnary, access: methodAccess(method as DescMethodUnary), handler });
+      }
+    }
+  }
+
+  /** Answers a Connect unary JSON POST to a business method; false for anything else. */
+  handle(req: HttpRequest, res: HttpResponse, log: CallLog): boolean {
+    if (req.method !== "POST") return false;
+    const endpoint = this.endpoints.get((req.url ?? "").split("?")[0]!);
+    if (!endpoint) return false;
+    const encoding = req.headers["content-encoding"];
+    if (!JSON_TYPE.test(req.headers["content-type"] ?? "") || (encoding && encoding !== "identity")) return false;
+    this.serve(req, res, log, endpoint).catch((error) => {
+      log.code = ErrorCode.INTERNAL;
+      log.cause = error;
+      if (!res.headersSent) writeError(res, log, new AppError(ErrorCode.INTERNAL, "internal error"));
+    });
+    return true;
+  }
+
+  private async serve(req: HttpRequest, res: HttpResponse, log: CallLog, { method, access, handler }: Endpoint): Promise<void> {
+    let response;
+    try {
+      let request;
+      try {
+        request = messageFromRestJson(method.input, await readJsonBody(req));
+      } catch (error) {
+        log.procedure = `/${method.parent.typeName}/${method.name}`;
+        if (error instanceof AppError) log.code = error.code;
+        throw error;
+      }
+      response = await this.pipeline.run(method, access, request as never, { authorization: req.headers.authorization, log }, handler as never);
+    } catch (error) {
+      if (error instanceof AppError) return writeError(res, log, error);
+      throw error;
+    }
+    const body = JSON.stringify(toJson(method.output, create(method.output, response as never), { useProtoFieldName: true }));
+    res.statusCode = 200;
+    res.setHeader("content-type", "application/json");
+    res.setHeader("content-length", Buffer.byteLength(body));
+    res.end(body);
+  }
+}
+
+function writeError(res: HttpResponse, log: CallLog, error: AppError): void {
+  const connectError = toConnectError(error, log.requestId);
+  const body = JSON.stringify(errorToJson(connectError, undefined));
+  for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
+  res.statusCode = codeToHttpStatus(connectError.code);
+  res.setHeader("content-type", "application/json");
+  res.setHeader("content-length", Buffer.byteLength(body));
+  res.end(body);
+}
