@@ -1,5 +1,7 @@
-// The usage query's window (contracts section 6) and how it is read: whole UTC days from the daily
-// rollup, the partial first and last day from the raw events. Depends on members, models and days,
+// The usage query's window (contracts section 6) and how it is read. Whole UTC days are covered by
+// rollup periods of 112, 28 and 7 days (Monday-aligned; each length divides the one above, so a
+// window needs few of them), and what is left (at most six whole days and the partial first and last
+// day on each side) is read from the raw events. The rows read depend on members, models and days,
 // never on the number of events.
 import { invalidParameter } from "./errors.js";
 
@@ -7,11 +9,24 @@ export const DAY_SECONDS = 86_400;
 export const MAX_WINDOW_DAYS = 180;
 export const MAX_WINDOW_SECONDS = MAX_WINDOW_DAYS * DAY_SECONDS;
 
+/** Rollup period lengths in days, longest first. Day 4 after the epoch (1970-01-05) was a Monday. */
+export const ROLLUP_TIERS = [112, 28, 7] as const;
+const MONDAY_OFFSET = 3;
+
+/** The period of a tier that holds a UTC day (days since the epoch). */
+export const periodOf = (tierDays: number, day: number) => Math.floor((day + MONDAY_OFFSET) / tierDays);
+const periodStartDay = (tierDays: number, period: number) => tierDays * period - MONDAY_OFFSET;
+
+export interface RollupRange {
+  tierDays: number;
+  /** Periods [fromPeriod, toPeriod) of that tier. */
+  fromPeriod: number;
+  toPeriod: number;
+}
+
 export interface WindowPlan {
-  /** Whole days [firstDay, endDay) read from the daily rollup; empty when firstDay >= endDay. */
-  firstDay: number;
-  endDay: number;
-  /** Second ranges [from, to) read from the raw events. */
+  rollups: RollupRange[];
+  /** Second ranges [from, to) read from the raw events; adjacent ranges merged. */
   rawRanges: Array<[number, number]>;
 }
 
@@ -28,9 +43,42 @@ export function checkWindow(start: bigint, end: bigint): { start: number; end: n
 export function planWindow(start: number, end: number): WindowPlan {
   const firstDay = Math.ceil(start / DAY_SECONDS);
   const endDay = Math.floor(end / DAY_SECONDS);
-  if (firstDay >= endDay) return { firstDay, endDay: firstDay, rawRanges: [[start, end]] };
-  const rawRanges: Array<[number, number]> = [];
-  if (start < firstDay * DAY_SECONDS) rawRanges.push([start, firstDay * DAY_SECONDS]);
-  if (endDay * DAY_SECONDS < end) rawRanges.push([endDay * DAY_SECONDS, end]);
-  return { firstDay, endDay, rawRanges };
+  if (firstDay >= endDay) return { rollups: [], rawRanges: [[start, end]] };
+  const rollups: RollupRange[] = [];
+  const rawDays: Array<[number, number]> = [];
+  cover(firstDay, endDay, 0, rollups, rawDays);
+  const raw: Array<[number, number]> = [[start, firstDay * DAY_SECONDS]];
+  for (const [from, to] of rawDays) raw.push([from * DAY_SECONDS, to * DAY_SECONDS]);
+  raw.push([endDay * DAY_SECONDS, end]);
+  return { rollups, rawRanges: mergeRanges(raw) };
+}
+
+/** Covers whole days [fromDay, toDay) with the longest periods that fit, then shorter ones, then raw days. */
+function cover(fromDay: number, toDay: number, tier: number, rollups: RollupRange[], rawDays: Array<[number, number]>): void {
+  if (fromDay >= toDay) return;
+  const tierDays = ROLLUP_TIERS[tier];
+  if (tierDays === undefined) {
+    rawDays.push([fromDay, toDay]);
+    return;
+  }
+  const firstPeriod = Math.ceil((fromDay + MONDAY_OFFSET) / tierDays);
+  const endPeriod = Math.floor((toDay + MONDAY_OFFSET) / tierDays);
+  if (firstPeriod >= endPeriod) {
+    cover(fromDay, toDay, tier + 1, rollups, rawDays);
+    return;
+  }
+  cover(fromDay, periodStartDay(tierDays, firstPeriod), tier + 1, rollups, rawDays);
+  rollups.push({ tierDays, fromPeriod: firstPeriod, toPeriod: endPeriod });
+  cover(periodStartDay(tierDays, endPeriod), toDay, tier + 1, rollups, rawDays);
+}
+
+function mergeRanges(ranges: Array<[number, number]>): Array<[number, number]> {
+  const sorted = ranges.filter(([from, to]) => from < to).sort((a, b) => a[0] - b[0]);
+  const merged: Array<[number, number]> = [];
+  for (const range of sorted) {
+    const last = merged[merged.length - 1];
+    if (last && range[0] <= last[1]) last[1] = Math.max(last[1], range[1]);
+    else merged.push([range[0], range[1]]);
+  }
+  return merged;
 }

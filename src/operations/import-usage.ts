@@ -62,7 +62,7 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
         if (chunk.length >= CHUNK_EVENTS) await flush();
       }
       if (chunk.length > 0) await flush();
-    });
+    }, { bulk: true });
     return { enterprise_id: enterpriseId, lines: lineNumber, recorded, duplicates: events - recorded };
   } finally {
     stream.destroy();

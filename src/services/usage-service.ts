@@ -49,7 +49,7 @@ export function usageHandlers(usage: UsageRepository): Handlers<typeof UsageServ
       });
 
       const plan = planWindow(window.start, window.end);
-      const sums = await usage.sumUsage(members.map((m) => m.member_key), plan.firstDay, plan.endDay, plan.rawRanges);
+      const sums = await usage.sumUsage(members.map((m) => m.member_key), plan);
       const sumsByMember = new Map<number, UsageSumRow[]>();
       for (const row of sums) {
         const list = sumsByMember.get(row.member_key);

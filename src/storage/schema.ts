@@ -82,10 +82,11 @@ export interface UsageEventTable {
   pay_go_micros: Money;
 }
 
-/** Sums per member, UTC day (Unix seconds / 86400) and model. */
-export interface UsageDailyTable {
+/** Sums per member, rollup tier (period length in days), Monday-aligned period and model. */
+export interface UsageRollupTable {
   member_key: number;
-  day: number;
+  tier_days: number;
+  period: number;
   model_id: number;
   input_tokens: Money;
   output_tokens: Money;
@@ -137,7 +138,7 @@ export interface Schema {
   access_token: AccessTokenTable;
   usage_model: UsageModelTable;
   usage_event: UsageEventTable;
-  usage_daily: UsageDailyTable;
+  usage_rollup: UsageRollupTable;
   environment_config: EnvironmentConfigTable;
   environment_data_key: EnvironmentDataKeyTable;
   environment_secret: EnvironmentSecretTable;

@@ -1,7 +1,9 @@
 // Usage storage: members and models resolved to compact keys, raw events inserted idempotently, the
-// daily rollup maintained from exactly the rows an ingestion added, and the windowed sums.
+// rollup of 112-, 28- and 7-day periods maintained from exactly the rows an ingestion added, and the
+// windowed sums.
 import { CompiledQuery, sql, type Kysely } from "kysely";
 import { invalidParameter } from "../domain/errors.js";
+import { DAY_SECONDS, ROLLUP_TIERS, periodOf, type WindowPlan } from "../domain/usage-window.js";
 import type { Schema } from "./schema.js";
 import type { Dialect } from "./database.js";
 
@@ -40,8 +42,21 @@ export interface UsageSumRow {
 }
 
 const EVENT_COLUMNS = ["enterprise_id", "event_id", "member_key", "model_id", "ts", "input_tokens", "output_tokens", "basic_micros", "pay_go_micros"] as const;
-/** Rows per INSERT statement: 9 parameters each, well under SQLite's 32,766. */
-const INSERT_CHUNK = 500;
+/** Rows per INSERT statement at most: 9 parameters each, well under SQLite's 32,766. */
+const INSERT_CHUNK = 512;
+
+/** Statement sizes: 512-row chunks, then powers of two, so few distinct statements are ever prepared. */
+function chunks<T>(rows: readonly T[]): T[][] {
+  const out: T[][] = [];
+  let i = 0;
+  while (i < rows.length) {
+    let size = INSERT_CHUNK;
+    while (size > rows.length - i) size >>= 1;
+    out.push(rows.slice(i, i + size));
+    i += size;
+  }
+  return out;
+}
 
 export const modelKey = (m: ModelIdentity) => `${m.model_name}\u0000${m.model_type}\u0000${m.model_source}`;
 
@@ -114,17 +129,22 @@ export class UsageRepository {
    * Runs `work` as one ingestion, in one transaction. `work` gets this repository bound to the
    * transaction (SQLite has one connection: a read outside it would wait forever) and adds raw rows
    * with `insertEvents`; a repeated event_id is skipped. The rows actually inserted come back from the
-   * INSERT and are summed per member, day and model in memory, then added to the daily rollup, so
-   * duplicates never count twice. Returns how many rows were added.
+   * INSERT and are summed per member, rollup period and model in memory, then added to the rollup
+   * (sorted, by multi-row upserts), so duplicates never count twice. Returns how many rows were added.
+   * `bulk`: a large load (an NDJSON import); into an empty store the member index is built once at
+   * the end instead of row by row.
    */
-  async ingest(work: (tx: UsageRepository) => Promise<void>): Promise<number> {
+  async ingest(work: (tx: UsageRepository) => Promise<void>, options: { bulk?: boolean } = {}): Promise<number> {
     try {
       return await this.db.transaction().execute(async (trx) => {
         if (this.dialect === "postgres") await sql`select pg_advisory_xact_lock(72001)`.execute(trx);
+        const rebuildIndex = options.bulk === true && (await isEmpty(trx));
+        if (rebuildIndex) await sql`drop index usage_event_by_member`.execute(trx);
         const tx = new UsageRepository(trx, this.dialect, this.caches);
-        tx.daily = new DailySums();
+        tx.rollup = new RollupSums(options.bulk ? BULK_FLUSH_KEYS : FLUSH_KEYS);
         await work(tx);
-        await tx.flushDaily();
+        await tx.flushRollup();
+        if (rebuildIndex) await createMemberIndex(trx, this.dialect);
         return tx.added;
       });
     } catch (error) {
@@ -132,52 +152,49 @@ export class UsageRepository {
       this.modelIds.clear();
       this.models.clear();
       if (isSumOverflow(error)) {
-        throw invalidParameter("events: a member's daily sum would pass the store's 64-bit limit (9223372036854775807); nothing was recorded");
+        throw invalidParameter("events: a member's sum for a period would pass the store's 64-bit limit (9223372036854775807); nothing was recorded");
       }
       throw error;
     }
   }
 
-  private daily: DailySums | undefined;
+  private rollup: RollupSums | undefined;
   private added = 0;
 
   /** Adds raw rows; only inside `ingest`. A repeated (enterprise_id, event_id) is skipped. */
   async insertEvents(enterpriseId: string, rows: readonly UsageEventRow[]): Promise<void> {
-    const daily = this.daily;
-    if (!daily) throw new Error("insertEvents runs only inside ingest()");
-    for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-      const chunk = rows.slice(i, i + INSERT_CHUNK);
+    const rollup = this.rollup;
+    if (!rollup) throw new Error("insertEvents runs only inside ingest()");
+    for (const chunk of chunks(rows)) {
       const parameters: unknown[] = [];
       for (const r of chunk) {
         parameters.push(enterpriseId, r.eventId, r.memberKey, r.modelId, r.ts, r.inputTokens, r.outputTokens, r.basicMicros, r.payGoMicros);
       }
       const inserted = await this.db.executeQuery<InsertedRow>(CompiledQuery.raw(this.insertStatement(chunk.length).sql, parameters));
-      for (const row of inserted.rows) daily.add(row);
+      for (const row of inserted.rows) rollup.add(row);
       this.added += inserted.rows.length;
     }
-    if (daily.size >= DAILY_FLUSH_KEYS) await this.flushDaily();
+    if (rollup.full) await this.flushRollup();
   }
 
-  /** Adds the summed rows to the rollup: one multi-row upsert per chunk of keys. */
-  private async flushDaily(): Promise<void> {
-    const rows = this.daily!.drain();
-    for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-      const chunk = rows.slice(i, i + INSERT_CHUNK);
-      await this.db.executeQuery(CompiledQuery.raw(this.upsertDailyStatement(chunk.length).sql, chunk.flat()));
+  /** Adds the summed rows to the rollup, in key order (neighbouring rows share B-tree pages). */
+  private async flushRollup(): Promise<void> {
+    for (const chunk of chunks(this.rollup!.drain())) {
+      await this.db.executeQuery(CompiledQuery.raw(this.upsertRollupStatement(chunk.length).sql, chunk.flat()));
     }
   }
 
-  private upsertDailyStatement(rowCount: number): CompiledQuery {
-    const key = -rowCount; // negative keys: the daily upserts, beside the event inserts
+  private upsertRollupStatement(rowCount: number): CompiledQuery {
+    const key = -rowCount; // negative keys: the rollup upserts, beside the event inserts
     let compiled = this.insertStatements.get(key);
     if (!compiled) {
-      const placeholder = { member_key: 0, day: 0, model_id: 0, input_tokens: 0n, output_tokens: 0n, basic_micros: 0n, pay_go_micros: 0n };
-      compiled = this.db.insertInto("usage_daily").values(Array.from({ length: rowCount }, () => placeholder))
-        .onConflict((oc) => oc.columns(["member_key", "day", "model_id"]).doUpdateSet({
-          input_tokens: sql`usage_daily.input_tokens + excluded.input_tokens`,
-          output_tokens: sql`usage_daily.output_tokens + excluded.output_tokens`,
-          basic_micros: sql`usage_daily.basic_micros + excluded.basic_micros`,
-          pay_go_micros: sql`usage_daily.pay_go_micros + excluded.pay_go_micros`,
+      const placeholder = { member_key: 0, tier_days: 0, period: 0, model_id: 0, input_tokens: 0n, output_tokens: 0n, basic_micros: 0n, pay_go_micros: 0n };
+      compiled = this.db.insertInto("usage_rollup").values(Array.from({ length: rowCount }, () => placeholder))
+        .onConflict((oc) => oc.columns(["member_key", "tier_days", "period", "model_id"]).doUpdateSet({
+          input_tokens: sql`usage_rollup.input_tokens + excluded.input_tokens`,
+          output_tokens: sql`usage_rollup.output_tokens + excluded.output_tokens`,
+          basic_micros: sql`usage_rollup.basic_micros + excluded.basic_micros`,
+          pay_go_micros: sql`usage_rollup.pay_go_micros + excluded.pay_go_micros`,
         })).compile();
       this.insertStatements.set(key, compiled);
     }
@@ -198,18 +215,18 @@ export class UsageRepository {
   }
 
   /**
-   * Sums per member and model over whole days [firstDay, endDay) of the rollup plus raw ranges of
-   * seconds. Sums come back as text and become bigint: never a float, exact past 2^53.
+   * Sums per member and model over a window plan: rollup periods plus raw ranges of seconds. Sums
+   * come back as text and become bigint: never a float, exact past 2^53.
    */
-  async sumUsage(memberKeys: readonly number[], firstDay: number, endDay: number, rawRanges: ReadonlyArray<[number, number]>): Promise<UsageSumRow[]> {
+  async sumUsage(memberKeys: readonly number[], plan: WindowPlan): Promise<UsageSumRow[]> {
     if (memberKeys.length === 0) return [];
     const keys = sql.join(memberKeys.map((k) => sql`${k}`));
     const parts = [];
-    if (firstDay < endDay) {
+    for (const r of plan.rollups) {
       parts.push(sql`select member_key, model_id, input_tokens, output_tokens, basic_micros, pay_go_micros
-        from usage_daily where member_key in (${keys}) and day >= ${firstDay} and day < ${endDay}`);
+        from usage_rollup where member_key in (${keys}) and tier_days = ${r.tierDays} and period >= ${r.fromPeriod} and period < ${r.toPeriod}`);
     }
-    for (const [from, to] of rawRanges) {
+    for (const [from, to] of plan.rawRanges) {
       parts.push(sql`select member_key, model_id, input_tokens, output_tokens, basic_micros, pay_go_micros
         from usage_event where member_key in (${keys}) and ts >= ${from} and ts < ${to}`);
     }
@@ -266,42 +283,67 @@ interface InsertedRow {
   pay_go_micros: number | string;
 }
 
-/** Flush the in-memory sums when this many (member, day, model) keys have gathered. */
-const DAILY_FLUSH_KEYS = 50_000;
+/** Flush the in-memory sums when this many (member, tier, period, model) keys have gathered. */
+const FLUSH_KEYS = 50_000;
+/** A bulk load keeps more in memory (about 150 bytes a key): fewer, larger, sorted flushes. */
+const BULK_FLUSH_KEYS = 1_500_000;
 
-/** Sums per (member, day, model) of the rows one ingestion inserted, not yet in the rollup. */
-class DailySums {
-  private readonly sums = new Map<string, [number, number, number, bigint, bigint, bigint, bigint]>();
+type RollupRow = [number, number, number, number, bigint, bigint, bigint, bigint];
 
-  get size(): number {
-    return this.sums.size;
+/** Sums per (member, tier, period, model) of the rows one ingestion inserted, not yet in the rollup. */
+class RollupSums {
+  private readonly sums = new Map<string, RollupRow>();
+
+  constructor(private readonly limit: number) {}
+
+  get full(): boolean {
+    return this.sums.size >= this.limit;
   }
 
   add(row: InsertedRow): void {
-    const day = Math.floor(Number(row.ts) / 86_400);
-    const key = `${row.member_key}:${day}:${row.model_id}`;
-    const sum = this.sums.get(key);
-    if (sum) {
-      sum[3] += BigInt(row.input_tokens);
-      sum[4] += BigInt(row.output_tokens);
-      sum[5] += BigInt(row.basic_micros);
-      sum[6] += BigInt(row.pay_go_micros);
-    } else {
-      this.sums.set(key, [Number(row.member_key), day, Number(row.model_id), BigInt(row.input_tokens),
-        BigInt(row.output_tokens), BigInt(row.basic_micros), BigInt(row.pay_go_micros)]);
+    const day = Math.floor(Number(row.ts) / DAY_SECONDS);
+    const input = BigInt(row.input_tokens), output = BigInt(row.output_tokens);
+    const basic = BigInt(row.basic_micros), payGo = BigInt(row.pay_go_micros);
+    for (const tier of ROLLUP_TIERS) {
+      const period = periodOf(tier, day);
+      const key = `${row.member_key}:${tier}:${period}:${row.model_id}`;
+      const sum = this.sums.get(key);
+      if (sum) {
+        sum[4] += input;
+        sum[5] += output;
+        sum[6] += basic;
+        sum[7] += payGo;
+      } else {
+        this.sums.set(key, [Number(row.member_key), tier, period, Number(row.model_id), input, output, basic, payGo]);
+      }
     }
   }
 
-  /** The rows in the rollup's column order, and an empty accumulator. */
-  drain(): Array<[number, number, number, bigint, bigint, bigint, bigint]> {
-    const rows = [...this.sums.values()];
+  /** The rows in the rollup's key order, and an empty accumulator. */
+  drain(): RollupRow[] {
+    const rows = [...this.sums.values()].sort((a, b) => a[0] - b[0] || a[1] - b[1] || a[2] - b[2] || a[3] - b[3]);
     this.sums.clear();
     return rows;
+  }
+}
+
+async function isEmpty(trx: Kysely<Schema>): Promise<boolean> {
+  return (await trx.selectFrom("usage_event").select("event_id").limit(1).executeTakeFirst()) === undefined;
+}
+
+/** The member-first covering index, as the migration makes it (rebuilt after a bulk load). */
+async function createMemberIndex(trx: Kysely<Schema>, dialect: Dialect): Promise<void> {
+  if (dialect === "postgres") {
+    await sql`create index usage_event_by_member on usage_event (member_key, ts)
+      include (model_id, input_tokens, output_tokens, basic_micros, pay_go_micros)`.execute(trx);
+  } else {
+    await sql`create index usage_event_by_member on usage_event
+      (member_key, ts, model_id, input_tokens, output_tokens, basic_micros, pay_go_micros)`.execute(trx);
   }
 }
 
 /** SQLite's CHECK on the rollup's integer columns, or PostgreSQL's bigint out of range (22003). */
 function isSumOverflow(error: unknown): boolean {
   const e = error as { code?: string; message?: string };
-  return (e?.code === "SQLITE_CONSTRAINT_CHECK" && /usage_daily_integers/.test(e.message ?? "")) || e?.code === "22003";
+  return (e?.code === "SQLITE_CONSTRAINT_CHECK" && /usage_rollup_integers/.test(e.message ?? "")) || e?.code === "22003";
 }

@@ -161,7 +161,7 @@ describe.each(dialects)("usage rules (%s)", (dialect) => {
   describe("the window", () => {
     const windows: Array<[string, number, number]> = [
       ["inside one day (raw events only)", T0 + 3 * HOUR, T0 + 20 * HOUR],
-      ["on whole UTC days (daily rollup only)", T0 + DAY, T0 + 3 * DAY],
+      ["on whole UTC days", T0 + DAY, T0 + 3 * DAY],
       ["cutting through its first and last day (rollup and raw events)", T0 + DAY + 5 * HOUR, T0 + 4 * DAY + 7 * HOUR],
       ["starting on a day boundary, ending inside a later day", T0 + DAY, T0 + 2 * DAY + 1],
       ["starting inside a day, ending on a later day boundary", T0 + DAY - 1, T0 + 3 * DAY],
@@ -376,7 +376,7 @@ describe.each(dialects)("usage rules (%s)", (dialect) => {
 
     it("sums tokens exactly past 2^53 and prints them as bare JSON numbers", async () => {
       // The API caps one event at MAX_EVENT_TOKENS, so these figures are seeded below it (recordUsage);
-      // the sums are read through REST. Spread over four days: daily rollup and raw events both count.
+      // the sums are read through REST. Spread over four days: rollup and raw events both count.
       const t = await tenant();
       const m = t.members[1]!;
       const P15 = 1_000_000_000_000_000;
@@ -635,16 +635,17 @@ describe.each(dialects)("usage rules (%s)", (dialect) => {
       expect(reply.json).toStrictEqual(answer([item(m, [usage("huge", "Chat", "Builtin", 9n * E18, 0, "0.000000", "0.000000", "0.000000")])]));
     });
 
-    it("reads a window whose sum passes 2^63 exactly, though each of its days stays within the limit", async () => {
+    it("reads a window whose sum passes 2^63 exactly, though each of its rollup periods stays within the limit", async () => {
       const t = await tenant();
       const m = t.members[0]!;
       const E18 = 10n ** 18n;
+      // 120 days apart: no rollup period (112, 28 or 7 days) holds both events.
       expect(await seed(t.id, [
         ev(m.user_id, T0 + HOUR, { model_name: "huge", input_tokens: String(5n * E18) }),
-        ev(m.user_id, T0 + DAY + HOUR, { model_name: "huge", input_tokens: String(5n * E18) }),
+        ev(m.user_id, T0 + 120 * DAY + HOUR, { model_name: "huge", input_tokens: String(5n * E18) }),
       ])).toStrictEqual({ recorded: 2, duplicates: 0 });
       // Whole days (rollup), and a window cutting through both days (raw events).
-      for (const [start, end] of [[T0, T0 + 2 * DAY], [T0 + 1, T0 + 2 * DAY - 1]] as const) {
+      for (const [start, end] of [[T0, T0 + 121 * DAY], [T0 + 1, T0 + 121 * DAY - 1]] as const) {
         const reply = await query(t.token, { start_time: start, end_time: end, user_ids: [m.user_id] });
         expect(reply.json, `window [${start}, ${end})`).toStrictEqual(answer([item(m, [usage("huge", "Chat", "Builtin", 10n * E18, 0, "0.000000", "0.000000", "0.000000")])]));
       }

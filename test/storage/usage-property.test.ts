@@ -287,7 +287,7 @@ describe.each(dialects)("usage sums, property-based (%s)", (dialect) => {
       const userOf = new Map(rows.map((r) => [Number(r.member_key), r.user_id]));
       const window = checkWindow(BigInt(start), BigInt(end));
       const plan = planWindow(window.start, window.end);
-      const found = await repository.sumUsage([...userOf.keys()], plan.firstDay, plan.endDay, plan.rawRanges);
+      const found = await repository.sumUsage([...userOf.keys()], plan);
       const out: ReferenceSum[] = [];
       for (const row of found) {
         const model = await repository.model(row.model_id);
