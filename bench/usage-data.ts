@@ -48,7 +48,10 @@ export function random(seed: number) {
 export async function writeUsageFile(path: string, shape: UsageDataShape): Promise<void> {
   const rand = random(shape.seed ?? 42);
   const out = createWriteStream(path, { highWaterMark: 1 << 22 });
-  const perSecond = shape.events / (365 * 86400);
+  // The bursts below average (5 * 1.4 + 2 * 0.4) / 7 * (10 * 1.8 + 14 * 0.5) / 24 = 1.16: divide it out
+  // so that the events fill the whole year.
+  const meanIntensity = ((5 * 1.4 + 2 * 0.4) / 7) * ((10 * 1.8 + 14 * 0.5) / 24);
+  const perSecond = shape.events / (365 * 86400) / meanIntensity;
   let ts = YEAR_START;
   let buffer = "";
   for (let i = 0; i < shape.events; i++) {
