@@ -290,39 +290,73 @@ const BULK_FLUSH_KEYS = 1_500_000;
 
 type RollupRow = [number, number, number, number, bigint, bigint, bigint, bigint];
 
+/**
+ * One (member, tier, period, model) sum. Sums stay JS numbers while they are exact (the hot path:
+ * no BigInt per event); a part that would pass 2^53 moves into a bigint carry first.
+ */
+class Sum {
+  readonly values = [0, 0, 0, 0];
+  carry: bigint[] | undefined;
+  constructor(readonly memberKey: number, readonly tier: number, readonly period: number, readonly modelId: number) {}
+
+  add(i: number, value: number): void {
+    const next = this.values[i]! + value;
+    if (next <= Number.MAX_SAFE_INTEGER) {
+      this.values[i] = next;
+      return;
+    }
+    this.carry ??= [0n, 0n, 0n, 0n];
+    this.carry[i]! += BigInt(this.values[i]!) + BigInt(value);
+    this.values[i] = 0;
+  }
+
+  total(i: number): bigint {
+    return BigInt(this.values[i]!) + (this.carry?.[i] ?? 0n);
+  }
+}
+
 /** Sums per (member, tier, period, model) of the rows one ingestion inserted, not yet in the rollup. */
 class RollupSums {
-  private readonly sums = new Map<string, RollupRow>();
+  /** member_key -> (tier index, period, model_id packed in one number) -> sum. */
+  private readonly byMember = new Map<number, Map<number, Sum>>();
+  private count = 0;
 
   constructor(private readonly limit: number) {}
 
   get full(): boolean {
-    return this.sums.size >= this.limit;
+    return this.count >= this.limit;
   }
 
   add(row: InsertedRow): void {
+    const memberKey = Number(row.member_key);
+    const modelId = Number(row.model_id);
     const day = Math.floor(Number(row.ts) / DAY_SECONDS);
-    const input = BigInt(row.input_tokens), output = BigInt(row.output_tokens);
-    const basic = BigInt(row.basic_micros), payGo = BigInt(row.pay_go_micros);
-    for (const tier of ROLLUP_TIERS) {
-      const period = periodOf(tier, day);
-      const key = `${row.member_key}:${tier}:${period}:${row.model_id}`;
-      const sum = this.sums.get(key);
-      if (sum) {
-        sum[4] += input;
-        sum[5] += output;
-        sum[6] += basic;
-        sum[7] += payGo;
-      } else {
-        this.sums.set(key, [Number(row.member_key), tier, period, Number(row.model_id), input, output, basic, payGo]);
+    const values = [Number(row.input_tokens), Number(row.output_tokens), Number(row.basic_micros), Number(row.pay_go_micros)];
+    let sums = this.byMember.get(memberKey);
+    if (!sums) this.byMember.set(memberKey, (sums = new Map()));
+    for (let t = 0; t < ROLLUP_TIERS.length; t++) {
+      const period = periodOf(ROLLUP_TIERS[t]!, day);
+      // Periods stay below 2^20 until the year 22000; model ids below 2^20: 42 bits in all.
+      const key = (t * 2 ** 20 + period) * 2 ** 20 + modelId;
+      let sum = sums.get(key);
+      if (!sum) {
+        sums.set(key, (sum = new Sum(memberKey, ROLLUP_TIERS[t]!, period, modelId)));
+        this.count++;
       }
+      for (let i = 0; i < 4; i++) sum.add(i, values[i]!);
     }
   }
 
   /** The rows in the rollup's key order, and an empty accumulator. */
   drain(): RollupRow[] {
-    const rows = [...this.sums.values()].sort((a, b) => a[0] - b[0] || a[1] - b[1] || a[2] - b[2] || a[3] - b[3]);
-    this.sums.clear();
+    const rows: RollupRow[] = [];
+    for (const memberKey of [...this.byMember.keys()].sort((a, b) => a - b)) {
+      const sums = [...this.byMember.get(memberKey)!.values()]
+        .sort((a, b) => a.tier - b.tier || a.period - b.period || a.modelId - b.modelId);
+      for (const sum of sums) rows.push([sum.memberKey, sum.tier, sum.period, sum.modelId, sum.total(0), sum.total(1), sum.total(2), sum.total(3)]);
+    }
+    this.byMember.clear();
+    this.count = 0;
     return rows;
   }
 }
