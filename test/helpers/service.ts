@@ -1,5 +1,8 @@
 // Starts the real service (the same startService the CLI's `serve` runs) on a free port of 127.0.0.1,
 // on a fresh database of the given dialect, seeded with the acme and globex fixtures.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Writable } from "node:stream";
 import type { Permission } from "../../src/domain/permissions.js";
 import { PERMISSIONS } from "../../src/domain/permissions.js";
@@ -28,6 +31,9 @@ export interface TestService {
 }
 
 export async function startTestService(dialect: DialectName): Promise<TestService> {
+  // The master key of a PostgreSQL test service would default to ./data/master.key: keep it in a temp
+  // folder instead (SQLite test databases keep theirs beside the database file, also temporary).
+  process.env.ENTERPRISE_ADMIN_MASTER_KEY_FILE ??= join(mkdtempSync(join(tmpdir(), "eadmin-keys-")), "master.key");
   const testDb = await createTestDatabase(dialect);
   const database = openDatabase(testDb.url);
   await migrateToLatest(database);
