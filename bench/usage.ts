@@ -110,10 +110,11 @@ async function measureIngestion(dbPath: string, batches: number) {
     const client = createClient(UsageService, createConnectTransport({ baseUrl: `http://127.0.0.1:${port}`, httpVersion: "1.1", useBinaryFormat: true }));
     const rand = random(7);
     const headers = { authorization: `Bearer ${token}` };
+    const run = Date.now().toString(36); // new event ids on every run, also over a reused store
     const makeBatch = (b: number) => Array.from({ length: 1000 }, (_, i) => {
       const model = modelOf(Math.floor(rand() * shape.models));
       return {
-        eventId: `rpc-${b}-${i}`, userId: memberId(Math.floor(rand() * shape.members)), modelName: model.name, modelType: model.type,
+        eventId: `rpc-${run}-${b}-${i}`, userId: memberId(Math.floor(rand() * shape.members)), modelName: model.name, modelType: model.type,
         modelSource: model.source, timestamp: BigInt(YEAR_START + 364 * DAY + Math.floor(rand() * DAY)),
         inputTokens: BigInt(500 + Math.floor(rand() * 5000)), outputTokens: BigInt(100 + Math.floor(rand() * 1000)),
         basicAmount: model.source === "Builtin" ? "0.003000" : "", payGoAmount: "",
