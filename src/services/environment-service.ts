@@ -5,7 +5,6 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import {
   EnvironmentConfigService,
   type EnvironmentConfigSchema,
-  type NetworkPolicy,
   type NetworkPolicySchema,
   type PreinstalledPackages,
   type PreinstalledPackagesSchema,
@@ -144,4 +143,3 @@ function toMessage({ row, secretKeys }: EnvironmentView): MessageInitShape<typeo
   };
 }
 
-export type { NetworkPolicy };
