@@ -106,7 +106,20 @@ function amount(value: unknown, field: string, at: string): bigint {
   return micros;
 }
 
-/** Orders strings by code point, the same on every database (JS `<` compares UTF-16 units). */
+/**
+ * Orders strings by code point, the same on every database. JS `<` compares UTF-16 units, which
+ * differs only where a surrogate (a code point above U+FFFF) meets a unit from U+E000 to U+FFFF.
+ */
 export function compareCodePoints(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
+  const length = Math.min(a.length, b.length);
+  for (let i = 0; i < length; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    const xSurrogate = x >= 0xd800 && x <= 0xdfff;
+    const ySurrogate = y >= 0xd800 && y <= 0xdfff;
+    if (xSurrogate !== ySurrogate) return xSurrogate ? 1 : -1;
+    return x - y;
+  }
+  return a.length - b.length;
 }

@@ -7,7 +7,7 @@ import { checkUsageEvent, compareCodePoints } from "../domain/usage-event.js";
 import { checkWindow, planWindow } from "../domain/usage-window.js";
 import type { Handlers } from "../interceptors/call-pipeline.js";
 import { recordUsage } from "../operations/record-usage.js";
-import type { MemberRow, UsageRepository, UsageSumRow } from "../storage/usage-repository.js";
+import type { MemberRow, ModelIdentity, UsageRepository, UsageSumRow } from "../storage/usage-repository.js";
 
 export const MAX_QUERY_MEMBERS = 100;
 
@@ -56,15 +56,13 @@ export function usageHandlers(usage: UsageRepository): Handlers<typeof UsageServ
         if (list) list.push(row);
         else sumsByMember.set(row.member_key, [row]);
       }
-      const items: MessageInitShape<typeof MemberUsageSchema>[] = [];
-      for (const member of members) {
-        items.push({
-          userId: member.user_id,
-          email: member.email,
-          accountType: Number(member.account_type),
-          modelUsage: await modelUsage(usage, sumsByMember.get(member.member_key) ?? [], currency ?? ""),
-        });
-      }
+      const models = await usage.modelsById(sums.map((row) => row.model_id));
+      const items: MessageInitShape<typeof MemberUsageSchema>[] = members.map((member) => ({
+        userId: member.user_id,
+        email: member.email,
+        accountType: Number(member.account_type),
+        modelUsage: modelUsage(models, sumsByMember.get(member.member_key) ?? [], currency ?? ""),
+      }));
       return { items, notFoundUserIds, notFoundEmails };
     },
 
@@ -83,8 +81,8 @@ export function usageHandlers(usage: UsageRepository): Handlers<typeof UsageServ
 }
 
 /** Sorted by model_name, model_type, model_source in code point order; Custom models are never charged. */
-async function modelUsage(usage: UsageRepository, rows: UsageSumRow[], currency: string): Promise<MessageInitShape<typeof ModelUsageSchema>[]> {
-  const entries = await Promise.all(rows.map(async (row) => ({ row, model: await usage.model(row.model_id) })));
+function modelUsage(models: ReadonlyMap<number, ModelIdentity>, rows: UsageSumRow[], currency: string): MessageInitShape<typeof ModelUsageSchema>[] {
+  const entries = rows.map((row) => ({ row, model: models.get(row.model_id)! }));
   entries.sort((a, b) => compareCodePoints(a.model.model_name, b.model.model_name)
     || compareCodePoints(a.model.model_type, b.model.model_type)
     || compareCodePoints(a.model.model_source, b.model.model_source));

@@ -112,9 +112,15 @@ export class UsageRepository {
     return new Map([...wanted.keys()].map((key) => [key, this.modelIds.get(key)!]));
   }
 
-  async model(modelId: number): Promise<ModelIdentity> {
-    if (!this.models.has(modelId)) await this.loadModels();
-    return this.models.get(modelId)!;
+  /** The identities of these model ids (one reload at most when an id is new to this process). */
+  async modelsById(modelIds: Iterable<number>): Promise<ReadonlyMap<number, ModelIdentity>> {
+    for (const id of modelIds) {
+      if (!this.models.has(id)) {
+        await this.loadModels();
+        break;
+      }
+    }
+    return this.models;
   }
 
   private async loadModels(): Promise<void> {

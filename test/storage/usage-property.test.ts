@@ -289,8 +289,9 @@ describe.each(dialects)("usage sums, property-based (%s)", (dialect) => {
       const plan = planWindow(window.start, window.end);
       const found = await repository.sumUsage([...userOf.keys()], plan);
       const out: ReferenceSum[] = [];
+      const models = await repository.modelsById(found.map((row) => row.model_id));
       for (const row of found) {
-        const model = await repository.model(row.model_id);
+        const model = models.get(row.model_id)!;
         out.push({
           user_id: userOf.get(row.member_key)!, model_name: model.model_name, model_type: model.model_type, model_source: model.model_source,
           input_tokens: row.input_tokens, output_tokens: row.output_tokens, basic_micros: row.basic_micros, pay_go_micros: row.pay_go_micros,

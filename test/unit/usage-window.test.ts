@@ -38,3 +38,13 @@ describe("usage window plan", () => {
     expect(planWindow(100, 200)).toEqual({ rollups: [], rawRanges: [[100, 200]] });
   });
 });
+
+describe("code point order", () => {
+  it("orders as UTF-8 bytes do, surrogate pairs included, without allocating", async () => {
+    const { compareCodePoints } = await import("../../src/domain/usage-event.js");
+    const words = ["Zeta", "acme", "CUE", "Chat", "\u{1F600}x", "\uFFFDz", "é", "e", "", "a"];
+    const byBytes = [...words].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+    expect([...words].sort(compareCodePoints)).toEqual(byBytes);
+    expect(compareCodePoints("\u{1F600}", "\uFFFD")).toBeGreaterThan(0); // U+1F600 > U+FFFD, though "\uD83D" < "\uFFFD"
+  });
+});
