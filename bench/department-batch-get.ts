@@ -19,11 +19,11 @@
 // (the profiler slows the service down; the figures of that run are not comparable).
 import { fork, spawn, type ChildProcess } from "node:child_process";
 import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import net from "node:net";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { freePort } from "./free-port.js";
 import autocannon from "autocannon";
 import type { DirectoryFile } from "../src/domain/directory-file.js";
 import { AccessAdmin } from "../src/operations/access-admin.js";
@@ -119,17 +119,6 @@ async function seed(dbFile: string): Promise<string> {
   } finally {
     await database.close();
   }
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolvePort(port));
-    });
-  });
 }
 
 // ---------- child processes ----------

@@ -2,6 +2,7 @@
 // over one year, in time order, with realistic bursts (work hours, weekdays, a few heavy users).
 import { createWriteStream } from "node:fs";
 import type { DirectoryFile } from "../src/domain/directory-file.js";
+import { formatMicros } from "../src/domain/money.js";
 
 export const YEAR_START = 1_735_689_600; // 2025-01-01T00:00:00Z
 
@@ -67,8 +68,8 @@ export async function writeUsageFile(path: string, shape: UsageDataShape): Promi
     const input = 200 + Math.floor(rand() * 8000);
     const output = 50 + Math.floor(rand() * 2000);
     const charged = model.source === "Builtin";
-    const basic = charged && rand() < 0.7 ? micros(input * 3) : "0";
-    const payGo = charged && basic === "0" ? micros(input * 5 + output * 15) : "0";
+    const basic = charged && rand() < 0.7 ? formatMicros(BigInt(input * 3)) : "0";
+    const payGo = charged && basic === "0" ? formatMicros(BigInt(input * 5 + output * 15)) : "0";
     buffer += `{"event_id":"e${i}","user_id":"${memberId(member)}","model_name":"${model.name}","model_type":"${model.type}","model_source":"${model.source}","timestamp":${ts},"input_tokens":${input},"output_tokens":${output},"basic_amount":"${basic}","pay_go_amount":"${payGo}"}\n`;
     if (buffer.length > 1 << 20) {
       if (!out.write(buffer)) await new Promise<void>((resolve) => out.once("drain", () => resolve()));
@@ -78,5 +79,3 @@ export async function writeUsageFile(path: string, shape: UsageDataShape): Promi
   out.write(buffer);
   await new Promise<void>((resolve, reject) => out.end((error?: Error | null) => (error ? reject(error) : resolve())));
 }
-
-const micros = (n: number) => `${Math.floor(n / 1_000_000)}.${String(n % 1_000_000).padStart(6, "0")}`;

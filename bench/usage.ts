@@ -15,11 +15,11 @@
 //   (4) the database size.
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
-import net from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { freePort } from "./free-port.js";
 import { performance } from "node:perf_hooks";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
@@ -27,6 +27,7 @@ import { sql } from "kysely";
 import { UsageService } from "../gen/enterprise_admin/v1/usage_pb.js";
 import { create } from "@bufbuild/protobuf";
 import { QueryUserModelUsageRequestSchema } from "../gen/enterprise_admin/v1/usage_pb.js";
+import { formatMicros } from "../src/domain/money.js";
 import { AccessAdmin } from "../src/operations/access-admin.js";
 import { importDirectory } from "../src/operations/import-directory.js";
 import { importUsage } from "../src/operations/import-usage.js";
@@ -198,7 +199,7 @@ async function rawScan(database: Database, userIds: string[], start: number, end
     join usage_model md on md.model_id = e.model_id
     where m.enterprise_id = ${ENTERPRISE_ID} and m.user_id in (${sql.join(userIds)})
     group by m.user_id, md.model_name, md.model_type, md.model_source`.execute(database.db);
-  const micros = (v: string) => { const n = BigInt(v); return `${n / 1_000_000n}.${(n % 1_000_000n).toString().padStart(6, "0")}`; };
+  const micros = (v: string) => formatMicros(BigInt(v));
   return new Map(rows.map((r) => {
     const custom = r.model_source === "Custom";
     return [`${r.user_id}|${r.model_name}|${r.model_type}|${r.model_source}`, `${r.i}/${r.o}/${custom ? "0.000000" : micros(r.b)}/${custom ? "0.000000" : micros(r.p)}`];
@@ -229,17 +230,6 @@ async function postgresFigures(url: string, events: number, dir: string) {
 
 function sizeOf(dir: string, base: string): number {
   return readdirSync(dir).filter((f) => f.startsWith(base)).reduce((sum, f) => sum + statSync(join(dir, f)).size, 0);
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolvePort(port));
-    });
-  });
 }
 
 async function waitForPort(port: number) {

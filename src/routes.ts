@@ -5,9 +5,8 @@ import { AuthService, file_enterprise_admin_v1_auth } from "../gen/enterprise_ad
 import { DepartmentService, file_enterprise_admin_v1_department } from "../gen/enterprise_admin/v1/department_pb.js";
 import { UsageService, file_enterprise_admin_v1_usage } from "../gen/enterprise_admin/v1/usage_pb.js";
 import { EnvironmentConfigService, file_enterprise_admin_v1_environment } from "../gen/enterprise_admin/v1/environment_pb.js";
-import { bindService, type CallPipeline } from "./interceptors/call-pipeline.js";
+import { bindService, type CallPipeline, type ServedService } from "./interceptors/call-pipeline.js";
 import type { AccessAdmin } from "./operations/access-admin.js";
-import type { RestService } from "./rest/rest-facade.js";
 import { authHandlers } from "./services/auth-service.js";
 import { departmentHandlers } from "./services/department-service.js";
 import { usageHandlers } from "./services/usage-service.js";
@@ -32,7 +31,7 @@ export interface ServiceDeps {
   environments: EnvironmentConfigs;
 }
 
-export function businessServices(deps: ServiceDeps): RestService[] {
+export function businessServices(deps: ServiceDeps): ServedService[] {
   return [
     { service: AuthService, handlers: authHandlers(deps.access) },
     { service: DepartmentService, handlers: departmentHandlers(deps.departments) },
@@ -41,7 +40,7 @@ export function businessServices(deps: ServiceDeps): RestService[] {
   ];
 }
 
-export function routes(services: readonly RestService[], pipeline: CallPipeline, health: HealthState) {
+export function routes(services: readonly ServedService[], pipeline: CallPipeline, health: HealthState) {
   return (router: ConnectRouter) => {
     for (const { service, handlers } of services) {
       router.service(service, bindService(service, handlers as never, pipeline));

@@ -1,5 +1,6 @@
 // Demo usage for `seed --demo`: about three months of weekday-heavy usage for the demo members over
 // built-in and custom models. Deterministic per day, so seeding twice records nothing new.
+import { formatMicros } from "../domain/money.js";
 import type { RawUsageEvent } from "../domain/usage-event.js";
 import { demoDirectory } from "./demo-directory.js";
 
@@ -37,13 +38,11 @@ export function demoUsageEvents(now = Date.now()): RawUsageEvent[] {
           timestamp,
           input_tokens: input,
           output_tokens: output,
-          basic_amount: fromQuota ? micros(charge) : "0",
-          pay_go_amount: fromQuota ? "0" : micros(charge),
+          basic_amount: fromQuota ? formatMicros(BigInt(charge)) : "0",
+          pay_go_amount: fromQuota ? "0" : formatMicros(BigInt(charge)),
         });
       }
     });
   }
   return events;
 }
-
-const micros = (n: number) => `${Math.floor(n / 1_000_000)}.${String(n % 1_000_000).padStart(6, "0")}`;

@@ -6,7 +6,6 @@ import { parseMicros } from "./money.js";
 
 export const MODEL_TYPES = ["Chat", "CUE"] as const;
 export const MODEL_SOURCES = ["Builtin", "Custom"] as const;
-export const MAX_EVENTS_PER_BATCH = 1000;
 
 /**
  * Per-event ceilings, far above any real event (10^12 tokens; 1,000,000.000000 per amount), so that a

@@ -94,8 +94,30 @@ export function bindService<S extends DescService>(service: S, handlers: Handler
   return impl as Partial<ServiceImpl<S>>;
 }
 
-/** The handlers of a service, indexed by method, for the REST facade. */
-export interface BoundService {
+/** A served service and its handlers, as routes.ts lists them. */
+export interface ServedService {
   service: DescService;
-  handlers: Record<string, (request: never, call: AuthedCallContext) => Promise<unknown>>;
+  handlers: object;
+}
+
+/** One unary method with what every transport needs to run it through the pipeline. */
+export interface Endpoint {
+  method: DescMethodUnary;
+  access: MethodAccess;
+  handler: (request: never, call: never) => Promise<unknown>;
+}
+
+/** The unary methods of the served services; a method without a handler or an access rule fails the start. */
+export function endpointsOf(services: readonly ServedService[]): Endpoint[] {
+  const endpoints: Endpoint[] = [];
+  for (const { service, handlers } of services) {
+    for (const candidate of service.methods) {
+      if (candidate.methodKind !== "unary") continue;
+      const method = candidate as DescMethodUnary;
+      const handler = (handlers as Record<string, Endpoint["handler"]>)[method.localName];
+      if (!handler) throw new Error(`no handler for ${service.typeName}.${method.name}`);
+      endpoints.push({ method, access: methodAccess(method), handler });
+    }
+  }
+  return endpoints;
 }

@@ -3,36 +3,22 @@
 // and carry no ErrorDetail. So these calls are decoded here by the same strict reader as REST, run
 // through the same CallPipeline, and answered in the Connect protocol's unary JSON form. Binary,
 // compressed, GET and streaming calls, and gRPC and gRPC-Web, stay with the Connect adapter.
-import { create, toJson, type DescMethodUnary } from "@bufbuild/protobuf";
+import { create, toJson } from "@bufbuild/protobuf";
 import { codeToHttpStatus, errorToJson } from "@connectrpc/connect/protocol-connect";
 import { AppError, ErrorCode } from "../domain/errors.js";
 import type { CallLog } from "../interceptors/call-log.js";
-import { methodAccess, type CallPipeline } from "../interceptors/call-pipeline.js";
+import { endpointsOf, type CallPipeline, type Endpoint, type ServedService } from "../interceptors/call-pipeline.js";
 import { toConnectError } from "../interceptors/connect-errors.js";
 import type { HttpRequest, HttpResponse } from "./envelope.js";
-import { readJsonBody, type RestService } from "./rest-facade.js";
+import { JSON_CONTENT_TYPE, readJsonBody } from "./rest-facade.js";
 import { messageFromRestJson } from "./rest-json.js";
-
-type Handler = (request: never, call: never) => Promise<unknown>;
-
-interface Endpoint {
-  method: DescMethodUnary;
-  access: ReturnType<typeof methodAccess>;
-  handler: Handler;
-}
-
-const JSON_TYPE = /^application\/json\s*(;|$)/i;
 
 export class ConnectJsonUnary {
   private readonly endpoints = new Map<string, Endpoint>();
 
-  constructor(services: readonly RestService[], private readonly pipeline: CallPipeline) {
-    for (const { service, handlers } of services) {
-      for (const method of service.methods) {
-        if (method.methodKind !== "unary") continue;
-        const handler = (handlers as Record<string, Handler>)[method.localName]!;
-        this.endpoints.set(`/${service.typeName}/${method.name}`, { method: method as DescMethodUnary, access: methodAccess(method as DescMethodUnary), handler });
-      }
+  constructor(services: readonly ServedService[], private readonly pipeline: CallPipeline) {
+    for (const endpoint of endpointsOf(services)) {
+      this.endpoints.set(`/${endpoint.method.parent.typeName}/${endpoint.method.name}`, endpoint);
     }
   }
 
@@ -42,7 +28,7 @@ export class ConnectJsonUnary {
     const endpoint = this.endpoints.get((req.url ?? "").split("?")[0]!);
     if (!endpoint) return false;
     const encoding = req.headers["content-encoding"];
-    if (!JSON_TYPE.test(req.headers["content-type"] ?? "") || (encoding && encoding !== "identity")) return false;
+    if (!JSON_CONTENT_TYPE.test(req.headers["content-type"] ?? "") || (encoding && encoding !== "identity")) return false;
     this.serve(req, res, log, endpoint).catch((error) => {
       log.code = ErrorCode.INTERNAL;
       log.cause = error;

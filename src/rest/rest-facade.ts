@@ -1,12 +1,12 @@
 // The REST facade: HTTP <-> proto only. Matches the annotation-built routes, assembles the request
 // (body, then path variables, then query), runs the same CallPipeline as every RPC, and answers in
 // the envelope. It knows no service: a new annotated RPC needs no change here.
-import { create, type DescMethodUnary, type DescService } from "@bufbuild/protobuf";
+import { create, type DescField, type DescMethodUnary } from "@bufbuild/protobuf";
 import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import { describeJsonError } from "../domain/json-errors.js";
 import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
 import type { CallLog } from "../interceptors/call-log.js";
-import { methodAccess, type CallPipeline } from "../interceptors/call-pipeline.js";
+import { endpointsOf, type CallPipeline, type Endpoint, type ServedService } from "../interceptors/call-pipeline.js";
 import { writeError, writeInternalError, writeSuccess, type HttpRequest, type HttpResponse } from "./envelope.js";
 import { parseJsonExact } from "./exact-json.js";
 import { RestRouter, type RestRoute } from "./http-rules.js";
@@ -14,31 +14,16 @@ import { acceptsInteger, findField, messageFromRestJson, messageToRestJson, read
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
-type Handler = (request: never, call: never) => Promise<unknown>;
-
-export interface RestService {
-  service: DescService;
-  handlers: object;
-}
-
-interface Endpoint {
-  access: ReturnType<typeof methodAccess>;
-  handler: Handler;
-}
+/** Content-Type of a JSON body, with or without parameters such as charset. */
+export const JSON_CONTENT_TYPE = /^application\/json\s*(;|$)/i;
 
 export class RestFacade {
   readonly router: RestRouter;
   private readonly endpoints = new Map<DescMethodUnary, Endpoint>();
 
-  constructor(services: readonly RestService[], private readonly pipeline: CallPipeline) {
+  constructor(services: readonly ServedService[], private readonly pipeline: CallPipeline) {
     this.router = new RestRouter(services.map((s) => s.service));
-    for (const { service, handlers } of services) {
-      for (const method of service.methods) {
-        const handler = (handlers as Record<string, Handler>)[method.localName];
-        if (!handler) throw new Error(`no handler for ${service.typeName}.${method.name}`);
-        this.endpoints.set(method as DescMethodUnary, { access: methodAccess(method as DescMethodUnary), handler });
-      }
-    }
+    for (const endpoint of endpointsOf(services)) this.endpoints.set(endpoint.method, endpoint);
   }
 
   /** Answers the request if its path is a REST route (or under a REST prefix); false otherwise. */
@@ -67,7 +52,7 @@ export class RestFacade {
   }
 
   private async serve(req: HttpRequest, res: HttpResponse, log: CallLog, route: RestRoute,
-    pathValues: [import("@bufbuild/protobuf").DescField, string][], query: string): Promise<void> {
+    pathValues: [DescField, string][], query: string): Promise<void> {
     const endpoint = this.endpoints.get(route.method)!;
     let request;
     try {
@@ -102,7 +87,7 @@ export class RestFacade {
 /** Reads a JSON body: 415 unless application/json, 413 past 1 MiB, 4001 unless a JSON object. */
 export async function readJsonBody(req: HttpRequest): Promise<unknown> {
   const type = req.headers["content-type"];
-  if (!type || !/^application\/json\s*(;|$)/i.test(type)) {
+  if (!type || !JSON_CONTENT_TYPE.test(type)) {
     req.resume();
     throw new AppError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, `Content-Type must be application/json (got ${type ? JSON.stringify(type) : "none"})`);
   }

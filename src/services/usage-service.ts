@@ -1,6 +1,7 @@
 // UsageService: the documented usage query (spec 4.1, contracts section 6) and event ingestion.
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { UsageService, type MemberUsageSchema, type ModelUsageSchema } from "../../gen/enterprise_admin/v1/usage_pb.js";
+import { uniqueInOrder } from "../domain/batch.js";
 import { invalidParameter } from "../domain/errors.js";
 import { formatMicros } from "../domain/money.js";
 import { checkUsageEvent, compareCodePoints } from "../domain/usage-event.js";
@@ -16,7 +17,7 @@ export function usageHandlers(usage: UsageRepository): Handlers<typeof UsageServ
   return {
     async queryUserModelUsage(request, { principal }) {
       const window = checkWindow(request.startTime, request.endTime);
-      const userIds = [...new Set(request.userIds)];
+      const userIds = uniqueInOrder(request.userIds);
       const emails = uniqueCaseInsensitive(request.emails);
       const named = userIds.length + emails.length;
       if (named === 0) throw invalidParameter("user_ids, emails: at least one of them must name a member");

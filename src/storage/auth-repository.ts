@@ -51,9 +51,4 @@ export class AuthRepository {
       .executeTakeFirst();
   }
 
-  /** Removes tokens that expired more than a day ago, so the table does not grow without bound. */
-  async deleteExpiredTokens(now: number): Promise<number> {
-    const result = await this.db.deleteFrom("access_token").where("expires_at", "<", now - 86400).executeTakeFirst();
-    return Number(result.numDeletedRows);
-  }
 }

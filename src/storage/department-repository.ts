@@ -25,12 +25,6 @@ export class DepartmentRepository {
       .execute();
   }
 
-  async findRoot(enterpriseId: string): Promise<DepartmentRow | undefined> {
-    return this.db.selectFrom("department").select(columns)
-      .where("enterprise_id", "=", enterpriseId).where("parent_department_id", "=", "0")
-      .executeTakeFirst();
-  }
-
   async exists(enterpriseId: string, departmentId: string): Promise<boolean> {
     const row = await this.db.selectFrom("department").select("department_id")
       .where("enterprise_id", "=", enterpriseId).where("department_id", "=", departmentId)

@@ -55,16 +55,4 @@ export class DirectoryRepository {
     }
   }
 
-  /** Members whose folded e-mail is one of these, with their user_id. */
-  async findMemberIdsByEmail(enterpriseId: string, emailsFolded: readonly string[]) {
-    if (emailsFolded.length === 0) return [];
-    return this.db.selectFrom("member").select(["user_id", "email_folded"])
-      .where("enterprise_id", "=", enterpriseId).where("email_folded", "in", emailsFolded).execute();
-  }
-
-  async countMembers(enterpriseId: string): Promise<number> {
-    const row = await this.db.selectFrom("member").select((eb) => eb.fn.countAll<number>().as("n"))
-      .where("enterprise_id", "=", enterpriseId).executeTakeFirstOrThrow();
-    return Number(row.n);
-  }
 }

@@ -144,4 +144,3 @@ export interface Schema {
   environment_secret: EnvironmentSecretTable;
 }
 
-export type { Generated };
