@@ -213,7 +213,7 @@ async function postgresFigures(url: string, events: number, dir: string) {
   try {
     await migrateToLatest(database);
     await sql`delete from usage_event where enterprise_id = ${ENTERPRISE_ID}`.execute(database.db);
-    await sql`delete from usage_rollup where member_key in (select member_key from member where enterprise_id = ${ENTERPRISE_ID})`.execute(database.db);
+    await sql`delete from usage_cell where member_key in (select member_key from member where enterprise_id = ${ENTERPRISE_ID})`.execute(database.db);
     await importDirectory(database, benchDirectory(pgShape));
     const file = join(dir, "pg-events.ndjson");
     await writeUsageFile(file, pgShape);

@@ -1,8 +1,8 @@
 // The usage query's window (contracts section 6) and how it is read. Whole UTC days are covered by
-// rollup periods of 112, 28 and 7 days (Monday-aligned; each length divides the one above, so a
-// window needs few of them), and what is left (at most six whole days and the partial first and last
-// day on each side) is read from the raw events. The rows read depend on members, models and days,
-// never on the number of events.
+// rollup periods of 112, 28, 7 and 1 days (Monday-aligned; each length divides the one above, so a
+// 180-day window needs at most about 25 of them), and the partial first and last day are read from
+// the raw events. The rows read depend on members, periods and the events of two days, never on the
+// number of events in the store.
 import { invalidParameter } from "./errors.js";
 
 export const DAY_SECONDS = 86_400;
@@ -10,7 +10,7 @@ export const MAX_WINDOW_DAYS = 180;
 export const MAX_WINDOW_SECONDS = MAX_WINDOW_DAYS * DAY_SECONDS;
 
 /** Rollup period lengths in days, longest first. Day 4 after the epoch (1970-01-05) was a Monday. */
-export const ROLLUP_TIERS = [112, 28, 7] as const;
+export const ROLLUP_TIERS = [112, 28, 7, 1] as const;
 const MONDAY_OFFSET = 3;
 
 /** The period of a tier that holds a UTC day (days since the epoch). */
@@ -26,7 +26,7 @@ export interface RollupRange {
 
 export interface WindowPlan {
   rollups: RollupRange[];
-  /** Second ranges [from, to) read from the raw events; adjacent ranges merged. */
+  /** Second ranges [from, to) read from the raw events, each inside one UTC day. */
   rawRanges: Array<[number, number]>;
 }
 
@@ -43,14 +43,14 @@ export function checkWindow(start: bigint, end: bigint): { start: number; end: n
 export function planWindow(start: number, end: number): WindowPlan {
   const firstDay = Math.ceil(start / DAY_SECONDS);
   const endDay = Math.floor(end / DAY_SECONDS);
-  if (firstDay >= endDay) return { rollups: [], rawRanges: [[start, end]] };
+  if (firstDay >= endDay) return { rollups: [], rawRanges: splitAtMidnight(start, end) };
   const rollups: RollupRange[] = [];
   const rawDays: Array<[number, number]> = [];
   cover(firstDay, endDay, 0, rollups, rawDays);
   const raw: Array<[number, number]> = [[start, firstDay * DAY_SECONDS]];
   for (const [from, to] of rawDays) raw.push([from * DAY_SECONDS, to * DAY_SECONDS]);
   raw.push([endDay * DAY_SECONDS, end]);
-  return { rollups, rawRanges: mergeRanges(raw) };
+  return { rollups, rawRanges: mergeRanges(raw).flatMap(([from, to]) => splitAtMidnight(from, to)) };
 }
 
 /** Covers whole days [fromDay, toDay) with the longest periods that fit, then shorter ones, then raw days. */
@@ -70,6 +70,19 @@ function cover(fromDay: number, toDay: number, tier: number, rollups: RollupRang
   cover(fromDay, periodStartDay(tierDays, firstPeriod), tier + 1, rollups, rawDays);
   rollups.push({ tierDays, fromPeriod: firstPeriod, toPeriod: endPeriod });
   cover(periodStartDay(tierDays, endPeriod), toDay, tier + 1, rollups, rawDays);
+}
+
+/** The UTC day a second falls in. */
+export const dayOf = (ts: number) => Math.floor(ts / DAY_SECONDS);
+
+function splitAtMidnight(from: number, to: number): Array<[number, number]> {
+  const pieces: Array<[number, number]> = [];
+  while (from < to) {
+    const next = Math.min(to, (dayOf(from) + 1) * DAY_SECONDS);
+    pieces.push([from, next]);
+    from = next;
+  }
+  return pieces;
 }
 
 function mergeRanges(ranges: Array<[number, number]>): Array<[number, number]> {

@@ -39,10 +39,10 @@ export async function toRows(repository: UsageRepository, members: MemberKeys, e
     memberKey: members.key(event.userId),
     modelId: models.get(modelKey(identity(event)))!,
     ts: event.timestamp,
-    inputTokens: event.inputTokens,
-    outputTokens: event.outputTokens,
-    basicMicros: event.basicMicros,
-    payGoMicros: event.payGoMicros,
+    inputTokens: Number(event.inputTokens),
+    outputTokens: Number(event.outputTokens),
+    basicMicros: Number(event.basicMicros),
+    payGoMicros: Number(event.payGoMicros),
   }));
 }
 

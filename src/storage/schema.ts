@@ -69,29 +69,33 @@ export interface UsageModelTable {
   model_source: string;
 }
 
-/** Raw events, kept for idempotency (event_id) and audit, and read for the partial days of a window. */
+/**
+ * Raw events, kept for idempotency (event_id) and audit, and read for the partial days of a window.
+ * Ordered by (day, member_key, ts): new events land in the current day's pages, and a member's events
+ * of one day are one range.
+ */
 export interface UsageEventTable {
-  enterprise_id: string;
-  event_id: string;
+  day: number;
   member_key: number;
-  model_id: number;
   ts: number;
+  event_id: string;
+  enterprise_id: string;
+  model_id: number;
   input_tokens: Money;
   output_tokens: Money;
   basic_micros: Money;
   pay_go_micros: Money;
 }
 
-/** Sums per member, rollup tier (period length in days), Monday-aligned period and model. */
-export interface UsageRollupTable {
-  member_key: number;
+/**
+ * A member's per-model totals for one Monday-aligned period of a rollup tier (112, 28, 7 or 1 days),
+ * packed by src/domain/usage-totals.ts; ordered by (tier_days, period, member_key).
+ */
+export interface UsageCellTable {
   tier_days: number;
   period: number;
-  model_id: number;
-  input_tokens: Money;
-  output_tokens: Money;
-  basic_micros: Money;
-  pay_go_micros: Money;
+  member_key: number;
+  totals: Uint8Array;
 }
 
 /** 64-bit integers written as bigint; read back as text by the aggregations, never as a float. */
@@ -138,7 +142,7 @@ export interface Schema {
   access_token: AccessTokenTable;
   usage_model: UsageModelTable;
   usage_event: UsageEventTable;
-  usage_rollup: UsageRollupTable;
+  usage_cell: UsageCellTable;
   environment_config: EnvironmentConfigTable;
   environment_data_key: EnvironmentDataKeyTable;
   environment_secret: EnvironmentSecretTable;

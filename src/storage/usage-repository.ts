@@ -1,11 +1,13 @@
 // Usage storage: members and models resolved to compact keys, raw events inserted idempotently, the
-// rollup of 112-, 28- and 7-day periods maintained from exactly the rows an ingestion added, and the
+// rollup cells (see usage-cells.ts) maintained from exactly the events an ingestion added, and the
 // windowed sums.
 import { CompiledQuery, sql, type Kysely } from "kysely";
 import { invalidParameter } from "../domain/errors.js";
-import { DAY_SECONDS, ROLLUP_TIERS, periodOf, type WindowPlan } from "../domain/usage-window.js";
+import { SumLimitError, TotalsByModel } from "../domain/usage-totals.js";
+import { dayOf, type WindowPlan } from "../domain/usage-window.js";
 import type { Schema } from "./schema.js";
 import type { Dialect } from "./database.js";
+import { CellSums, addToCells, chunks } from "./usage-cells.js";
 
 export interface MemberRow {
   member_key: number;
@@ -21,15 +23,16 @@ export interface ModelIdentity {
   model_source: string;
 }
 
+/** One checked event, resolved to keys. Values are at most 10^12 (usage-event.ts): exact as numbers. */
 export interface UsageEventRow {
   eventId: string;
   memberKey: number;
   modelId: number;
   ts: number;
-  inputTokens: bigint;
-  outputTokens: bigint;
-  basicMicros: bigint;
-  payGoMicros: bigint;
+  inputTokens: number;
+  outputTokens: number;
+  basicMicros: number;
+  payGoMicros: number;
 }
 
 export interface UsageSumRow {
@@ -41,22 +44,7 @@ export interface UsageSumRow {
   pay_go_micros: bigint;
 }
 
-const EVENT_COLUMNS = ["enterprise_id", "event_id", "member_key", "model_id", "ts", "input_tokens", "output_tokens", "basic_micros", "pay_go_micros"] as const;
-/** Rows per INSERT statement at most: 9 parameters each, well under SQLite's 32,766. */
-const INSERT_CHUNK = 512;
-
-/** Statement sizes: 512-row chunks, then powers of two, so few distinct statements are ever prepared. */
-function chunks<T>(rows: readonly T[]): T[][] {
-  const out: T[][] = [];
-  let i = 0;
-  while (i < rows.length) {
-    let size = INSERT_CHUNK;
-    while (size > rows.length - i) size >>= 1;
-    out.push(rows.slice(i, i + size));
-    i += size;
-  }
-  return out;
-}
+const EVENT_COLUMNS = ["day", "member_key", "ts", "event_id", "enterprise_id", "model_id", "input_tokens", "output_tokens", "basic_micros", "pay_go_micros"] as const;
 
 export const modelKey = (m: ModelIdentity) => `${m.model_name}\u0000${m.model_type}\u0000${m.model_source}`;
 
@@ -64,14 +52,14 @@ interface SharedCaches {
   /** Model ids never change once committed, so they are cached for the life of the process. */
   modelIds: Map<string, number>;
   models: Map<number, ModelIdentity>;
-  /** The multi-row INSERT for a given row count, compiled once and run with new parameters. */
-  insertStatements: Map<number, CompiledQuery>;
+  /** The multi-row INSERT's SQL for a given row count, compiled once and run with new parameters. */
+  insertStatements: Map<number, string>;
 }
 
 export class UsageRepository {
   private readonly modelIds: Map<string, number>;
   private readonly models: Map<number, ModelIdentity>;
-  private readonly insertStatements: Map<number, CompiledQuery>;
+  private readonly insertStatements: Map<number, string>;
 
   constructor(
     private readonly db: Kysely<Schema>,
@@ -134,256 +122,153 @@ export class UsageRepository {
   /**
    * Runs `work` as one ingestion, in one transaction. `work` gets this repository bound to the
    * transaction (SQLite has one connection: a read outside it would wait forever) and adds raw rows
-   * with `insertEvents`; a repeated event_id is skipped. The rows actually inserted come back from the
-   * INSERT and are summed per member, rollup period and model in memory, then added to the rollup
-   * (sorted, by multi-row upserts), so duplicates never count twice. Returns how many rows were added.
-   * `bulk`: a large load (an NDJSON import); into an empty store the member index is built once at
-   * the end instead of row by row.
+   * with `insertEvents`; a repeated event_id is skipped. The events actually inserted are summed per
+   * rollup cell in memory and added to the stored cells at the end (or when many are held), so
+   * duplicates never count twice. Returns how many events were added. `bulk`: a large load (an
+   * NDJSON import) holds more cells in memory between writes.
    */
   async ingest(work: (tx: UsageRepository) => Promise<void>, options: { bulk?: boolean } = {}): Promise<number> {
     try {
       return await this.db.transaction().execute(async (trx) => {
+        // PostgreSQL: one ingestion at a time, so that two never read and rewrite the same cell at once.
         if (this.dialect === "postgres") await sql`select pg_advisory_xact_lock(72001)`.execute(trx);
-        const rebuildIndex = options.bulk === true && (await isEmpty(trx));
-        if (rebuildIndex) await sql`drop index usage_event_by_member`.execute(trx);
         const tx = new UsageRepository(trx, this.dialect, this.caches);
-        tx.rollup = new RollupSums(options.bulk ? BULK_FLUSH_KEYS : FLUSH_KEYS);
+        tx.cells = new CellSums();
+        tx.cellLimit = options.bulk ? BULK_FLUSH_CELLS : FLUSH_CELLS;
         await work(tx);
-        await tx.flushRollup();
-        if (rebuildIndex) await createMemberIndex(trx, this.dialect);
+        await addToCells(trx, this.dialect, tx.cells);
         return tx.added;
       });
     } catch (error) {
       // Models made inside a rolled-back transaction no longer exist: forget every cached id.
       this.modelIds.clear();
       this.models.clear();
-      if (isSumOverflow(error)) {
+      if (error instanceof SumLimitError) {
         throw invalidParameter("events: a member's sum for a period would pass the store's 64-bit limit (9223372036854775807); nothing was recorded");
       }
       throw error;
     }
   }
 
-  private rollup: RollupSums | undefined;
+  private cells: CellSums | undefined;
+  private cellLimit = 0;
   private added = 0;
 
   /** Adds raw rows; only inside `ingest`. A repeated (enterprise_id, event_id) is skipped. */
   async insertEvents(enterpriseId: string, rows: readonly UsageEventRow[]): Promise<void> {
-    const rollup = this.rollup;
-    if (!rollup) throw new Error("insertEvents runs only inside ingest()");
+    const cells = this.cells;
+    if (!cells) throw new Error("insertEvents runs only inside ingest()");
     for (const chunk of chunks(rows)) {
-      const parameters: unknown[] = [];
-      for (const r of chunk) {
-        parameters.push(enterpriseId, r.eventId, r.memberKey, r.modelId, r.ts, r.inputTokens, r.outputTokens, r.basicMicros, r.payGoMicros);
+      // The common case, no event seen before, is one INSERT. When some were (the INSERT added fewer
+      // rows than it was given), it is undone and the chunk is inserted without them.
+      await sql`savepoint usage_chunk`.execute(this.db);
+      const result = await this.db.executeQuery(CompiledQuery.raw(this.insertStatement(chunk.length), eventParameters(enterpriseId, chunk)));
+      let fresh: readonly UsageEventRow[] = chunk;
+      if (Number(result.numAffectedRows ?? 0n) !== chunk.length) {
+        await sql`rollback to savepoint usage_chunk`.execute(this.db);
+        fresh = await this.withoutKnownEvents(enterpriseId, chunk);
+        for (const part of chunks(fresh)) {
+          await this.db.executeQuery(CompiledQuery.raw(this.insertStatement(part.length), eventParameters(enterpriseId, part)));
+        }
       }
-      const inserted = await this.db.executeQuery<InsertedRow>(CompiledQuery.raw(this.insertStatement(chunk.length).sql, parameters));
-      for (const row of inserted.rows) rollup.add(row);
-      this.added += inserted.rows.length;
+      await sql`release savepoint usage_chunk`.execute(this.db);
+      for (const row of fresh) {
+        cells.add({
+          memberKey: row.memberKey, modelId: row.modelId, day: dayOf(row.ts), inputTokens: row.inputTokens,
+          outputTokens: row.outputTokens, basicMicros: row.basicMicros, payGoMicros: row.payGoMicros,
+        });
+      }
+      this.added += fresh.length;
     }
-    if (rollup.full) await this.flushRollup();
+    if (cells.size >= this.cellLimit) await addToCells(this.db, this.dialect, cells);
   }
 
-  /** Adds the summed rows to the rollup, in key order (neighbouring rows share B-tree pages). */
-  private async flushRollup(): Promise<void> {
-    for (const chunk of chunks(this.rollup!.drain())) {
-      await this.db.executeQuery(CompiledQuery.raw(this.upsertRollupStatement(chunk.length).sql, chunk.flat()));
+  /** The rows whose event_id is neither stored nor earlier in `rows`. */
+  private async withoutKnownEvents(enterpriseId: string, rows: readonly UsageEventRow[]): Promise<UsageEventRow[]> {
+    const seen = new Set<string>();
+    for (const part of chunks(rows)) {
+      const stored = await this.db.selectFrom("usage_event").select("event_id")
+        .where("enterprise_id", "=", enterpriseId).where("event_id", "in", part.map((r) => r.eventId)).execute();
+      for (const { event_id } of stored) seen.add(event_id);
     }
+    return rows.filter((row) => !seen.has(row.eventId) && (seen.add(row.eventId), true));
   }
 
-  private upsertRollupStatement(rowCount: number): CompiledQuery {
-    const key = -rowCount; // negative keys: the rollup upserts, beside the event inserts
-    let compiled = this.insertStatements.get(key);
-    if (!compiled) {
-      const placeholder = { member_key: 0, tier_days: 0, period: 0, model_id: 0, input_tokens: 0n, output_tokens: 0n, basic_micros: 0n, pay_go_micros: 0n };
-      compiled = this.db.insertInto("usage_rollup").values(Array.from({ length: rowCount }, () => placeholder))
-        .onConflict((oc) => oc.columns(["member_key", "tier_days", "period", "model_id"]).doUpdateSet({
-          input_tokens: sql`usage_rollup.input_tokens + excluded.input_tokens`,
-          output_tokens: sql`usage_rollup.output_tokens + excluded.output_tokens`,
-          basic_micros: sql`usage_rollup.basic_micros + excluded.basic_micros`,
-          pay_go_micros: sql`usage_rollup.pay_go_micros + excluded.pay_go_micros`,
-        })).compile();
-      this.insertStatements.set(key, compiled);
-    }
-    return compiled;
-  }
-
-  private insertStatement(rowCount: number): CompiledQuery {
-    let compiled = this.insertStatements.get(rowCount);
-    if (!compiled) {
+  private insertStatement(rowCount: number): string {
+    let text = this.insertStatements.get(rowCount);
+    if (!text) {
       const placeholder = Object.fromEntries(EVENT_COLUMNS.map((c) => [c, 0])) as never;
-      compiled = this.db.insertInto("usage_event").values(Array.from({ length: rowCount }, () => placeholder))
+      text = this.db.insertInto("usage_event").values(Array.from({ length: rowCount }, () => placeholder))
         .onConflict((oc) => oc.columns(["enterprise_id", "event_id"]).doNothing())
-        .returning(["member_key", "ts", "model_id", "input_tokens", "output_tokens", "basic_micros", "pay_go_micros"])
-        .compile();
-      this.insertStatements.set(rowCount, compiled);
+        .compile().sql;
+      this.insertStatements.set(rowCount, text);
     }
-    return compiled;
+    return text;
   }
 
   /**
-   * Sums per member and model over a window plan: rollup periods plus raw ranges of seconds. Sums
-   * come back as text and become bigint: never a float, exact past 2^53.
+   * Sums per member and model over a window plan: the cells of its rollup periods plus the raw events
+   * of its partial days, read by one statement (one snapshot: an ingestion committing meanwhile is
+   * either wholly in or wholly out) and added up here, exactly (bigint past 2^53).
    */
   async sumUsage(memberKeys: readonly number[], plan: WindowPlan): Promise<UsageSumRow[]> {
     if (memberKeys.length === 0) return [];
     const keys = sql.join(memberKeys.map((k) => sql`${k}`));
+    // Typed NULLs: PostgreSQL gives a column of a UNION one type.
+    const noTotals = this.dialect === "postgres" ? sql`cast(null as bytea)` : sql`cast(null as blob)`;
+    const noValue = sql`cast(null as bigint)`;
     const parts = [];
     for (const r of plan.rollups) {
-      parts.push(sql`select member_key, model_id, input_tokens, output_tokens, basic_micros, pay_go_micros
-        from usage_rollup where member_key in (${keys}) and tier_days = ${r.tierDays} and period >= ${r.fromPeriod} and period < ${r.toPeriod}`);
+      const periods = sql.join(Array.from({ length: r.toPeriod - r.fromPeriod }, (_, i) => sql`${r.fromPeriod + i}`));
+      parts.push(sql`select member_key, totals, ${noValue} as model_id, ${noValue} as i, ${noValue} as o, ${noValue} as b, ${noValue} as p
+        from usage_cell where tier_days = ${r.tierDays} and period in (${periods}) and member_key in (${keys})`);
     }
     for (const [from, to] of plan.rawRanges) {
-      parts.push(sql`select member_key, model_id, input_tokens, output_tokens, basic_micros, pay_go_micros
-        from usage_event where member_key in (${keys}) and ts >= ${from} and ts < ${to}`);
+      parts.push(sql`select member_key, ${noTotals} as totals, model_id, input_tokens as i, output_tokens as o, basic_micros as b, pay_go_micros as p
+        from usage_event where day = ${dayOf(from)} and member_key in (${keys}) and ts >= ${from} and ts < ${to}`);
     }
-    const windowRows = sql.join(parts, sql` union all `);
-    let result;
-    try {
-      result = await sql<SumText>`
-        select member_key, model_id,
-          cast(sum(input_tokens) as text) as i, cast(sum(output_tokens) as text) as o,
-          cast(sum(basic_micros) as text) as b, cast(sum(pay_go_micros) as text) as p
-        from (${windowRows}) as window_rows
-        group by member_key, model_id`.execute(this.db);
-    } catch (error) {
-      if (!/integer overflow/i.test((error as Error)?.message ?? "")) throw error;
-      // SQLite's sum() stops at 2^63; sum the high and low 32 bits apart and join them exactly.
-      const split = await sql<Record<string, string | number>>`
-        select member_key, model_id,
-          sum(input_tokens >> 32) as ih, sum(input_tokens & 4294967295) as il,
-          sum(output_tokens >> 32) as oh, sum(output_tokens & 4294967295) as ol,
-          sum(basic_micros >> 32) as bh, sum(basic_micros & 4294967295) as bl,
-          sum(pay_go_micros >> 32) as ph, sum(pay_go_micros & 4294967295) as pl
-        from (${windowRows}) as window_rows
-        group by member_key, model_id`.execute(this.db);
-      const join = (high: string | number, low: string | number) => String((BigInt(high) << 32n) + BigInt(low));
-      result = { rows: split.rows.map((r) => ({
-        member_key: r.member_key!, model_id: r.model_id!,
-        i: join(r.ih!, r.il!), o: join(r.oh!, r.ol!), b: join(r.bh!, r.bl!), p: join(r.ph!, r.pl!),
-      })) };
+    const { rows } = await sql<WindowRow>`${sql.join(parts, sql` union all `)}`.execute(this.db);
+    const byMember = new Map<number, TotalsByModel>();
+    for (const row of rows) {
+      const memberKey = Number(row.member_key);
+      let totals = byMember.get(memberKey);
+      if (!totals) byMember.set(memberKey, (totals = new TotalsByModel()));
+      if (row.totals) totals.addPacked(row.totals);
+      else totals.addEvent(Number(row.model_id), Number(row.i), Number(row.o), Number(row.b), Number(row.p));
     }
-    return result.rows.map((r) => ({
-      member_key: Number(r.member_key), model_id: Number(r.model_id),
-      input_tokens: BigInt(r.i), output_tokens: BigInt(r.o), basic_micros: BigInt(r.b), pay_go_micros: BigInt(r.p),
-    }));
-  }
-}
-
-interface SumText {
-  member_key: number | string;
-  model_id: number | string;
-  i: string;
-  o: string;
-  b: string;
-  p: string;
-}
-
-/** A row as the INSERT returns it: per-event values, all far below 2^53 (see usage-event.ts). */
-interface InsertedRow {
-  member_key: number;
-  ts: number;
-  model_id: number;
-  input_tokens: number | string;
-  output_tokens: number | string;
-  basic_micros: number | string;
-  pay_go_micros: number | string;
-}
-
-/** Flush the in-memory sums when this many (member, tier, period, model) keys have gathered. */
-const FLUSH_KEYS = 50_000;
-/** A bulk load keeps more in memory (about 150 bytes a key): fewer, larger, sorted flushes. */
-const BULK_FLUSH_KEYS = 1_500_000;
-
-type RollupRow = [number, number, number, number, bigint, bigint, bigint, bigint];
-
-/**
- * One (member, tier, period, model) sum. Sums stay JS numbers while they are exact (the hot path:
- * no BigInt per event); a part that would pass 2^53 moves into a bigint carry first.
- */
-class Sum {
-  readonly values = [0, 0, 0, 0];
-  carry: bigint[] | undefined;
-  constructor(readonly memberKey: number, readonly tier: number, readonly period: number, readonly modelId: number) {}
-
-  add(i: number, value: number): void {
-    const next = this.values[i]! + value;
-    if (next <= Number.MAX_SAFE_INTEGER) {
-      this.values[i] = next;
-      return;
-    }
-    this.carry ??= [0n, 0n, 0n, 0n];
-    this.carry[i]! += BigInt(this.values[i]!) + BigInt(value);
-    this.values[i] = 0;
-  }
-
-  total(i: number): bigint {
-    return BigInt(this.values[i]!) + (this.carry?.[i] ?? 0n);
-  }
-}
-
-/** Sums per (member, tier, period, model) of the rows one ingestion inserted, not yet in the rollup. */
-class RollupSums {
-  /** member_key -> (tier index, period, model_id packed in one number) -> sum. */
-  private readonly byMember = new Map<number, Map<number, Sum>>();
-  private count = 0;
-
-  constructor(private readonly limit: number) {}
-
-  get full(): boolean {
-    return this.count >= this.limit;
-  }
-
-  add(row: InsertedRow): void {
-    const memberKey = Number(row.member_key);
-    const modelId = Number(row.model_id);
-    const day = Math.floor(Number(row.ts) / DAY_SECONDS);
-    const values = [Number(row.input_tokens), Number(row.output_tokens), Number(row.basic_micros), Number(row.pay_go_micros)];
-    let sums = this.byMember.get(memberKey);
-    if (!sums) this.byMember.set(memberKey, (sums = new Map()));
-    for (let t = 0; t < ROLLUP_TIERS.length; t++) {
-      const period = periodOf(ROLLUP_TIERS[t]!, day);
-      // Periods stay below 2^20 until the year 22000; model ids below 2^20: 42 bits in all.
-      const key = (t * 2 ** 20 + period) * 2 ** 20 + modelId;
-      let sum = sums.get(key);
-      if (!sum) {
-        sums.set(key, (sum = new Sum(memberKey, ROLLUP_TIERS[t]!, period, modelId)));
-        this.count++;
+    const out: UsageSumRow[] = [];
+    for (const [memberKey, totals] of byMember) {
+      for (const [modelId, sums] of totals.models) {
+        out.push({
+          member_key: memberKey, model_id: modelId,
+          input_tokens: sums.total(0), output_tokens: sums.total(1), basic_micros: sums.total(2), pay_go_micros: sums.total(3),
+        });
       }
-      for (let i = 0; i < 4; i++) sum.add(i, values[i]!);
     }
-  }
-
-  /** The rows in the rollup's key order, and an empty accumulator. */
-  drain(): RollupRow[] {
-    const rows: RollupRow[] = [];
-    for (const memberKey of [...this.byMember.keys()].sort((a, b) => a - b)) {
-      const sums = [...this.byMember.get(memberKey)!.values()]
-        .sort((a, b) => a.tier - b.tier || a.period - b.period || a.modelId - b.modelId);
-      for (const sum of sums) rows.push([sum.memberKey, sum.tier, sum.period, sum.modelId, sum.total(0), sum.total(1), sum.total(2), sum.total(3)]);
-    }
-    this.byMember.clear();
-    this.count = 0;
-    return rows;
+    return out;
   }
 }
 
-async function isEmpty(trx: Kysely<Schema>): Promise<boolean> {
-  return (await trx.selectFrom("usage_event").select("event_id").limit(1).executeTakeFirst()) === undefined;
+/** A row of the window statement: a cell's packed totals, or one raw event's values. */
+interface WindowRow {
+  member_key: number | string;
+  totals: Uint8Array | null;
+  model_id: number | null;
+  i: number | null;
+  o: number | null;
+  b: number | null;
+  p: number | null;
 }
 
-/** The member-first covering index, as the migration makes it (rebuilt after a bulk load). */
-async function createMemberIndex(trx: Kysely<Schema>, dialect: Dialect): Promise<void> {
-  if (dialect === "postgres") {
-    await sql`create index usage_event_by_member on usage_event (member_key, ts)
-      include (model_id, input_tokens, output_tokens, basic_micros, pay_go_micros)`.execute(trx);
-  } else {
-    await sql`create index usage_event_by_member on usage_event
-      (member_key, ts, model_id, input_tokens, output_tokens, basic_micros, pay_go_micros)`.execute(trx);
+function eventParameters(enterpriseId: string, rows: readonly UsageEventRow[]): unknown[] {
+  const parameters: unknown[] = [];
+  for (const r of rows) {
+    parameters.push(dayOf(r.ts), r.memberKey, r.ts, r.eventId, enterpriseId, r.modelId, r.inputTokens, r.outputTokens, r.basicMicros, r.payGoMicros);
   }
+  return parameters;
 }
 
-/** SQLite's CHECK on the rollup's integer columns, or PostgreSQL's bigint out of range (22003). */
-function isSumOverflow(error: unknown): boolean {
-  const e = error as { code?: string; message?: string };
-  return (e?.code === "SQLITE_CONSTRAINT_CHECK" && /usage_rollup_integers/.test(e.message ?? "")) || e?.code === "22003";
-}
+/** Write the held cell sums when this many cells have gathered. */
+const FLUSH_CELLS = 50_000;
+/** A bulk load keeps more in memory: fewer, larger, sorted writes, each cell written fewer times. */
+const BULK_FLUSH_CELLS = 400_000;

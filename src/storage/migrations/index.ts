@@ -4,10 +4,12 @@ import * as createDirectory from "./20261123T070000-create-directory.js";
 import * as createAuth from "./20261123T070100-create-auth.js";
 import * as createUsage from "./20261123T070200-create-usage.js";
 import * as createEnvironmentConfigs from "./20261123T070300-create-environment-configs.js";
+import * as usageByDay from "./20261123T070400-usage-by-day.js";
 
 export const migrations: Record<string, Migration> = {
   "20261123T070000-create-directory": createDirectory,
   "20261123T070100-create-auth": createAuth,
   "20261123T070200-create-usage": createUsage,
   "20261123T070300-create-environment-configs": createEnvironmentConfigs,
+  "20261123T070400-usage-by-day": usageByDay,
 };

@@ -1,0 +1,72 @@
+// Usage storage ordered for writing as well as reading: raw events by (day, member_key, ts) instead of
+// a member-first index (a batch of events for random members wrote one random page per event; now
+// they land in the current day's pages), and the per-model rollup rows replaced by one usage_cell per
+// (tier, period, member) holding every model's totals, with a 1-day tier beside 112, 28 and 7, so that
+// a 180-day query reads a few dozen rows per member. The cells are rebuilt from the raw events.
+import { PostgresAdapter, sql, type Kysely } from "kysely";
+import { dayOf } from "../../domain/usage-window.js";
+import { CellSums, addToCells } from "../usage-cells.js";
+import type { Schema } from "../schema.js";
+
+export async function up(db: Kysely<any>): Promise<void> {
+  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+
+  if (postgres) {
+    await sql`alter table usage_event add column day integer`.execute(db);
+    await sql`update usage_event set day = (ts / 86400)::integer`.execute(db);
+    await sql`alter table usage_event alter column day set not null`.execute(db);
+    await sql`drop index usage_event_by_member`.execute(db);
+    await sql`create index usage_event_by_day on usage_event (day, member_key, ts)
+      include (model_id, input_tokens, output_tokens, basic_micros, pay_go_micros)`.execute(db);
+  } else {
+    // SQLite: the table is its (day, member_key, ts, event_id) B-tree; the primary key of the old
+    // table becomes a unique index (idempotency by event_id).
+    await sql`create table usage_event_by_day (
+      day integer not null, member_key integer not null, ts integer not null, event_id text not null,
+      enterprise_id text not null, model_id integer not null,
+      input_tokens integer not null, output_tokens integer not null, basic_micros integer not null, pay_go_micros integer not null,
+      primary key (day, member_key, ts, event_id)) without rowid`.execute(db);
+    await sql`insert into usage_event_by_day
+      select ts / 86400, member_key, ts, event_id, enterprise_id, model_id, input_tokens, output_tokens, basic_micros, pay_go_micros
+      from usage_event order by 1, 2, 3, 4`.execute(db);
+    await sql`drop table usage_event`.execute(db);
+    await sql`alter table usage_event_by_day rename to usage_event`.execute(db);
+  }
+  await sql`create unique index usage_event_identity on usage_event (enterprise_id, event_id)`.execute(db);
+
+  await db.schema.dropTable("usage_rollup").execute();
+  await db.schema
+    .createTable("usage_cell")
+    .addColumn("tier_days", "integer", (c) => c.notNull())
+    .addColumn("period", "integer", (c) => c.notNull())
+    .addColumn("member_key", "bigint", (c) => c.notNull())
+    .addColumn("totals", postgres ? "bytea" : "blob", (c) => c.notNull())
+    .addPrimaryKeyConstraint("usage_cell_pk", ["tier_days", "period", "member_key"])
+    .$call((t) => (postgres ? t : t.modifyEnd(sql`without rowid`)))
+    .execute();
+
+  await rebuildCells(db as Kysely<Schema>, postgres);
+}
+
+/** Sums every stored event into the cells, a slice of members at a time. */
+async function rebuildCells(db: Kysely<Schema>, postgres: boolean): Promise<void> {
+  const memberKeys = (await db.selectFrom("usage_event").select("member_key").distinct().execute()).map((r) => Number(r.member_key));
+  for (let i = 0; i < memberKeys.length; i += 200) {
+    const sums = new CellSums();
+    const rows = await db.selectFrom("usage_event")
+      .select(["member_key", "model_id", "ts", "input_tokens", "output_tokens", "basic_micros", "pay_go_micros"])
+      .where("member_key", "in", memberKeys.slice(i, i + 200)).execute();
+    for (const row of rows) {
+      sums.add({
+        memberKey: Number(row.member_key), modelId: Number(row.model_id), day: dayOf(Number(row.ts)),
+        inputTokens: Number(row.input_tokens), outputTokens: Number(row.output_tokens),
+        basicMicros: Number(row.basic_micros), payGoMicros: Number(row.pay_go_micros),
+      });
+    }
+    await addToCells(db, postgres ? "postgres" : "sqlite", sums);
+  }
+}
+
+export async function down(): Promise<void> {
+  throw new Error("20261123T070400-usage-by-day cannot be undone: restore a backup taken before it");
+}

@@ -1,0 +1,108 @@
+// The usage rollup: per member and Monday-aligned period of each tier, the per-model totals packed
+// in one usage_cell row. An ingestion sums its new events per cell in memory, then adds each sum to
+// the stored cell (read, add, write back) in key order, so neighbouring cells share B-tree pages.
+import { CompiledQuery, sql, type Kysely } from "kysely";
+import { ROLLUP_TIERS, periodOf } from "../domain/usage-window.js";
+import { TotalsByModel } from "../domain/usage-totals.js";
+import type { Dialect } from "./database.js";
+import type { Schema } from "./schema.js";
+
+/** Rows per statement at most: 4 to 10 parameters each, well under SQLite's 32,766. */
+const CHUNK_ROWS = 512;
+
+/** Statement sizes: 512-row chunks, then powers of two, so few distinct statements are ever prepared. */
+export function chunks<T>(rows: readonly T[]): T[][] {
+  const out: T[][] = [];
+  let i = 0;
+  while (i < rows.length) {
+    let size = CHUNK_ROWS;
+    while (size > rows.length - i) size >>= 1;
+    out.push(rows.slice(i, i + size));
+    i += size;
+  }
+  return out;
+}
+
+/** A new event's fields, as an ingestion adds it to the rollup. */
+export interface EventValues {
+  memberKey: number;
+  modelId: number;
+  day: number;
+  inputTokens: number;
+  outputTokens: number;
+  basicMicros: number;
+  payGoMicros: number;
+}
+
+/** Sums of new events per (tier, period, member), not yet in usage_cell. */
+export class CellSums {
+  /** (tier index, period) packed in one number -> member_key -> totals. */
+  private readonly byPeriod = new Map<number, Map<number, TotalsByModel>>();
+  private count = 0;
+
+  /** How many cells are held. */
+  get size(): number {
+    return this.count;
+  }
+
+  add(event: EventValues): void {
+    for (let t = 0; t < ROLLUP_TIERS.length; t++) {
+      // Periods stay below 2^24 until the year 47000.
+      const key = t * 2 ** 24 + periodOf(ROLLUP_TIERS[t]!, event.day);
+      let members = this.byPeriod.get(key);
+      if (!members) this.byPeriod.set(key, (members = new Map()));
+      let totals = members.get(event.memberKey);
+      if (!totals) {
+        members.set(event.memberKey, (totals = new TotalsByModel()));
+        this.count++;
+      }
+      totals.addEvent(event.modelId, event.inputTokens, event.outputTokens, event.basicMicros, event.payGoMicros);
+    }
+  }
+
+  /** The held sums in the table's key order, leaving this empty. */
+  drain(): Array<{ tierDays: number; period: number; members: Array<[number, TotalsByModel]> }> {
+    const out = [...this.byPeriod.entries()].sort((a, b) => a[0] - b[0]).map(([key, members]) => ({
+      tierDays: ROLLUP_TIERS[Math.floor(key / 2 ** 24)]!,
+      period: key % 2 ** 24,
+      members: [...members.entries()].sort((a, b) => a[0] - b[0]),
+    }));
+    this.byPeriod.clear();
+    this.count = 0;
+    return out;
+  }
+}
+
+/** Adds held sums to usage_cell; run inside the ingestion's transaction. */
+export async function addToCells(db: Kysely<Schema>, dialect: Dialect, sums: CellSums): Promise<void> {
+  for (const { tierDays, period, members } of sums.drain()) {
+    for (const chunk of chunks(members)) {
+      const stored = await db.selectFrom("usage_cell").select(["member_key", "totals"])
+        .where("tier_days", "=", tierDays).where("period", "=", period)
+        .where("member_key", "in", chunk.map(([memberKey]) => memberKey)).execute();
+      const storedByMember = new Map(stored.map((row) => [Number(row.member_key), row.totals]));
+      const parameters: unknown[] = [];
+      for (const [memberKey, totals] of chunk) {
+        const before = storedByMember.get(memberKey);
+        if (before) totals.addPacked(before);
+        parameters.push(tierDays, period, memberKey, totals.pack());
+      }
+      await db.executeQuery(CompiledQuery.raw(upsertStatement(db, dialect, chunk.length), parameters));
+    }
+  }
+}
+
+const upsertSql = new Map<string, string>();
+
+function upsertStatement(db: Kysely<Schema>, dialect: Dialect, rows: number): string {
+  const key = `${dialect}:${rows}`;
+  let text = upsertSql.get(key);
+  if (!text) {
+    const placeholder = { tier_days: 0, period: 0, member_key: 0, totals: new Uint8Array() };
+    text = db.insertInto("usage_cell").values(Array.from({ length: rows }, () => placeholder))
+      .onConflict((oc) => oc.columns(["tier_days", "period", "member_key"]).doUpdateSet({ totals: sql`excluded.totals` }))
+      .compile().sql;
+    upsertSql.set(key, text);
+  }
+  return text;
+}
