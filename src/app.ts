@@ -44,7 +44,7 @@ export function createApp({ database, logger, keys }: AppDeps): App {
   const services = businessServices({
     access: new AccessAdmin(authRepository, new DirectoryRepository(database.db)),
     departments: new DepartmentRepository(database.db),
-    usage: new UsageRepository(database.db, database.dialect),
+    usage: new UsageRepository(database),
     environments: new EnvironmentConfigs(new EnvironmentConfigRepository(database.db), keys),
   });
   const pipeline = new CallPipeline(new Authenticator(authRepository));

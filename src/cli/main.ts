@@ -64,7 +64,7 @@ program.command("seed").description("load demo data and print an access token wi
     const token = await withDatabase(opts.db, async (database) => {
       const summary = await importDirectory(database, demoDirectory);
       const events = demoUsageEvents().map((raw, i) => ({ event: checkUsageEvent(raw, `demo event ${i}`), where: `demo event ${i}` }));
-      const usage = await recordUsage(new UsageRepository(database.db, database.dialect), DEMO_ENTERPRISE_ID, events);
+      const usage = await recordUsage(new UsageRepository(database), DEMO_ENTERPRISE_ID, events);
       const environments = new EnvironmentConfigs(new EnvironmentConfigRepository(database.db),
         await loadLocalKeyProvider({ databaseUrl: loadConfig({ db: opts.db }).databaseUrl }));
       const existing = new Set((await environments.list(DEMO_ENTERPRISE_ID, 100, "")).items.map((item) => item.row.name));
@@ -94,7 +94,7 @@ importCommand.command("usage").argument("<file>", "NDJSON usage events, one per 
   .addOption(dbOption())
   .action(async (file: string, opts) => {
     const summary = await withDatabase(opts.db, (database) =>
-      importUsage(new UsageRepository(database.db, database.dialect), opts.enterprise, file, process.stderr.isTTY ? progressBar() : undefined));
+      importUsage(new UsageRepository(database), opts.enterprise, file, process.stderr.isTTY ? progressBar() : undefined));
     console.log(JSON.stringify(summary));
   });
 

@@ -15,6 +15,13 @@ export const MODEL_SOURCES = ["Builtin", "Custom"] as const;
 export const MAX_EVENT_TOKENS = 10n ** 12n;
 export const MAX_EVENT_MICROS = 10n ** 12n;
 
+/**
+ * A token count or micro-amount of one event: a number from checkUsageEvent (at most 10^12, exact),
+ * or a bigint from callers below the API (tests), up to the store's limit of 2^63 - 1.
+ */
+export type EventValue = number | bigint;
+
+/** A checked event. */
 export interface UsageEventInput {
   eventId: string;
   userId: string;
@@ -22,10 +29,10 @@ export interface UsageEventInput {
   modelType: string;
   modelSource: string;
   timestamp: number;
-  inputTokens: bigint;
-  outputTokens: bigint;
-  basicMicros: bigint;
-  payGoMicros: bigint;
+  inputTokens: EventValue;
+  outputTokens: EventValue;
+  basicMicros: EventValue;
+  payGoMicros: EventValue;
 }
 
 /** The event's fields as they arrive, before checking (JSON values or proto fields). */
@@ -45,64 +52,86 @@ export interface RawUsageEvent {
 const KNOWN_FIELDS = new Set(["event_id", "user_id", "model_name", "model_type", "model_source", "timestamp",
   "input_tokens", "output_tokens", "basic_amount", "pay_go_amount"]);
 
-/** Checks one event; `where` names it in errors, e.g. `line 12 (event_id "e-9")`. */
+const MAX_TOKENS = Number(MAX_EVENT_TOKENS);
+const MAX_MICROS = Number(MAX_EVENT_MICROS);
+const MAX_TIMESTAMP = 253402300799;
+/** An amount in the common form, small enough to convert without BigInt: at most 7 whole digits. */
+const SHORT_DECIMAL = /^(0|[1-9]\d{0,6})(?:\.(\d{1,6}))?$/;
+const MICROS_SCALE = [1_000_000, 100_000, 10_000, 1_000, 100, 10, 1];
+
+/**
+ * Checks one event; `where` names it in errors, e.g. `line 12`, which then read
+ * `line 12 (event_id "e-9"): input_tokens: must be >= 0 (got -1)`. Runs for every line of a
+ * 10-million-line import, so the error text is built only when there is an error.
+ */
 export function checkUsageEvent(raw: RawUsageEvent, where: string): UsageEventInput {
-  const eventId = text(raw.event_id, "event_id", where, 128, false);
-  const at = `${where} (event_id ${JSON.stringify(eventId)})`;
-  for (const key of Object.keys(raw)) {
-    if (!KNOWN_FIELDS.has(key)) throw invalidParameter(`${at}: ${key}: unknown field`);
+  const eventId = text(raw.event_id, "event_id", where, undefined, 128, false);
+  for (const key in raw) {
+    if (!KNOWN_FIELDS.has(key)) throw invalidParameter(`${at(where, eventId)}: ${key}: unknown field`);
   }
-  const userId = text(raw.user_id, "user_id", at, 128, true);
-  const modelName = text(raw.model_name, "model_name", at, 128, false);
-  const modelType = oneOf(raw.model_type, "model_type", at, MODEL_TYPES);
-  const modelSource = oneOf(raw.model_source, "model_source", at, MODEL_SOURCES);
-  const timestamp = integer(raw.timestamp, "timestamp", at, 1n, 253402300799n, true);
-  const inputTokens = integer(raw.input_tokens, "input_tokens", at, 0n, MAX_EVENT_TOKENS, false);
-  const outputTokens = integer(raw.output_tokens, "output_tokens", at, 0n, MAX_EVENT_TOKENS, false);
-  const basicMicros = amount(raw.basic_amount, "basic_amount", at);
-  const payGoMicros = amount(raw.pay_go_amount, "pay_go_amount", at);
-  if (modelSource === "Custom" && (basicMicros !== 0n || payGoMicros !== 0n)) {
-    const field = basicMicros !== 0n ? "basic_amount" : "pay_go_amount";
-    throw invalidParameter(`${at}: ${field}: a Custom model's amounts must be zero (only built-in models are charged)`);
+  const userId = text(raw.user_id, "user_id", where, eventId, 128, true);
+  const modelName = text(raw.model_name, "model_name", where, eventId, 128, false);
+  const modelType = oneOf(raw.model_type, "model_type", where, eventId, MODEL_TYPES);
+  const modelSource = oneOf(raw.model_source, "model_source", where, eventId, MODEL_SOURCES);
+  const timestamp = integer(raw.timestamp, "timestamp", where, eventId, 1, MAX_TIMESTAMP, true);
+  const inputTokens = integer(raw.input_tokens, "input_tokens", where, eventId, 0, MAX_TOKENS, false);
+  const outputTokens = integer(raw.output_tokens, "output_tokens", where, eventId, 0, MAX_TOKENS, false);
+  const basicMicros = amount(raw.basic_amount, "basic_amount", where, eventId);
+  const payGoMicros = amount(raw.pay_go_amount, "pay_go_amount", where, eventId);
+  if (modelSource === "Custom" && (basicMicros !== 0 || payGoMicros !== 0)) {
+    const field = basicMicros !== 0 ? "basic_amount" : "pay_go_amount";
+    throw invalidParameter(`${at(where, eventId)}: ${field}: a Custom model's amounts must be zero (only built-in models are charged)`);
   }
-  return { eventId, userId, modelName, modelType, modelSource, timestamp: Number(timestamp), inputTokens, outputTokens, basicMicros, payGoMicros };
+  return { eventId, userId, modelName, modelType, modelSource, timestamp, inputTokens, outputTokens, basicMicros, payGoMicros };
 }
 
-function text(value: unknown, field: string, at: string, maxLength: number, integerAllowed: boolean): string {
+const at = (where: string, eventId: string | undefined) => (eventId === undefined ? where : `${where} (event_id ${JSON.stringify(eventId)})`);
+
+function text(value: unknown, field: string, where: string, eventId: string | undefined, maxLength: number, integerAllowed: boolean): string {
+  if (typeof value === "string" && value.length > 0 && value.length <= maxLength) return value;
   if (integerAllowed && typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return String(value);
-  if (typeof value !== "string" || value.length === 0) throw invalidParameter(`${at}: ${field}: required, a non-empty string`);
-  if (value.length > maxLength) throw invalidParameter(`${at}: ${field}: longer than ${maxLength} characters`);
-  return value;
+  if (typeof value !== "string" || value.length === 0) throw invalidParameter(`${at(where, eventId)}: ${field}: required, a non-empty string`);
+  throw invalidParameter(`${at(where, eventId)}: ${field}: longer than ${maxLength} characters`);
 }
 
-function oneOf<T extends string>(value: unknown, field: string, at: string, allowed: readonly T[]): T {
+function oneOf<T extends string>(value: unknown, field: string, where: string, eventId: string, allowed: readonly T[]): T {
   if (typeof value === "string" && (allowed as readonly string[]).includes(value)) return value as T;
-  throw invalidParameter(`${at}: ${field}: must be one of ${allowed.join(", ")} (got ${JSON.stringify(value ?? null)})`);
+  throw invalidParameter(`${at(where, eventId)}: ${field}: must be one of ${allowed.join(", ")} (got ${JSON.stringify(value ?? null)})`);
 }
 
-function integer(value: unknown, field: string, at: string, min: bigint, max: bigint, required: boolean): bigint {
+function integer(value: unknown, field: string, where: string, eventId: string, min: number, max: number, required: boolean): number {
+  // The common case: a JSON number in range.
+  if (typeof value === "number" && Number.isSafeInteger(value) && value >= min && value <= max && (value !== 0 || !required)) return value;
   if (value === undefined || value === null || (required && (value === 0n || value === 0))) {
-    if (required) throw invalidParameter(`${at}: ${field}: required`);
-    return 0n;
+    if (required) throw invalidParameter(`${at(where, eventId)}: ${field}: required`);
+    return 0;
   }
   let n: bigint | undefined;
   if (typeof value === "number" && Number.isSafeInteger(value)) n = BigInt(value);
   else if (typeof value === "bigint") n = value;
   else if (typeof value === "string" && /^-?\d{1,20}$/.test(value)) n = BigInt(value);
-  if (n === undefined) throw invalidParameter(`${at}: ${field}: must be an integer (got ${JSON.stringify(typeof value === "bigint" ? String(value) : value)})`);
-  if (n < min) throw invalidParameter(`${at}: ${field}: must be >= ${min} (got ${n})`);
-  if (n > max) throw invalidParameter(`${at}: ${field}: must be <= ${max} (got ${n})`);
-  return n;
+  if (n === undefined) throw invalidParameter(`${at(where, eventId)}: ${field}: must be an integer (got ${JSON.stringify(typeof value === "bigint" ? String(value) : value)})`);
+  if (n < BigInt(min)) throw invalidParameter(`${at(where, eventId)}: ${field}: must be >= ${min} (got ${n})`);
+  if (n > BigInt(max)) throw invalidParameter(`${at(where, eventId)}: ${field}: must be <= ${max} (got ${n})`);
+  return Number(n);
 }
 
-function amount(value: unknown, field: string, at: string): bigint {
-  if (value === undefined || value === null || value === "") return 0n;
+function amount(value: unknown, field: string, where: string, eventId: string): number {
+  if (value === undefined || value === null || value === "") return 0;
+  if (typeof value === "string") {
+    const short = SHORT_DECIMAL.exec(value);
+    if (short) {
+      const fraction = short[2];
+      const micros = Number(short[1]) * 1_000_000 + (fraction === undefined ? 0 : Number(fraction) * MICROS_SCALE[fraction.length]!);
+      if (micros <= MAX_MICROS) return micros;
+    }
+  }
   const micros = typeof value === "string" ? parseMicros(value) : undefined;
   if (micros === undefined) {
-    throw invalidParameter(`${at}: ${field}: must be a decimal string >= 0 with at most 6 decimals (got ${JSON.stringify(value)})`);
+    throw invalidParameter(`${at(where, eventId)}: ${field}: must be a decimal string >= 0 with at most 6 decimals (got ${JSON.stringify(value)})`);
   }
-  if (micros > MAX_EVENT_MICROS) throw invalidParameter(`${at}: ${field}: must be <= 1000000.000000 (got ${value})`);
-  return micros;
+  if (micros > MAX_EVENT_MICROS) throw invalidParameter(`${at(where, eventId)}: ${field}: must be <= 1000000.000000 (got ${value})`);
+  return Number(micros);
 }
 
 /**

@@ -1,16 +1,17 @@
 // Per-model usage totals (input tokens, output tokens, basic and pay-go micro-units) and their packed
-// form, the `totals` of one usage_cell row: one entry per model, 36 bytes each, little-endian
-// (model_id u32, then the four sums as u64). One row per member and period, whatever the number of
-// models, is what keeps a 180-day query to a few dozen rows per member.
+// form, the `totals` of one usage_cell row: one entry per model, each five unsigned LEB128 varints
+// (model_id, then the four sums), models in id order. One row per member and period, whatever the
+// number of models, keeps a 180-day query to a few dozen rows per member; varints keep the rows
+// small (typically 10-20 bytes a model), and so the pages an ingestion rewrites.
 //
 // Sums stay JS numbers while they are exact (the hot path: no BigInt per event); a sum that passes
 // 2^53 moves into a bigint. A stored sum is at most 2^63 - 1, the store's limit since the start.
 
 export const SUM_LIMIT = 2n ** 63n - 1n;
-const ENTRY_BYTES = 36;
-const TWO_32 = 4_294_967_296;
-/** A high word below this keeps hi * 2^32 + lo below 2^53: exact as a number. */
-const SAFE_HIGH = 2 ** 21;
+/** The longest entry: a 32-bit model id (5 bytes) and four 63-bit sums (9 bytes each). */
+const MAX_ENTRY_BYTES = 5 + 4 * 9;
+/** Varints of up to 7 bytes (49 bits) are decoded as numbers; longer ones as bigints. */
+const NUMBER_BYTES = 7;
 
 export class SumLimitError extends Error {
   constructor() {
@@ -30,6 +31,11 @@ export class ModelSums {
       return;
     }
     this.addBig(index, BigInt(value));
+  }
+
+  addValue(index: number, value: number | bigint): void {
+    if (typeof value === "number") this.add(index, value);
+    else this.addBig(index, value);
   }
 
   addBig(index: number, value: bigint): void {
@@ -53,26 +59,43 @@ export class TotalsByModel {
     return sums;
   }
 
-  /** One event's values (each far below 2^53: see usage-event.ts). */
-  addEvent(modelId: number, inputTokens: number, outputTokens: number, basicMicros: number, payGoMicros: number): void {
+  /** One event's values: numbers (the API's, at most 10^12) or bigints (callers below it). */
+  addEvent(modelId: number, inputTokens: number | bigint, outputTokens: number | bigint, basicMicros: number | bigint, payGoMicros: number | bigint): void {
     const sums = this.sumsOf(modelId);
-    sums.add(0, inputTokens);
-    sums.add(1, outputTokens);
-    sums.add(2, basicMicros);
-    sums.add(3, payGoMicros);
+    sums.addValue(0, inputTokens);
+    sums.addValue(1, outputTokens);
+    sums.addValue(2, basicMicros);
+    sums.addValue(3, payGoMicros);
   }
 
   /** Adds packed totals (a usage_cell's `totals`). */
   addPacked(packed: Uint8Array): void {
-    const view = new DataView(packed.buffer, packed.byteOffset, packed.byteLength);
-    for (let offset = 0; offset + ENTRY_BYTES <= packed.byteLength; offset += ENTRY_BYTES) {
-      const sums = this.sumsOf(view.getUint32(offset, true));
+    let at = 0;
+    const end = packed.length;
+    while (at < end) {
+      // model_id, then the four sums; each a varint.
+      let value = 0;
+      let scale = 1;
+      let start = at;
+      for (;;) {
+        const byte = packed[at++]!;
+        value += (byte & 0x7f) * scale;
+        scale *= 128;
+        if (byte < 0x80) break;
+      }
+      const sums = this.sumsOf(value);
       for (let i = 0; i < 4; i++) {
-        const at = offset + 4 + i * 8;
-        const low = view.getUint32(at, true);
-        const high = view.getUint32(at + 4, true);
-        if (high < SAFE_HIGH) sums.add(i, high * TWO_32 + low);
-        else sums.addBig(i, (BigInt(high) << 32n) | BigInt(low));
+        value = 0;
+        scale = 1;
+        start = at;
+        for (;;) {
+          const byte = packed[at++]!;
+          value += (byte & 0x7f) * scale;
+          scale *= 128;
+          if (byte < 0x80) break;
+        }
+        if (at - start <= NUMBER_BYTES) sums.add(i, value);
+        else sums.addBig(i, readBigVarint(packed, start));
       }
     }
   }
@@ -91,26 +114,51 @@ export class TotalsByModel {
   /** The packed form, models in id order; throws SumLimitError past 2^63 - 1. */
   pack(): Uint8Array {
     const ids = [...this.models.keys()].sort((a, b) => a - b);
-    const packed = new Uint8Array(ids.length * ENTRY_BYTES);
-    const view = new DataView(packed.buffer);
-    let offset = 0;
+    const out = new Uint8Array(ids.length * MAX_ENTRY_BYTES);
+    let at = 0;
     for (const id of ids) {
       const sums = this.models.get(id)!;
-      view.setUint32(offset, id, true);
+      at = writeVarint(out, at, id);
       for (let i = 0; i < 4; i++) {
-        const at = offset + 4 + i * 8;
         if (sums.big) {
           const total = sums.total(i);
           if (total > SUM_LIMIT) throw new SumLimitError();
-          view.setBigUint64(at, total, true);
+          at = writeBigVarint(out, at, total);
         } else {
-          const value = sums.values[i]!;
-          view.setUint32(at, value % TWO_32, true);
-          view.setUint32(at + 4, Math.floor(value / TWO_32), true);
+          at = writeVarint(out, at, sums.values[i]!);
         }
       }
-      offset += ENTRY_BYTES;
     }
-    return packed;
+    return out.slice(0, at);
+  }
+}
+
+/** Writes a non-negative integer below 2^53 as a varint; returns the next offset. */
+function writeVarint(out: Uint8Array, at: number, value: number): number {
+  while (value >= 0x80) {
+    out[at++] = (value % 0x80) | 0x80;
+    value = Math.floor(value / 0x80);
+  }
+  out[at++] = value;
+  return at;
+}
+
+function writeBigVarint(out: Uint8Array, at: number, value: bigint): number {
+  while (value >= 0x80n) {
+    out[at++] = Number(value & 0x7fn) | 0x80;
+    value >>= 7n;
+  }
+  out[at++] = Number(value);
+  return at;
+}
+
+function readBigVarint(packed: Uint8Array, at: number): bigint {
+  let value = 0n;
+  let shift = 0n;
+  for (;;) {
+    const byte = packed[at++]!;
+    value |= BigInt(byte & 0x7f) << shift;
+    shift += 7n;
+    if (byte < 0x80) return value;
   }
 }

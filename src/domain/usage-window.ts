@@ -1,8 +1,9 @@
 // The usage query's window (contracts section 6) and how it is read. Whole UTC days are covered by
-// rollup periods of 112, 28, 7 and 1 days (Monday-aligned; each length divides the one above, so a
-// 180-day window needs at most about 25 of them), and the partial first and last day are read from
-// the raw events. The rows read depend on members, periods and the events of two days, never on the
-// number of events in the store.
+// rollup periods of 28, 7 and 1 days (Monday-aligned; each length divides the one above, so a
+// 180-day window needs at most 24 of them: six of 28 days, three weeks and six days on each side),
+// and the partial first and last day are read from the raw events. The rows read depend on members,
+// periods and the events of two days, never on the number of events in the store. (A 112-day tier
+// would save about three rows a member and cost every ingestion a fourth cell write.)
 import { invalidParameter } from "./errors.js";
 
 export const DAY_SECONDS = 86_400;
@@ -10,7 +11,7 @@ export const MAX_WINDOW_DAYS = 180;
 export const MAX_WINDOW_SECONDS = MAX_WINDOW_DAYS * DAY_SECONDS;
 
 /** Rollup period lengths in days, longest first. Day 4 after the epoch (1970-01-05) was a Monday. */
-export const ROLLUP_TIERS = [112, 28, 7, 1] as const;
+export const ROLLUP_TIERS = [28, 7, 1] as const;
 const MONDAY_OFFSET = 3;
 
 /** The period of a tier that holds a UTC day (days since the epoch). */

@@ -3,7 +3,7 @@
 // and the file is never held in memory.
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
-import { createInterface } from "node:readline";
+import { StringDecoder } from "node:string_decoder";
 import { invalidParameter } from "../domain/errors.js";
 import { describeJsonError } from "../domain/json-errors.js";
 import { checkUsageEvent } from "../domain/usage-event.js";
@@ -45,9 +45,7 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
         progress?.update(stream.bytesRead, events);
         chunk = [];
       };
-      // Created right before iterating: readline drops lines emitted while nobody iterates.
-      const lines = createInterface({ input: stream, crlfDelay: Infinity });
-      for await (const line of lines) {
+      for await (const batch of lineBatches(stream)) for (const line of batch) {
         lineNumber++;
         if (line.trim() === "") continue;
         const where = `line ${lineNumber}`;
@@ -68,4 +66,26 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
     stream.destroy();
     progress?.stop();
   }
+}
+
+/**
+ * The lines of a byte stream, decoded as UTF-8, one array per read ("\n" or "\r\n" ends a line; a
+ * last line without one counts). Split by hand: several times cheaper per line than node:readline.
+ */
+async function* lineBatches(stream: AsyncIterable<Buffer>): AsyncGenerator<string[]> {
+  const decoder = new StringDecoder("utf8");
+  let carry = "";
+  for await (const bytes of stream) {
+    const text = carry + decoder.write(bytes);
+    const batch: string[] = [];
+    let start = 0;
+    for (let end = text.indexOf("\n"); end !== -1; end = text.indexOf("\n", start)) {
+      batch.push(text.charCodeAt(end - 1) === 13 && end > start ? text.slice(start, end - 1) : text.slice(start, end));
+      start = end + 1;
+    }
+    carry = text.slice(start);
+    yield batch;
+  }
+  const rest = carry + decoder.end();
+  if (rest !== "") yield [rest.endsWith("\r") ? rest.slice(0, -1) : rest];
 }

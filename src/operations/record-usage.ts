@@ -32,17 +32,20 @@ export class MemberKeys {
 
 /** Rows for a chunk of checked events; `members` must have resolved them. */
 export async function toRows(repository: UsageRepository, members: MemberKeys, events: readonly LabelledEvent[]): Promise<UsageEventRow[]> {
-  const identity = (event: UsageEventInput) => ({ model_name: event.modelName, model_type: event.modelType, model_source: event.modelSource });
-  const models = await repository.resolveModels(events.map(({ event }) => identity(event)));
-  return events.map(({ event }) => ({
+  const keys = events.map(({ event }) => modelKey({ model_name: event.modelName, model_type: event.modelType, model_source: event.modelSource }));
+  const models = await repository.resolveModels(keys, (i) => {
+    const { event } = events[i]!;
+    return { model_name: event.modelName, model_type: event.modelType, model_source: event.modelSource };
+  });
+  return events.map(({ event }, i) => ({
     eventId: event.eventId,
     memberKey: members.key(event.userId),
-    modelId: models.get(modelKey(identity(event)))!,
+    modelId: models.get(keys[i]!)!,
     ts: event.timestamp,
-    inputTokens: Number(event.inputTokens),
-    outputTokens: Number(event.outputTokens),
-    basicMicros: Number(event.basicMicros),
-    payGoMicros: Number(event.payGoMicros),
+    inputTokens: event.inputTokens,
+    outputTokens: event.outputTokens,
+    basicMicros: event.basicMicros,
+    payGoMicros: event.payGoMicros,
   }));
 }
 

@@ -14,8 +14,21 @@ export type Dialect = "sqlite" | "postgres";
 export interface Database {
   readonly db: Kysely<Schema>;
   readonly dialect: Dialect;
+  /**
+   * SQLite only: a prepared statement to run synchronously, on the connection Kysely uses (so inside
+   * its open transaction); each run returns the rows it changed. For bulk writes: a single-row
+   * statement run many times costs less than a multi-row one, and far less than a Kysely round trip.
+   */
+  readonly direct?: DirectStatement;
   close(): Promise<void>;
 }
+
+export type DirectStatement = (sql: string) => {
+  /** Runs the statement; returns the rows it changed. */
+  run(parameters: readonly unknown[]): number;
+  /** The rows the statement returns. */
+  all(parameters: readonly unknown[]): unknown[];
+};
 
 export const DEFAULT_DATABASE_URL = "./data/enterprise-admin.sqlite";
 
@@ -45,8 +58,18 @@ export function openDatabase(url: string): Database {
   // 2 MiB) keeps their inner pages in memory; temporary sort space stays in memory too.
   sqlite.pragma("cache_size = -262144");
   sqlite.pragma("temp_store = MEMORY");
-  const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
-  return { db, dialect: "sqlite", close: () => db.destroy() };
+  // Checkpoint every 64 MiB of WAL instead of every 4 MiB: an ingestion batch rewrites a few thousand
+  // pages, and at the default nearly every commit ran a checkpoint (copy back and fsync) of its own.
+  sqlite.pragma("wal_autocheckpoint = 16384");
+  const statements = withStatementCache(sqlite);
+  const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: statements }) });
+  const direct: DirectStatement = (sql) => {
+    const statement = statements.prepare(sql);
+    return statement.reader
+      ? { run: () => { throw new Error("run() on a statement that returns rows"); }, all: (parameters) => statement.all(parameters) }
+      : { run: (parameters) => statement.run(parameters).changes, all: () => { throw new Error("all() on a statement that returns no rows"); } };
+  };
+  return { db, dialect: "sqlite", direct, close: () => db.destroy() };
 }
 
 /**

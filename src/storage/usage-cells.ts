@@ -4,7 +4,7 @@
 import { CompiledQuery, sql, type Kysely } from "kysely";
 import { ROLLUP_TIERS, periodOf } from "../domain/usage-window.js";
 import { TotalsByModel } from "../domain/usage-totals.js";
-import type { Dialect } from "./database.js";
+import type { Database, Dialect } from "./database.js";
 import type { Schema } from "./schema.js";
 
 /** Rows per statement at most: 4 to 10 parameters each, well under SQLite's 32,766. */
@@ -28,10 +28,10 @@ export interface EventValues {
   memberKey: number;
   modelId: number;
   day: number;
-  inputTokens: number;
-  outputTokens: number;
-  basicMicros: number;
-  payGoMicros: number;
+  inputTokens: number | bigint;
+  outputTokens: number | bigint;
+  basicMicros: number | bigint;
+  payGoMicros: number | bigint;
 }
 
 /** Sums of new events per (tier, period, member), not yet in usage_cell. */
@@ -74,22 +74,32 @@ export class CellSums {
 }
 
 /** Adds held sums to usage_cell; run inside the ingestion's transaction. */
-export async function addToCells(db: Kysely<Schema>, dialect: Dialect, sums: CellSums): Promise<void> {
+export async function addToCells(database: Pick<Database, "db" | "dialect" | "direct">, sums: CellSums): Promise<void> {
+  const { db, dialect, direct } = database;
+  const upsertOne = direct?.(upsertStatement(db, dialect, 1));
   for (const { tierDays, period, members } of sums.drain()) {
     for (const chunk of chunks(members)) {
-      const stored = await db.selectFrom("usage_cell").select(["member_key", "totals"])
-        .where("tier_days", "=", tierDays).where("period", "=", period)
-        .where("member_key", "in", chunk.map(([memberKey]) => memberKey)).execute();
+      const keys = chunk.map(([memberKey]) => memberKey);
+      const stored = direct
+        ? direct(selectStatement(db, dialect, keys.length)).all([tierDays, period, ...keys]) as StoredCell[]
+        : await db.selectFrom("usage_cell").select(["member_key", "totals"])
+          .where("tier_days", "=", tierDays).where("period", "=", period).where("member_key", "in", keys).execute();
       const storedByMember = new Map(stored.map((row) => [Number(row.member_key), row.totals]));
       const parameters: unknown[] = [];
       for (const [memberKey, totals] of chunk) {
         const before = storedByMember.get(memberKey);
         if (before) totals.addPacked(before);
-        parameters.push(tierDays, period, memberKey, totals.pack());
+        if (upsertOne) upsertOne.run([tierDays, period, memberKey, totals.pack()]);
+        else parameters.push(tierDays, period, memberKey, totals.pack());
       }
-      await db.executeQuery(CompiledQuery.raw(upsertStatement(db, dialect, chunk.length), parameters));
+      if (!upsertOne) await db.executeQuery(CompiledQuery.raw(upsertStatement(db, dialect, chunk.length), parameters));
     }
   }
+}
+
+interface StoredCell {
+  member_key: number;
+  totals: Uint8Array;
 }
 
 const upsertSql = new Map<string, string>();
@@ -103,6 +113,20 @@ function upsertStatement(db: Kysely<Schema>, dialect: Dialect, rows: number): st
       .onConflict((oc) => oc.columns(["tier_days", "period", "member_key"]).doUpdateSet({ totals: sql`excluded.totals` }))
       .compile().sql;
     upsertSql.set(key, text);
+  }
+  return text;
+}
+
+const selectSql = new Map<string, string>();
+
+/** The stored cells of one period for `members` members (parameters: tier_days, period, member keys). */
+function selectStatement(db: Kysely<Schema>, dialect: Dialect, members: number): string {
+  const key = `${dialect}:${members}`;
+  let text = selectSql.get(key);
+  if (!text) {
+    text = db.selectFrom("usage_cell").select(["member_key", "totals"]).where("tier_days", "=", 0).where("period", "=", 0)
+      .where("member_key", "in", Array.from({ length: members }, () => 0)).compile().sql;
+    selectSql.set(key, text);
   }
   return text;
 }

@@ -3,10 +3,11 @@
 // windowed sums.
 import { CompiledQuery, sql, type Kysely } from "kysely";
 import { invalidParameter } from "../domain/errors.js";
+import type { EventValue } from "../domain/usage-event.js";
 import { SumLimitError, TotalsByModel } from "../domain/usage-totals.js";
 import { dayOf, type WindowPlan } from "../domain/usage-window.js";
 import type { Schema } from "./schema.js";
-import type { Dialect } from "./database.js";
+import type { Database, Dialect } from "./database.js";
 import { CellSums, addToCells, chunks } from "./usage-cells.js";
 
 export interface MemberRow {
@@ -23,16 +24,16 @@ export interface ModelIdentity {
   model_source: string;
 }
 
-/** One checked event, resolved to keys. Values are at most 10^12 (usage-event.ts): exact as numbers. */
+/** One checked event, resolved to keys. */
 export interface UsageEventRow {
   eventId: string;
   memberKey: number;
   modelId: number;
   ts: number;
-  inputTokens: number;
-  outputTokens: number;
-  basicMicros: number;
-  payGoMicros: number;
+  inputTokens: EventValue;
+  outputTokens: EventValue;
+  basicMicros: EventValue;
+  payGoMicros: EventValue;
 }
 
 export interface UsageSumRow {
@@ -57,15 +58,18 @@ interface SharedCaches {
 }
 
 export class UsageRepository {
+  private readonly db: Kysely<Schema>;
+  private readonly dialect: Dialect;
   private readonly modelIds: Map<string, number>;
   private readonly models: Map<number, ModelIdentity>;
   private readonly insertStatements: Map<number, string>;
 
   constructor(
-    private readonly db: Kysely<Schema>,
-    private readonly dialect: Dialect,
+    private readonly database: Pick<Database, "db" | "dialect" | "direct">,
     private readonly caches: SharedCaches = { modelIds: new Map(), models: new Map(), insertStatements: new Map() },
   ) {
+    this.db = database.db;
+    this.dialect = database.dialect;
     this.modelIds = caches.modelIds;
     this.models = caches.models;
     this.insertStatements = caches.insertStatements;
@@ -88,16 +92,20 @@ export class UsageRepository {
     return row?.currency;
   }
 
-  /** The ids of these models, making the ones not seen before. */
-  async resolveModels(models: Iterable<ModelIdentity>): Promise<Map<string, number>> {
-    const wanted = new Map<string, ModelIdentity>();
-    for (const m of models) wanted.set(modelKey(m), m);
-    const missing = [...wanted.entries()].filter(([key]) => !this.modelIds.has(key)).map(([, m]) => m);
-    if (missing.length > 0) {
-      await this.db.insertInto("usage_model").values(missing).onConflict((oc) => oc.doNothing()).execute();
+  /**
+   * The ids of these models (by `modelKey`), making the ones not seen before; `identity(i)` gives the
+   * model of `keys[i]`, asked only for a model new to this process.
+   */
+  async resolveModels(keys: readonly string[], identity: (index: number) => ModelIdentity): Promise<ReadonlyMap<string, number>> {
+    const missing = new Map<string, ModelIdentity>();
+    for (let i = 0; i < keys.length; i++) {
+      if (!this.modelIds.has(keys[i]!) && !missing.has(keys[i]!)) missing.set(keys[i]!, identity(i));
+    }
+    if (missing.size > 0) {
+      await this.db.insertInto("usage_model").values([...missing.values()]).onConflict((oc) => oc.doNothing()).execute();
       await this.loadModels();
     }
-    return new Map([...wanted.keys()].map((key) => [key, this.modelIds.get(key)!]));
+    return this.modelIds;
   }
 
   /** The identities of these model ids (one reload at most when an id is new to this process). */
@@ -132,11 +140,11 @@ export class UsageRepository {
       return await this.db.transaction().execute(async (trx) => {
         // PostgreSQL: one ingestion at a time, so that two never read and rewrite the same cell at once.
         if (this.dialect === "postgres") await sql`select pg_advisory_xact_lock(72001)`.execute(trx);
-        const tx = new UsageRepository(trx, this.dialect, this.caches);
+        const tx = new UsageRepository({ db: trx, dialect: this.dialect, direct: this.database.direct }, this.caches);
         tx.cells = new CellSums();
         tx.cellLimit = options.bulk ? BULK_FLUSH_CELLS : FLUSH_CELLS;
         await work(tx);
-        await addToCells(trx, this.dialect, tx.cells);
+        await addToCells(tx.database, tx.cells);
         return tx.added;
       });
     } catch (error) {
@@ -158,29 +166,49 @@ export class UsageRepository {
   async insertEvents(enterpriseId: string, rows: readonly UsageEventRow[]): Promise<void> {
     const cells = this.cells;
     if (!cells) throw new Error("insertEvents runs only inside ingest()");
+    const fresh = this.database.direct ? this.insertEach(enterpriseId, rows) : await this.insertChunks(enterpriseId, rows);
+    for (const row of fresh) {
+      cells.add({
+        memberKey: row.memberKey, modelId: row.modelId, day: dayOf(row.ts), inputTokens: row.inputTokens,
+        outputTokens: row.outputTokens, basicMicros: row.basicMicros, payGoMicros: row.payGoMicros,
+      });
+    }
+    this.added += fresh.length;
+    if (cells.size >= this.cellLimit) await addToCells(this.database, cells);
+  }
+
+  /** SQLite: one single-row INSERT per event; the rows it added are the events not seen before. */
+  private insertEach(enterpriseId: string, rows: readonly UsageEventRow[]): UsageEventRow[] {
+    const insert = this.database.direct!(this.insertStatement(1));
+    const parameters: unknown[] = new Array(EVENT_COLUMNS.length);
+    return rows.filter((row) => {
+      setEventParameters(parameters, 0, enterpriseId, row);
+      return insert.run(parameters) === 1;
+    });
+  }
+
+  /**
+   * PostgreSQL: multi-row INSERTs. The common case, no event seen before, is one INSERT per chunk;
+   * when some were (it added fewer rows than it was given), it is undone and redone without them.
+   */
+  private async insertChunks(enterpriseId: string, rows: readonly UsageEventRow[]): Promise<UsageEventRow[]> {
+    const fresh: UsageEventRow[] = [];
     for (const chunk of chunks(rows)) {
-      // The common case, no event seen before, is one INSERT. When some were (the INSERT added fewer
-      // rows than it was given), it is undone and the chunk is inserted without them.
       await sql`savepoint usage_chunk`.execute(this.db);
       const result = await this.db.executeQuery(CompiledQuery.raw(this.insertStatement(chunk.length), eventParameters(enterpriseId, chunk)));
-      let fresh: readonly UsageEventRow[] = chunk;
-      if (Number(result.numAffectedRows ?? 0n) !== chunk.length) {
+      if (Number(result.numAffectedRows ?? 0n) === chunk.length) {
+        fresh.push(...chunk);
+      } else {
         await sql`rollback to savepoint usage_chunk`.execute(this.db);
-        fresh = await this.withoutKnownEvents(enterpriseId, chunk);
-        for (const part of chunks(fresh)) {
+        const unseen = await this.withoutKnownEvents(enterpriseId, chunk);
+        for (const part of chunks(unseen)) {
           await this.db.executeQuery(CompiledQuery.raw(this.insertStatement(part.length), eventParameters(enterpriseId, part)));
         }
+        fresh.push(...unseen);
       }
       await sql`release savepoint usage_chunk`.execute(this.db);
-      for (const row of fresh) {
-        cells.add({
-          memberKey: row.memberKey, modelId: row.modelId, day: dayOf(row.ts), inputTokens: row.inputTokens,
-          outputTokens: row.outputTokens, basicMicros: row.basicMicros, payGoMicros: row.payGoMicros,
-        });
-      }
-      this.added += fresh.length;
     }
-    if (cells.size >= this.cellLimit) await addToCells(this.db, this.dialect, cells);
+    return fresh;
   }
 
   /** The rows whose event_id is neither stored nor earlier in `rows`. */
@@ -216,7 +244,8 @@ export class UsageRepository {
     const keys = sql.join(memberKeys.map((k) => sql`${k}`));
     // Typed NULLs: PostgreSQL gives a column of a UNION one type.
     const noTotals = this.dialect === "postgres" ? sql`cast(null as bytea)` : sql`cast(null as blob)`;
-    const noValue = sql`cast(null as bigint)`;
+    const noValue = this.dialect === "postgres" ? sql`cast(null as text)` : sql`cast(null as bigint)`;
+    const exact = (column: string) => exactInteger(this.dialect, column);
     const parts = [];
     for (const r of plan.rollups) {
       const periods = sql.join(Array.from({ length: r.toPeriod - r.fromPeriod }, (_, i) => sql`${r.fromPeriod + i}`));
@@ -224,7 +253,8 @@ export class UsageRepository {
         from usage_cell where tier_days = ${r.tierDays} and period in (${periods}) and member_key in (${keys})`);
     }
     for (const [from, to] of plan.rawRanges) {
-      parts.push(sql`select member_key, ${noTotals} as totals, model_id, input_tokens as i, output_tokens as o, basic_micros as b, pay_go_micros as p
+      parts.push(sql`select member_key, ${noTotals} as totals, ${exact("model_id")} as model_id, ${exact("input_tokens")} as i,
+        ${exact("output_tokens")} as o, ${exact("basic_micros")} as b, ${exact("pay_go_micros")} as p
         from usage_event where day = ${dayOf(from)} and member_key in (${keys}) and ts >= ${from} and ts < ${to}`);
     }
     const { rows } = await sql<WindowRow>`${sql.join(parts, sql` union all `)}`.execute(this.db);
@@ -234,7 +264,7 @@ export class UsageRepository {
       let totals = byMember.get(memberKey);
       if (!totals) byMember.set(memberKey, (totals = new TotalsByModel()));
       if (row.totals) totals.addPacked(row.totals);
-      else totals.addEvent(Number(row.model_id), Number(row.i), Number(row.o), Number(row.b), Number(row.p));
+      else totals.addEvent(Number(row.model_id), fromExact(row.i!), fromExact(row.o!), fromExact(row.b!), fromExact(row.p!));
     }
     const out: UsageSumRow[] = [];
     for (const [memberKey, totals] of byMember) {
@@ -253,19 +283,48 @@ export class UsageRepository {
 interface WindowRow {
   member_key: number | string;
   totals: Uint8Array | null;
-  model_id: number | null;
-  i: number | null;
-  o: number | null;
-  b: number | null;
-  p: number | null;
+  model_id: number | string | null;
+  i: number | string | null;
+  o: number | string | null;
+  b: number | string | null;
+  p: number | string | null;
+}
+
+/**
+ * A 64-bit column read exactly: drivers return integers as JS numbers, which round past 2^53. SQLite
+ * turns only such large values into text; PostgreSQL's column needs one type, so it is always text.
+ */
+export function exactInteger(dialect: Dialect, column: string) {
+  const ref = sql.ref(column);
+  return dialect === "postgres"
+    ? sql`cast(${ref} as text)`
+    : sql`case when ${ref} between -9007199254740991 and 9007199254740991 then ${ref} else cast(${ref} as text) end`;
+}
+
+/** The value of an `exactInteger` column. */
+export function fromExact(value: number | string): EventValue {
+  if (typeof value === "number") return value;
+  return value.length <= 15 ? Number(value) : BigInt(value);
 }
 
 function eventParameters(enterpriseId: string, rows: readonly UsageEventRow[]): unknown[] {
-  const parameters: unknown[] = [];
-  for (const r of rows) {
-    parameters.push(dayOf(r.ts), r.memberKey, r.ts, r.eventId, enterpriseId, r.modelId, r.inputTokens, r.outputTokens, r.basicMicros, r.payGoMicros);
-  }
+  const parameters: unknown[] = new Array(rows.length * EVENT_COLUMNS.length);
+  for (let i = 0; i < rows.length; i++) setEventParameters(parameters, i * EVENT_COLUMNS.length, enterpriseId, rows[i]!);
   return parameters;
+}
+
+/** One event's values in EVENT_COLUMNS order, written into `parameters` from `at`. */
+function setEventParameters(parameters: unknown[], at: number, enterpriseId: string, r: UsageEventRow): void {
+  parameters[at] = dayOf(r.ts);
+  parameters[at + 1] = r.memberKey;
+  parameters[at + 2] = r.ts;
+  parameters[at + 3] = r.eventId;
+  parameters[at + 4] = enterpriseId;
+  parameters[at + 5] = r.modelId;
+  parameters[at + 6] = r.inputTokens;
+  parameters[at + 7] = r.outputTokens;
+  parameters[at + 8] = r.basicMicros;
+  parameters[at + 9] = r.payGoMicros;
 }
 
 /** Write the held cell sums when this many cells have gathered. */

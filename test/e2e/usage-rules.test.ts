@@ -133,7 +133,7 @@ describe.each(dialects)("usage rules (%s)", (dialect) => {
    * API's per-event ceilings: how the tests reach sums past 2^53 in a few events.
    */
   async function seed(enterpriseId: string, events: Array<Record<string, unknown>>): Promise<{ recorded: number; duplicates: number }> {
-    const repository = new UsageRepository(svc.database.db, svc.database.dialect);
+    const repository = new UsageRepository(svc.database);
     return recordUsage(repository, enterpriseId, events.map((e, i) => ({
       where: `seed[${i}]`,
       event: {

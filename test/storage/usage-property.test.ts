@@ -272,7 +272,7 @@ describe.each(dialects)("usage sums, property-based (%s)", (dialect) => {
       testDb = await createTestDatabase(dialect);
       database = openDatabase(testDb.url);
       await migrateToLatest(database);
-      repository = new UsageRepository(database.db, database.dialect);
+      repository = new UsageRepository(database);
     });
 
     afterAll(async () => {

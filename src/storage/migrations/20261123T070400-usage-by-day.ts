@@ -1,11 +1,12 @@
 // Usage storage ordered for writing as well as reading: raw events by (day, member_key, ts) instead of
 // a member-first index (a batch of events for random members wrote one random page per event; now
 // they land in the current day's pages), and the per-model rollup rows replaced by one usage_cell per
-// (tier, period, member) holding every model's totals, with a 1-day tier beside 112, 28 and 7, so that
+// (tier, period, member) holding every model's totals, in tiers of 28, 7 and 1 days, so that
 // a 180-day query reads a few dozen rows per member. The cells are rebuilt from the raw events.
 import { PostgresAdapter, sql, type Kysely } from "kysely";
 import { dayOf } from "../../domain/usage-window.js";
 import { CellSums, addToCells } from "../usage-cells.js";
+import { exactInteger, fromExact } from "../usage-repository.js";
 import type { Schema } from "../schema.js";
 
 export async function up(db: Kysely<any>): Promise<void> {
@@ -48,22 +49,25 @@ export async function up(db: Kysely<any>): Promise<void> {
   await rebuildCells(db as Kysely<Schema>, postgres);
 }
 
-/** Sums every stored event into the cells, a slice of members at a time. */
+/** Sums every stored event into the cells, a week of events at a time (through the day-first order). */
 async function rebuildCells(db: Kysely<Schema>, postgres: boolean): Promise<void> {
-  const memberKeys = (await db.selectFrom("usage_event").select("member_key").distinct().execute()).map((r) => Number(r.member_key));
-  for (let i = 0; i < memberKeys.length; i += 200) {
+  const dialect = postgres ? "postgres" : "sqlite";
+  const exact = (column: string) => exactInteger(dialect, column);
+  const bounds = await db.selectFrom("usage_event").select((eb) => [eb.fn.min("day").as("first"), eb.fn.max("day").as("last")]).executeTakeFirst();
+  if (bounds?.first === null || bounds?.first === undefined) return;
+  for (let from = Number(bounds.first); from <= Number(bounds.last); from += 7) {
     const sums = new CellSums();
-    const rows = await db.selectFrom("usage_event")
-      .select(["member_key", "model_id", "ts", "input_tokens", "output_tokens", "basic_micros", "pay_go_micros"])
-      .where("member_key", "in", memberKeys.slice(i, i + 200)).execute();
+    const { rows } = await sql<{ member_key: number; model_id: number; ts: number; i: number | string; o: number | string; b: number | string; p: number | string }>`
+      select member_key, model_id, ts, ${exact("input_tokens")} as i, ${exact("output_tokens")} as o,
+        ${exact("basic_micros")} as b, ${exact("pay_go_micros")} as p
+      from usage_event where day >= ${from} and day < ${from + 7}`.execute(db);
     for (const row of rows) {
       sums.add({
         memberKey: Number(row.member_key), modelId: Number(row.model_id), day: dayOf(Number(row.ts)),
-        inputTokens: Number(row.input_tokens), outputTokens: Number(row.output_tokens),
-        basicMicros: Number(row.basic_micros), payGoMicros: Number(row.pay_go_micros),
+        inputTokens: fromExact(row.i), outputTokens: fromExact(row.o), basicMicros: fromExact(row.b), payGoMicros: fromExact(row.p),
       });
     }
-    await addToCells(db, postgres ? "postgres" : "sqlite", sums);
+    await addToCells({ db, dialect }, sums);
   }
 }
 
