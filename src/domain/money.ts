@@ -10,8 +10,14 @@ export function parseMicros(text: string): bigint | undefined {
   return BigInt(match[1]!) * 1_000_000n + BigInt((match[2] ?? "").padEnd(6, "0"));
 }
 
-/** 12345600n -> "12.345600"; -5n -> "-0.000005". */
-export function formatMicros(micros: bigint): string {
+/** 12345600n (or 12345600) -> "12.345600"; -5n -> "-0.000005". A number must be a safe integer. */
+export function formatMicros(micros: bigint | number): string {
+  if (typeof micros === "number") {
+    // The common case, without BigInt arithmetic: exact for any safe integer.
+    const abs = Math.abs(micros);
+    const fraction = String(abs % 1_000_000).padStart(6, "0");
+    return `${micros < 0 ? "-" : ""}${Math.floor(abs / 1_000_000)}.${fraction}`;
+  }
   const negative = micros < 0n;
   const abs = negative ? -micros : micros;
   const whole = abs / 1_000_000n;

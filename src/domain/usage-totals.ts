@@ -47,6 +47,13 @@ export class ModelSums {
   total(index: number): bigint {
     return BigInt(this.values[index]!) + (this.big?.[index] ?? 0n);
   }
+
+  /** The sum as a number while it is exact, else as a bigint. */
+  exact(index: number): number | bigint {
+    if (!this.big) return this.values[index]!;
+    const total = this.total(index);
+    return total <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(total) : total;
+  }
 }
 
 /** Sums per model id. */

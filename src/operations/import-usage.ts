@@ -1,16 +1,14 @@
-// Streams an NDJSON file of usage events into the store in one ingestion: every line is checked as
-// it is read (an error names the line and rolls back the whole file), rows are written in chunks,
-// and the file is never held in memory.
-import { createReadStream } from "node:fs";
+// Streams an NDJSON file of usage events into the store in one ingestion. A worker thread reads,
+// parses and checks the lines (usage-file-worker.ts) while this thread resolves members and models
+// and writes; an error names the line and rolls back the whole file, and the file is never held in
+// memory (the worker stays at most a few batches ahead).
 import { stat } from "node:fs/promises";
-import { StringDecoder } from "node:string_decoder";
+import { on } from "node:events";
+import { Worker } from "node:worker_threads";
 import { invalidParameter } from "../domain/errors.js";
-import { describeJsonError } from "../domain/json-errors.js";
-import { checkUsageEvent } from "../domain/usage-event.js";
-import type { UsageRepository } from "../storage/usage-repository.js";
-import { MemberKeys, toRows, type LabelledEvent } from "./record-usage.js";
-
-const CHUNK_EVENTS = 5000;
+import type { UsageEventRow, UsageRepository } from "../storage/usage-repository.js";
+import { MemberKeys } from "./record-usage.js";
+import { VALUES_PER_EVENT, type EventColumns, type UsageFileMessage, type UsageFileWorkerData } from "./usage-file-worker.js";
 
 export interface ImportProgress {
   start(totalBytes: number): void;
@@ -30,62 +28,49 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
     throw invalidParameter(`enterprise "${enterpriseId}" does not exist (import a directory file first)`);
   }
   const totalBytes = (await stat(path)).size;
-  const stream = createReadStream(path, { highWaterMark: 1 << 20 });
-  let lineNumber = 0;
+  const worker = new Worker(new URL("./usage-file-worker.mjs", import.meta.url), { workerData: { path } satisfies UsageFileWorkerData });
+  let lines = 0;
   let events = 0;
   progress?.start(totalBytes);
   try {
     const recorded = await repository.ingest(async (tx) => {
       const members = new MemberKeys(tx, enterpriseId);
-      let chunk: LabelledEvent[] = [];
-      const flush = async () => {
-        await members.resolve(chunk);
-        await tx.insertEvents(enterpriseId, await toRows(tx, members, chunk));
-        events += chunk.length;
-        progress?.update(stream.bytesRead, events);
-        chunk = [];
-      };
-      for await (const batch of lineBatches(stream)) for (const line of batch) {
-        lineNumber++;
-        if (line.trim() === "") continue;
-        const where = `line ${lineNumber}`;
-        let json: unknown;
-        try {
-          json = JSON.parse(line);
-        } catch (error) {
-          throw invalidParameter(`${where}: not valid JSON (${describeJsonError(line, error)})`);
+      for await (const [message] of on(worker, "message") as AsyncIterable<[UsageFileMessage]>) {
+        if (message.kind === "invalid") throw invalidParameter(message.message);
+        if (message.kind === "failed") throw new Error(`reading ${path}: ${message.message}`);
+        if (message.kind === "done") {
+          lines = message.lines;
+          return;
         }
-        if (json === null || typeof json !== "object" || Array.isArray(json)) throw invalidParameter(`${where}: expected a JSON object`);
-        chunk.push({ event: checkUsageEvent(json, where), where });
-        if (chunk.length >= CHUNK_EVENTS) await flush();
+        worker.postMessage("more");
+        await tx.insertEvents(enterpriseId, await toRows(tx, members, message.events));
+        events += message.events.count;
+        progress?.update(message.bytesRead, events);
       }
-      if (chunk.length > 0) await flush();
     }, { bulk: true });
-    return { enterprise_id: enterpriseId, lines: lineNumber, recorded, duplicates: events - recorded };
+    return { enterprise_id: enterpriseId, lines, recorded, duplicates: events - recorded };
   } finally {
-    stream.destroy();
+    await worker.terminate();
     progress?.stop();
   }
 }
 
-/**
- * The lines of a byte stream, decoded as UTF-8, one array per read ("\n" or "\r\n" ends a line; a
- * last line without one counts). Split by hand: several times cheaper per line than node:readline.
- */
-async function* lineBatches(stream: AsyncIterable<Buffer>): AsyncGenerator<string[]> {
-  const decoder = new StringDecoder("utf8");
-  let carry = "";
-  for await (const bytes of stream) {
-    const text = carry + decoder.write(bytes);
-    const batch: string[] = [];
-    let start = 0;
-    for (let end = text.indexOf("\n"); end !== -1; end = text.indexOf("\n", start)) {
-      batch.push(text.charCodeAt(end - 1) === 13 && end > start ? text.slice(start, end - 1) : text.slice(start, end));
-      start = end + 1;
-    }
-    carry = text.slice(start);
-    yield batch;
+/** Rows for a batch of checked events: members (an unknown one rejects the file) and models resolved. */
+async function toRows(repository: UsageRepository, members: MemberKeys, batch: EventColumns): Promise<UsageEventRow[]> {
+  const at = (i: number) => `line ${batch.lines[i]} (event_id ${JSON.stringify(batch.eventIds[i])})`;
+  await members.resolveIds(batch.userIds, at);
+  const models = await repository.resolveModels(batch.modelKeys, (i) => {
+    const [model_name, model_type, model_source] = batch.modelKeys[i]!.split("\u0000") as [string, string, string];
+    return { model_name, model_type, model_source };
+  });
+  const rows: UsageEventRow[] = new Array(batch.count);
+  const values = batch.values;
+  for (let i = 0; i < batch.count; i++) {
+    const v = i * VALUES_PER_EVENT;
+    rows[i] = {
+      eventId: batch.eventIds[i]!, memberKey: members.key(batch.userIds[i]!), modelId: models.get(batch.modelKeys[i]!)!,
+      ts: values[v]!, inputTokens: values[v + 1]!, outputTokens: values[v + 2]!, basicMicros: values[v + 3]!, payGoMicros: values[v + 4]!,
+    };
   }
-  const rest = carry + decoder.end();
-  if (rest !== "") yield [rest.endsWith("\r") ? rest.slice(0, -1) : rest];
+  return rows;
 }

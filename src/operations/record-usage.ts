@@ -16,11 +16,17 @@ export class MemberKeys {
   constructor(private readonly repository: UsageRepository, private readonly enterpriseId: string) {}
 
   async resolve(events: readonly LabelledEvent[]): Promise<void> {
-    const unseen = [...new Set(events.map((e) => e.event.userId))].filter((id) => !this.known.has(id));
+    await this.resolveIds(events.map((e) => e.event.userId), (i) => `${events[i]!.where} (event_id ${JSON.stringify(events[i]!.event.eventId)})`);
+  }
+
+  /** Loads these members; `describe(i)` names the event of `userIds[i]` in the error for an unknown one. */
+  async resolveIds(userIds: readonly string[], describe: (index: number) => string): Promise<void> {
+    const unseen = [...new Set(userIds)].filter((id) => !this.known.has(id));
+    if (unseen.length === 0) return;
     for (const row of await this.repository.membersByUserIds(this.enterpriseId, unseen)) this.known.set(row.user_id, row);
-    for (const { event, where } of events) {
-      if (!this.known.has(event.userId)) {
-        throw invalidParameter(`${where} (event_id ${JSON.stringify(event.eventId)}): user_id: "${event.userId}" is not a member of enterprise ${this.enterpriseId}`);
+    for (let i = 0; i < userIds.length; i++) {
+      if (!this.known.has(userIds[i]!)) {
+        throw invalidParameter(`${describe(i)}: user_id: "${userIds[i]}" is not a member of enterprise ${this.enterpriseId}`);
       }
     }
   }

@@ -89,21 +89,27 @@ function modelUsage(models: ReadonlyMap<number, ModelIdentity>, rows: UsageSumRo
     || compareCodePoints(a.model.model_source, b.model.model_source));
   return entries.map(({ row, model }) => {
     const charged = model.model_source !== "Custom";
-    const basic = charged ? row.basic_micros : 0n;
-    const payGo = charged ? row.pay_go_micros : 0n;
+    const basic = charged ? row.basic_micros : 0;
+    const payGo = charged ? row.pay_go_micros : 0;
     return {
       modelName: model.model_name,
       modelType: model.model_type,
       modelSource: model.model_source,
-      usage: { inputTokens: row.input_tokens, outputTokens: row.output_tokens },
+      usage: { inputTokens: BigInt(row.input_tokens), outputTokens: BigInt(row.output_tokens) },
       amount: {
         basicAmount: formatMicros(basic),
         payGoAmount: formatMicros(payGo),
-        totalAmount: formatMicros(basic + payGo),
+        totalAmount: formatMicros(exactSum(basic, payGo)),
         currency,
       },
     };
   });
+}
+
+/** a + b, exactly: a number while the sum stays below 2^53. */
+function exactSum(a: number | bigint, b: number | bigint): number | bigint {
+  if (typeof a === "number" && typeof b === "number" && a + b <= Number.MAX_SAFE_INTEGER) return a + b;
+  return BigInt(a) + BigInt(b);
 }
 
 /** De-duplicates e-mails case-insensitively, keeping the first spelling (it is what not_found echoes). */

@@ -36,13 +36,14 @@ export interface UsageEventRow {
   payGoMicros: EventValue;
 }
 
+/** Exact sums: a number while below 2^53, a bigint past it. */
 export interface UsageSumRow {
   member_key: number;
   model_id: number;
-  input_tokens: bigint;
-  output_tokens: bigint;
-  basic_micros: bigint;
-  pay_go_micros: bigint;
+  input_tokens: number | bigint;
+  output_tokens: number | bigint;
+  basic_micros: number | bigint;
+  pay_go_micros: number | bigint;
 }
 
 const EVENT_COLUMNS = ["day", "member_key", "ts", "event_id", "enterprise_id", "model_id", "input_tokens", "output_tokens", "basic_micros", "pay_go_micros"] as const;
@@ -237,23 +238,30 @@ export class UsageRepository {
   /**
    * Sums per member and model over a window plan: the cells of its rollup periods plus the raw events
    * of its partial days, read by one statement (one snapshot: an ingestion committing meanwhile is
-   * either wholly in or wholly out) and added up here, exactly (bigint past 2^53).
+   * either wholly in or wholly out) and added up here, exactly (bigint past 2^53). A member's cells
+   * come back as one hex string (their packed totals end to end, which is itself packed totals):
+   * one value per member instead of one blob per cell, which the driver turns into a Buffer each
+   * (measured: 5.4 ms for 1,900 cells as blobs, 2.2 ms as one string per member).
    */
   async sumUsage(memberKeys: readonly number[], plan: WindowPlan): Promise<UsageSumRow[]> {
     if (memberKeys.length === 0) return [];
+    const postgres = this.dialect === "postgres";
     const keys = sql.join(memberKeys.map((k) => sql`${k}`));
-    // Typed NULLs: PostgreSQL gives a column of a UNION one type.
-    const noTotals = this.dialect === "postgres" ? sql`cast(null as bytea)` : sql`cast(null as blob)`;
-    const noValue = this.dialect === "postgres" ? sql`cast(null as text)` : sql`cast(null as bigint)`;
-    const exact = (column: string) => exactInteger(this.dialect, column);
-    const parts = [];
-    for (const r of plan.rollups) {
+    const cellParts = plan.rollups.map((r) => {
       const periods = sql.join(Array.from({ length: r.toPeriod - r.fromPeriod }, (_, i) => sql`${r.fromPeriod + i}`));
-      parts.push(sql`select member_key, totals, ${noValue} as model_id, ${noValue} as i, ${noValue} as o, ${noValue} as b, ${noValue} as p
-        from usage_cell where tier_days = ${r.tierDays} and period in (${periods}) and member_key in (${keys})`);
+      return sql`select member_key, totals from usage_cell
+        where tier_days = ${r.tierDays} and period in (${periods}) and member_key in (${keys})`;
+    });
+    const parts = [];
+    if (cellParts.length > 0) {
+      const hexOfAll = postgres ? sql`string_agg(encode(totals, 'hex'), '')` : sql`group_concat(hex(totals), '')`;
+      const noValue = postgres ? sql`cast(null as text)` : sql`null`;
+      parts.push(sql`select member_key, ${hexOfAll} as cells, ${noValue} as model_id, ${noValue} as i, ${noValue} as o, ${noValue} as b, ${noValue} as p
+        from (${sql.join(cellParts, sql` union all `)}) as cell group by member_key`);
     }
+    const exact = (column: string) => exactInteger(this.dialect, column);
     for (const [from, to] of plan.rawRanges) {
-      parts.push(sql`select member_key, ${noTotals} as totals, ${exact("model_id")} as model_id, ${exact("input_tokens")} as i,
+      parts.push(sql`select member_key, null as cells, ${exact("model_id")} as model_id, ${exact("input_tokens")} as i,
         ${exact("output_tokens")} as o, ${exact("basic_micros")} as b, ${exact("pay_go_micros")} as p
         from usage_event where day = ${dayOf(from)} and member_key in (${keys}) and ts >= ${from} and ts < ${to}`);
     }
@@ -263,7 +271,7 @@ export class UsageRepository {
       const memberKey = Number(row.member_key);
       let totals = byMember.get(memberKey);
       if (!totals) byMember.set(memberKey, (totals = new TotalsByModel()));
-      if (row.totals) totals.addPacked(row.totals);
+      if (row.cells !== null) totals.addPacked(Buffer.from(row.cells, "hex"));
       else totals.addEvent(Number(row.model_id), fromExact(row.i!), fromExact(row.o!), fromExact(row.b!), fromExact(row.p!));
     }
     const out: UsageSumRow[] = [];
@@ -271,7 +279,7 @@ export class UsageRepository {
       for (const [modelId, sums] of totals.models) {
         out.push({
           member_key: memberKey, model_id: modelId,
-          input_tokens: sums.total(0), output_tokens: sums.total(1), basic_micros: sums.total(2), pay_go_micros: sums.total(3),
+          input_tokens: sums.exact(0), output_tokens: sums.exact(1), basic_micros: sums.exact(2), pay_go_micros: sums.exact(3),
         });
       }
     }
@@ -279,10 +287,10 @@ export class UsageRepository {
   }
 }
 
-/** A row of the window statement: a cell's packed totals, or one raw event's values. */
+/** A row of the window statement: a member's cells (hex of their packed totals), or one raw event. */
 interface WindowRow {
   member_key: number | string;
-  totals: Uint8Array | null;
+  cells: string | null;
   model_id: number | string | null;
   i: number | string | null;
   o: number | string | null;

@@ -73,6 +73,43 @@ describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
     expect(rows).toHaveLength(6);
   });
 
+  describe("import usage", () => {
+    const ev = (id: string, fields: Record<string, unknown> = {}) => JSON.stringify({
+      event_id: id, user_id: "7001", model_name: "gpt-x", model_type: "Chat", model_source: "Builtin",
+      timestamp: 1_730_073_600 + 3600, input_tokens: 100, output_tokens: 20, basic_amount: "0.5", pay_go_amount: "0.000001", ...fields,
+    });
+    const stored = async () => (await database.db.selectFrom("usage_event").select(["event_id", "input_tokens"]).where("enterprise_id", "=", "acme")
+      .orderBy("event_id").execute()).map((r) => `${r.event_id}:${r.input_tokens}`);
+    const importUsage = (path: string) => cli(["import", "usage", path, "--enterprise", "acme", "--db", testDb.url]);
+
+    it("imports a file (blank lines and CRLF allowed); a second import records nothing again", async () => {
+      const path = file("usage.ndjson", [ev("u-1"), "", ev("u-2", { user_id: 7002, input_tokens: 5 }) + "\r", ev("u-1", { input_tokens: 999 }), ev("u-3")].join("\n"));
+      const first = await importUsage(path);
+      expect(first.stderr).toBe("");
+      expect(JSON.parse(first.stdout)).toEqual({ enterprise_id: "acme", lines: 5, recorded: 3, duplicates: 1 });
+      expect(await stored()).toEqual(["u-1:100", "u-2:5", "u-3:100"]);
+      expect(JSON.parse((await importUsage(path)).stdout)).toEqual({ enterprise_id: "acme", lines: 5, recorded: 0, duplicates: 4 });
+      expect(await stored()).toEqual(["u-1:100", "u-2:5", "u-3:100"]);
+    });
+
+    it.each([
+      ["a negative token count", ev("b-2", { input_tokens: -1 }), 'line 2 (event_id "b-2"): input_tokens: must be >= 0 (got -1)'],
+      ["non-numeric tokens", ev("b-2", { output_tokens: "many" }), 'line 2 (event_id "b-2"): output_tokens: must be an integer (got "many")'],
+      ["more than 6 decimals", ev("b-2", { pay_go_amount: "0.0000001" }), 'line 2 (event_id "b-2"): pay_go_amount: must be a decimal string >= 0 with at most 6 decimals (got "0.0000001")'],
+      ["a bad model_source", ev("b-2", { model_source: "Other" }), 'line 2 (event_id "b-2"): model_source: must be one of Builtin, Custom (got "Other")'],
+      ["an amount on a Custom model", ev("b-2", { model_source: "Custom" }), 'line 2 (event_id "b-2"): basic_amount: a Custom model\'s amounts must be zero'],
+      ["an unknown member", ev("b-2", { user_id: "9999" }), 'line 2 (event_id "b-2"): user_id: "9999" is not a member of enterprise acme'],
+      ["a line that is not JSON", '{"event_id": "b-2",', "line 2: not valid JSON"],
+    ])("rejects %s naming the line and the field, and records none of the file", async (_name, line, message) => {
+      const before = await stored();
+      const path = file("bad.ndjson", [ev("b-1"), line, ev("b-3")].join("\n"));
+      const result = await importUsage(path);
+      expect(result.code).not.toBe(0);
+      expect(result.stderr).toContain(message);
+      expect(await stored()).toEqual(before);
+    });
+  });
+
   it("app create prints app_id and app_secret, stores only the secret's hash; list and revoke work", async () => {
     const created = await cli(["app", "create", "--enterprise", "acme", "--scopes", "departments:read,statistics:read", "--name", "reports", "--db", testDb.url]);
     expect(created.code).toBe(0);

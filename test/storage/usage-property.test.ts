@@ -294,7 +294,7 @@ describe.each(dialects)("usage sums, property-based (%s)", (dialect) => {
         const model = models.get(row.model_id)!;
         out.push({
           user_id: userOf.get(row.member_key)!, model_name: model.model_name, model_type: model.model_type, model_source: model.model_source,
-          input_tokens: row.input_tokens, output_tokens: row.output_tokens, basic_micros: row.basic_micros, pay_go_micros: row.pay_go_micros,
+          input_tokens: BigInt(row.input_tokens), output_tokens: BigInt(row.output_tokens), basic_micros: BigInt(row.basic_micros), pay_go_micros: BigInt(row.pay_go_micros),
         });
       }
       return out.sort((a, b) => byCodePoint(a.user_id, b.user_id) || byCodePoint(a.model_name, b.model_name)

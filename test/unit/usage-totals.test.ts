@@ -1,0 +1,50 @@
+import { describe, expect, it } from "vitest";
+import fc from "fast-check";
+import { SUM_LIMIT, SumLimitError, TotalsByModel } from "../../src/domain/usage-totals.js";
+
+/** The totals as plain bigints per model, for comparison. */
+const plain = (totals: TotalsByModel) =>
+  Object.fromEntries([...totals.models].sort((a, b) => a[0] - b[0]).map(([id, sums]) => [id, [0, 1, 2, 3].map((i) => sums.total(i))]));
+
+describe("packed usage totals", () => {
+  it("round-trips any sums up to 2^63 - 1 exactly, whether they were added as numbers or bigints", () => {
+    const value = fc.oneof(fc.integer({ min: 0, max: 1_000_000_000_000 }), fc.bigInt({ min: 0n, max: SUM_LIMIT / 4n }));
+    const event = fc.tuple(fc.integer({ min: 1, max: 2 ** 32 - 1 }), value, value, value, value);
+    fc.assert(fc.property(fc.array(event, { maxLength: 30 }), (events) => {
+      const totals = new TotalsByModel();
+      const reference = new Map<number, bigint[]>();
+      for (const [model, ...values] of events) {
+        totals.addEvent(model, values[0]!, values[1]!, values[2]!, values[3]!);
+        const sums = reference.get(model) ?? [0n, 0n, 0n, 0n];
+        reference.set(model, sums.map((s, i) => s + BigInt(values[i]!)));
+      }
+      if ([...reference.values()].some((sums) => sums.some((s) => s > SUM_LIMIT))) {
+        expect(() => totals.pack()).toThrow(SumLimitError);
+        return;
+      }
+      const back = new TotalsByModel();
+      back.addPacked(totals.pack());
+      expect(plain(back)).toStrictEqual(Object.fromEntries([...reference].sort((a, b) => a[0] - b[0])));
+    }), { numRuns: 500 });
+  });
+
+  it("adds packed totals to held ones, carrying past 2^53 into bigints", () => {
+    const stored = new TotalsByModel();
+    stored.addEvent(7, 2n ** 53n - 1n, 1, 0, 5);
+    const batch = new TotalsByModel();
+    batch.addEvent(7, 2, 2, 3, 0);
+    batch.addEvent(9, 1, 0, 0, 0);
+    batch.addPacked(stored.pack());
+    expect(plain(batch)).toStrictEqual({ 7: [2n ** 53n + 1n, 3n, 3n, 5n], 9: [1n, 0n, 0n, 0n] });
+  });
+
+  it("refuses a sum past 2^63 - 1 and keeps small sums small (a few bytes a model)", () => {
+    const over = new TotalsByModel();
+    over.addEvent(1, SUM_LIMIT, 0, 0, 0);
+    over.addEvent(1, 1, 0, 0, 0);
+    expect(() => over.pack()).toThrow(SumLimitError);
+    const small = new TotalsByModel();
+    small.addEvent(3, 5000, 1200, 15000, 0);
+    expect(small.pack()).toHaveLength(1 + 2 + 2 + 2 + 1); // 5000, 1200 and 15000 take two bytes each
+  });
+});
