@@ -1,15 +1,20 @@
-// Per-model usage totals (input tokens, output tokens, basic and pay-go micro-units) and their packed
-// form, the `totals` of one usage_cell row: one entry per model, each five unsigned LEB128 varints
-// (model_id, then the four sums), models in id order. One row per member and period, whatever the
-// number of models, keeps a 180-day query to a few dozen rows per member; varints keep the rows
-// small (typically 10-20 bytes a model), and so the pages an ingestion rewrites.
+// Per-model usage totals (input tokens, output tokens, basic and pay-go micro-units, and the number
+// of events) and their packed form, the `totals` of one usage_cell row: one entry per model, each
+// six unsigned LEB128 varints (model_id, then the five sums), in no particular order (a model may
+// even repeat: sums add up). One row per member and period, whatever the number of models, keeps a
+// 180-day query to a few cells per member; varints keep the rows small (typically 10-20 bytes a
+// model), and so the pages an ingestion rewrites. The event count tells a model with no events in
+// a window (its cells cancel out) from one whose events all carried zeros.
 //
 // Sums stay JS numbers while they are exact (the hot path: no BigInt per event); a sum that passes
 // 2^53 moves into a bigint. A stored sum is at most 2^63 - 1, the store's limit since the start.
 
 export const SUM_LIMIT = 2n ** 63n - 1n;
-/** The longest entry: a 32-bit model id (5 bytes) and four 63-bit sums (9 bytes each). */
-const MAX_ENTRY_BYTES = 5 + 4 * 9;
+/** Sums per model: input tokens, output tokens, basic micros, pay-go micros, events. */
+export const SUMS = 5;
+export const EVENTS = 4;
+/** The longest entry: a 32-bit model id (5 bytes) and five 63-bit sums (9 bytes each). */
+const MAX_ENTRY_BYTES = 5 + SUMS * 9;
 /** Varints of up to 7 bytes (49 bits) are decoded as numbers; longer ones as bigints. */
 const NUMBER_BYTES = 7;
 
@@ -19,14 +24,14 @@ export class SumLimitError extends Error {
   }
 }
 
-/** The four sums of one model: numbers while exact, bigints past 2^53. */
+/** The sums of one model (see SUMS): numbers while exact, bigints past 2^53. */
 export class ModelSums {
-  readonly values = [0, 0, 0, 0];
+  readonly values = [0, 0, 0, 0, 0];
   big: bigint[] | undefined;
 
   add(index: number, value: number): void {
     const next = this.values[index]! + value;
-    if (next <= Number.MAX_SAFE_INTEGER) {
+    if (next <= Number.MAX_SAFE_INTEGER && next >= -Number.MAX_SAFE_INTEGER) {
       this.values[index] = next;
       return;
     }
@@ -39,7 +44,7 @@ export class ModelSums {
   }
 
   addBig(index: number, value: bigint): void {
-    this.big ??= [0n, 0n, 0n, 0n];
+    this.big ??= [0n, 0n, 0n, 0n, 0n];
     this.big[index]! += BigInt(this.values[index]!) + value;
     this.values[index] = 0;
   }
@@ -66,21 +71,23 @@ export class TotalsByModel {
     return sums;
   }
 
-  /** One event's values: numbers (the API's, at most 10^12) or bigints (callers below it). */
+  /** One event: its values as numbers (the API's, at most 10^12) or bigints (callers below it). */
   addEvent(modelId: number, inputTokens: number | bigint, outputTokens: number | bigint, basicMicros: number | bigint, payGoMicros: number | bigint): void {
     const sums = this.sumsOf(modelId);
     sums.addValue(0, inputTokens);
     sums.addValue(1, outputTokens);
     sums.addValue(2, basicMicros);
     sums.addValue(3, payGoMicros);
+    sums.add(EVENTS, 1);
   }
 
-  /** Adds packed totals (a usage_cell's `totals`). */
-  addPacked(packed: Uint8Array): void {
+  /** Adds packed totals (a usage_cell's `totals`), or subtracts them (`negate`). */
+  addPacked(packed: Uint8Array, negate = false): void {
+    const sign = negate ? -1 : 1;
     let at = 0;
     const end = packed.length;
     while (at < end) {
-      // model_id, then the four sums; each a varint.
+      // model_id, then the sums; each a varint.
       let value = 0;
       let scale = 1;
       let start = at;
@@ -91,7 +98,7 @@ export class TotalsByModel {
         if (byte < 0x80) break;
       }
       const sums = this.sumsOf(value);
-      for (let i = 0; i < 4; i++) {
+      for (let i = 0; i < SUMS; i++) {
         value = 0;
         scale = 1;
         start = at;
@@ -101,8 +108,8 @@ export class TotalsByModel {
           scale *= 128;
           if (byte < 0x80) break;
         }
-        if (at - start <= NUMBER_BYTES) sums.add(i, value);
-        else sums.addBig(i, readBigVarint(packed, start));
+        if (at - start <= NUMBER_BYTES) sums.add(i, sign * value);
+        else sums.addBig(i, BigInt(sign) * readBigVarint(packed, start));
       }
     }
   }
@@ -111,22 +118,20 @@ export class TotalsByModel {
   addAll(other: TotalsByModel): void {
     for (const [modelId, theirs] of other.models) {
       const sums = this.sumsOf(modelId);
-      for (let i = 0; i < 4; i++) {
+      for (let i = 0; i < SUMS; i++) {
         if (theirs.big) sums.addBig(i, theirs.total(i));
         else sums.add(i, theirs.values[i]!);
       }
     }
   }
 
-  /** The packed form, models in id order; throws SumLimitError past 2^63 - 1. */
+  /** The packed form (models in no particular order); throws SumLimitError past 2^63 - 1. */
   pack(): Uint8Array {
-    const ids = [...this.models.keys()].sort((a, b) => a - b);
-    const out = new Uint8Array(ids.length * MAX_ENTRY_BYTES);
+    const out = scratchFor(this.models.size);
     let at = 0;
-    for (const id of ids) {
-      const sums = this.models.get(id)!;
+    for (const [id, sums] of this.models) {
       at = writeVarint(out, at, id);
-      for (let i = 0; i < 4; i++) {
+      for (let i = 0; i < SUMS; i++) {
         if (sums.big) {
           const total = sums.total(i);
           if (total > SUM_LIMIT) throw new SumLimitError();
@@ -138,6 +143,13 @@ export class TotalsByModel {
     }
     return out.slice(0, at);
   }
+}
+
+/** One reused buffer to pack into (packing is synchronous), grown as needed. */
+let scratch = new Uint8Array(64 * MAX_ENTRY_BYTES);
+function scratchFor(models: number): Uint8Array {
+  if (scratch.length < models * MAX_ENTRY_BYTES) scratch = new Uint8Array(models * MAX_ENTRY_BYTES * 2);
+  return scratch;
 }
 
 /** Writes a non-negative integer below 2^53 as a varint; returns the next offset. */

@@ -1,9 +1,11 @@
 // The usage query's window (contracts section 6) and how it is read. Whole UTC days are covered by
-// rollup periods of 28, 7 and 1 days (Monday-aligned; each length divides the one above, so a
-// 180-day window needs at most 24 of them: six of 28 days, three weeks and six days on each side),
-// and the partial first and last day are read from the raw events. The rows read depend on members,
-// periods and the events of two days, never on the number of events in the store. (A 112-day tier
-// would save about three rows a member and cost every ingestion a fourth cell write.)
+// rollup cells of 28-, 7- and 1-day periods (Monday-aligned; each length divides the one above), and
+// the partial first and last day are read from the raw events. An uneven end may also be read as
+// the whole enclosing period minus the days outside the window (a week minus two days is three cells,
+// five single days are five): the plan takes whichever needs fewer cells, so a 180-day window needs
+// at most 18 per member and about 12 on average. The rows read depend on members, periods and the
+// events of two days, never on the number of events in the store. (A 112-day tier would save about
+// two cells a member and cost every ingestion a fourth cell write.)
 import { invalidParameter } from "./errors.js";
 
 export const DAY_SECONDS = 86_400;
@@ -18,16 +20,16 @@ const MONDAY_OFFSET = 3;
 export const periodOf = (tierDays: number, day: number) => Math.floor((day + MONDAY_OFFSET) / tierDays);
 const periodStartDay = (tierDays: number, period: number) => tierDays * period - MONDAY_OFFSET;
 
-export interface RollupRange {
+/** One rollup cell of every member, added (sign 1) or subtracted (sign -1). */
+export interface PlannedCell {
   tierDays: number;
-  /** Periods [fromPeriod, toPeriod) of that tier. */
-  fromPeriod: number;
-  toPeriod: number;
+  period: number;
+  sign: 1 | -1;
 }
 
 export interface WindowPlan {
-  rollups: RollupRange[];
-  /** Second ranges [from, to) read from the raw events, each inside one UTC day. */
+  cells: PlannedCell[];
+  /** Second ranges [from, to) read from the raw events (added), each inside one UTC day. */
   rawRanges: Array<[number, number]>;
 }
 
@@ -44,34 +46,45 @@ export function checkWindow(start: bigint, end: bigint): { start: number; end: n
 export function planWindow(start: number, end: number): WindowPlan {
   const firstDay = Math.ceil(start / DAY_SECONDS);
   const endDay = Math.floor(end / DAY_SECONDS);
-  if (firstDay >= endDay) return { rollups: [], rawRanges: splitAtMidnight(start, end) };
-  const rollups: RollupRange[] = [];
-  const rawDays: Array<[number, number]> = [];
-  cover(firstDay, endDay, 0, rollups, rawDays);
-  const raw: Array<[number, number]> = [[start, firstDay * DAY_SECONDS]];
-  for (const [from, to] of rawDays) raw.push([from * DAY_SECONDS, to * DAY_SECONDS]);
-  raw.push([endDay * DAY_SECONDS, end]);
-  return { rollups, rawRanges: mergeRanges(raw).flatMap(([from, to]) => splitAtMidnight(from, to)) };
+  if (firstDay >= endDay) return { cells: [], rawRanges: splitAtMidnight(start, end) };
+  const raw = mergeRanges([[start, firstDay * DAY_SECONDS], [endDay * DAY_SECONDS, end]]);
+  return { cells: cover(firstDay, endDay, 0, 1), rawRanges: raw.flatMap(([from, to]) => splitAtMidnight(from, to)) };
 }
 
-/** Covers whole days [fromDay, toDay) with the longest periods that fit, then shorter ones, then raw days. */
-function cover(fromDay: number, toDay: number, tier: number, rollups: RollupRange[], rawDays: Array<[number, number]>): void {
-  if (fromDay >= toDay) return;
-  const tierDays = ROLLUP_TIERS[tier];
-  if (tierDays === undefined) {
-    rawDays.push([fromDay, toDay]);
-    return;
+/**
+ * The fewest cells whose signed sum is the days [fromDay, toDay), using tiers from `tier` on: the
+ * periods of this tier inside the range, and at each end either the leftover days in finer cells or
+ * one more period of this tier minus the days of it outside the range.
+ */
+function cover(fromDay: number, toDay: number, tier: number, sign: 1 | -1): PlannedCell[] {
+  if (fromDay >= toDay) return [];
+  const tierDays = ROLLUP_TIERS[tier]!;
+  if (tier === ROLLUP_TIERS.length - 1) {
+    return Array.from({ length: toDay - fromDay }, (_, i) => ({ tierDays, period: periodOf(tierDays, fromDay + i), sign }));
   }
-  const firstPeriod = Math.ceil((fromDay + MONDAY_OFFSET) / tierDays);
-  const endPeriod = Math.floor((toDay + MONDAY_OFFSET) / tierDays);
-  if (firstPeriod >= endPeriod) {
-    cover(fromDay, toDay, tier + 1, rollups, rawDays);
-    return;
+  const finer = cover(fromDay, toDay, tier + 1, sign);
+  // Every way to choose this tier's periods: from the first one at or after fromDay (or the one
+  // before it), to the last one ending at or before toDay (or the one after it).
+  const inner = Math.ceil((fromDay + MONDAY_OFFSET) / tierDays);
+  const outer = Math.floor((toDay + MONDAY_OFFSET) / tierDays);
+  let best = finer;
+  for (const first of new Set([inner, periodOf(tierDays, fromDay)])) {
+    for (const last of new Set([outer, Math.ceil((toDay + MONDAY_OFFSET) / tierDays)])) {
+      if (first >= last) continue;
+      const spanFrom = periodStartDay(tierDays, first);
+      const spanTo = periodStartDay(tierDays, last);
+      const candidate = [
+        ...(spanFrom <= fromDay ? cover(spanFrom, fromDay, tier + 1, flip(sign)) : cover(fromDay, spanFrom, tier + 1, sign)),
+        ...Array.from({ length: last - first }, (_, i) => ({ tierDays, period: first + i, sign })),
+        ...(spanTo >= toDay ? cover(toDay, spanTo, tier + 1, flip(sign)) : cover(spanTo, toDay, tier + 1, sign)),
+      ];
+      if (candidate.length < best.length) best = candidate;
+    }
   }
-  cover(fromDay, periodStartDay(tierDays, firstPeriod), tier + 1, rollups, rawDays);
-  rollups.push({ tierDays, fromPeriod: firstPeriod, toPeriod: endPeriod });
-  cover(periodStartDay(tierDays, endPeriod), toDay, tier + 1, rollups, rawDays);
+  return best;
 }
+
+const flip = (sign: 1 | -1): 1 | -1 => (sign === 1 ? -1 : 1);
 
 /** The UTC day a second falls in. */
 export const dayOf = (ts: number) => Math.floor(ts / DAY_SECONDS);

@@ -45,19 +45,37 @@ export class CellSums {
     return this.count;
   }
 
+  /** The member maps of each tier's period holding `lastDay`: events mostly come in time order. */
+  private lastDay = Number.NaN;
+  private lastMaps: Array<Map<number, TotalsByModel>> = [];
+
   add(event: EventValues): void {
-    for (let t = 0; t < ROLLUP_TIERS.length; t++) {
-      // Periods stay below 2^24 until the year 47000.
-      const key = t * 2 ** 24 + periodOf(ROLLUP_TIERS[t]!, event.day);
-      let members = this.byPeriod.get(key);
-      if (!members) this.byPeriod.set(key, (members = new Map()));
-      let totals = members.get(event.memberKey);
+    this.addValues(event.memberKey, event.modelId, event.day, event.inputTokens, event.outputTokens, event.basicMicros, event.payGoMicros);
+  }
+
+  /** `add` without an object per event (the import's hot path). */
+  addValues(memberKey: number, modelId: number, day: number, inputTokens: number | bigint, outputTokens: number | bigint,
+    basicMicros: number | bigint, payGoMicros: number | bigint): void {
+    if (day !== this.lastDay) this.selectDay(day);
+    for (const members of this.lastMaps) {
+      let totals = members.get(memberKey);
       if (!totals) {
-        members.set(event.memberKey, (totals = new TotalsByModel()));
+        members.set(memberKey, (totals = new TotalsByModel()));
         this.count++;
       }
-      totals.addEvent(event.modelId, event.inputTokens, event.outputTokens, event.basicMicros, event.payGoMicros);
+      totals.addEvent(modelId, inputTokens, outputTokens, basicMicros, payGoMicros);
     }
+  }
+
+  private selectDay(day: number): void {
+    this.lastDay = day;
+    this.lastMaps = ROLLUP_TIERS.map((tierDays, t) => {
+      // Periods stay below 2^24 until the year 47000.
+      const key = t * 2 ** 24 + periodOf(tierDays, day);
+      let members = this.byPeriod.get(key);
+      if (!members) this.byPeriod.set(key, (members = new Map()));
+      return members;
+    });
   }
 
   /** The held sums in the table's key order, leaving this empty. */
@@ -69,6 +87,8 @@ export class CellSums {
     }));
     this.byPeriod.clear();
     this.count = 0;
+    this.lastDay = Number.NaN;
+    this.lastMaps = [];
     return out;
   }
 }

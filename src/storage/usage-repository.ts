@@ -4,7 +4,7 @@
 import { CompiledQuery, sql, type Kysely } from "kysely";
 import { invalidParameter } from "../domain/errors.js";
 import type { EventValue } from "../domain/usage-event.js";
-import { SumLimitError, TotalsByModel } from "../domain/usage-totals.js";
+import { EVENTS, SumLimitError, TotalsByModel } from "../domain/usage-totals.js";
 import { dayOf, type WindowPlan } from "../domain/usage-window.js";
 import type { Schema } from "./schema.js";
 import type { Database, Dialect } from "./database.js";
@@ -169,10 +169,7 @@ export class UsageRepository {
     if (!cells) throw new Error("insertEvents runs only inside ingest()");
     const fresh = this.database.direct ? this.insertEach(enterpriseId, rows) : await this.insertChunks(enterpriseId, rows);
     for (const row of fresh) {
-      cells.add({
-        memberKey: row.memberKey, modelId: row.modelId, day: dayOf(row.ts), inputTokens: row.inputTokens,
-        outputTokens: row.outputTokens, basicMicros: row.basicMicros, payGoMicros: row.payGoMicros,
-      });
+      cells.addValues(row.memberKey, row.modelId, dayOf(row.ts), row.inputTokens, row.outputTokens, row.basicMicros, row.payGoMicros);
     }
     this.added += fresh.length;
     if (cells.size >= this.cellLimit) await addToCells(this.database, cells);
@@ -247,21 +244,28 @@ export class UsageRepository {
     if (memberKeys.length === 0) return [];
     const postgres = this.dialect === "postgres";
     const keys = sql.join(memberKeys.map((k) => sql`${k}`));
-    const cellParts = plan.rollups.map((r) => {
-      const periods = sql.join(Array.from({ length: r.toPeriod - r.fromPeriod }, (_, i) => sql`${r.fromPeriod + i}`));
-      return sql`select member_key, totals from usage_cell
-        where tier_days = ${r.tierDays} and period in (${periods}) and member_key in (${keys})`;
-    });
+    // One IN list of periods per (tier, sign): every member's cell of each period.
+    const bySign = new Map<string, { tierDays: number; sign: number; periods: number[] }>();
+    for (const cell of plan.cells) {
+      const key = `${cell.tierDays}:${cell.sign}`;
+      const group = bySign.get(key) ?? { tierDays: cell.tierDays, sign: cell.sign, periods: [] };
+      group.periods.push(cell.period);
+      bySign.set(key, group);
+    }
+    const cellParts = [...bySign.values()].map(({ tierDays, sign, periods }) => sql`select member_key, ${sql.lit(sign)} as sign, totals
+      from usage_cell where tier_days = ${tierDays} and period in (${sql.join(periods)}) and member_key in (${keys})`);
     const parts = [];
     if (cellParts.length > 0) {
-      const hexOfAll = postgres ? sql`string_agg(encode(totals, 'hex'), '')` : sql`group_concat(hex(totals), '')`;
+      const hexOf = (sign: number) => postgres
+        ? sql`string_agg(case when sign = ${sql.lit(sign)} then encode(totals, 'hex') end, '')`
+        : sql`group_concat(case when sign = ${sql.lit(sign)} then hex(totals) end, '')`;
       const noValue = postgres ? sql`cast(null as text)` : sql`null`;
-      parts.push(sql`select member_key, ${hexOfAll} as cells, ${noValue} as model_id, ${noValue} as i, ${noValue} as o, ${noValue} as b, ${noValue} as p
+      parts.push(sql`select member_key, ${hexOf(1)} as cells, ${hexOf(-1)} as minus, ${noValue} as model_id, ${noValue} as i, ${noValue} as o, ${noValue} as b, ${noValue} as p
         from (${sql.join(cellParts, sql` union all `)}) as cell group by member_key`);
     }
     const exact = (column: string) => exactInteger(this.dialect, column);
     for (const [from, to] of plan.rawRanges) {
-      parts.push(sql`select member_key, null as cells, ${exact("model_id")} as model_id, ${exact("input_tokens")} as i,
+      parts.push(sql`select member_key, null as cells, null as minus, ${exact("model_id")} as model_id, ${exact("input_tokens")} as i,
         ${exact("output_tokens")} as o, ${exact("basic_micros")} as b, ${exact("pay_go_micros")} as p
         from usage_event where day = ${dayOf(from)} and member_key in (${keys}) and ts >= ${from} and ts < ${to}`);
     }
@@ -271,12 +275,16 @@ export class UsageRepository {
       const memberKey = Number(row.member_key);
       let totals = byMember.get(memberKey);
       if (!totals) byMember.set(memberKey, (totals = new TotalsByModel()));
-      if (row.cells !== null) totals.addPacked(Buffer.from(row.cells, "hex"));
-      else totals.addEvent(Number(row.model_id), fromExact(row.i!), fromExact(row.o!), fromExact(row.b!), fromExact(row.p!));
+      if (row.model_id === null) {
+        if (row.cells !== null) totals.addPacked(Buffer.from(row.cells, "hex"));
+        if (row.minus !== null) totals.addPacked(Buffer.from(row.minus, "hex"), true);
+      } else totals.addEvent(Number(row.model_id), fromExact(row.i!), fromExact(row.o!), fromExact(row.b!), fromExact(row.p!));
     }
     const out: UsageSumRow[] = [];
     for (const [memberKey, totals] of byMember) {
       for (const [modelId, sums] of totals.models) {
+        // Cells subtracted for days outside the window cancel a model out: it had no event inside.
+        if (sums.exact(EVENTS) === 0) continue;
         out.push({
           member_key: memberKey, model_id: modelId,
           input_tokens: sums.exact(0), output_tokens: sums.exact(1), basic_micros: sums.exact(2), pay_go_micros: sums.exact(3),
@@ -291,6 +299,8 @@ export class UsageRepository {
 interface WindowRow {
   member_key: number | string;
   cells: string | null;
+  /** Cells subtracted: the days of a period outside the window. */
+  minus: string | null;
   model_id: number | string | null;
   i: number | string | null;
   o: number | string | null;

@@ -4,7 +4,7 @@ import { SUM_LIMIT, SumLimitError, TotalsByModel } from "../../src/domain/usage-
 
 /** The totals as plain bigints per model, for comparison. */
 const plain = (totals: TotalsByModel) =>
-  Object.fromEntries([...totals.models].sort((a, b) => a[0] - b[0]).map(([id, sums]) => [id, [0, 1, 2, 3].map((i) => sums.total(i))]));
+  Object.fromEntries([...totals.models].sort((a, b) => a[0] - b[0]).map(([id, sums]) => [id, [0, 1, 2, 3, 4].map((i) => sums.total(i))]));
 
 describe("packed usage totals", () => {
   it("round-trips any sums up to 2^63 - 1 exactly, whether they were added as numbers or bigints", () => {
@@ -15,8 +15,8 @@ describe("packed usage totals", () => {
       const reference = new Map<number, bigint[]>();
       for (const [model, ...values] of events) {
         totals.addEvent(model, values[0]!, values[1]!, values[2]!, values[3]!);
-        const sums = reference.get(model) ?? [0n, 0n, 0n, 0n];
-        reference.set(model, sums.map((s, i) => s + BigInt(values[i]!)));
+        const sums = reference.get(model) ?? [0n, 0n, 0n, 0n, 0n];
+        reference.set(model, sums.map((s, i) => s + (i === 4 ? 1n : BigInt(values[i]!))));
       }
       if ([...reference.values()].some((sums) => sums.some((s) => s > SUM_LIMIT))) {
         expect(() => totals.pack()).toThrow(SumLimitError);
@@ -28,6 +28,18 @@ describe("packed usage totals", () => {
     }), { numRuns: 500 });
   });
 
+  it("subtracts packed totals: a model whose cells cancel out has no events left", () => {
+    const week = new TotalsByModel();
+    week.addEvent(4, 10, 2, 0, 0);
+    week.addEvent(5, 0, 0, 0, 0);
+    const monday = new TotalsByModel();
+    monday.addEvent(5, 0, 0, 0, 0);
+    const window = new TotalsByModel();
+    window.addPacked(week.pack());
+    window.addPacked(monday.pack(), true);
+    expect(plain(window)).toStrictEqual({ 4: [10n, 2n, 0n, 0n, 1n], 5: [0n, 0n, 0n, 0n, 0n] });
+  });
+
   it("adds packed totals to held ones, carrying past 2^53 into bigints", () => {
     const stored = new TotalsByModel();
     stored.addEvent(7, 2n ** 53n - 1n, 1, 0, 5);
@@ -35,7 +47,7 @@ describe("packed usage totals", () => {
     batch.addEvent(7, 2, 2, 3, 0);
     batch.addEvent(9, 1, 0, 0, 0);
     batch.addPacked(stored.pack());
-    expect(plain(batch)).toStrictEqual({ 7: [2n ** 53n + 1n, 3n, 3n, 5n], 9: [1n, 0n, 0n, 0n] });
+    expect(plain(batch)).toStrictEqual({ 7: [2n ** 53n + 1n, 3n, 3n, 5n, 2n], 9: [1n, 0n, 0n, 0n, 1n] });
   });
 
   it("refuses a sum past 2^63 - 1 and keeps small sums small (a few bytes a model)", () => {
@@ -45,6 +57,6 @@ describe("packed usage totals", () => {
     expect(() => over.pack()).toThrow(SumLimitError);
     const small = new TotalsByModel();
     small.addEvent(3, 5000, 1200, 15000, 0);
-    expect(small.pack()).toHaveLength(1 + 2 + 2 + 2 + 1); // 5000, 1200 and 15000 take two bytes each
+    expect(small.pack()).toHaveLength(1 + 2 + 2 + 2 + 1 + 1); // 5000, 1200 and 15000 take two bytes each
   });
 });

@@ -2,40 +2,58 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { DAY_SECONDS, periodOf, planWindow } from "../../src/domain/usage-window.js";
 
-/** Which seconds a plan reads: every second in [start, end) exactly once. */
+/** The signed count of cells covering each day the plan touches, and its raw ranges. */
 function coverage(start: number, end: number) {
   const plan = planWindow(start, end);
-  const pieces: Array<[number, number]> = [...plan.rawRanges];
-  for (const r of plan.rollups) {
-    for (let p = r.fromPeriod; p < r.toPeriod; p++) {
-      const firstDay = r.tierDays * p - 3;
-      expect(periodOf(r.tierDays, firstDay)).toBe(p);
-      pieces.push([firstDay * DAY_SECONDS, (firstDay + r.tierDays) * DAY_SECONDS]);
-    }
+  const days = new Map<number, number>();
+  for (const cell of plan.cells) {
+    const firstDay = cell.tierDays * cell.period - 3;
+    expect(periodOf(cell.tierDays, firstDay)).toBe(cell.period);
+    for (let d = firstDay; d < firstDay + cell.tierDays; d++) days.set(d, (days.get(d) ?? 0) + cell.sign);
   }
-  return { plan, pieces: pieces.sort((a, b) => a[0] - b[0]) };
+  return { plan, days };
 }
 
 describe("usage window plan", () => {
-  it("covers every second of the window exactly once, whatever the window", () => {
+  it("counts every second of the window exactly once and nothing outside it, whatever the window", () => {
     fc.assert(fc.property(fc.integer({ min: 0, max: 2_000_000_000 }), fc.integer({ min: 1, max: 180 * DAY_SECONDS }), (start, span) => {
-      const { pieces } = coverage(start, start + span);
-      expect(pieces[0]![0]).toBe(start);
-      expect(pieces[pieces.length - 1]![1]).toBe(start + span);
-      for (let i = 1; i < pieces.length; i++) expect(pieces[i]![0]).toBe(pieces[i - 1]![1]);
+      const end = start + span;
+      const { plan, days } = coverage(start, end);
+      const firstDay = Math.ceil(start / DAY_SECONDS);
+      const endDay = Math.floor(end / DAY_SECONDS);
+      // Whole days inside the window count once; every other day nets to zero.
+      for (const [day, count] of days) expect(count, `day ${day}`).toBe(day >= firstDay && day < endDay ? 1 : 0);
+      for (let day = firstDay; day < endDay; day++) expect(days.get(day), `day ${day}`).toBe(1);
+      // The raw ranges are exactly the partial days, each inside one UTC day.
+      const raw = plan.rawRanges;
+      for (const [from, to] of raw) {
+        expect(from).toBeLessThan(to);
+        expect(Math.floor(from / DAY_SECONDS)).toBe(Math.floor((to - 1) / DAY_SECONDS));
+      }
+      const rawSeconds = raw.reduce((sum, [from, to]) => sum + to - from, 0);
+      const wholeSeconds = Math.max(0, endDay - firstDay) * DAY_SECONDS;
+      expect(rawSeconds + wholeSeconds).toBe(span);
+      for (const [from, to] of raw) {
+        expect(from >= start && to <= end).toBe(true);
+        expect(to <= firstDay * DAY_SECONDS || from >= Math.max(firstDay, endDay) * DAY_SECONDS).toBe(true);
+      }
     }), { numRuns: 2000 });
   });
 
-  it("reads a 180-day window from few rollup ranges and at most two raw ranges", () => {
-    const { plan } = coverage(1_735_689_600 + 12_345, 1_735_689_600 + 12_345 + 180 * DAY_SECONDS);
-    expect(plan.rawRanges.length).toBeLessThanOrEqual(2);
-    expect(plan.rollups.length).toBeLessThanOrEqual(5);
-    const rawSeconds = plan.rawRanges.reduce((sum, [from, to]) => sum + to - from, 0);
-    expect(rawSeconds).toBeLessThan(14 * DAY_SECONDS);
+  it("reads a 180-day window from at most 18 cells a member, about 12 on average", () => {
+    let total = 0;
+    for (let i = 0; i < 365; i++) {
+      const start = 1_735_689_600 + i * DAY_SECONDS + 12_345;
+      const { plan } = coverage(start, start + 180 * DAY_SECONDS);
+      expect(plan.cells.length).toBeLessThanOrEqual(18);
+      expect(plan.rawRanges.length).toBe(2);
+      total += plan.cells.length;
+    }
+    expect(total / 365).toBeLessThan(13);
   });
 
   it("reads a window inside one day from the raw events only", () => {
-    expect(planWindow(100, 200)).toEqual({ rollups: [], rawRanges: [[100, 200]] });
+    expect(planWindow(100, 200)).toEqual({ cells: [], rawRanges: [[100, 200]] });
   });
 });
 
