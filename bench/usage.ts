@@ -153,6 +153,12 @@ async function measureQueries(database: Database, label: string, members: number
   await sql`create index bench_raw_scan on usage_event (member_key, ts, model_id, input_tokens, output_tokens, basic_micros, pay_go_micros)`.execute(database.db);
   if (database.dialect === "postgres") await sql`analyze usage_event`.execute(database.db);
   console.log(`    (the reference scan's member-first covering index built in ${fmt((performance.now() - t) / 1000, 1)} s)`);
+  // A running service's page cache holds the tables the query reads; a fresh process's does not.
+  // One pass over them stands for that (the reference scan's index was just written: warm as well).
+  const warm = performance.now();
+  await sql`select sum(length(totals)) from usage_cell`.execute(database.db);
+  await sql`select sum(model_id + ts + input_tokens + output_tokens + basic_micros + pay_go_micros) from usage_event`.execute(database.db);
+  console.log(`    (page cache warmed with one pass over usage_cell and usage_event in ${fmt((performance.now() - warm) / 1000, 1)} s)`);
   try {
     await measureWindows(database, handlers, call, members);
   } finally {
