@@ -13,10 +13,12 @@ export function parseMicros(text: string): bigint | undefined {
 /** 12345600n (or 12345600) -> "12.345600"; -5n -> "-0.000005". A number must be a safe integer. */
 export function formatMicros(micros: bigint | number): string {
   if (typeof micros === "number") {
-    // The common case, without BigInt arithmetic: exact for any safe integer.
+    // The common case (thousands per usage answer), without BigInt: exact for any safe integer.
+    if (micros === 0) return "0.000000";
     const abs = Math.abs(micros);
-    const fraction = String(abs % 1_000_000).padStart(6, "0");
-    return `${micros < 0 ? "-" : ""}${Math.floor(abs / 1_000_000)}.${fraction}`;
+    const whole = Math.floor(abs / 1_000_000);
+    const fraction = String(abs - whole * 1_000_000 + 1_000_000).slice(1);
+    return `${micros < 0 ? "-" : ""}${whole}.${fraction}`;
   }
   const negative = micros < 0n;
   const abs = negative ? -micros : micros;

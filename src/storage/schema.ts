@@ -88,7 +88,7 @@ export interface UsageEventTable {
 }
 
 /**
- * A member's per-model totals for one Monday-aligned period of a rollup tier (112, 28, 7 or 1 days),
+ * A member's per-model totals for one Monday-aligned period of a rollup tier (49, 7 or 1 days),
  * packed by src/domain/usage-totals.ts; ordered by (tier_days, period, member_key).
  */
 export interface UsageCellTable {

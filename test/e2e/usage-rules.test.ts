@@ -639,7 +639,7 @@ describe.each(dialects)("usage rules (%s)", (dialect) => {
       const t = await tenant();
       const m = t.members[0]!;
       const E18 = 10n ** 18n;
-      // 120 days apart: no rollup period (112, 28 or 7 days) holds both events.
+      // 120 days apart: no rollup period (49, 7 or 1 days) holds both events.
       expect(await seed(t.id, [
         ev(m.user_id, T0 + HOUR, { model_name: "huge", input_tokens: String(5n * E18) }),
         ev(m.user_id, T0 + 120 * DAY + HOUR, { model_name: "huge", input_tokens: String(5n * E18) }),

@@ -40,16 +40,16 @@ describe("usage window plan", () => {
     }), { numRuns: 2000 });
   });
 
-  it("reads a 180-day window from at most 18 cells a member, about 12 on average", () => {
+  it("reads a 180-day window from at most 11 cells a member, about 10.5 on average", () => {
     let total = 0;
     for (let i = 0; i < 365; i++) {
       const start = 1_735_689_600 + i * DAY_SECONDS + 12_345;
       const { plan } = coverage(start, start + 180 * DAY_SECONDS);
-      expect(plan.cells.length).toBeLessThanOrEqual(18);
+      expect(plan.cells.length).toBeLessThanOrEqual(11);
       expect(plan.rawRanges.length).toBe(2);
       total += plan.cells.length;
     }
-    expect(total / 365).toBeLessThan(13);
+    expect(total / 365).toBeLessThan(10.6);
   });
 
   it("reads a window inside one day from the raw events only", () => {

@@ -1,7 +1,7 @@
 // Usage storage ordered for writing as well as reading: raw events by (day, member_key, ts) instead of
 // a member-first index (a batch of events for random members wrote one random page per event; now
 // they land in the current day's pages), and the per-model rollup rows replaced by one usage_cell per
-// (tier, period, member) holding every model's totals, in tiers of 28, 7 and 1 days, so that
+// (tier, period, member) holding every model's totals, in tiers of 49, 7 and 1 days, so that
 // a 180-day query reads a few dozen rows per member. The cells are rebuilt from the raw events.
 import { PostgresAdapter, sql, type Kysely } from "kysely";
 import { dayOf } from "../../domain/usage-window.js";
