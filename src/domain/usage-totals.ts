@@ -114,17 +114,6 @@ export class TotalsByModel {
     }
   }
 
-  /** Adds another set of totals. */
-  addAll(other: TotalsByModel): void {
-    for (const [modelId, theirs] of other.models) {
-      const sums = this.sumsOf(modelId);
-      for (let i = 0; i < SUMS; i++) {
-        if (theirs.big) sums.addBig(i, theirs.total(i));
-        else sums.add(i, theirs.values[i]!);
-      }
-    }
-  }
-
   /** The packed form (models in no particular order); throws SumLimitError past 2^63 - 1. */
   pack(): Uint8Array {
     const out = scratchFor(this.models.size);

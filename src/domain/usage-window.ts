@@ -48,8 +48,9 @@ export function planWindow(start: number, end: number): WindowPlan {
   const firstDay = Math.ceil(start / DAY_SECONDS);
   const endDay = Math.floor(end / DAY_SECONDS);
   if (firstDay >= endDay) return { cells: [], rawRanges: splitAtMidnight(start, end) };
-  const raw = mergeRanges([[start, firstDay * DAY_SECONDS], [endDay * DAY_SECONDS, end]]);
-  return { cells: cover(firstDay, endDay, 0, 1), rawRanges: raw.flatMap(([from, to]) => splitAtMidnight(from, to)) };
+  // The partial first and last day; either is empty when the window starts or ends at midnight.
+  const raw: Array<[number, number]> = [[start, firstDay * DAY_SECONDS], [endDay * DAY_SECONDS, end]];
+  return { cells: cover(firstDay, endDay, 0, 1), rawRanges: raw.filter(([from, to]) => from < to) };
 }
 
 /**
@@ -98,15 +99,4 @@ function splitAtMidnight(from: number, to: number): Array<[number, number]> {
     from = next;
   }
   return pieces;
-}
-
-function mergeRanges(ranges: Array<[number, number]>): Array<[number, number]> {
-  const sorted = ranges.filter(([from, to]) => from < to).sort((a, b) => a[0] - b[0]);
-  const merged: Array<[number, number]> = [];
-  for (const range of sorted) {
-    const last = merged[merged.length - 1];
-    if (last && range[0] <= last[1]) last[1] = Math.max(last[1], range[1]);
-    else merged.push([range[0], range[1]]);
-  }
-  return merged;
 }

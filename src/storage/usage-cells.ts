@@ -23,17 +23,6 @@ export function chunks<T>(rows: readonly T[]): T[][] {
   return out;
 }
 
-/** A new event's fields, as an ingestion adds it to the rollup. */
-export interface EventValues {
-  memberKey: number;
-  modelId: number;
-  day: number;
-  inputTokens: number | bigint;
-  outputTokens: number | bigint;
-  basicMicros: number | bigint;
-  payGoMicros: number | bigint;
-}
-
 /** Sums of new events per (tier, period, member), not yet in usage_cell. */
 export class CellSums {
   /** (tier index, period) packed in one number -> member_key -> totals. */
@@ -49,12 +38,8 @@ export class CellSums {
   private lastDay = Number.NaN;
   private lastMaps: Array<Map<number, TotalsByModel>> = [];
 
-  add(event: EventValues): void {
-    this.addValues(event.memberKey, event.modelId, event.day, event.inputTokens, event.outputTokens, event.basicMicros, event.payGoMicros);
-  }
-
-  /** `add` without an object per event (the import's hot path). */
-  addValues(memberKey: number, modelId: number, day: number, inputTokens: number | bigint, outputTokens: number | bigint,
+  /** Adds one new event (positional: no object per event on an import's hot path). */
+  add(memberKey: number, modelId: number, day: number, inputTokens: number | bigint, outputTokens: number | bigint,
     basicMicros: number | bigint, payGoMicros: number | bigint): void {
     if (day !== this.lastDay) this.selectDay(day);
     for (const members of this.lastMaps) {

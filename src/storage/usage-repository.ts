@@ -169,7 +169,7 @@ export class UsageRepository {
     if (!cells) throw new Error("insertEvents runs only inside ingest()");
     const fresh = this.database.direct ? this.insertEach(enterpriseId, rows) : await this.insertChunks(enterpriseId, rows);
     for (const row of fresh) {
-      cells.addValues(row.memberKey, row.modelId, dayOf(row.ts), row.inputTokens, row.outputTokens, row.basicMicros, row.payGoMicros);
+      cells.add(row.memberKey, row.modelId, dayOf(row.ts), row.inputTokens, row.outputTokens, row.basicMicros, row.payGoMicros);
     }
     this.added += fresh.length;
     if (cells.size >= this.cellLimit) await addToCells(this.database, cells);

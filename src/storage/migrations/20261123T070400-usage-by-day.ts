@@ -62,10 +62,8 @@ async function rebuildCells(db: Kysely<Schema>, postgres: boolean): Promise<void
         ${exact("basic_micros")} as b, ${exact("pay_go_micros")} as p
       from usage_event where day >= ${from} and day < ${from + 7}`.execute(db);
     for (const row of rows) {
-      sums.add({
-        memberKey: Number(row.member_key), modelId: Number(row.model_id), day: dayOf(Number(row.ts)),
-        inputTokens: fromExact(row.i), outputTokens: fromExact(row.o), basicMicros: fromExact(row.b), payGoMicros: fromExact(row.p),
-      });
+      sums.add(Number(row.member_key), Number(row.model_id), dayOf(Number(row.ts)),
+        fromExact(row.i), fromExact(row.o), fromExact(row.b), fromExact(row.p));
     }
     await addToCells({ db, dialect }, sums);
   }
