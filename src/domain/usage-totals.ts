@@ -81,11 +81,9 @@ export class TotalsByModel {
     sums.add(EVENTS, 1);
   }
 
-  /** Adds packed totals (a usage_cell's `totals`), or subtracts them (`negate`). */
-  addPacked(packed: Uint8Array, negate = false): void {
+  /** Adds packed totals (`packed` from `at` to `end`), or subtracts them (`negate`). */
+  addPacked(packed: Uint8Array, negate = false, at = 0, end = packed.length): void {
     const sign = negate ? -1 : 1;
-    let at = 0;
-    const end = packed.length;
     while (at < end) {
       // model_id, then the sums; each a varint.
       let value = 0;
@@ -117,7 +115,25 @@ export class TotalsByModel {
   /** The packed form (models in no particular order); throws SumLimitError past 2^63 - 1. */
   pack(): Uint8Array {
     const out = scratchFor(this.models.size);
-    let at = 0;
+    return out.slice(0, this.packInto(out, 0));
+  }
+
+  /**
+   * The stored form of a member's cell (see CELL FRAMES below): the packed totals framed by the
+   * member's key and their length. A view of a reused buffer, valid until the next call.
+   */
+  packCell(memberKey: number): Uint8Array {
+    const out = scratchFor(this.models.size);
+    const end = this.packInto(out, FRAME_ROOM);
+    const header = frameHeader;
+    const headerBytes = writeVarint(header, writeVarint(header, 0, memberKey), end - FRAME_ROOM);
+    const start = FRAME_ROOM - headerBytes;
+    out.set(header.subarray(0, headerBytes), start);
+    return out.subarray(start, end);
+  }
+
+  /** Writes the packed totals into `out` from `at`; returns the offset after them. */
+  private packInto(out: Uint8Array, at: number): number {
     for (const [id, sums] of this.models) {
       at = writeVarint(out, at, id);
       for (let i = 0; i < SUMS; i++) {
@@ -130,19 +146,46 @@ export class TotalsByModel {
         }
       }
     }
-    return out.slice(0, at);
+    return at;
   }
 }
+
+/**
+ * CELL FRAMES. A stored cell is framed: varint member_key, varint byte length, then the packed totals.
+ * The frame makes cells read together self-describing, so the window statement concatenates every
+ * cell it reads into one blob with no GROUP BY (measured: 1.7 ms for ~1,050 cells against 2.7 ms
+ * grouped per member), and `addCells` splits it here.
+ */
+export function addCells(frames: Uint8Array, negate: boolean, totalsOf: (memberKey: number) => TotalsByModel): void {
+  let at = 0;
+  while (at < frames.length) {
+    const [memberKey, afterKey] = readVarint(frames, at);
+    const [length, start] = readVarint(frames, afterKey);
+    totalsOf(memberKey).addPacked(frames, negate, start, start + length);
+    at = start + length;
+  }
+}
+
+/** The packed totals inside a stored cell's frame. */
+export function cellTotals(cell: Uint8Array): Uint8Array {
+  const [length, start] = readVarint(cell, readVarint(cell, 0)[1]);
+  return cell.subarray(start, start + length);
+}
+
+/** Room kept before the totals for a frame's header: two varints below 2^53 (8 bytes each at most). */
+const FRAME_ROOM = 16;
+const frameHeader = new Uint8Array(FRAME_ROOM);
 
 /** One reused buffer to pack into (packing is synchronous), grown as needed. */
 let scratch = new Uint8Array(64 * MAX_ENTRY_BYTES);
 function scratchFor(models: number): Uint8Array {
-  if (scratch.length < models * MAX_ENTRY_BYTES) scratch = new Uint8Array(models * MAX_ENTRY_BYTES * 2);
+  const bytes = FRAME_ROOM + models * MAX_ENTRY_BYTES;
+  if (scratch.length < bytes) scratch = new Uint8Array(bytes * 2);
   return scratch;
 }
 
 /** Writes a non-negative integer below 2^53 as a varint; returns the next offset. */
-function writeVarint(out: Uint8Array, at: number, value: number): number {
+export function writeVarint(out: Uint8Array, at: number, value: number): number {
   while (value >= 0x80) {
     out[at++] = (value % 0x80) | 0x80;
     value = Math.floor(value / 0x80);
@@ -158,6 +201,18 @@ function writeBigVarint(out: Uint8Array, at: number, value: bigint): number {
   }
   out[at++] = Number(value);
   return at;
+}
+
+/** Reads a varint below 2^53 at `at`: its value and the offset after it. */
+export function readVarint(packed: Uint8Array, at: number): [value: number, next: number] {
+  let value = 0;
+  let scale = 1;
+  for (;;) {
+    const byte = packed[at++]!;
+    value += (byte & 0x7f) * scale;
+    scale *= 128;
+    if (byte < 0x80) return [value, at];
+  }
 }
 
 function readBigVarint(packed: Uint8Array, at: number): bigint {

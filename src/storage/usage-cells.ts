@@ -2,8 +2,9 @@
 // in one usage_cell row. An ingestion sums its new events per cell in memory, then adds each sum to
 // the stored cell (read, add, write back) in key order, so neighbouring cells share B-tree pages.
 import { CompiledQuery, sql, type Kysely } from "kysely";
-import { ROLLUP_TIERS, periodOf } from "../domain/usage-window.js";
-import { TotalsByModel } from "../domain/usage-totals.js";
+import { ROLLUP_TIERS, dayOf, periodOf } from "../domain/usage-window.js";
+import type { EventValue } from "../domain/usage-event.js";
+import { TotalsByModel, cellTotals } from "../domain/usage-totals.js";
 import type { Database, Dialect } from "./database.js";
 import type { Schema } from "./schema.js";
 
@@ -93,9 +94,10 @@ export async function addToCells(database: Pick<Database, "db" | "dialect" | "di
       const parameters: unknown[] = [];
       for (const [memberKey, totals] of chunk) {
         const before = storedByMember.get(memberKey);
-        if (before) totals.addPacked(before);
-        if (upsertOne) upsertOne.run([tierDays, period, memberKey, totals.pack()]);
-        else parameters.push(tierDays, period, memberKey, totals.pack());
+        if (before) totals.addPacked(cellTotals(before));
+        // A copy for PostgreSQL's parameters (packCell's buffer is reused); SQLite binds it at once.
+        if (upsertOne) upsertOne.run([tierDays, period, memberKey, totals.packCell(memberKey)]);
+        else parameters.push(tierDays, period, memberKey, totals.packCell(memberKey).slice());
       }
       if (!upsertOne) await db.executeQuery(CompiledQuery.raw(upsertStatement(db, dialect, chunk.length), parameters));
     }
@@ -135,3 +137,45 @@ function selectStatement(db: Kysely<Schema>, dialect: Dialect, members: number):
   }
   return text;
 }
+
+/**
+ * Makes every cell anew from the stored events, a week of events at a time (through the day-first
+ * order): for migrations that create or change the cells.
+ */
+export async function rebuildCells(database: Pick<Database, "db" | "dialect">): Promise<void> {
+  const { db, dialect } = database;
+  await db.deleteFrom("usage_cell").execute();
+  const exact = (column: string) => exactInteger(dialect, column);
+  const bounds = await db.selectFrom("usage_event").select((eb) => [eb.fn.min("day").as("first"), eb.fn.max("day").as("last")]).executeTakeFirst();
+  if (bounds?.first === null || bounds?.first === undefined) return;
+  for (let from = Number(bounds.first); from <= Number(bounds.last); from += 7) {
+    const sums = new CellSums();
+    const { rows } = await sql<{ member_key: number; model_id: number; ts: number; i: number | string; o: number | string; b: number | string; p: number | string }>`
+      select member_key, model_id, ts, ${exact("input_tokens")} as i, ${exact("output_tokens")} as o,
+        ${exact("basic_micros")} as b, ${exact("pay_go_micros")} as p
+      from usage_event where day >= ${from} and day < ${from + 7}`.execute(db);
+    for (const row of rows) {
+      sums.add(Number(row.member_key), Number(row.model_id), dayOf(Number(row.ts)),
+        fromExact(row.i), fromExact(row.o), fromExact(row.b), fromExact(row.p));
+    }
+    await addToCells({ db, dialect }, sums);
+  }
+}
+
+/**
+ * A 64-bit column read exactly: drivers return integers as JS numbers, which round past 2^53. SQLite
+ * turns only such large values into text; PostgreSQL's column needs one type, so it is always text.
+ */
+export function exactInteger(dialect: Dialect, column: string) {
+  const ref = sql.ref(column);
+  return dialect === "postgres"
+    ? sql`cast(${ref} as text)`
+    : sql`case when ${ref} between -9007199254740991 and 9007199254740991 then ${ref} else cast(${ref} as text) end`;
+}
+
+/** The value of an `exactInteger` column. */
+export function fromExact(value: number | string): EventValue {
+  if (typeof value === "number") return value;
+  return value.length <= 15 ? Number(value) : BigInt(value);
+}
+

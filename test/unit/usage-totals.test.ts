@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { SUM_LIMIT, SumLimitError, TotalsByModel } from "../../src/domain/usage-totals.js";
+import { SUM_LIMIT, SumLimitError, TotalsByModel, addCells, cellTotals } from "../../src/domain/usage-totals.js";
 
 /** The totals as plain bigints per model, for comparison. */
 const plain = (totals: TotalsByModel) =>
@@ -58,5 +58,25 @@ describe("packed usage totals", () => {
     const small = new TotalsByModel();
     small.addEvent(3, 5000, 1200, 15000, 0);
     expect(small.pack()).toHaveLength(1 + 2 + 2 + 2 + 1 + 1); // 5000, 1200 and 15000 take two bytes each
+  });
+
+  it("frames cells by member: cells read end to end split back into each member's totals", () => {
+    const a = new TotalsByModel();
+    a.addEvent(3, 5000, 1200, 15000, 0);
+    const b = new TotalsByModel();
+    b.addEvent(3, 1, 2, 3, 4);
+    b.addEvent(2 ** 31, 2n ** 60n, 0, 0, 0);
+    const cellOfA = a.packCell(7).slice();
+    const cellOfB = b.packCell(2 ** 40).slice();
+    expect(cellTotals(cellOfA)).toStrictEqual(a.pack());
+    expect(cellTotals(cellOfB)).toStrictEqual(b.pack());
+
+    const byMember = new Map<number, TotalsByModel>();
+    const totalsOf = (key: number) => byMember.get(key) ?? byMember.set(key, new TotalsByModel()).get(key)!;
+    const read = new Uint8Array([...cellOfA, ...cellOfB, ...cellOfA]);
+    addCells(read, false, totalsOf);
+    addCells(cellOfB, true, totalsOf);
+    expect(plain(byMember.get(7)!)).toStrictEqual({ 3: [10000n, 2400n, 30000n, 0n, 2n] });
+    expect(plain(byMember.get(2 ** 40)!)).toStrictEqual({ 3: [0n, 0n, 0n, 0n, 0n], [2 ** 31]: [0n, 0n, 0n, 0n, 0n] });
   });
 });

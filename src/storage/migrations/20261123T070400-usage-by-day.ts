@@ -4,9 +4,7 @@
 // (tier, period, member) holding every model's totals, in tiers of 49, 7 and 1 days, so that
 // a 180-day query reads a few dozen rows per member. The cells are rebuilt from the raw events.
 import { PostgresAdapter, sql, type Kysely } from "kysely";
-import { dayOf } from "../../domain/usage-window.js";
-import { CellSums, addToCells } from "../usage-cells.js";
-import { exactInteger, fromExact } from "../usage-repository.js";
+import { rebuildCells } from "../usage-cells.js";
 import type { Schema } from "../schema.js";
 
 export async function up(db: Kysely<any>): Promise<void> {
@@ -46,27 +44,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .$call((t) => (postgres ? t : t.modifyEnd(sql`without rowid`)))
     .execute();
 
-  await rebuildCells(db as Kysely<Schema>, postgres);
-}
-
-/** Sums every stored event into the cells, a week of events at a time (through the day-first order). */
-async function rebuildCells(db: Kysely<Schema>, postgres: boolean): Promise<void> {
-  const dialect = postgres ? "postgres" : "sqlite";
-  const exact = (column: string) => exactInteger(dialect, column);
-  const bounds = await db.selectFrom("usage_event").select((eb) => [eb.fn.min("day").as("first"), eb.fn.max("day").as("last")]).executeTakeFirst();
-  if (bounds?.first === null || bounds?.first === undefined) return;
-  for (let from = Number(bounds.first); from <= Number(bounds.last); from += 7) {
-    const sums = new CellSums();
-    const { rows } = await sql<{ member_key: number; model_id: number; ts: number; i: number | string; o: number | string; b: number | string; p: number | string }>`
-      select member_key, model_id, ts, ${exact("input_tokens")} as i, ${exact("output_tokens")} as o,
-        ${exact("basic_micros")} as b, ${exact("pay_go_micros")} as p
-      from usage_event where day >= ${from} and day < ${from + 7}`.execute(db);
-    for (const row of rows) {
-      sums.add(Number(row.member_key), Number(row.model_id), dayOf(Number(row.ts)),
-        fromExact(row.i), fromExact(row.o), fromExact(row.b), fromExact(row.p));
-    }
-    await addToCells({ db, dialect }, sums);
-  }
+  await rebuildCells({ db: db as Kysely<Schema>, dialect: postgres ? "postgres" : "sqlite" });
 }
 
 export async function down(): Promise<void> {

@@ -5,6 +5,7 @@ import * as createAuth from "./20261123T070100-create-auth.js";
 import * as createUsage from "./20261123T070200-create-usage.js";
 import * as createEnvironmentConfigs from "./20261123T070300-create-environment-configs.js";
 import * as usageByDay from "./20261123T070400-usage-by-day.js";
+import * as usageCellFrames from "./20261123T070500-usage-cell-frames.js";
 
 export const migrations: Record<string, Migration> = {
   "20261123T070000-create-directory": createDirectory,
@@ -12,4 +13,5 @@ export const migrations: Record<string, Migration> = {
   "20261123T070200-create-usage": createUsage,
   "20261123T070300-create-environment-configs": createEnvironmentConfigs,
   "20261123T070400-usage-by-day": usageByDay,
+  "20261123T070500-usage-cell-frames": usageCellFrames,
 };
