@@ -48,7 +48,7 @@ describe.each(dialects)("usage cell frames migration (%s)", (dialect) => {
     for (const [i, e] of events.entries()) {
       await database.db.insertInto("usage_event").values({
         day: dayOf(e.ts), member_key: e.member, ts: e.ts, event_id: `e${i}`, enterprise_id: acme.enterprise.enterprise_id, model_id: e.model,
-        input_tokens: e.values[0]!, output_tokens: e.values[1]!, basic_micros: e.values[2]!, pay_go_micros: e.values[3]!,
+        input_tokens: BigInt(e.values[0]!), output_tokens: BigInt(e.values[1]!), basic_micros: BigInt(e.values[2]!), pay_go_micros: BigInt(e.values[3]!),
       }).execute();
       for (const tierDays of ROLLUP_TIERS) {
         const key = `${tierDays}:${periodOf(tierDays, dayOf(e.ts))}:${e.member}`;
