@@ -12,7 +12,7 @@ export interface RunningService {
 }
 
 export async function startService(config: Config, logger: Logger = createLogger({ level: config.logLevel })): Promise<RunningService> {
-  const database = openDatabase(config.databaseUrl);
+  const database = openDatabase(config.databaseUrl, { backgroundCheckpoints: true });
   try {
     await migrateToLatest(database);
     const keys = await loadLocalKeyProvider({ databaseUrl: config.databaseUrl });
