@@ -1,7 +1,7 @@
 // Per-model usage totals (input tokens, output tokens, basic and pay-go micro-units, and the number
-// of events) and their packed form, the `totals` of one usage_cell row: one entry per model, each
-// six unsigned LEB128 varints (model_id, then the five sums), in no particular order (a model may
-// even repeat: sums add up). One row per member and period, whatever the number of models, keeps a
+// of events) and their packed form: one entry per model, each six unsigned LEB128 varints (model_id,
+// then the five sums), in no particular order (a model may even repeat: sums add up). The `totals`
+// of a usage_cell row are the packed form framed by the member's key and its length (CELL FRAMES). One row per member and period, whatever the number of models, keeps a
 // 180-day query to a few cells per member; varints keep the rows small (typically 10-20 bytes a
 // model), and so the pages an ingestion rewrites. The event count tells a model with no events in
 // a window (its cells cancel out) from one whose events all carried zeros.
