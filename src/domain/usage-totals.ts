@@ -1,9 +1,10 @@
 // Per-model usage totals (input tokens, output tokens, basic and pay-go micro-units, and the number
 // of events) and their packed form: one entry per model, each six unsigned LEB128 varints (model_id,
 // then the five sums), in no particular order (a model may even repeat: sums add up). The `totals`
-// of a usage_cell row are the packed form framed by the member's key and its length (CELL FRAMES). One row per member and period, whatever the number of models, keeps a
-// 180-day query to a few cells per member; varints keep the rows small (typically 10-20 bytes a
-// model), and so the pages an ingestion rewrites. The event count tells a model with no events in
+// of a usage_cell row are the packed form framed by the member's key and its length (CELL FRAMES).
+// One row per member and period, whatever the number of models, keeps a 180-day query to a few
+// cells per member; varints keep the rows small (typically 10-20 bytes a model), and so the pages
+// an ingestion rewrites. The event count tells a model with no events in
 // a window (its cells cancel out) from one whose events all carried zeros.
 //
 // Sums stay JS numbers while they are exact (the hot path: no BigInt per event); a sum that passes
@@ -125,10 +126,9 @@ export class TotalsByModel {
   packCell(memberKey: number): Uint8Array {
     const out = scratchFor(this.models.size);
     const end = this.packInto(out, FRAME_ROOM);
-    const header = frameHeader;
-    const headerBytes = writeVarint(header, writeVarint(header, 0, memberKey), end - FRAME_ROOM);
+    const headerBytes = writeVarint(frameHeader, writeVarint(frameHeader, 0, memberKey), end - FRAME_ROOM);
     const start = FRAME_ROOM - headerBytes;
-    out.set(header.subarray(0, headerBytes), start);
+    out.set(frameHeader.subarray(0, headerBytes), start);
     return out.subarray(start, end);
   }
 

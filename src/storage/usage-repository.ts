@@ -251,7 +251,8 @@ export class UsageRepository {
    *   GROUP BY costing about 1 ms more than none;
    * - the raw events as one text of "member,model,input,output,basic,pay_go" entries: databases print
    *   64-bit integers exactly, and one string costs far less than a row per event with every column
-   *   checked for its size (measured 1.4 against 2.9 ms for 575 events).
+   *   checked for its size (measured for ~575 events: 0.9 ms as text, 2.1 ms as plain rows, 2.9 ms
+   *   as rows with the size checks).
    */
   async sumUsage(memberKeys: readonly number[], plan: WindowPlan): Promise<UsageSumRow[]> {
     if (memberKeys.length === 0) return [];
