@@ -155,14 +155,14 @@ async function measureQueries(database: Database, label: string, members: number
   const usage = new UsageRepository(database);
   const handlers = usageHandlers(usage);
   const call = { requestId: "bench", principal: { enterpriseId: ENTERPRISE_ID, permissions: new Set(["statistics:read"]) } };
-  console.log(`(3) query on ${label}, 100 members, ${flags.queries} queries per window (handler: members, rollup cells and raw partial days, formatting):`);
+  console.log(`(3) query on ${label}, 100 members, ${flags.queries} queries per window (handler: members, running totals and raw partial days, formatting):`);
   // A running service's page cache holds the tables the query reads; a fresh process's does not.
   // One pass over them stands for that. The events first: the store is larger than the 1 GiB cache,
-  // and the cells are what every query reads, so they are the pages a running service keeps.
+  // and the running totals are what every query reads, so they are the pages a running service keeps.
   const warm = performance.now();
   await sql`select sum(model_id + ts + input_tokens + output_tokens + basic_micros + pay_go_micros) from usage_event`.execute(database.db);
-  await sql`select sum(length(totals)) from usage_cell`.execute(database.db);
-  console.log(`    (page cache warmed with one pass over usage_event, then usage_cell, in ${fmt((performance.now() - warm) / 1000, 1)} s)`);
+  await sql`select sum(length(totals)) from usage_running_total`.execute(database.db);
+  console.log(`    (page cache warmed with one pass over usage_event, then usage_running_total, in ${fmt((performance.now() - warm) / 1000, 1)} s)`);
   // The import above ran in this process; its garbage is collected now (a service never holds it).
   (globalThis as { gc?: () => void }).gc?.();
   const runs = planWindows(members);
@@ -282,7 +282,7 @@ async function postgresFigures(url: string, events: number, dir: string) {
   try {
     await migrateToLatest(database);
     await sql`delete from usage_event where enterprise_id = ${ENTERPRISE_ID}`.execute(database.db);
-    await sql`delete from usage_cell where member_key in (select member_key from member where enterprise_id = ${ENTERPRISE_ID})`.execute(database.db);
+    await sql`delete from usage_running_total where member_key in (select member_key from member where enterprise_id = ${ENTERPRISE_ID})`.execute(database.db);
     await importDirectory(database, benchDirectory(pgShape));
     const file = join(dir, "pg-events.ndjson");
     await writeUsageFile(file, pgShape);

@@ -1,27 +1,28 @@
 // Per-model usage totals (input tokens, output tokens, basic and pay-go micro-units, and the number
 // of events) and their packed form: one entry per model, each six unsigned LEB128 varints (model_id,
 // then the five sums), in no particular order (a model may even repeat: sums add up). The `totals`
-// of a usage_cell row are the packed form framed by the member's key and its length (CELL FRAMES).
-// One row per member and period, whatever the number of models, keeps a 180-day query to a few
-// cells per member; varints keep the rows small (typically 10-20 bytes a model), and so the pages
-// an ingestion rewrites. The event count tells a model with no events in
-// a window (its cells cancel out) from one whose events all carried zeros.
+// of a usage_running_total row are the packed form framed by the member's key and its length (CELL
+// FRAMES). One row per member and day, whatever the number of models, keeps a query to two rows a
+// member; varints keep the rows small (typically 15-20 bytes a model), and so the pages an
+// ingestion rewrites. The event count tells a model with no events in a window (its totals cancel
+// out) from one whose events all carried zeros.
 //
 // Sums stay JS numbers while they are exact (the hot path: no BigInt per event); a sum that passes
-// 2^53 moves into a bigint. A stored sum is at most 2^63 - 1, the store's limit since the start.
+// 2^53 moves into a bigint. A stored total is at most 2^64 - 1, the largest uint64 the API can
+// answer: every window's sum is at most its member's running total, so every answer fits.
 
-export const SUM_LIMIT = 2n ** 63n - 1n;
+export const SUM_LIMIT = 2n ** 64n - 1n;
 /** Sums per model: input tokens, output tokens, basic micros, pay-go micros, events. */
 export const SUMS = 5;
 export const EVENTS = 4;
-/** The longest entry: a 32-bit model id (5 bytes) and five 63-bit sums (9 bytes each). */
-const MAX_ENTRY_BYTES = 5 + SUMS * 9;
+/** The longest entry: a 32-bit model id (5 bytes) and five 64-bit sums (10 bytes each). */
+const MAX_ENTRY_BYTES = 5 + SUMS * 10;
 /** Varints of up to 7 bytes (49 bits) are decoded as numbers; longer ones as bigints. */
 const NUMBER_BYTES = 7;
 
 export class SumLimitError extends Error {
   constructor() {
-    super(`a usage sum would pass the store's 64-bit limit (${SUM_LIMIT})`);
+    super(`a usage running total would pass the uint64 limit (${SUM_LIMIT})`);
   }
 }
 
@@ -72,14 +73,24 @@ export class TotalsByModel {
     return sums;
   }
 
-  /** One event: its values as numbers (the API's, at most 10^12) or bigints (callers below it). */
-  addEvent(modelId: number, inputTokens: number | bigint, outputTokens: number | bigint, basicMicros: number | bigint, payGoMicros: number | bigint): void {
+  /** One event (or, with `events` -1, one taken away): values as numbers (the API's, at most 10^12) or bigints (callers below it). */
+  addEvent(modelId: number, inputTokens: number | bigint, outputTokens: number | bigint, basicMicros: number | bigint, payGoMicros: number | bigint,
+    events = 1): void {
     const sums = this.sumsOf(modelId);
     sums.addValue(0, inputTokens);
     sums.addValue(1, outputTokens);
     sums.addValue(2, basicMicros);
     sums.addValue(3, payGoMicros);
-    sums.add(EVENTS, 1);
+    sums.add(EVENTS, events);
+  }
+
+  /** Adds another's sums. */
+  addTotals(other: TotalsByModel): void {
+    for (const [modelId, from] of other.models) {
+      const sums = this.sumsOf(modelId);
+      for (let i = 0; i < SUMS; i++) sums.add(i, from.values[i]!);
+      if (from.big) for (let i = 0; i < SUMS; i++) sums.addBig(i, from.big[i]!);
+    }
   }
 
   /** Adds packed totals (`packed` from `at` to `end`), or subtracts them (`negate`). */

@@ -88,13 +88,13 @@ export interface UsageEventTable {
 }
 
 /**
- * A member's per-model totals for one Monday-aligned period of a rollup tier (49, 7 or 1 days),
- * packed by src/domain/usage-totals.ts; ordered by (tier_days, period, member_key).
+ * A member's running totals per model: every event of the member up to the end of `day` (a UTC
+ * day on which the member has events), packed and framed by src/domain/usage-totals.ts; ordered by
+ * (member_key, day).
  */
-export interface UsageCellTable {
-  tier_days: number;
-  period: number;
+export interface UsageRunningTotalTable {
   member_key: number;
+  day: number;
   totals: Uint8Array;
 }
 
@@ -142,7 +142,7 @@ export interface Schema {
   access_token: AccessTokenTable;
   usage_model: UsageModelTable;
   usage_event: UsageEventTable;
-  usage_cell: UsageCellTable;
+  usage_running_total: UsageRunningTotalTable;
   environment_config: EnvironmentConfigTable;
   environment_data_key: EnvironmentDataKeyTable;
   environment_secret: EnvironmentSecretTable;

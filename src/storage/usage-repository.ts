@@ -1,6 +1,6 @@
 // Usage storage: members and models resolved to compact keys, raw events inserted idempotently, the
-// rollup cells (see usage-cells.ts) maintained from exactly the events an ingestion added, and the
-// windowed sums.
+// members' running totals (see usage-running-totals.ts) maintained from exactly the events an
+// ingestion added, and the windowed sums.
 import { CompiledQuery, sql, type Kysely } from "kysely";
 import { invalidParameter } from "../domain/errors.js";
 import type { EventValue } from "../domain/usage-event.js";
@@ -8,7 +8,7 @@ import { EVENTS, SumLimitError, TotalsByModel, addCells } from "../domain/usage-
 import { dayOf, type WindowPlan } from "../domain/usage-window.js";
 import type { Schema } from "./schema.js";
 import type { Database, Dialect } from "./database.js";
-import { CellSums, addToCells, chunks } from "./usage-cells.js";
+import { DaySums, addToRunningTotals, chunks } from "./usage-running-totals.js";
 
 export interface MemberRow {
   member_key: number;
@@ -132,20 +132,20 @@ export class UsageRepository {
    * Runs `work` as one ingestion, in one transaction. `work` gets this repository bound to the
    * transaction (SQLite has one connection: a read outside it would wait forever) and adds raw rows
    * with `insertEvents`; a repeated event_id is skipped. The events actually inserted are summed per
-   * rollup cell in memory and added to the stored cells at the end (or when many are held), so
-   * duplicates never count twice. Returns how many events were added. `bulk`: a large load (an
-   * NDJSON import) holds more cells in memory between writes.
+   * (member, day) in memory and added to the stored running totals at the end (or when many are
+   * held), so duplicates never count twice. Returns how many events were added. `bulk`: a large
+   * load (an NDJSON import) holds more sums in memory between writes.
    */
   async ingest(work: (tx: UsageRepository) => Promise<void>, options: { bulk?: boolean } = {}): Promise<number> {
     try {
       return await this.db.transaction().execute(async (trx) => {
-        // PostgreSQL: one ingestion at a time, so that two never read and rewrite the same cell at once.
+        // PostgreSQL: one ingestion at a time, so that two never read and rewrite the same row at once.
         if (this.dialect === "postgres") await sql`select pg_advisory_xact_lock(72001)`.execute(trx);
         const tx = new UsageRepository({ db: trx, dialect: this.dialect, direct: this.database.direct }, this.caches);
-        tx.cells = new CellSums();
-        tx.cellLimit = options.bulk ? BULK_FLUSH_CELLS : FLUSH_CELLS;
+        tx.daySums = new DaySums();
+        tx.daySumsLimit = options.bulk ? BULK_FLUSH_DAY_SUMS : FLUSH_DAY_SUMS;
         await work(tx);
-        await addToCells(tx.database, tx.cells);
+        await addToRunningTotals(tx.database, tx.daySums);
         return tx.added;
       });
     } catch (error) {
@@ -153,26 +153,26 @@ export class UsageRepository {
       this.modelIds.clear();
       this.models.clear();
       if (error instanceof SumLimitError) {
-        throw invalidParameter("events: a member's sum for a period would pass the store's 64-bit limit (9223372036854775807); nothing was recorded");
+        throw invalidParameter("events: a member's running total for a model would pass the uint64 limit (18446744073709551615); nothing was recorded");
       }
       throw error;
     }
   }
 
-  private cells: CellSums | undefined;
-  private cellLimit = 0;
+  private daySums: DaySums | undefined;
+  private daySumsLimit = 0;
   private added = 0;
 
   /** Adds raw rows; only inside `ingest`. A repeated (enterprise_id, event_id) is skipped. */
   async insertEvents(enterpriseId: string, rows: readonly UsageEventRow[]): Promise<void> {
-    const cells = this.cells;
-    if (!cells) throw new Error("insertEvents runs only inside ingest()");
+    const daySums = this.daySums;
+    if (!daySums) throw new Error("insertEvents runs only inside ingest()");
     const fresh = this.database.direct ? this.insertEach(enterpriseId, rows) : await this.insertChunks(enterpriseId, rows);
     for (const row of fresh) {
-      cells.add(row.memberKey, row.modelId, dayOf(row.ts), row.inputTokens, row.outputTokens, row.basicMicros, row.payGoMicros);
+      daySums.add(row.memberKey, row.modelId, dayOf(row.ts), row.inputTokens, row.outputTokens, row.basicMicros, row.payGoMicros);
     }
     this.added += fresh.length;
-    if (cells.size >= this.cellLimit) await addToCells(this.database, cells);
+    if (daySums.size >= this.daySumsLimit) await addToRunningTotals(this.database, daySums);
   }
 
   /**
@@ -241,54 +241,44 @@ export class UsageRepository {
   }
 
   /**
-   * Sums per member and model over a window plan: the cells of its rollup periods plus the raw events
-   * of its partial days, read by one statement (one snapshot: an ingestion committing meanwhile is
-   * either wholly in or wholly out) and added up here, exactly (bigint past 2^53). The statement
-   * returns few values, whatever the number of members:
-   * - the cells read, concatenated into one blob per sign (stored cells are framed by their member's
-   *   key, see CELL FRAMES in usage-totals.ts). The driver makes a Buffer per blob value; one per cell
-   *   measured 5.4 ms for 1,900 cells against 2.2 ms for one per member, which in turn needed a
-   *   GROUP BY costing about 1 ms more than none;
-   * - the raw events as one text of "member,model,input,output,basic,pay_go" entries: databases print
-   *   64-bit integers exactly, and one string costs far less than a row per event with every column
-   *   checked for its size (measured for ~575 events: 0.9 ms as text, 2.1 ms as plain rows, 2.9 ms
-   *   as rows with the size checks).
+   * Sums per member and model over a window plan: each member's running totals through the plan's
+   * later day minus those through its earlier one, plus or minus the raw events of its partial
+   * days, read by one statement (one snapshot: an ingestion committing meanwhile is either wholly in
+   * or wholly out) and added up here, exactly (bigint past 2^53). The statement returns few values,
+   * whatever the number of members:
+   * - the running totals read, concatenated into one blob per sign (stored rows are framed by their
+   *   member's key, see CELL FRAMES in usage-totals.ts). The driver makes a Buffer per blob value;
+   *   one per row measured 5.4 ms for 1,900 rows against 2.2 ms for one per member;
+   * - the raw events of each range as one text of "member,model,input,output,basic,pay_go" entries:
+   *   databases print 64-bit integers exactly, and one string costs far less than a row per event
+   *   with every column checked for its size (measured for ~575 events: 0.9 ms as text, 2.1 ms as
+   *   plain rows, 2.9 ms as rows with the size checks).
    */
   async sumUsage(memberKeys: readonly number[], plan: WindowPlan): Promise<UsageSumRow[]> {
     if (memberKeys.length === 0) return [];
     const postgres = this.dialect === "postgres";
-    const keys = sql.join(memberKeys.map((k) => sql`${k}`));
+    const members = sql.join(memberKeys.map((k, i) => (postgres && i === 0 ? sql`(cast(${k} as bigint))` : sql`(${k})`)));
     const noBlob = postgres ? sql`cast(null as bytea)` : sql`null`;
     const noText = postgres ? sql`cast(null as text)` : sql`null`;
-    // One IN list of periods per (tier, sign): every member's cell of each period.
-    const bySign = new Map<string, { tierDays: number; sign: number; periods: number[] }>();
-    for (const cell of plan.cells) {
-      const key = `${cell.tierDays}:${cell.sign}`;
-      const group = bySign.get(key) ?? { tierDays: cell.tierDays, sign: cell.sign, periods: [] };
-      group.periods.push(cell.period);
-      bySign.set(key, group);
-    }
-    const cellParts = [...bySign.values()].map(({ tierDays, sign, periods }) => sql`select ${sql.lit(sign)} as sign, totals
-      from usage_cell where tier_days = ${tierDays} and period in (${sql.join(periods)}) and member_key in (${keys})`);
     const parts = [];
-    if (cellParts.length > 0) {
-      const framesOf = (sign: number) => postgres
-        ? sql`string_agg(case when sign = ${sql.lit(sign)} then totals end, ''::bytea)`
-        : sql`cast(group_concat(case when sign = ${sql.lit(sign)} then totals end, '') as blob)`;
-      parts.push(sql`select ${framesOf(1)} as cells, ${framesOf(-1)} as minus, ${noText} as events
-        from (${sql.join(cellParts, sql` union all `)}) as cell`);
+    if (plan.runningTotals) {
+      const through = (day: number) => sql`(select totals from usage_running_total t
+        where t.member_key = m.k and t.day <= ${day} order by t.day desc limit 1)`;
+      const framesOf = (column: string) => postgres
+        ? sql`string_agg(${sql.ref(column)}, ''::bytea)`
+        : sql`cast(group_concat(${sql.ref(column)}, '') as blob)`;
+      parts.push(sql`select ${framesOf("plus")} as cells, ${framesOf("minus")} as minus, 0 as sign, ${noText} as events
+        from (select ${through(plan.runningTotals.plusThrough)} as plus, ${through(plan.runningTotals.minusThrough)} as minus from m) as running`);
     }
-    const rawParts = plan.rawRanges.map(([from, to]) => sql`select member_key, model_id, input_tokens, output_tokens, basic_micros, pay_go_micros
-      from usage_event where day = ${dayOf(from)} and member_key in (${keys}) and ts >= ${from} and ts < ${to}`);
-    if (rawParts.length > 0) {
-      const entry = postgres
-        ? sql`concat_ws(',', member_key, model_id, input_tokens, output_tokens, basic_micros, pay_go_micros)`
-        : sql`member_key || ',' || model_id || ',' || input_tokens || ',' || output_tokens || ',' || basic_micros || ',' || pay_go_micros`;
-      const events = postgres ? sql`string_agg(${entry}, ';')` : sql`group_concat(${entry}, ';')`;
-      parts.push(sql`select ${noBlob} as cells, ${noBlob} as minus, ${events} as events
-        from (${sql.join(rawParts, sql` union all `)}) as event`);
+    const entry = postgres
+      ? sql`concat_ws(',', member_key, model_id, input_tokens, output_tokens, basic_micros, pay_go_micros)`
+      : sql`member_key || ',' || model_id || ',' || input_tokens || ',' || output_tokens || ',' || basic_micros || ',' || pay_go_micros`;
+    const eventsOf = postgres ? sql`string_agg(${entry}, ';')` : sql`group_concat(${entry}, ';')`;
+    for (const { from, to, sign } of plan.raw) {
+      parts.push(sql`select ${noBlob} as cells, ${noBlob} as minus, ${sql.lit(sign)} as sign, ${eventsOf} as events
+        from usage_event where day = ${dayOf(from)} and member_key in (select k from m) and ts >= ${from} and ts < ${to}`);
     }
-    const { rows } = await sql<WindowRow>`${sql.join(parts, sql` union all `)}`.execute(this.db);
+    const { rows } = await sql<WindowRow>`with m(k) as (values ${members}) ${sql.join(parts, sql` union all `)}`.execute(this.db);
     const byMember = new Map<number, TotalsByModel>();
     const totalsOf = (memberKey: number) => {
       let totals = byMember.get(memberKey);
@@ -298,12 +288,12 @@ export class UsageRepository {
     for (const row of rows) {
       if (row.cells !== null) addCells(row.cells, false, totalsOf);
       if (row.minus !== null) addCells(row.minus, true, totalsOf);
-      if (row.events !== null) addEventText(row.events, totalsOf);
+      if (row.events !== null) addEventText(row.events, Number(row.sign) < 0, totalsOf);
     }
     const out: UsageSumRow[] = [];
     for (const [memberKey, totals] of byMember) {
       for (const [modelId, sums] of totals.models) {
-        // Cells subtracted for days outside the window cancel a model out: it had no event inside.
+        // Totals subtracted for the days before the window cancel a model out: it had no event inside.
         if (sums.exact(EVENTS) === 0) continue;
         out.push({
           member_key: memberKey, model_id: modelId,
@@ -315,21 +305,23 @@ export class UsageRepository {
   }
 }
 
-/** A row of the window statement: the cells read (added and subtracted) or the raw events. */
+/** A row of the window statement: the running totals read (added and subtracted), or one range's raw events. */
 interface WindowRow {
-  /** Framed cells, end to end. */
+  /** Framed running totals added, end to end. */
   cells: Uint8Array | null;
-  /** Cells subtracted: the days of a period outside the window. */
+  /** Framed running totals subtracted: the days before the window. */
   minus: Uint8Array | null;
   /** Raw events: "member_key,model_id,input,output,basic,pay_go" entries joined by ";". */
   events: string | null;
+  /** Whether the events are added (1) or subtracted (-1). */
+  sign: number | string;
 }
 
 /**
- * Adds the events of a window row's text, each value exact: up to 15 digits as a number (below
- * 2^53), longer as a bigint.
+ * Adds (or subtracts) the events of a window row's text, each value exact: up to 15 digits as a
+ * number (below 2^53), longer as a bigint.
  */
-function addEventText(text: string, totalsOf: (memberKey: number) => TotalsByModel): void {
+function addEventText(text: string, negate: boolean, totalsOf: (memberKey: number) => TotalsByModel): void {
   const values: Array<number | bigint> = [0, 0, 0, 0, 0, 0];
   let field = 0;
   let value = 0;
@@ -346,7 +338,9 @@ function addEventText(text: string, totalsOf: (memberKey: number) => TotalsByMod
     from = at + 1;
     if (code === SEMICOLON) {
       if (field !== 6) throw new Error(`usage event text: ${field} values in the entry ending at ${at}`);
-      totalsOf(values[0] as number).addEvent(values[1] as number, values[2]!, values[3]!, values[4]!, values[5]!);
+      const totals = totalsOf(values[0] as number);
+      if (negate) totals.addEvent(values[1] as number, -values[2]!, -values[3]!, -values[4]!, -values[5]!, -1);
+      else totals.addEvent(values[1] as number, values[2]!, values[3]!, values[4]!, values[5]!);
       field = 0;
     }
   }
@@ -375,7 +369,7 @@ function setEventParameters(parameters: unknown[], at: number, enterpriseId: str
   parameters[at + 9] = r.payGoMicros;
 }
 
-/** Write the held cell sums when this many cells have gathered. */
-const FLUSH_CELLS = 50_000;
-/** A bulk load keeps more in memory: fewer, larger, sorted writes, each cell written fewer times. */
-const BULK_FLUSH_CELLS = 400_000;
+/** Write the held day sums when this many (member, day) sums have gathered. */
+const FLUSH_DAY_SUMS = 50_000;
+/** A bulk load keeps more in memory: fewer, larger, sorted writes. */
+const BULK_FLUSH_DAY_SUMS = 400_000;

@@ -162,7 +162,7 @@ describe.each(dialects)("usage rules (%s)", (dialect) => {
     const windows: Array<[string, number, number]> = [
       ["inside one day (raw events only)", T0 + 3 * HOUR, T0 + 20 * HOUR],
       ["on whole UTC days", T0 + DAY, T0 + 3 * DAY],
-      ["cutting through its first and last day (rollup and raw events)", T0 + DAY + 5 * HOUR, T0 + 4 * DAY + 7 * HOUR],
+      ["cutting through its first and last day (running totals and raw events)", T0 + DAY + 5 * HOUR, T0 + 4 * DAY + 7 * HOUR],
       ["starting on a day boundary, ending inside a later day", T0 + DAY, T0 + 2 * DAY + 1],
       ["starting inside a day, ending on a later day boundary", T0 + DAY - 1, T0 + 3 * DAY],
       ["one second wide, ending on a day boundary", T0 + 2 * DAY - 1, T0 + 2 * DAY],
@@ -376,7 +376,7 @@ describe.each(dialects)("usage rules (%s)", (dialect) => {
 
     it("sums tokens exactly past 2^53 and prints them as bare JSON numbers", async () => {
       // The API caps one event at MAX_EVENT_TOKENS, so these figures are seeded below it (recordUsage);
-      // the sums are read through REST. Spread over four days: rollup and raw events both count.
+      // the sums are read through REST. Spread over four days: running totals and raw events both count.
       const t = await tenant();
       const m = t.members[1]!;
       const P15 = 1_000_000_000_000_000;
@@ -618,33 +618,36 @@ describe.each(dialects)("usage rules (%s)", (dialect) => {
       await expectFailure(await record(t.token, []), 400, 4001, naming("events"));
     });
 
-    // A member's figures near the store's 64-bit limit (2^63 - 1 = 9223372036854775807) take millions of
-    // events at the API's per-event ceiling; they are seeded below the API (recordUsage, which keeps the
-    // store's own guard) and read through REST.
-    it("refuses an ingestion that would pass the 64-bit limit for a member's day with 4001, recording none of it", async () => {
+    // A member's running totals near their limit (the API's uint64, 2^64 - 1 = 18446744073709551615,
+    // so that every window's sum fits the answer) take millions of events at the API's per-event
+    // ceiling; they are seeded below the API (recordUsage, which keeps the store's own guard) and read
+    // through REST.
+    it("refuses an ingestion that would pass the uint64 limit for a member's running total with 4001, recording none of it", async () => {
       const t = await tenant();
       const m = t.members[0]!;
       const E18 = 10n ** 18n;
-      expect(await seed(t.id, [ev(m.user_id, T0 + HOUR, { model_name: "huge", input_tokens: String(9n * E18) })])).toStrictEqual({ recorded: 1, duplicates: 0 });
+      expect(await seed(t.id, [
+        ev(m.user_id, T0 + HOUR, { model_name: "huge", input_tokens: String(9n * E18) }),
+        ev(m.user_id, T0 + 3 * HOUR, { model_name: "huge", input_tokens: String(9n * E18) }),
+      ])).toStrictEqual({ recorded: 2, duplicates: 0 });
       const over = seed(t.id, [
         ev(m.user_id, T0 + 2 * DAY, { model_name: "huge", input_tokens: "5" }),
         ev(m.user_id, T0 + 2 * HOUR, { model_name: "huge", input_tokens: String(E18) }),
       ]);
-      await expect(over).rejects.toMatchObject({ code: 4001, message: naming("64-bit", "9223372036854775807") });
+      await expect(over).rejects.toMatchObject({ code: 4001, message: naming("uint64", "18446744073709551615") });
       const reply = await query(t.token, { start_time: T0, end_time: T0 + 3 * DAY, user_ids: [m.user_id] });
-      expect(reply.json).toStrictEqual(answer([item(m, [usage("huge", "Chat", "Builtin", 9n * E18, 0, "0.000000", "0.000000", "0.000000")])]));
+      expect(reply.json).toStrictEqual(answer([item(m, [usage("huge", "Chat", "Builtin", 18n * E18, 0, "0.000000", "0.000000", "0.000000")])]));
     });
 
-    it("reads a window whose sum passes 2^63 exactly, though each of its rollup periods stays within the limit", async () => {
+    it("reads a window whose sum passes 2^63 exactly, from running totals and from raw events", async () => {
       const t = await tenant();
       const m = t.members[0]!;
       const E18 = 10n ** 18n;
-      // 120 days apart: no rollup period (49, 7 or 1 days) holds both events.
       expect(await seed(t.id, [
         ev(m.user_id, T0 + HOUR, { model_name: "huge", input_tokens: String(5n * E18) }),
         ev(m.user_id, T0 + 120 * DAY + HOUR, { model_name: "huge", input_tokens: String(5n * E18) }),
       ])).toStrictEqual({ recorded: 2, duplicates: 0 });
-      // Whole days (rollup), and a window cutting through both days (raw events).
+      // Whole days (running totals), and a window cutting through both days (running totals and raw events).
       for (const [start, end] of [[T0, T0 + 121 * DAY], [T0 + 1, T0 + 121 * DAY - 1]] as const) {
         const reply = await query(t.token, { start_time: start, end_time: end, user_ids: [m.user_id] });
         expect(reply.json, `window [${start}, ${end})`).toStrictEqual(answer([item(m, [usage("huge", "Chat", "Builtin", 10n * E18, 0, "0.000000", "0.000000", "0.000000")])]));

@@ -1,12 +1,15 @@
-// Migration 20261123T070500 (framed usage cells) on a store written before it: the cells it finds
-// hold bare packed totals; afterwards every window's sums are still those of the raw events.
-import { Migrator, sql } from "kysely";
+// Migrations 20261123T070500 (framed usage cells) and 20261123T070600 (running totals instead of
+// cells) on a store written before them: the cells they find hold bare packed totals; afterwards the
+// cells are gone, each member has one running-total row per day with events, and every window's
+// sums are still those of the raw events.
+import { Migrator, sql, type Kysely } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TotalsByModel } from "../../src/domain/usage-totals.js";
-import { ROLLUP_TIERS, dayOf, periodOf, planWindow } from "../../src/domain/usage-window.js";
+import { dayOf, planWindow } from "../../src/domain/usage-window.js";
 import { importDirectory } from "../../src/operations/import-directory.js";
 import { migrateToLatest, openDatabase, type Database } from "../../src/storage/database.js";
 import { migrations } from "../../src/storage/migrations/index.js";
+import { ROLLUP_TIERS, periodOf } from "../../src/storage/migrations/legacy-usage-cells.js";
 import { UsageRepository } from "../../src/storage/usage-repository.js";
 import { createTestDatabase, dialects, type TestDatabase } from "../helpers/databases.js";
 import { acme } from "../helpers/fixtures.js";
@@ -14,7 +17,7 @@ import { acme } from "../helpers/fixtures.js";
 const DAY = 86_400;
 const MONDAY = 1_735_516_800; // 2024-12-30T00:00:00Z
 
-describe.each(dialects)("usage cell frames migration (%s)", (dialect) => {
+describe.each(dialects)("usage cell frames and running totals migrations (%s)", (dialect) => {
   let testDb: TestDatabase;
   let database: Database;
 
@@ -31,7 +34,7 @@ describe.each(dialects)("usage cell frames migration (%s)", (dialect) => {
     await testDb?.drop();
   });
 
-  it("rebuilds the bare cells framed; every window sums the raw events exactly", async () => {
+  it("replaces the bare cells by running totals; every window sums the raw events exactly", async () => {
     await importDirectory(database, acme);
     const [alice, bob] = await database.db.selectFrom("member").select(["member_key", "user_id"])
       .where("enterprise_id", "=", acme.enterprise.enterprise_id).orderBy("user_id").limit(2).execute();
@@ -59,14 +62,23 @@ describe.each(dialects)("usage cell frames migration (%s)", (dialect) => {
     }
     for (const [key, totals] of cells) {
       const [tierDays, period, member] = key.split(":").map(Number) as [number, number, number];
-      await database.db.insertInto("usage_cell").values({ tier_days: tierDays, period, member_key: member, totals: totals.pack() }).execute();
+      await (database.db as Kysely<any>).insertInto("usage_cell").values({ tier_days: tierDays, period, member_key: member, totals: totals.pack() }).execute();
     }
 
-    expect(await migrateToLatest(database)).toStrictEqual(["20261123T070500-usage-cell-frames"]);
+    expect(await migrateToLatest(database)).toStrictEqual(["20261123T070500-usage-cell-frames", "20261123T070600-usage-running-totals"]);
+    const tables = database.dialect === "postgres"
+      ? await sql<{ name: string }>`select tablename as name from pg_tables where schemaname = current_schema()`.execute(database.db)
+      : await sql<{ name: string }>`select name from sqlite_master where type = 'table'`.execute(database.db);
+    expect(tables.rows.map((r) => r.name)).not.toContain("usage_cell");
+    const days = await database.db.selectFrom("usage_running_total").select(["member_key", "day"]).orderBy("member_key").orderBy("day").execute();
+    const expectedDays = [...new Set(events.map((e) => `${e.member}:${dayOf(e.ts)}`))].map((k) => k.split(":").map(Number))
+      .sort((a, b) => a[0]! - b[0]! || a[1]! - b[1]!);
+    expect(days.map((r) => [Number(r.member_key), Number(r.day)])).toStrictEqual(expectedDays);
 
     const repository = new UsageRepository(database);
     const keys = [Number(alice!.member_key), Number(bob!.member_key)];
-    const windows: Array<[number, number]> = [[MONDAY, MONDAY + 180 * DAY], [MONDAY + 3600, MONDAY + 9 * DAY + 61], [MONDAY + 2 * DAY, MONDAY + 31 * DAY]];
+    const windows: Array<[number, number]> = [[MONDAY, MONDAY + 180 * DAY], [MONDAY + 3600, MONDAY + 9 * DAY + 61], [MONDAY + 2 * DAY, MONDAY + 31 * DAY],
+      [MONDAY + 2 * DAY + 8, MONDAY + 30 * DAY + 1], [MONDAY - DAY + 1, MONDAY + 9 * DAY + 60]];
     for (const [start, end] of windows) {
       const expected = new Map<string, number[]>();
       for (const e of events.filter((e) => e.ts >= start && e.ts < end)) {

@@ -7,7 +7,7 @@ const plain = (totals: TotalsByModel) =>
   Object.fromEntries([...totals.models].sort((a, b) => a[0] - b[0]).map(([id, sums]) => [id, [0, 1, 2, 3, 4].map((i) => sums.total(i))]));
 
 describe("packed usage totals", () => {
-  it("round-trips any sums up to 2^63 - 1 exactly, whether they were added as numbers or bigints", () => {
+  it("round-trips any sums up to 2^64 - 1 exactly, whether they were added as numbers or bigints", () => {
     const value = fc.oneof(fc.integer({ min: 0, max: 1_000_000_000_000 }), fc.bigInt({ min: 0n, max: SUM_LIMIT / 4n }));
     const event = fc.tuple(fc.integer({ min: 1, max: 2 ** 32 - 1 }), value, value, value, value);
     fc.assert(fc.property(fc.array(event, { maxLength: 30 }), (events) => {
@@ -28,7 +28,7 @@ describe("packed usage totals", () => {
     }), { numRuns: 500 });
   });
 
-  it("subtracts packed totals: a model whose cells cancel out has no events left", () => {
+  it("subtracts packed totals: a model whose totals cancel out has no events left", () => {
     const week = new TotalsByModel();
     week.addEvent(4, 10, 2, 0, 0);
     week.addEvent(5, 0, 0, 0, 0);
@@ -50,7 +50,7 @@ describe("packed usage totals", () => {
     expect(plain(batch)).toStrictEqual({ 7: [2n ** 53n + 1n, 3n, 3n, 5n, 2n], 9: [1n, 0n, 0n, 0n, 1n] });
   });
 
-  it("refuses a sum past 2^63 - 1 and keeps small sums small (a few bytes a model)", () => {
+  it("refuses a sum past 2^64 - 1 and keeps small sums small (a few bytes a model)", () => {
     const over = new TotalsByModel();
     over.addEvent(1, SUM_LIMIT, 0, 0, 0);
     over.addEvent(1, 1, 0, 0, 0);

@@ -1,59 +1,70 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { DAY_SECONDS, periodOf, planWindow } from "../../src/domain/usage-window.js";
+import { DAY_SECONDS, planWindow } from "../../src/domain/usage-window.js";
 
-/** The signed count of cells covering each day the plan touches, and its raw ranges. */
+/**
+ * How many times the plan counts each second around the window, as signed pieces: running totals
+ * through day D count every second before the next midnight once (added or subtracted), a raw
+ * range its own seconds. Returns the count at every point where it can change.
+ */
 function coverage(start: number, end: number) {
   const plan = planWindow(start, end);
-  const days = new Map<number, number>();
-  for (const cell of plan.cells) {
-    const firstDay = cell.tierDays * cell.period - 3;
-    expect(periodOf(cell.tierDays, firstDay)).toBe(cell.period);
-    for (let d = firstDay; d < firstDay + cell.tierDays; d++) days.set(d, (days.get(d) ?? 0) + cell.sign);
+  const pieces: Array<[from: number, to: number, sign: number]> = plan.raw.map(({ from, to, sign }) => [from, to, sign]);
+  const origin = Math.min(start, ...plan.raw.map((r) => r.from)) - 10 * DAY_SECONDS;
+  if (plan.runningTotals) {
+    pieces.push([origin, (plan.runningTotals.plusThrough + 1) * DAY_SECONDS, 1]);
+    pieces.push([origin, (plan.runningTotals.minusThrough + 1) * DAY_SECONDS, -1]);
   }
-  return { plan, days };
+  const points = [...new Set([start, end, ...pieces.flatMap(([from, to]) => [from, to])])].sort((a, b) => a - b);
+  const counts = points.map((at) => [at, pieces.reduce((n, [from, to, sign]) => n + (at >= from && at < to ? sign : 0), 0)] as const);
+  return { plan, counts };
 }
 
 describe("usage window plan", () => {
   it("counts every second of the window exactly once and nothing outside it, whatever the window", () => {
     fc.assert(fc.property(fc.integer({ min: 0, max: 2_000_000_000 }), fc.integer({ min: 1, max: 180 * DAY_SECONDS }), (start, span) => {
       const end = start + span;
-      const { plan, days } = coverage(start, end);
-      const firstDay = Math.ceil(start / DAY_SECONDS);
-      const endDay = Math.floor(end / DAY_SECONDS);
-      // Whole days inside the window count once; every other day nets to zero.
-      for (const [day, count] of days) expect(count, `day ${day}`).toBe(day >= firstDay && day < endDay ? 1 : 0);
-      for (let day = firstDay; day < endDay; day++) expect(days.get(day), `day ${day}`).toBe(1);
-      // The raw ranges are exactly the partial days, each inside one UTC day.
-      const raw = plan.rawRanges;
-      for (const [from, to] of raw) {
+      const { plan, counts } = coverage(start, end);
+      // Counts are constant between consecutive points, so checking each point checks every second.
+      for (const [at, count] of counts) expect(count, `second ${at}`).toBe(at >= start && at < end ? 1 : 0);
+      for (const { from, to } of plan.raw) {
         expect(from).toBeLessThan(to);
-        expect(Math.floor(from / DAY_SECONDS)).toBe(Math.floor((to - 1) / DAY_SECONDS));
+        expect(Math.floor(from / DAY_SECONDS), "a raw range lies inside one UTC day").toBe(Math.floor((to - 1) / DAY_SECONDS));
       }
-      const rawSeconds = raw.reduce((sum, [from, to]) => sum + to - from, 0);
-      const wholeSeconds = Math.max(0, endDay - firstDay) * DAY_SECONDS;
-      expect(rawSeconds + wholeSeconds).toBe(span);
-      for (const [from, to] of raw) {
-        expect(from >= start && to <= end).toBe(true);
-        expect(to <= firstDay * DAY_SECONDS || from >= Math.max(firstDay, endDay) * DAY_SECONDS).toBe(true);
-      }
+    }), { numRuns: 5000 });
+  });
+
+  it("reads at most half a day of raw events at each end of a window of two days or more", () => {
+    fc.assert(fc.property(fc.integer({ min: 0, max: 2_000_000_000 }), fc.integer({ min: 2 * DAY_SECONDS, max: 180 * DAY_SECONDS }), (start, span) => {
+      const plan = planWindow(start, start + span);
+      expect(plan.runningTotals).toBeDefined();
+      expect(plan.raw.length).toBeLessThanOrEqual(2);
+      for (const { from, to } of plan.raw) expect(to - from).toBeLessThanOrEqual(DAY_SECONDS / 2);
     }), { numRuns: 2000 });
   });
 
-  it("reads a 180-day window from at most 11 cells a member, about 10.5 on average", () => {
-    let total = 0;
-    for (let i = 0; i < 365; i++) {
-      const start = 1_735_689_600 + i * DAY_SECONDS + 12_345;
-      const { plan } = coverage(start, start + 180 * DAY_SECONDS);
-      expect(plan.cells.length).toBeLessThanOrEqual(11);
-      expect(plan.rawRanges.length).toBe(2);
-      total += plan.cells.length;
-    }
-    expect(total / 365).toBeLessThan(10.6);
+  it("reads whole days from running totals alone, and the nearer midnight's side of a partial day", () => {
+    const day = 20_000;
+    const midnight = day * DAY_SECONDS;
+    expect(planWindow(midnight, midnight + 180 * DAY_SECONDS)).toEqual({ runningTotals: { plusThrough: day + 179, minusThrough: day - 1 }, raw: [] });
+    // Starting an hour after midnight: the day from midnight, minus that hour. Ending an hour before
+    // midnight: up to midnight, minus that hour.
+    expect(planWindow(midnight + 3600, midnight + 30 * DAY_SECONDS - 3600)).toEqual({
+      runningTotals: { plusThrough: day + 29, minusThrough: day - 1 },
+      raw: [{ from: midnight, to: midnight + 3600, sign: -1 }, { from: midnight + 30 * DAY_SECONDS - 3600, to: midnight + 30 * DAY_SECONDS, sign: -1 }],
+    });
+    // Starting an hour before midnight and ending an hour after one: both hours added.
+    expect(planWindow(midnight - 3600, midnight + 7 * DAY_SECONDS + 3600)).toEqual({
+      runningTotals: { plusThrough: day + 6, minusThrough: day - 1 },
+      raw: [{ from: midnight - 3600, to: midnight, sign: 1 }, { from: midnight + 7 * DAY_SECONDS, to: midnight + 7 * DAY_SECONDS + 3600, sign: 1 }],
+    });
   });
 
-  it("reads a window inside one day from the raw events only", () => {
-    expect(planWindow(100, 200)).toEqual({ cells: [], rawRanges: [[100, 200]] });
+  it("reads a short window from the raw events alone, split at midnight", () => {
+    expect(planWindow(100, 200)).toEqual({ raw: [{ from: 100, to: 200, sign: 1 }] });
+    expect(planWindow(DAY_SECONDS - 100, DAY_SECONDS + 100)).toEqual({
+      raw: [{ from: DAY_SECONDS - 100, to: DAY_SECONDS, sign: 1 }, { from: DAY_SECONDS, to: DAY_SECONDS + 100, sign: 1 }],
+    });
   });
 });
 

@@ -4,7 +4,7 @@
 // (tier, period, member) holding every model's totals, in tiers of 49, 7 and 1 days, so that
 // a 180-day query reads a few dozen rows per member. The cells are rebuilt from the raw events.
 import { PostgresAdapter, sql, type Kysely } from "kysely";
-import { rebuildCells } from "../usage-cells.js";
+import { rebuildCells } from "./legacy-usage-cells.js";
 import type { Schema } from "../schema.js";
 
 export async function up(db: Kysely<any>): Promise<void> {

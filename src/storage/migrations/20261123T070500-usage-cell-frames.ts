@@ -3,7 +3,7 @@
 // cells are rebuilt from the raw events.
 import type { Kysely } from "kysely";
 import { PostgresAdapter } from "kysely";
-import { rebuildCells } from "../usage-cells.js";
+import { rebuildCells } from "./legacy-usage-cells.js";
 import type { Schema } from "../schema.js";
 
 export async function up(db: Kysely<any>): Promise<void> {

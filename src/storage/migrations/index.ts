@@ -6,6 +6,7 @@ import * as createUsage from "./20261123T070200-create-usage.js";
 import * as createEnvironmentConfigs from "./20261123T070300-create-environment-configs.js";
 import * as usageByDay from "./20261123T070400-usage-by-day.js";
 import * as usageCellFrames from "./20261123T070500-usage-cell-frames.js";
+import * as usageRunningTotals from "./20261123T070600-usage-running-totals.js";
 
 export const migrations: Record<string, Migration> = {
   "20261123T070000-create-directory": createDirectory,
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   "20261123T070300-create-environment-configs": createEnvironmentConfigs,
   "20261123T070400-usage-by-day": usageByDay,
   "20261123T070500-usage-cell-frames": usageCellFrames,
+  "20261123T070600-usage-running-totals": usageRunningTotals,
 };

@@ -1,28 +1,21 @@
-// The usage rollup: per member and Monday-aligned period of each tier, the per-model totals packed
-// in one usage_cell row. An ingestion sums its new events per cell in memory, then adds each sum to
-// the stored cell (read, add, write back) in key order, so neighbouring cells share B-tree pages.
+// The usage rollup as migrations 20261123T070400 and 20261123T070500 built it, kept only for them
+// (landed migrations are frozen): per member and Monday-aligned period of each tier (49, 7 and 1
+// days), the per-model totals packed in one usage_cell row. Migration 20261123T070600 replaced
+// these cells with running totals (../usage-running-totals.ts) and dropped the table.
 import { CompiledQuery, sql, type Kysely } from "kysely";
-import { ROLLUP_TIERS, dayOf, periodOf } from "../domain/usage-window.js";
-import type { EventValue } from "../domain/usage-event.js";
-import { TotalsByModel, cellTotals } from "../domain/usage-totals.js";
-import type { Database, Dialect } from "./database.js";
-import type { Schema } from "./schema.js";
+import { dayOf } from "../../domain/usage-window.js";
+import { TotalsByModel, cellTotals } from "../../domain/usage-totals.js";
+import type { Database, Dialect } from "../database.js";
+import { chunks, exactInteger, fromExact } from "../usage-running-totals.js";
 
-/** Rows per statement at most: 4 to 10 parameters each, well under SQLite's 32,766. */
-const CHUNK_ROWS = 512;
+/** Rollup period lengths in days, longest first. Day 4 after the epoch (1970-01-05) was a Monday. */
+export const ROLLUP_TIERS = [49, 7, 1] as const;
+const MONDAY_OFFSET = 3;
 
-/** Statement sizes: 512-row chunks, then powers of two, so few distinct statements are ever prepared. */
-export function chunks<T>(rows: readonly T[]): T[][] {
-  const out: T[][] = [];
-  let i = 0;
-  while (i < rows.length) {
-    let size = CHUNK_ROWS;
-    while (size > rows.length - i) size >>= 1;
-    out.push(rows.slice(i, i + size));
-    i += size;
-  }
-  return out;
-}
+/** The period of a tier that holds a UTC day (days since the epoch). */
+export const periodOf = (tierDays: number, day: number) => Math.floor((day + MONDAY_OFFSET) / tierDays);
+
+type LegacyDatabase = { db: Kysely<any>; dialect: Dialect; direct?: Database["direct"] };
 
 /** Sums of new events per (tier, period, member), not yet in usage_cell. */
 export class CellSums {
@@ -80,7 +73,7 @@ export class CellSums {
 }
 
 /** Adds held sums to usage_cell; run inside the ingestion's transaction. */
-export async function addToCells(database: Pick<Database, "db" | "dialect" | "direct">, sums: CellSums): Promise<void> {
+export async function addToCells(database: LegacyDatabase, sums: CellSums): Promise<void> {
   const { db, dialect, direct } = database;
   const upsertOne = direct?.(upsertStatement(db, dialect, 1));
   for (const { tierDays, period, members } of sums.drain()) {
@@ -111,7 +104,7 @@ interface StoredCell {
 
 const upsertSql = new Map<string, string>();
 
-function upsertStatement(db: Kysely<Schema>, dialect: Dialect, rows: number): string {
+function upsertStatement(db: Kysely<any>, dialect: Dialect, rows: number): string {
   const key = `${dialect}:${rows}`;
   let text = upsertSql.get(key);
   if (!text) {
@@ -127,7 +120,7 @@ function upsertStatement(db: Kysely<Schema>, dialect: Dialect, rows: number): st
 const selectSql = new Map<string, string>();
 
 /** The stored cells of one period for `members` members (parameters: tier_days, period, member keys). */
-function selectStatement(db: Kysely<Schema>, dialect: Dialect, members: number): string {
+function selectStatement(db: Kysely<any>, dialect: Dialect, members: number): string {
   const key = `${dialect}:${members}`;
   let text = selectSql.get(key);
   if (!text) {
@@ -142,7 +135,7 @@ function selectStatement(db: Kysely<Schema>, dialect: Dialect, members: number):
  * Makes every cell anew from the stored events, a week of events at a time (through the day-first
  * order): for migrations that create or change the cells.
  */
-export async function rebuildCells(database: Pick<Database, "db" | "dialect">): Promise<void> {
+export async function rebuildCells(database: LegacyDatabase): Promise<void> {
   const { db, dialect } = database;
   await db.deleteFrom("usage_cell").execute();
   const exact = (column: string) => exactInteger(dialect, column);
@@ -161,21 +154,3 @@ export async function rebuildCells(database: Pick<Database, "db" | "dialect">): 
     await addToCells({ db, dialect }, sums);
   }
 }
-
-/**
- * A 64-bit column read exactly: drivers return integers as JS numbers, which round past 2^53. SQLite
- * turns only such large values into text; PostgreSQL's column needs one type, so it is always text.
- */
-export function exactInteger(dialect: Dialect, column: string) {
-  const ref = sql.ref(column);
-  return dialect === "postgres"
-    ? sql`cast(${ref} as text)`
-    : sql`case when ${ref} between -9007199254740991 and 9007199254740991 then ${ref} else cast(${ref} as text) end`;
-}
-
-/** The value of an `exactInteger` column. */
-export function fromExact(value: number | string): EventValue {
-  if (typeof value === "number") return value;
-  return value.length <= 15 ? Number(value) : BigInt(value);
-}
-

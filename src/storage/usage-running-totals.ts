@@ -1,0 +1,223 @@
+// The usage rollup: per member and per UTC day on which the member has events, one
+// usage_running_total row holding the member's running totals per model, every event up to the end
+// of that day, packed and framed (see CELL FRAMES in domain/usage-totals.ts). The totals over any
+// run of whole days are then the difference of two rows per member (domain/usage-window.ts).
+//
+// An ingestion sums its new events per (member, day) in memory (DaySums), then, member by member
+// in key order: reads the member's last row before its earliest new day and every row from that
+// day on, and writes each of those days again with the new events up to it added (a new day's row
+// starts from the last stored row before it). Events of the current day, the usual case, rewrite
+// one row a member; an event far in the past rewrites every later row of its member.
+import { CompiledQuery, sql, type Kysely } from "kysely";
+import { dayOf } from "../domain/usage-window.js";
+import type { EventValue } from "../domain/usage-event.js";
+import { TotalsByModel, cellTotals } from "../domain/usage-totals.js";
+import type { Database, Dialect } from "./database.js";
+import type { Schema } from "./schema.js";
+
+/** Rows per statement at most: 4 to 10 parameters each, well under SQLite's 32,766. */
+const CHUNK_ROWS = 512;
+
+/** Statement sizes: 512-row chunks, then powers of two, so few distinct statements are ever prepared. */
+export function chunks<T>(rows: readonly T[]): T[][] {
+  const out: T[][] = [];
+  let i = 0;
+  while (i < rows.length) {
+    let size = CHUNK_ROWS;
+    while (size > rows.length - i) size >>= 1;
+    out.push(rows.slice(i, i + size));
+    i += size;
+  }
+  return out;
+}
+
+/** A member's new sums per day, in day order. */
+type MemberDays = Array<[day: number, totals: TotalsByModel]>;
+
+/** Sums of new events per (member, day), not yet in usage_running_total. */
+export class DaySums {
+  private readonly byMember = new Map<number, Map<number, TotalsByModel>>();
+  private count = 0;
+
+  /** How many (member, day) sums are held. */
+  get size(): number {
+    return this.count;
+  }
+
+  /** Adds one new event (positional: no object per event on an import's hot path). */
+  add(memberKey: number, modelId: number, day: number, inputTokens: EventValue, outputTokens: EventValue,
+    basicMicros: EventValue, payGoMicros: EventValue): void {
+    let days = this.byMember.get(memberKey);
+    if (!days) this.byMember.set(memberKey, (days = new Map()));
+    let totals = days.get(day);
+    if (!totals) {
+      days.set(day, (totals = new TotalsByModel()));
+      this.count++;
+    }
+    totals.addEvent(modelId, inputTokens, outputTokens, basicMicros, payGoMicros);
+  }
+
+  /** The held sums in the table's key order (member, then day), leaving this empty. */
+  drain(): Array<[memberKey: number, days: MemberDays]> {
+    const out = [...this.byMember.entries()].sort((a, b) => a[0] - b[0])
+      .map(([memberKey, days]): [number, MemberDays] => [memberKey, [...days.entries()].sort((a, b) => a[0] - b[0])]);
+    this.byMember.clear();
+    this.count = 0;
+    return out;
+  }
+}
+
+interface StoredRow {
+  member_key: number;
+  day: number;
+  totals: Uint8Array;
+}
+
+/** Adds held sums to usage_running_total; run inside the ingestion's transaction. */
+export async function addToRunningTotals(database: Pick<Database, "db" | "dialect" | "direct">, sums: DaySums): Promise<void> {
+  const { db, dialect, direct } = database;
+  const upsertOne = direct?.(upsertStatement(db, dialect, 1));
+  for (const chunk of chunks(sums.drain())) {
+    let fromDay = Infinity;
+    for (const [, days] of chunk) fromDay = Math.min(fromDay, days[0]![0]);
+    const parameters = [...chunk.map(([memberKey]) => memberKey), fromDay, fromDay];
+    const text = storedStatement(dialect, chunk.length);
+    const stored = (direct ? direct(text).all(parameters) : (await db.executeQuery(CompiledQuery.raw(text, parameters))).rows) as StoredRow[];
+    const storedByMember = new Map<number, StoredRow[]>();
+    for (const row of stored) {
+      const memberKey = Number(row.member_key);
+      const list = storedByMember.get(memberKey);
+      if (list) list.push(row);
+      else storedByMember.set(memberKey, [row]);
+    }
+    const rows: unknown[] = [];
+    for (const [memberKey, days] of chunk) {
+      const memberRows = storedByMember.get(memberKey) ?? [];
+      memberRows.sort((a, b) => Number(a.day) - Number(b.day));
+      mergeDays(memberKey, memberRows, days, (day, packed) => {
+        // A copy for PostgreSQL's parameters (packCell's buffer is reused); SQLite binds it at once.
+        if (upsertOne) upsertOne.run([memberKey, day, packed]);
+        else rows.push(memberKey, day, packed.slice());
+      });
+    }
+    if (!upsertOne) {
+      for (let at = 0; at < rows.length; at += 3 * CHUNK_ROWS) {
+        const part = rows.slice(at, at + 3 * CHUNK_ROWS);
+        await db.executeQuery(CompiledQuery.raw(upsertStatement(db, dialect, part.length / 3), part));
+      }
+    }
+  }
+}
+
+/**
+ * One member's rows after adding its new day sums: `stored` is its last row before its earliest
+ * new day (if any) and every row from that day on, in day order. `write` gets each row to store
+ * (packed and framed, valid until the next call), in day order.
+ */
+function mergeDays(memberKey: number, stored: readonly StoredRow[], days: MemberDays, write: (day: number, packed: Uint8Array) => void): void {
+  const added = new TotalsByModel(); // the new events up to the current day
+  let current = new TotalsByModel(); // the stored totals through the current day, plus `added`
+  let s = 0;
+  let d = 0;
+  while (s < stored.length && Number(stored[s]!.day) < days[0]![0]) {
+    current = fromStored(stored[s++]!.totals, added);
+  }
+  while (s < stored.length || d < days.length) {
+    const storedDay = s < stored.length ? Number(stored[s]!.day) : Infinity;
+    const newDay = d < days.length ? days[d]![0] : Infinity;
+    const day = Math.min(storedDay, newDay);
+    if (storedDay === day) current = fromStored(stored[s++]!.totals, added);
+    if (newDay === day) {
+      const sums = days[d++]![1];
+      added.addTotals(sums);
+      current.addTotals(sums);
+    }
+    write(day, current.packCell(memberKey));
+  }
+}
+
+function fromStored(cell: Uint8Array, added: TotalsByModel): TotalsByModel {
+  const totals = new TotalsByModel();
+  totals.addPacked(cellTotals(cell));
+  totals.addTotals(added);
+  return totals;
+}
+
+const storedSql = new Map<string, string>();
+
+/**
+ * For `members` members (parameters: their keys, then the earliest new day twice): each member's
+ * last row before that day and every row from it on. The bound is correlated with the member list,
+ * so each member's rows are one index range.
+ */
+function storedStatement(dialect: Dialect, members: number): string {
+  const key = `${dialect}:${members}`;
+  let text = storedSql.get(key);
+  if (!text) {
+    const postgres = dialect === "postgres";
+    const keys = Array.from({ length: members }, (_, i) => (postgres ? `($${i + 1}${i === 0 ? "::bigint" : ""})` : "(?)")).join(", ");
+    const [fromDay, orDay] = postgres ? [`$${members + 1}`, `$${members + 2}`] : ["?", "?"];
+    text = `with m(k) as (values ${keys})
+      select t.member_key, t.day, t.totals from m join usage_running_total t on t.member_key = m.k
+        and t.day >= coalesce((select max(p.day) from usage_running_total p where p.member_key = m.k and p.day < ${fromDay}), ${orDay})`;
+    storedSql.set(key, text);
+  }
+  return text;
+}
+
+const upsertSql = new Map<string, string>();
+
+function upsertStatement(db: Kysely<Schema>, dialect: Dialect, rows: number): string {
+  const key = `${dialect}:${rows}`;
+  let text = upsertSql.get(key);
+  if (!text) {
+    const placeholder = { member_key: 0, day: 0, totals: new Uint8Array() };
+    text = db.insertInto("usage_running_total").values(Array.from({ length: rows }, () => placeholder))
+      .onConflict((oc) => oc.columns(["member_key", "day"]).doUpdateSet((eb) => ({ totals: eb.ref("excluded.totals") })))
+      .compile().sql;
+    upsertSql.set(key, text);
+  }
+  return text;
+}
+
+/**
+ * Makes every running total anew from the stored events, a week of events at a time (through the
+ * day-first order): for migrations that create or change them.
+ */
+export async function rebuildRunningTotals(database: Pick<Database, "db" | "dialect">): Promise<void> {
+  const { db } = database;
+  await db.deleteFrom("usage_running_total").execute();
+  const bounds = await db.selectFrom("usage_event").select((eb) => [eb.fn.min("day").as("first"), eb.fn.max("day").as("last")]).executeTakeFirst();
+  if (bounds?.first === null || bounds?.first === undefined) return;
+  for (let from = Number(bounds.first); from <= Number(bounds.last); from += 7) {
+    const sums = new DaySums();
+    for (const row of await readEvents(database, from, from + 7)) {
+      sums.add(Number(row.member_key), Number(row.model_id), dayOf(Number(row.ts)), fromExact(row.i), fromExact(row.o), fromExact(row.b), fromExact(row.p));
+    }
+    await addToRunningTotals(database, sums);
+  }
+}
+
+async function readEvents(database: Pick<Database, "db" | "dialect">, fromDay: number, toDay: number) {
+  const exact = (column: "input_tokens" | "output_tokens" | "basic_micros" | "pay_go_micros") => exactInteger(database.dialect, column);
+  return database.db.selectFrom("usage_event")
+    .select(["member_key", "model_id", "ts", exact("input_tokens").as("i"), exact("output_tokens").as("o"), exact("basic_micros").as("b"), exact("pay_go_micros").as("p")])
+    .where("day", ">=", fromDay).where("day", "<", toDay).execute();
+}
+
+/**
+ * A 64-bit column read exactly: drivers return integers as JS numbers, which round past 2^53. SQLite
+ * turns only such large values into text; PostgreSQL's column needs one type, so it is always text.
+ */
+export function exactInteger(dialect: Dialect, column: string) {
+  const ref = sql.ref(column);
+  return dialect === "postgres"
+    ? sql<number | string>`cast(${ref} as text)`
+    : sql<number | string>`case when ${ref} between -9007199254740991 and 9007199254740991 then ${ref} else cast(${ref} as text) end`;
+}
+
+/** The value of an `exactInteger` column. */
+export function fromExact(value: number | string): EventValue {
+  if (typeof value === "number") return value;
+  return value.length <= 15 ? Number(value) : BigInt(value);
+}
