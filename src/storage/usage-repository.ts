@@ -76,10 +76,19 @@ export class UsageRepository {
     this.insertStatements = caches.insertStatements;
   }
 
+  /**
+   * The members of an enterprise among these user_ids. The ids travel as one parameter (a JSON array
+   * on SQLite, an array on PostgreSQL), so the statement's text never changes: an IN list of the
+   * ~900 members of an ingestion batch was a new statement to compile and prepare every time
+   * (about 5 ms a batch).
+   */
   async membersByUserIds(enterpriseId: string, userIds: readonly string[]): Promise<MemberRow[]> {
     if (userIds.length === 0) return [];
+    const ids = this.dialect === "postgres"
+      ? sql<boolean>`user_id = any(${[...userIds]}::text[])`
+      : sql<boolean>`user_id in (select value from json_each(${JSON.stringify(userIds)}))`;
     return this.db.selectFrom("member").select(["member_key", "user_id", "email", "email_folded", "account_type"])
-      .where("enterprise_id", "=", enterpriseId).where("user_id", "in", userIds).execute();
+      .where("enterprise_id", "=", enterpriseId).where(ids).execute();
   }
 
   async membersByFoldedEmails(enterpriseId: string, emailsFolded: readonly string[]): Promise<MemberRow[]> {

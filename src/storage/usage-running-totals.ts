@@ -11,7 +11,7 @@
 import { CompiledQuery, sql, type Kysely } from "kysely";
 import { dayOf } from "../domain/usage-window.js";
 import type { EventValue } from "../domain/usage-event.js";
-import { TotalsByModel, cellTotals } from "../domain/usage-totals.js";
+import { TotalsByModel, readVarint } from "../domain/usage-totals.js";
 import type { Database, Dialect } from "./database.js";
 import type { Schema } from "./schema.js";
 
@@ -67,8 +67,8 @@ export class DaySums {
   }
 }
 
+/** A stored row: its day and its bare packed totals (the frame taken off). */
 interface StoredRow {
-  member_key: number;
   day: number;
   totals: Uint8Array;
 }
@@ -82,19 +82,11 @@ export async function addToRunningTotals(database: Pick<Database, "db" | "dialec
     for (const [, days] of chunk) fromDay = Math.min(fromDay, days[0]![0]);
     const parameters = [...chunk.map(([memberKey]) => memberKey), fromDay, fromDay];
     const text = storedStatement(dialect, chunk.length);
-    const stored = (direct ? direct(text).all(parameters) : (await db.executeQuery(CompiledQuery.raw(text, parameters))).rows) as StoredRow[];
-    const storedByMember = new Map<number, StoredRow[]>();
-    for (const row of stored) {
-      const memberKey = Number(row.member_key);
-      const list = storedByMember.get(memberKey);
-      if (list) list.push(row);
-      else storedByMember.set(memberKey, [row]);
-    }
+    const [found] = (direct ? direct(text).all(parameters) : (await db.executeQuery(CompiledQuery.raw(text, parameters))).rows) as StoredRows[];
+    const storedByMember = splitStoredRows(found);
     const rows: unknown[] = [];
     for (const [memberKey, days] of chunk) {
-      const memberRows = storedByMember.get(memberKey) ?? [];
-      memberRows.sort((a, b) => Number(a.day) - Number(b.day));
-      mergeDays(memberKey, memberRows, days, (day, packed) => {
+      mergeDays(memberKey, storedByMember.get(memberKey) ?? [], days, (day, packed) => {
         // A copy for PostgreSQL's parameters (packCell's buffer is reused); SQLite binds it at once.
         if (upsertOne) upsertOne.run([memberKey, day, packed]);
         else rows.push(memberKey, day, packed.slice());
@@ -109,6 +101,33 @@ export async function addToRunningTotals(database: Pick<Database, "db" | "dialec
   }
 }
 
+/** The stored statement's one row: the rows found, their days as text and their framed totals end to end, in the same order. */
+interface StoredRows {
+  days: string | null;
+  totals: Uint8Array | null;
+}
+
+/** Each member's stored rows, in day order. */
+function splitStoredRows(found: StoredRows | undefined): Map<number, StoredRow[]> {
+  const byMember = new Map<number, StoredRow[]>();
+  if (!found?.days || !found.totals) return byMember;
+  const days = found.days.split(",");
+  const frames = found.totals;
+  let at = 0;
+  for (const day of days) {
+    const [memberKey, afterKey] = readVarint(frames, at);
+    const [length, start] = readVarint(frames, afterKey);
+    const row = { day: Number(day), totals: frames.subarray(start, start + length) };
+    const list = byMember.get(memberKey);
+    if (list) list.push(row);
+    else byMember.set(memberKey, [row]);
+    at = start + length;
+  }
+  if (at !== frames.length) throw new Error(`usage_running_total: ${days.length} days read but ${frames.length - at} bytes of totals left over`);
+  for (const list of byMember.values()) list.sort((a, b) => a.day - b.day);
+  return byMember;
+}
+
 /**
  * One member's rows after adding its new day sums: `stored` is its last row before its earliest
  * new day (if any) and every row from that day on, in day order. `write` gets each row to store
@@ -116,39 +135,28 @@ export async function addToRunningTotals(database: Pick<Database, "db" | "dialec
  */
 function mergeDays(memberKey: number, stored: readonly StoredRow[], days: MemberDays, write: (day: number, packed: Uint8Array) => void): void {
   const added = new TotalsByModel(); // the new events up to the current day
-  let current = new TotalsByModel(); // the stored totals through the current day, plus `added`
+  let base: Uint8Array | undefined; // the last stored totals up to the current day
   let s = 0;
   let d = 0;
-  while (s < stored.length && Number(stored[s]!.day) < days[0]![0]) {
-    current = fromStored(stored[s++]!.totals, added);
-  }
+  while (s < stored.length && stored[s]!.day < days[0]![0]) base = stored[s++]!.totals;
   while (s < stored.length || d < days.length) {
-    const storedDay = s < stored.length ? Number(stored[s]!.day) : Infinity;
+    const storedDay = s < stored.length ? stored[s]!.day : Infinity;
     const newDay = d < days.length ? days[d]![0] : Infinity;
     const day = Math.min(storedDay, newDay);
-    if (storedDay === day) current = fromStored(stored[s++]!.totals, added);
-    if (newDay === day) {
-      const sums = days[d++]![1];
-      added.addTotals(sums);
-      current.addTotals(sums);
-    }
-    write(day, current.packCell(memberKey));
+    if (storedDay === day) base = stored[s++]!.totals;
+    if (newDay === day) added.addTotals(days[d++]![1]);
+    write(day, added.packCell(memberKey, base));
   }
-}
-
-function fromStored(cell: Uint8Array, added: TotalsByModel): TotalsByModel {
-  const totals = new TotalsByModel();
-  totals.addPacked(cellTotals(cell));
-  totals.addTotals(added);
-  return totals;
 }
 
 const storedSql = new Map<string, string>();
 
 /**
  * For `members` members (parameters: their keys, then the earliest new day twice): each member's
- * last row before that day and every row from it on. The bound is correlated with the member list,
- * so each member's rows are one index range.
+ * last row on or before that day and every row after it (usually one row: today's, or the last one
+ * before today), returned as one row of two values (a blob per stored row would cost the driver a
+ * Buffer each). The bound is correlated with the member list, so each member's rows are one index
+ * range.
  */
 function storedStatement(dialect: Dialect, members: number): string {
   const key = `${dialect}:${members}`;
@@ -157,9 +165,12 @@ function storedStatement(dialect: Dialect, members: number): string {
     const postgres = dialect === "postgres";
     const keys = Array.from({ length: members }, (_, i) => (postgres ? `($${i + 1}${i === 0 ? "::bigint" : ""})` : "(?)")).join(", ");
     const [fromDay, orDay] = postgres ? [`$${members + 1}`, `$${members + 2}`] : ["?", "?"];
+    const [days, totals] = postgres
+      ? ["string_agg(t.day::text, ',' order by t.member_key, t.day)", "string_agg(t.totals, ''::bytea order by t.member_key, t.day)"]
+      : ["group_concat(t.day, ',')", "cast(group_concat(t.totals, '') as blob)"]; // one pass: both in the same order
     text = `with m(k) as (values ${keys})
-      select t.member_key, t.day, t.totals from m join usage_running_total t on t.member_key = m.k
-        and t.day >= coalesce((select max(p.day) from usage_running_total p where p.member_key = m.k and p.day < ${fromDay}), ${orDay})`;
+      select ${days} as days, ${totals} as totals from m join usage_running_total t on t.member_key = m.k
+        and t.day >= coalesce((select max(p.day) from usage_running_total p where p.member_key = m.k and p.day <= ${fromDay}), ${orDay})`;
     storedSql.set(key, text);
   }
   return text;
