@@ -9,8 +9,8 @@ export const MODEL_SOURCES = ["Builtin", "Custom"] as const;
 
 /**
  * Per-event ceilings, far above any real event (10^12 tokens; 1,000,000.000000 per amount), so that a
- * sum reaches the signed 64-bit limit of the store's columns (9.2 * 10^18) only after millions of
- * events at the ceiling. An ingestion that would pass it is refused (see usage-repository.ts).
+ * member's running total for a model reaches its limit, the API's uint64 (1.8 * 10^19), only after
+ * millions of events at the ceiling. An ingestion that would pass it is refused (see usage-repository.ts).
  */
 export const MAX_EVENT_TOKENS = 10n ** 12n;
 export const MAX_EVENT_MICROS = 10n ** 12n;

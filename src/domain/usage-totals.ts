@@ -126,7 +126,7 @@ export class TotalsByModel {
     }
   }
 
-  /** The packed form (models in no particular order); throws SumLimitError past 2^63 - 1. */
+  /** The packed form (models in no particular order); throws SumLimitError past 2^64 - 1. */
   pack(): Uint8Array {
     const out = scratchFor(this.models.size * MAX_ENTRY_BYTES);
     return out.slice(0, this.packInto(out, 0));

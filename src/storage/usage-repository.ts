@@ -176,7 +176,7 @@ export class UsageRepository {
   async insertEvents(enterpriseId: string, rows: readonly UsageEventRow[]): Promise<void> {
     const daySums = this.daySums;
     if (!daySums) throw new Error("insertEvents runs only inside ingest()");
-    const fresh = this.database.direct ? this.insertEach(enterpriseId, rows) : await this.insertChunks(enterpriseId, rows);
+    const fresh = this.database.direct ? this.insertSorted(enterpriseId, rows) : await this.insertChunks(enterpriseId, rows);
     for (const row of fresh) {
       daySums.add(row.memberKey, row.modelId, dayOf(row.ts), row.inputTokens, row.outputTokens, row.basicMicros, row.payGoMicros);
     }
@@ -185,21 +185,45 @@ export class UsageRepository {
   }
 
   /**
-   * SQLite: one single-row INSERT per event; the rows it added are the events not seen before. They
-   * go in the table's key order (day, member, time), so that consecutive inserts land on the same
-   * pages (measured: an import 12% faster than in file order). An event_id repeated within `rows`
-   * is dropped first, so that the first one still wins.
+   * SQLite: the events in the table's key order (day, member, time), so that consecutive inserts
+   * land on the same pages (measured: an import 12% faster than in file order), an event_id repeated
+   * within `rows` dropped first, so that the first one still wins. They go in by INSERTs of
+   * INSERT_ROWS rows (measured in isolation 3.6-5.1 µs an event against 5.1-6.4 µs for single-row
+   * statements, whose cost is mostly the call and its parameters; a 2-million-event import 13%
+   * faster); an INSERT that added fewer rows than it was given met known events, so it is undone
+   * (a savepoint) and its rows are inserted one by one, each telling whether it was new.
    */
-  private insertEach(enterpriseId: string, rows: readonly UsageEventRow[]): UsageEventRow[] {
-    const insert = this.database.direct!(this.insertStatement(1));
-    const parameters: unknown[] = new Array(EVENT_COLUMNS.length);
+  private insertSorted(enterpriseId: string, rows: readonly UsageEventRow[]): UsageEventRow[] {
+    const direct = this.database.direct!;
     const seen = new Set<string>();
     const ordered = rows.filter((row) => !seen.has(row.eventId) && (seen.add(row.eventId), true));
-    ordered.sort((a, b) => dayOf(a.ts) - dayOf(b.ts) || a.memberKey - b.memberKey || a.ts - b.ts);
-    return ordered.filter((row) => {
-      setEventParameters(parameters, 0, enterpriseId, row);
-      return insert.run(parameters) === 1;
+    const days = new Map<UsageEventRow, number>();
+    for (const row of ordered) days.set(row, dayOf(row.ts));
+    ordered.sort((a, b) => days.get(a)! - days.get(b)! || a.memberKey - b.memberKey || a.ts - b.ts);
+    const insertOne = direct(this.insertStatement(1));
+    const one: unknown[] = new Array(EVENT_COLUMNS.length);
+    const insertOneByOne = (part: readonly UsageEventRow[]) => part.filter((row) => {
+      setEventParameters(one, 0, enterpriseId, row);
+      return insertOne.run(one) === 1;
     });
+    const insertMany = direct(this.insertStatement(INSERT_ROWS));
+    const many: unknown[] = new Array(INSERT_ROWS * EVENT_COLUMNS.length);
+    const fresh: UsageEventRow[] = [];
+    let at = 0;
+    for (; at + INSERT_ROWS <= ordered.length; at += INSERT_ROWS) {
+      const part = ordered.slice(at, at + INSERT_ROWS);
+      for (let i = 0; i < INSERT_ROWS; i++) setEventParameters(many, i * EVENT_COLUMNS.length, enterpriseId, part[i]!);
+      direct("savepoint usage_rows").run([]);
+      if (insertMany.run(many) === INSERT_ROWS) {
+        fresh.push(...part);
+      } else {
+        direct("rollback to usage_rows").run([]);
+        fresh.push(...insertOneByOne(part));
+      }
+      direct("release usage_rows").run([]);
+    }
+    fresh.push(...insertOneByOne(ordered.slice(at)));
+    return fresh;
   }
 
   /**
@@ -377,6 +401,9 @@ function setEventParameters(parameters: unknown[], at: number, enterpriseId: str
   parameters[at + 8] = r.basicMicros;
   parameters[at + 9] = r.payGoMicros;
 }
+
+/** Rows per SQLite INSERT of events (2,560 parameters). */
+const INSERT_ROWS = 256;
 
 /** Write the held day sums when this many (member, day) sums have gathered. */
 const FLUSH_DAY_SUMS = 50_000;

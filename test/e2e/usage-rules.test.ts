@@ -613,6 +613,20 @@ describe.each(dialects)("usage rules (%s)", (dialect) => {
       expect(await modelUsageOf(t, m, T0, T0 + 2 * DAY)).toStrictEqual([usage("model-a", "Chat", "Builtin", 1000, 0, "0.001000", "0.000000", "0.001000")]);
     });
 
+    it("records exactly the new events of a batch of 1000 that repeats 500 recorded ones, interleaved", async () => {
+      const t = await tenant();
+      const [m1, m2] = t.members as [Member, Member];
+      // Two members over three days, so the batch's rows spread over several insert statements.
+      const events = Array.from({ length: 1000 }, (_, i) => ev(i % 3 === 0 ? m2.user_id : m1.user_id, T0 + (i % 72) * HOUR, { input_tokens: i + 1 }));
+      const known = events.filter((_, i) => i % 2 === 1);
+      expect(await mustRecord(t.token, known)).toStrictEqual({ recorded: 500, duplicates: 0 });
+      expect(await mustRecord(t.token, events)).toStrictEqual({ recorded: 500, duplicates: 500 });
+      const tokens = (member: Member) => events.reduce((sum, e, i) => sum + ((i % 3 === 0) === (member === m2) ? i + 1 : 0), 0);
+      for (const member of [m1, m2]) {
+        expect(await modelUsageOf(t, member, T0, T0 + 3 * DAY)).toStrictEqual([usage("model-a", "Chat", "Builtin", tokens(member), 0, "0.000000", "0.000000", "0.000000")]);
+      }
+    });
+
     it("rejects an empty batch with 4001", async () => {
       const t = await tenant();
       await expectFailure(await record(t.token, []), 400, 4001, naming("events"));
