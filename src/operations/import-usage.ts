@@ -6,6 +6,7 @@ import { stat } from "node:fs/promises";
 import { on } from "node:events";
 import { Worker } from "node:worker_threads";
 import { invalidParameter } from "../domain/errors.js";
+import { dayOf } from "../domain/usage-window.js";
 import type { UsageEventRow, UsageRepository } from "../storage/usage-repository.js";
 import { MemberKeys } from "./record-usage.js";
 import { VALUES_PER_EVENT, type EventColumns, type UsageFileMessage, type UsageFileWorkerData } from "./usage-file-worker.js";
@@ -69,7 +70,7 @@ async function toRows(repository: UsageRepository, members: MemberKeys, batch: E
     const v = i * VALUES_PER_EVENT;
     rows[i] = {
       eventId: batch.eventIds[i]!, memberKey: members.key(batch.userIds[i]!), modelId: models.get(batch.modelKeys[i]!)!,
-      ts: values[v]!, inputTokens: values[v + 1]!, outputTokens: values[v + 2]!, basicMicros: values[v + 3]!, payGoMicros: values[v + 4]!,
+      ts: values[v]!, day: dayOf(values[v]!), inputTokens: values[v + 1]!, outputTokens: values[v + 2]!, basicMicros: values[v + 3]!, payGoMicros: values[v + 4]!,
     };
   }
   return rows;

@@ -1,6 +1,7 @@
 // Turns checked usage events into stored rows: members and models resolved to their keys, every
 // event's member checked first (an unknown one rejects the whole batch), then one ingestion.
 import { invalidParameter } from "../domain/errors.js";
+import { dayOf } from "../domain/usage-window.js";
 import type { UsageEventInput } from "../domain/usage-event.js";
 import { modelKey, type MemberRow, type UsageEventRow, type UsageRepository } from "../storage/usage-repository.js";
 
@@ -48,6 +49,7 @@ export async function toRows(repository: UsageRepository, members: MemberKeys, e
     memberKey: members.key(event.userId),
     modelId: models.get(keys[i]!)!,
     ts: event.timestamp,
+    day: dayOf(event.timestamp),
     inputTokens: event.inputTokens,
     outputTokens: event.outputTokens,
     basicMicros: event.basicMicros,

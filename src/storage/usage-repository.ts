@@ -30,6 +30,8 @@ export interface UsageEventRow {
   memberKey: number;
   modelId: number;
   ts: number;
+  /** The UTC day of `ts` (dayOf). */
+  day: number;
   inputTokens: EventValue;
   outputTokens: EventValue;
   basicMicros: EventValue;
@@ -178,7 +180,7 @@ export class UsageRepository {
     if (!daySums) throw new Error("insertEvents runs only inside ingest()");
     const fresh = this.database.direct ? this.insertSorted(enterpriseId, rows) : await this.insertChunks(enterpriseId, rows);
     for (const row of fresh) {
-      daySums.add(row.memberKey, row.modelId, dayOf(row.ts), row.inputTokens, row.outputTokens, row.basicMicros, row.payGoMicros);
+      daySums.add(row.memberKey, row.modelId, row.day, row.inputTokens, row.outputTokens, row.basicMicros, row.payGoMicros);
     }
     this.added += fresh.length;
     if (daySums.size >= this.daySumsLimit) await addToRunningTotals(this.database, daySums);
@@ -197,9 +199,7 @@ export class UsageRepository {
     const direct = this.database.direct!;
     const seen = new Set<string>();
     const ordered = rows.filter((row) => !seen.has(row.eventId) && (seen.add(row.eventId), true));
-    const days = new Map<UsageEventRow, number>();
-    for (const row of ordered) days.set(row, dayOf(row.ts));
-    ordered.sort((a, b) => days.get(a)! - days.get(b)! || a.memberKey - b.memberKey || a.ts - b.ts);
+    ordered.sort((a, b) => a.day - b.day || a.memberKey - b.memberKey || a.ts - b.ts);
     const insertOne = direct(this.insertStatement(1));
     const one: unknown[] = new Array(EVENT_COLUMNS.length);
     const insertOneByOne = (part: readonly UsageEventRow[]) => part.filter((row) => {
@@ -390,7 +390,7 @@ function eventParameters(enterpriseId: string, rows: readonly UsageEventRow[]): 
 
 /** One event's values in EVENT_COLUMNS order, written into `parameters` from `at`. */
 function setEventParameters(parameters: unknown[], at: number, enterpriseId: string, r: UsageEventRow): void {
-  parameters[at] = dayOf(r.ts);
+  parameters[at] = r.day;
   parameters[at + 1] = r.memberKey;
   parameters[at + 2] = r.ts;
   parameters[at + 3] = r.eventId;

@@ -129,13 +129,16 @@ function splitStoredRows(found: StoredRows | undefined): Map<number, StoredRow[]
 }
 
 /**
- * One member's rows after adding its new day sums: `stored` is its last row before its earliest
- * new day (if any) and every row from that day on, in day order. `write` gets each row to store
- * (packed and framed, valid until the next call), in day order.
+ * One member's rows after adding its new day sums: `stored` is its last row on or before its
+ * earliest new day (if any) and every row after it, in day order. `write` gets each row to store
+ * (packed and framed, valid until the next call), in day order. A single row (the usual ingestion:
+ * today's) is the stored totals with the new sums merged in packed form; a run of rows (an import)
+ * decodes the stored totals once and packs each day from the running sums.
  */
 function mergeDays(memberKey: number, stored: readonly StoredRow[], days: MemberDays, write: (day: number, packed: Uint8Array) => void): void {
   const added = new TotalsByModel(); // the new events up to the current day
   let base: Uint8Array | undefined; // the last stored totals up to the current day
+  let current: TotalsByModel | undefined; // base plus added, once decoded for a run of new days
   let s = 0;
   let d = 0;
   while (s < stored.length && stored[s]!.day < days[0]![0]) base = stored[s++]!.totals;
@@ -143,9 +146,22 @@ function mergeDays(memberKey: number, stored: readonly StoredRow[], days: Member
     const storedDay = s < stored.length ? stored[s]!.day : Infinity;
     const newDay = d < days.length ? days[d]![0] : Infinity;
     const day = Math.min(storedDay, newDay);
-    if (storedDay === day) base = stored[s++]!.totals;
-    if (newDay === day) added.addTotals(days[d++]![1]);
-    write(day, added.packCell(memberKey, base));
+    if (storedDay === day) {
+      base = stored[s++]!.totals;
+      current = undefined;
+    }
+    if (newDay === day) {
+      const sums = days[d++]![1];
+      added.addTotals(sums);
+      current?.addTotals(sums);
+    }
+    const last = s === stored.length && d === days.length;
+    if (!current && !last) {
+      current = new TotalsByModel();
+      if (base) current.addPacked(base);
+      current.addTotals(added);
+    }
+    write(day, current ? current.packCell(memberKey) : added.packCell(memberKey, base));
   }
 }
 
