@@ -35,7 +35,7 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
   progress?.start(totalBytes);
   try {
     const recorded = await repository.ingest(async (tx) => {
-      const members = new MemberKeys(tx, enterpriseId);
+      const keys = new FileKeys(tx, new MemberKeys(tx, enterpriseId));
       for await (const [message] of on(worker, "message") as AsyncIterable<[UsageFileMessage]>) {
         if (message.kind === "invalid") throw invalidParameter(message.message);
         if (message.kind === "failed") throw new Error(`reading ${path}: ${message.message}`);
@@ -44,7 +44,7 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
           return;
         }
         worker.postMessage("more");
-        await tx.insertEvents(enterpriseId, await toRows(tx, members, message.events));
+        await tx.insertEvents(enterpriseId, await keys.toRows(message.events));
         events += message.events.count;
         progress?.update(message.bytesRead, events);
       }
@@ -56,22 +56,40 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
   }
 }
 
-/** Rows for a batch of checked events: members (an unknown one rejects the file) and models resolved. */
-async function toRows(repository: UsageRepository, members: MemberKeys, batch: EventColumns): Promise<UsageEventRow[]> {
-  const at = (i: number) => `line ${batch.lines[i]} (event_id ${JSON.stringify(batch.eventIds[i])})`;
-  await members.resolveIds(batch.userIds, at);
-  const models = await repository.resolveModels(batch.modelKeys, (i) => {
-    const [model_name, model_type, model_source] = batch.modelKeys[i]!.split("\u0000") as [string, string, string];
-    return { model_name, model_type, model_source };
-  });
-  const rows: UsageEventRow[] = new Array(batch.count);
-  const values = batch.values;
-  for (let i = 0; i < batch.count; i++) {
-    const v = i * VALUES_PER_EVENT;
-    rows[i] = {
-      eventId: batch.eventIds[i]!, memberKey: members.key(batch.userIds[i]!), modelId: models.get(batch.modelKeys[i]!)!,
-      ts: values[v]!, day: dayOf(values[v]!), inputTokens: values[v + 1]!, outputTokens: values[v + 2]!, basicMicros: values[v + 3]!, payGoMicros: values[v + 4]!,
-    };
+/** The file's user and model dictionaries (see EventColumns), resolved to member keys and model ids as they grow. */
+class FileKeys {
+  private readonly memberKeys: number[] = [];
+  private readonly modelIds: number[] = [];
+
+  constructor(private readonly repository: UsageRepository, private readonly members: MemberKeys) {}
+
+  /** Rows for a batch of checked events: new members (an unknown one rejects the file) and models resolved. */
+  async toRows(batch: EventColumns): Promise<UsageEventRow[]> {
+    if (batch.newUserIds.length > 0) {
+      const firstUser = this.memberKeys.length;
+      // An unknown member is named by the first event that has it: a new user_id's first event is in this batch.
+      await this.members.resolveIds(batch.newUserIds, (j) => {
+        const i = batch.users.indexOf(firstUser + j);
+        return `line ${batch.lines[i]} (event_id ${JSON.stringify(batch.eventIds[i])})`;
+      });
+      for (const userId of batch.newUserIds) this.memberKeys.push(this.members.key(userId));
+    }
+    if (batch.newModelKeys.length > 0) {
+      const models = await this.repository.resolveModels(batch.newModelKeys, (i) => {
+        const [model_name, model_type, model_source] = batch.newModelKeys[i]!.split("\u0000") as [string, string, string];
+        return { model_name, model_type, model_source };
+      });
+      for (const key of batch.newModelKeys) this.modelIds.push(models.get(key)!);
+    }
+    const rows: UsageEventRow[] = new Array(batch.count);
+    const { users, models, values } = batch;
+    for (let i = 0; i < batch.count; i++) {
+      const v = i * VALUES_PER_EVENT;
+      rows[i] = {
+        eventId: batch.eventIds[i]!, memberKey: this.memberKeys[users[i]!]!, modelId: this.modelIds[models[i]!]!,
+        ts: values[v]!, day: dayOf(values[v]!), inputTokens: values[v + 1]!, outputTokens: values[v + 2]!, basicMicros: values[v + 3]!, payGoMicros: values[v + 4]!,
+      };
+    }
+    return rows;
   }
-  return rows;
 }

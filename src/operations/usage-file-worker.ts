@@ -1,6 +1,9 @@
 // The reading half of `import usage`, on a worker thread: reads the NDJSON file, splits and parses
 // its lines and checks every event, and hands the main thread columns of checked events, so that
 // parsing (about half the work of an import) runs beside the database writes instead of before them.
+// user_ids and models travel as indexes into dictionaries the batches extend (each new one sent
+// once), so the main thread resolves each distinct member and model once and looks the rest up by
+// index, and no string per event but the event_id crosses between the threads.
 // Messages to the main thread: `UsageFileMessage`; from it: "more" (one batch consumed).
 import { createReadStream } from "node:fs";
 import { StringDecoder } from "node:string_decoder";
@@ -12,9 +15,14 @@ import { AppError, ErrorCode } from "../domain/errors.js";
 /** Checked events of consecutive lines, in columns. Every value is a number (at most 10^12). */
 export interface EventColumns {
   eventIds: string[];
-  userIds: string[];
-  /** `modelKey` of each event's (model_name, model_type, model_source). */
-  modelKeys: string[];
+  /** Per event: the index of its user_id in the file's user dictionary. */
+  users: Int32Array;
+  /** Per event: the index of its model's `modelKey` (model_name, model_type, model_source) in the file's model dictionary. */
+  models: Int32Array;
+  /** The user_ids this batch adds to the user dictionary, in index order after the earlier batches' ones. */
+  newUserIds: string[];
+  /** The model keys this batch adds to the model dictionary, likewise. */
+  newModelKeys: string[];
   /** The line of each event, for errors found on the main thread (an unknown member). */
   lines: Int32Array;
   /** Per event: timestamp, input_tokens, output_tokens, basic micros, pay-go micros. */
@@ -44,6 +52,8 @@ async function readUsageFile(path: string, send: (message: UsageFileMessage) => 
   try {
     let lineNumber = 0;
     let batch = newBatch();
+    const userIndex = new Map<string, number>();
+    const modelIndex = new Map<string, number>();
     for await (const lines of lineBatches(stream)) {
       for (const line of lines) {
         lineNumber++;
@@ -59,8 +69,19 @@ async function readUsageFile(path: string, send: (message: UsageFileMessage) => 
         const event = checkUsageEvent(json, where);
         const i = batch.count++;
         batch.eventIds.push(event.eventId);
-        batch.userIds.push(event.userId);
-        batch.modelKeys.push(`${event.modelName}\u0000${event.modelType}\u0000${event.modelSource}`);
+        let user = userIndex.get(event.userId);
+        if (user === undefined) {
+          userIndex.set(event.userId, (user = userIndex.size));
+          batch.newUserIds.push(event.userId);
+        }
+        batch.users[i] = user;
+        const modelKey = `${event.modelName}\u0000${event.modelType}\u0000${event.modelSource}`;
+        let model = modelIndex.get(modelKey);
+        if (model === undefined) {
+          modelIndex.set(modelKey, (model = modelIndex.size));
+          batch.newModelKeys.push(modelKey);
+        }
+        batch.models[i] = model;
         batch.lines[i] = lineNumber;
         const at = i * VALUES_PER_EVENT;
         batch.values[at] = event.timestamp;
@@ -83,7 +104,7 @@ async function readUsageFile(path: string, send: (message: UsageFileMessage) => 
 
 function newBatch(): EventColumns {
   return {
-    eventIds: [], userIds: [], modelKeys: [], count: 0,
+    eventIds: [], newUserIds: [], newModelKeys: [], count: 0, users: new Int32Array(BATCH_EVENTS), models: new Int32Array(BATCH_EVENTS),
     lines: new Int32Array(BATCH_EVENTS), values: new Float64Array(BATCH_EVENTS * VALUES_PER_EVENT),
   };
 }
@@ -124,7 +145,8 @@ if (parentPort) {
     if (message.kind === "events") {
       while (credits === 0) await new Promise<void>((resolve) => (wake = resolve));
       credits--;
-      port.postMessage(message, [message.events.lines.buffer as ArrayBuffer, message.events.values.buffer as ArrayBuffer]);
+      const { users, models, lines, values } = message.events;
+      port.postMessage(message, [users.buffer, models.buffer, lines.buffer, values.buffer] as ArrayBuffer[]);
     } else {
       port.postMessage(message);
     }
