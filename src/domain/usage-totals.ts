@@ -160,6 +160,7 @@ export class TotalsByModel {
    * member it touches.)
    */
   private packOnto(packed: Uint8Array, out: Uint8Array, at: number): number {
+    // Varints are read inline here (no tuple per value, as readVarint returns): the hot path.
     const stamp = ++packStamp; // marks the models merged by this call
     let p = 0;
     while (p < packed.length) {

@@ -4,10 +4,10 @@
 // run of whole days are then the difference of two rows per member (domain/usage-window.ts).
 //
 // An ingestion sums its new events per (member, day) in memory (DaySums), then, member by member
-// in key order: reads the member's last row before its earliest new day and every row from that
-// day on, and writes each of those days again with the new events up to it added (a new day's row
-// starts from the last stored row before it). Events of the current day, the usual case, rewrite
-// one row a member; an event far in the past rewrites every later row of its member.
+// in key order: reads the member's last row on or before its earliest new day and every row after
+// it, and writes each of the days from that new day on again with the new events up to it added (a
+// new day's row starts from the last stored row before it). Events of the current day, the usual
+// case, rewrite one row a member; an event far in the past rewrites every later row of its member.
 import { CompiledQuery, sql, type Kysely } from "kysely";
 import { dayOf } from "../domain/usage-window.js";
 import type { EventValue } from "../domain/usage-event.js";
