@@ -15,7 +15,7 @@ import { TotalsByModel, readVarint } from "../domain/usage-totals.js";
 import type { Database, Dialect } from "./database.js";
 import type { Schema } from "./schema.js";
 
-/** Rows per statement at most: 4 to 10 parameters each, well under SQLite's 32,766. */
+/** Rows per statement at most: 2 or 3 parameters each, well under SQLite's 32,766. */
 const CHUNK_ROWS = 512;
 
 /** Statement sizes: 512-row chunks, then powers of two, so few distinct statements are ever prepared. */
@@ -78,9 +78,7 @@ export async function addToRunningTotals(database: Pick<Database, "db" | "dialec
   const { db, dialect, direct } = database;
   const upsertOne = direct?.(upsertStatement(db, dialect, 1));
   for (const chunk of chunks(sums.drain())) {
-    let fromDay = Infinity;
-    for (const [, days] of chunk) fromDay = Math.min(fromDay, days[0]![0]);
-    const parameters = [...chunk.map(([memberKey]) => memberKey), fromDay, fromDay];
+    const parameters = chunk.flatMap(([memberKey, days]) => [memberKey, days[0]![0]]);
     const text = storedStatement(dialect, chunk.length);
     const [found] = (direct ? direct(text).all(parameters) : (await db.executeQuery(CompiledQuery.raw(text, parameters))).rows) as StoredRows[];
     const storedByMember = splitStoredRows(found);
@@ -168,25 +166,25 @@ function mergeDays(memberKey: number, stored: readonly StoredRow[], days: Member
 const storedSql = new Map<string, string>();
 
 /**
- * For `members` members (parameters: their keys, then the earliest new day twice): each member's
- * last row on or before that day and every row after it (usually one row: today's, or the last one
- * before today), returned as one row of two values (a blob per stored row would cost the driver a
- * Buffer each). The bound is correlated with the member list, so each member's rows are one index
- * range.
+ * For `members` members (parameters: each member's key and earliest new day): each member's last
+ * row on or before its day and every row after it (usually one row: today's, or the last one before
+ * today), returned as one row of two values (a blob per stored row would cost the driver a Buffer
+ * each). The bound is correlated with the member list, so each member's rows are one index range.
  */
 function storedStatement(dialect: Dialect, members: number): string {
   const key = `${dialect}:${members}`;
   let text = storedSql.get(key);
   if (!text) {
     const postgres = dialect === "postgres";
-    const keys = Array.from({ length: members }, (_, i) => (postgres ? `($${i + 1}${i === 0 ? "::bigint" : ""})` : "(?)")).join(", ");
-    const [fromDay, orDay] = postgres ? [`$${members + 1}`, `$${members + 2}`] : ["?", "?"];
+    const pairs = Array.from({ length: members }, (_, i) => (postgres
+      ? `($${2 * i + 1}${i === 0 ? "::bigint" : ""}, $${2 * i + 2}${i === 0 ? "::integer" : ""})`
+      : "(?, ?)")).join(", ");
     const [days, totals] = postgres
       ? ["string_agg(t.day::text, ',' order by t.member_key, t.day)", "string_agg(t.totals, ''::bytea order by t.member_key, t.day)"]
       : ["group_concat(t.day, ',')", "cast(group_concat(t.totals, '') as blob)"]; // one pass: both in the same order
-    text = `with m(k) as (values ${keys})
+    text = `with m(k, d) as (values ${pairs})
       select ${days} as days, ${totals} as totals from m join usage_running_total t on t.member_key = m.k
-        and t.day >= coalesce((select max(p.day) from usage_running_total p where p.member_key = m.k and p.day <= ${fromDay}), ${orDay})`;
+        and t.day >= coalesce((select max(p.day) from usage_running_total p where p.member_key = m.k and p.day <= m.d), m.d)`;
     storedSql.set(key, text);
   }
   return text;
