@@ -68,9 +68,9 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
   sqlite.pragma("busy_timeout = 5000");
   sqlite.pragma("foreign_keys = ON");
   // A page cache of up to 1 GiB (SQLite's default is 2 MiB): the usage query reads a few hundred
-  // pages of running totals and raw events per call, and a page in this cache costs no read. (The OS cache is not
-  // enough: on the measured VM it was dropped under the process, and cold reads made the query's
-  // p99 several times its p50.) Memory grows to this only as pages are read.
+  // pages of running totals and raw events per call, and a page in this cache costs no read. (The
+  // OS cache is not enough: on the measured VM it was dropped under the process, and cold reads
+  // made the query's p99 several times its p50.) Memory grows to this only as pages are read.
   sqlite.pragma(`cache_size = -${cacheMiB() * 1024}`);
   sqlite.pragma("temp_store = MEMORY");
   // Checkpoint every 64 MiB of WAL instead of every 4 MiB: an ingestion batch rewrites a few thousand

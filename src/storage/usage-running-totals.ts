@@ -223,7 +223,8 @@ export async function rebuildRunningTotals(database: Pick<Database, "db" | "dial
   }
 }
 
-async function readEvents(database: Pick<Database, "db" | "dialect">, fromDay: number, toDay: number) {
+/** The stored events of the days [fromDay, toDay), their values exact (see exactInteger). */
+export async function readEvents(database: Pick<Database, "db" | "dialect">, fromDay: number, toDay: number) {
   const exact = (column: "input_tokens" | "output_tokens" | "basic_micros" | "pay_go_micros") => exactInteger(database.dialect, column);
   return database.db.selectFrom("usage_event")
     .select(["member_key", "model_id", "ts", exact("input_tokens").as("i"), exact("output_tokens").as("o"), exact("basic_micros").as("b"), exact("pay_go_micros").as("p")])

@@ -6,7 +6,7 @@ import { CompiledQuery, sql, type Kysely } from "kysely";
 import { dayOf } from "../../domain/usage-window.js";
 import { TotalsByModel, cellTotals } from "../../domain/usage-totals.js";
 import type { Database, Dialect } from "../database.js";
-import { chunks, exactInteger, fromExact } from "../usage-running-totals.js";
+import { chunks, fromExact, readEvents } from "../usage-running-totals.js";
 
 /** Rollup period lengths in days, longest first. Day 4 after the epoch (1970-01-05) was a Monday. */
 export const ROLLUP_TIERS = [49, 7, 1] as const;
@@ -138,16 +138,11 @@ function selectStatement(db: Kysely<any>, dialect: Dialect, members: number): st
 export async function rebuildCells(database: LegacyDatabase): Promise<void> {
   const { db, dialect } = database;
   await db.deleteFrom("usage_cell").execute();
-  const exact = (column: string) => exactInteger(dialect, column);
   const bounds = await db.selectFrom("usage_event").select((eb) => [eb.fn.min("day").as("first"), eb.fn.max("day").as("last")]).executeTakeFirst();
   if (bounds?.first === null || bounds?.first === undefined) return;
   for (let from = Number(bounds.first); from <= Number(bounds.last); from += 7) {
     const sums = new CellSums();
-    const { rows } = await sql<{ member_key: number; model_id: number; ts: number; i: number | string; o: number | string; b: number | string; p: number | string }>`
-      select member_key, model_id, ts, ${exact("input_tokens")} as i, ${exact("output_tokens")} as o,
-        ${exact("basic_micros")} as b, ${exact("pay_go_micros")} as p
-      from usage_event where day >= ${from} and day < ${from + 7}`.execute(db);
-    for (const row of rows) {
+    for (const row of await readEvents({ db, dialect }, from, from + 7)) {
       sums.add(Number(row.member_key), Number(row.model_id), dayOf(Number(row.ts)),
         fromExact(row.i), fromExact(row.o), fromExact(row.b), fromExact(row.p));
     }
