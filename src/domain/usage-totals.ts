@@ -16,9 +16,12 @@ export const SUM_LIMIT = 2n ** 64n - 1n;
 export const SUMS = 5;
 export const EVENTS = 4;
 /** The longest entry: a 32-bit model id (5 bytes) and five 64-bit sums (10 bytes each). */
-const MAX_ENTRY_BYTES = 5 + SUMS * 10;
+export const MAX_ENTRY_BYTES = 5 + SUMS * 10;
 /** Varints of up to 7 bytes (49 bits) are decoded as numbers; longer ones as bigints. */
 const NUMBER_BYTES = 7;
+
+/** What a caller is told when an ingestion would pass SUM_LIMIT. */
+export const SUM_LIMIT_MESSAGE = `events: a member's running total for a model would pass the uint64 limit (${SUM_LIMIT}); nothing was recorded`;
 
 export class SumLimitError extends Error {
   constructor() {
@@ -95,8 +98,11 @@ export class TotalsByModel {
     }
   }
 
-  /** Adds packed totals (`packed` from `at` to `end`), or subtracts them (`negate`). */
-  addPacked(packed: Uint8Array, negate = false, at = 0, end = packed.length): void {
+  /**
+   * Adds packed totals (`packed` from `at` to `end`), or subtracts them (`negate`). `modelIds`, if
+   * given, maps the packed model numbers to model ids (an import's worker numbers models by file).
+   */
+  addPacked(packed: Uint8Array, negate = false, at = 0, end = packed.length, modelIds?: ArrayLike<number>): void {
     const sign = negate ? -1 : 1;
     while (at < end) {
       // model_id, then the sums; each a varint.
@@ -109,7 +115,7 @@ export class TotalsByModel {
         scale *= 128;
         if (byte < 0x80) break;
       }
-      const sums = this.sumsOf(value);
+      const sums = this.sumsOf(modelIds ? modelIds[value]! : value);
       for (let i = 0; i < SUMS; i++) {
         value = 0;
         scale = 1;
@@ -269,7 +275,8 @@ export function writeVarint(out: Uint8Array, at: number, value: number): number 
   return at;
 }
 
-function writeBigVarint(out: Uint8Array, at: number, value: bigint): number {
+/** Writes a non-negative bigint as a varint; returns the next offset. */
+export function writeBigVarint(out: Uint8Array, at: number, value: bigint): number {
   while (value >= 0x80n) {
     out[at++] = Number(value & 0x7fn) | 0x80;
     value >>= 7n;

@@ -1,6 +1,6 @@
 // Streams an NDJSON file of usage events into the store in one ingestion. A worker thread reads,
-// parses and checks the lines (usage-file-worker.ts) while this thread resolves members and models
-// and writes; an error names the line and rolls back the whole file, and the file is never held in
+// parses, checks and sums the lines (usage-file-worker.ts) while this thread resolves members and
+// models and writes the events and the worker's sums; an error names the line and rolls back the whole file, and the file is never held in
 // memory (the worker stays at most a few batches ahead).
 import { stat } from "node:fs/promises";
 import { on } from "node:events";
@@ -9,7 +9,7 @@ import { invalidParameter } from "../domain/errors.js";
 import { dayOf } from "../domain/usage-window.js";
 import type { UsageEventRow, UsageRepository } from "../storage/usage-repository.js";
 import { MemberKeys } from "./record-usage.js";
-import { VALUES_PER_EVENT, type EventColumns, type UsageFileMessage, type UsageFileWorkerData } from "./usage-file-worker.js";
+import { DEFAULT_TUNING, VALUES_PER_EVENT, type EventColumns, type UsageFileMessage, type UsageFileTuning, type UsageFileWorkerData } from "./usage-file-worker.js";
 
 export interface ImportProgress {
   start(totalBytes: number): void;
@@ -24,12 +24,13 @@ export interface UsageImportSummary {
   duplicates: number;
 }
 
-export async function importUsage(repository: UsageRepository, enterpriseId: string, path: string, progress?: ImportProgress): Promise<UsageImportSummary> {
+export async function importUsage(repository: UsageRepository, enterpriseId: string, path: string, progress?: ImportProgress,
+  tuning: UsageFileTuning = DEFAULT_TUNING): Promise<UsageImportSummary> {
   if ((await repository.currency(enterpriseId)) === undefined) {
     throw invalidParameter(`enterprise "${enterpriseId}" does not exist (import a directory file first)`);
   }
   const totalBytes = (await stat(path)).size;
-  const worker = new Worker(new URL("./usage-file-worker.mjs", import.meta.url), { workerData: { path } satisfies UsageFileWorkerData });
+  const worker = new Worker(new URL("./usage-file-worker.mjs", import.meta.url), { workerData: { path, tuning } satisfies UsageFileWorkerData });
   let lines = 0;
   let events = 0;
   progress?.start(totalBytes);
@@ -39,16 +40,20 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
       for await (const [message] of on(worker, "message") as AsyncIterable<[UsageFileMessage]>) {
         if (message.kind === "invalid") throw invalidParameter(message.message);
         if (message.kind === "failed") throw new Error(`reading ${path}: ${message.message}`);
+        if (message.kind === "sums") {
+          await tx.addDaySumFrames(message.frames, keys.memberKeys, keys.modelIds);
+          continue;
+        }
         if (message.kind === "done") {
           lines = message.lines;
           return;
         }
         worker.postMessage("more");
-        await tx.insertEvents(enterpriseId, await keys.toRows(message.events));
+        await tx.insertEvents(enterpriseId, await keys.toRows(message.events), { summed: true });
         events += message.events.count;
         progress?.update(message.bytesRead, events);
       }
-    }, { bulk: true });
+    });
     return { enterprise_id: enterpriseId, lines, recorded, duplicates: events - recorded };
   } finally {
     await worker.terminate();
@@ -58,8 +63,10 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
 
 /** The file's user and model dictionaries (see EventColumns), resolved to member keys and model ids as they grow. */
 class FileKeys {
-  private readonly memberKeys: number[] = [];
-  private readonly modelIds: number[] = [];
+  /** By the file's user index. */
+  readonly memberKeys: number[] = [];
+  /** By the file's model index. */
+  readonly modelIds: number[] = [];
 
   constructor(private readonly repository: UsageRepository, private readonly members: MemberKeys) {}
 

@@ -3,14 +3,19 @@
 // parsing (about half the work of an import) runs beside the database writes instead of before them.
 // user_ids and models travel as indexes into dictionaries the batches extend (each new one sent
 // once), so the main thread resolves each distinct member and model once and looks the rest up by
-// index, and no string per event but the event_id crosses between the threads.
+// index, and no string per event but the event_id crosses between the threads. The events are also
+// summed here per (user, day), for the running totals (by user and model index); the sums follow
+// the batches they cover, so the main thread has inserted those, and knows their repeats, first.
 // Messages to the main thread: `UsageFileMessage`; from it: "more" (one batch consumed).
 import { createReadStream } from "node:fs";
 import { StringDecoder } from "node:string_decoder";
 import { parentPort, workerData } from "node:worker_threads";
 import { describeJsonError } from "../domain/json-errors.js";
 import { checkUsageEvent } from "../domain/usage-event.js";
-import { AppError, ErrorCode } from "../domain/errors.js";
+import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
+import { DaySumFrames } from "../domain/usage-day-sums.js";
+import { SUM_LIMIT_MESSAGE, SumLimitError } from "../domain/usage-totals.js";
+import { dayOf } from "../domain/usage-window.js";
 
 /** Checked events of consecutive lines, in columns. Every value is a number (at most 10^12). */
 export interface EventColumns {
@@ -32,6 +37,8 @@ export interface EventColumns {
 
 export type UsageFileMessage =
   | { kind: "events"; events: EventColumns; bytesRead: number }
+  /** The sums of every event sent since the last sums: day-sum frames (DaySums.takeFrames) by user and model index. */
+  | { kind: "sums"; frames: Uint8Array }
   | { kind: "done"; lines: number; bytesRead: number }
   /** A bad line: the message names the line and the field. */
   | { kind: "invalid"; message: string }
@@ -39,21 +46,34 @@ export type UsageFileMessage =
   | { kind: "failed"; message: string };
 
 export const VALUES_PER_EVENT = 5;
-const BATCH_EVENTS = 5000;
 /** Batches sent and not yet consumed at most: bounds the memory ahead of the database. */
-const BATCHES_AHEAD = 4;
+const BATCHES_AHEAD = 64;
+
+/** Sizes of the messages; tests make them small, to cross many of each. */
+export interface UsageFileTuning {
+  /** Events per batch. */
+  batchEvents: number;
+  /** Send the sums when this many (user, day) sums have gathered, at the end of a batch: fewer, larger, sorted writes. */
+  daySumsPerMessage: number;
+}
+
+export const DEFAULT_TUNING: UsageFileTuning = { batchEvents: 5000, daySumsPerMessage: 400_000 };
 
 export interface UsageFileWorkerData {
   path: string;
+  tuning: UsageFileTuning;
 }
 
-async function readUsageFile(path: string, send: (message: UsageFileMessage) => Promise<void>): Promise<void> {
+async function readUsageFile(path: string, tuning: UsageFileTuning, send: (message: UsageFileMessage) => Promise<void>): Promise<void> {
   const stream = createReadStream(path, { highWaterMark: 1 << 20 });
   try {
     let lineNumber = 0;
+    const newBatch = () => emptyBatch(tuning.batchEvents);
     let batch = newBatch();
     const userIndex = new Map<string, number>();
     const modelIndex = new Map<string, number>();
+    const daySums = new DaySumFrames();
+    const sendSums = () => send({ kind: "sums", frames: daySums.takeFrames() });
     for await (const lines of lineBatches(stream)) {
       for (const line of lines) {
         lineNumber++;
@@ -89,23 +109,27 @@ async function readUsageFile(path: string, send: (message: UsageFileMessage) => 
         batch.values[at + 2] = event.outputTokens as number;
         batch.values[at + 3] = event.basicMicros as number;
         batch.values[at + 4] = event.payGoMicros as number;
-        if (batch.count === BATCH_EVENTS) {
+        daySums.add(user, model, dayOf(event.timestamp), event.inputTokens as number, event.outputTokens as number,
+          event.basicMicros as number, event.payGoMicros as number);
+        if (batch.count === tuning.batchEvents) {
           await send({ kind: "events", events: batch, bytesRead: stream.bytesRead });
           batch = newBatch();
+          if (daySums.size >= tuning.daySumsPerMessage) await sendSums();
         }
       }
     }
     if (batch.count > 0) await send({ kind: "events", events: batch, bytesRead: stream.bytesRead });
+    if (daySums.size > 0) await sendSums();
     await send({ kind: "done", lines: lineNumber, bytesRead: stream.bytesRead });
   } finally {
     stream.destroy();
   }
 }
 
-function newBatch(): EventColumns {
+function emptyBatch(size: number): EventColumns {
   return {
-    eventIds: [], newUserIds: [], newModelKeys: [], count: 0, users: new Int32Array(BATCH_EVENTS), models: new Int32Array(BATCH_EVENTS),
-    lines: new Int32Array(BATCH_EVENTS), values: new Float64Array(BATCH_EVENTS * VALUES_PER_EVENT),
+    eventIds: [], newUserIds: [], newModelKeys: [], count: 0, users: new Int32Array(size), models: new Int32Array(size),
+    lines: new Int32Array(size), values: new Float64Array(size * VALUES_PER_EVENT),
   };
 }
 
@@ -147,12 +171,16 @@ if (parentPort) {
       credits--;
       const { users, models, lines, values } = message.events;
       port.postMessage(message, [users.buffer, models.buffer, lines.buffer, values.buffer] as ArrayBuffer[]);
+    } else if (message.kind === "sums") {
+      port.postMessage(message, [message.frames.buffer] as ArrayBuffer[]);
     } else {
       port.postMessage(message);
     }
   };
-  const { path } = workerData as UsageFileWorkerData;
-  readUsageFile(path, send).catch((error: unknown) => {
+  const { path, tuning } = workerData as UsageFileWorkerData;
+  readUsageFile(path, tuning, send).catch((caught: unknown) => {
+    // A sum of one user's day past the limit: its running total would pass it too.
+    const error = caught instanceof SumLimitError ? invalidParameter(SUM_LIMIT_MESSAGE) : caught;
     const message = error instanceof Error ? error.message : String(error);
     const invalid = error instanceof AppError && error.code === ErrorCode.INVALID_PARAMETER;
     port.postMessage((invalid ? { kind: "invalid", message } : { kind: "failed", message }) satisfies UsageFileMessage);

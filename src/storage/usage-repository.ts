@@ -4,11 +4,12 @@
 import { CompiledQuery, sql, type Kysely } from "kysely";
 import { invalidParameter } from "../domain/errors.js";
 import type { EventValue } from "../domain/usage-event.js";
-import { EVENTS, SumLimitError, TotalsByModel, addCells } from "../domain/usage-totals.js";
+import { EVENTS, SUM_LIMIT_MESSAGE, SumLimitError, TotalsByModel, addCells } from "../domain/usage-totals.js";
 import { dayOf, type WindowPlan } from "../domain/usage-window.js";
 import type { Schema } from "./schema.js";
 import type { Database, Dialect } from "./database.js";
-import { DaySums, addToRunningTotals, chunks } from "./usage-running-totals.js";
+import { DaySums } from "../domain/usage-day-sums.js";
+import { addToRunningTotals, chunks } from "./usage-running-totals.js";
 
 export interface MemberRow {
   member_key: number;
@@ -144,17 +145,15 @@ export class UsageRepository {
    * transaction (SQLite has one connection: a read outside it would wait forever) and adds raw rows
    * with `insertEvents`; a repeated event_id is skipped. The events actually inserted are summed per
    * (member, day) in memory and added to the stored running totals at the end (or when many are
-   * held), so duplicates never count twice. Returns how many events were added. `bulk`: a large
-   * load (an NDJSON import) holds more sums in memory between writes.
+   * held), so duplicates never count twice. Returns how many events were added.
    */
-  async ingest(work: (tx: UsageRepository) => Promise<void>, options: { bulk?: boolean } = {}): Promise<number> {
+  async ingest(work: (tx: UsageRepository) => Promise<void>): Promise<number> {
     try {
       return await this.db.transaction().execute(async (trx) => {
         // PostgreSQL: one ingestion at a time, so that two never read and rewrite the same row at once.
         if (this.dialect === "postgres") await sql`select pg_advisory_xact_lock(72001)`.execute(trx);
         const tx = new UsageRepository({ db: trx, dialect: this.dialect, direct: this.database.direct }, this.caches);
         tx.daySums = new DaySums();
-        tx.daySumsLimit = options.bulk ? BULK_FLUSH_DAY_SUMS : FLUSH_DAY_SUMS;
         await work(tx);
         await addToRunningTotals(tx.database, tx.daySums);
         return tx.added;
@@ -164,26 +163,49 @@ export class UsageRepository {
       this.modelIds.clear();
       this.models.clear();
       if (error instanceof SumLimitError) {
-        throw invalidParameter("events: a member's running total for a model would pass the uint64 limit (18446744073709551615); nothing was recorded");
+        throw invalidParameter(SUM_LIMIT_MESSAGE);
       }
       throw error;
     }
   }
 
   private daySums: DaySums | undefined;
-  private daySumsLimit = 0;
   private added = 0;
 
-  /** Adds raw rows; only inside `ingest`. A repeated (enterprise_id, event_id) is skipped. */
-  async insertEvents(enterpriseId: string, rows: readonly UsageEventRow[]): Promise<void> {
+  /**
+   * Adds raw rows; only inside `ingest`. A repeated (enterprise_id, event_id) is skipped. With
+   * `summed`, the caller sums the rows itself and hands the sums to `addDaySumFrames` after them
+   * (an NDJSON import sums on its parsing thread); a skipped row is then taken away from them.
+   */
+  async insertEvents(enterpriseId: string, rows: readonly UsageEventRow[], options: { summed?: boolean } = {}): Promise<void> {
     const daySums = this.daySums;
     if (!daySums) throw new Error("insertEvents runs only inside ingest()");
     const fresh = this.database.direct ? this.insertSorted(enterpriseId, rows) : await this.insertChunks(enterpriseId, rows);
+    this.added += fresh.length;
+    if (options.summed) {
+      if (fresh.length === rows.length) return;
+      const inserted = new Set(fresh);
+      for (const row of rows) {
+        if (!inserted.has(row)) daySums.subtract(row.memberKey, row.modelId, row.day, row.inputTokens, row.outputTokens, row.basicMicros, row.payGoMicros);
+      }
+      return;
+    }
     for (const row of fresh) {
       daySums.add(row.memberKey, row.modelId, row.day, row.inputTokens, row.outputTokens, row.basicMicros, row.payGoMicros);
     }
-    this.added += fresh.length;
-    if (daySums.size >= this.daySumsLimit) await addToRunningTotals(this.database, daySums);
+    if (daySums.size >= FLUSH_DAY_SUMS) await addToRunningTotals(this.database, daySums);
+  }
+
+  /**
+   * Adds the day sums of rows inserted with `summed` (day-sum frames, see DaySums.takeFrames, with
+   * member and model numbers mapped by `memberKeys` and `modelIds`) to the running totals. Only
+   * after those rows: their skipped ones must have been taken away already.
+   */
+  async addDaySumFrames(frames: Uint8Array, memberKeys: ArrayLike<number>, modelIds: ArrayLike<number>): Promise<void> {
+    const daySums = this.daySums;
+    if (!daySums) throw new Error("addDaySumFrames runs only inside ingest()");
+    daySums.addFrames(frames, memberKeys, modelIds);
+    await addToRunningTotals(this.database, daySums);
   }
 
   /**
@@ -408,5 +430,3 @@ const INSERT_ROWS = 256;
 
 /** Write the held day sums when this many (member, day) sums have gathered. */
 const FLUSH_DAY_SUMS = 50_000;
-/** A bulk load keeps more in memory: fewer, larger, sorted writes. */
-const BULK_FLUSH_DAY_SUMS = 400_000;

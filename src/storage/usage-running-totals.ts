@@ -12,6 +12,7 @@ import { CompiledQuery, sql, type Kysely } from "kysely";
 import { dayOf } from "../domain/usage-window.js";
 import type { EventValue } from "../domain/usage-event.js";
 import { TotalsByModel, readVarint } from "../domain/usage-totals.js";
+import { DaySums, type MemberDays } from "../domain/usage-day-sums.js";
 import type { Database, Dialect } from "./database.js";
 import type { Schema } from "./schema.js";
 
@@ -29,42 +30,6 @@ export function chunks<T>(rows: readonly T[]): T[][] {
     i += size;
   }
   return out;
-}
-
-/** A member's new sums per day, in day order. */
-type MemberDays = Array<[day: number, totals: TotalsByModel]>;
-
-/** Sums of new events per (member, day), not yet in usage_running_total. */
-export class DaySums {
-  private readonly byMember = new Map<number, Map<number, TotalsByModel>>();
-  private count = 0;
-
-  /** How many (member, day) sums are held. */
-  get size(): number {
-    return this.count;
-  }
-
-  /** Adds one new event (positional: no object per event on an import's hot path). */
-  add(memberKey: number, modelId: number, day: number, inputTokens: EventValue, outputTokens: EventValue,
-    basicMicros: EventValue, payGoMicros: EventValue): void {
-    let days = this.byMember.get(memberKey);
-    if (!days) this.byMember.set(memberKey, (days = new Map()));
-    let totals = days.get(day);
-    if (!totals) {
-      days.set(day, (totals = new TotalsByModel()));
-      this.count++;
-    }
-    totals.addEvent(modelId, inputTokens, outputTokens, basicMicros, payGoMicros);
-  }
-
-  /** The held sums in the table's key order (member, then day), leaving this empty. */
-  drain(): Array<[memberKey: number, days: MemberDays]> {
-    const out = [...this.byMember.entries()].sort((a, b) => a[0] - b[0])
-      .map(([memberKey, days]): [number, MemberDays] => [memberKey, [...days.entries()].sort((a, b) => a[0] - b[0])]);
-    this.byMember.clear();
-    this.count = 0;
-    return out;
-  }
 }
 
 /** A stored row: its day and its bare packed totals (the frame taken off). */

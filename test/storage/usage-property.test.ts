@@ -7,8 +7,9 @@
 //
 // Two levels, each run on a fresh enterprise so runs are independent:
 //  - storage: the real ingestion path (checkUsageEvent + recordUsage) and UsageRepository.sumUsage
-//    over planWindow's plan, against the reference; then every event again as an NDJSON usage import
-//    (importUsage), which must find them all recorded already;
+//    over planWindow's plan, against the reference, the last batches imported as one NDJSON file
+//    (importUsage) instead of sent; then every event again as an import, which must find them all
+//    recorded already;
 //  - REST: the running service (batch-record, user-model-usage), fewer runs, exact JSON.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -20,6 +21,7 @@ import { checkWindow, planWindow } from "../../src/domain/usage-window.js";
 import type { DirectoryFile } from "../../src/domain/directory-file.js";
 import { importDirectory } from "../../src/operations/import-directory.js";
 import { importUsage } from "../../src/operations/import-usage.js";
+import type { UsageFileTuning } from "../../src/operations/usage-file-worker.js";
 import { recordUsage } from "../../src/operations/record-usage.js";
 import { migrateToLatest, openDatabase, type Database } from "../../src/storage/database.js";
 import { UsageRepository } from "../../src/storage/usage-repository.js";
@@ -129,6 +131,10 @@ interface Scenario {
   windows: Array<[Point, Point]>;
   /** Which whole batch is sent once more at the end. */
   resendBatch: number;
+  /** Storage: the batches from this one on are not sent but imported, as one NDJSON file. */
+  importFrom: number;
+  /** Storage: that import's message sizes (small: many batches and many sums messages). */
+  tuning: UsageFileTuning;
   currency: "CNY" | "USD";
   /** REST: members named by id (in this order) and by e-mail (in this order, maybe upper-cased). */
   byId: number[];
@@ -145,6 +151,8 @@ const scenarioArb = (maxEvents: number): fc.Arbitrary<Scenario> =>
       resends: fc.array(fc.record({ pick: fc.nat(), batch: fc.nat(batches - 1), mutate: fc.boolean() }), { maxLength: 200 - maxEvents, size: "medium" }),
       windows: fc.array(fc.tuple(pointArb, pointArb), { minLength: 1, maxLength: 6 }),
       resendBatch: fc.nat(batches - 1),
+      importFrom: fc.nat(batches),
+      tuning: fc.record({ batchEvents: fc.integer({ min: 1, max: 40 }), daySumsPerMessage: fc.integer({ min: 1, max: 30 }) }),
       currency: fc.constantFrom("CNY" as const, "USD" as const),
       byId: fc.shuffledSubarray([0, 1, 2]),
       byEmail: fc.shuffledSubarray([0, 1, 2]),
@@ -313,9 +321,17 @@ describe.each(dialects)("usage sums, property-based (%s)", (dialect) => {
         await importDirectory(database, directory(enterpriseId, n, s.currency));
         const batches = buildBatches(s);
         const seen = new Set<string>();
-        for (const batch of batches) {
+        for (const batch of batches.slice(0, s.importFrom)) {
           if (batch.length === 0) continue;
           expect(await send(enterpriseId, batch)).toStrictEqual(expectedCounts(batch, seen));
+        }
+        // The later batches as one file: the import sums on its worker thread and takes the repeats away again.
+        const imported = batches.slice(s.importFrom).flat();
+        if (imported.length > 0) {
+          const file = join(scratch, `${enterpriseId}-first.ndjson`);
+          writeFileSync(file, imported.map((e) => JSON.stringify(e.wire)).join("\n") + "\n");
+          expect(await importUsage(repository, enterpriseId, file, undefined, s.tuning))
+            .toStrictEqual({ enterprise_id: enterpriseId, lines: imported.length, ...expectedCounts(imported, seen) });
         }
         const counted = firstOfEachId(batches.flat().map((e) => e.reference));
         const windows = s.windows.map((w) => resolveWindow(w, counted));

@@ -1,0 +1,201 @@
+// Sums of new usage events per (member, day), held in memory until an ingestion adds them to the
+// stored running totals (storage/usage-running-totals.ts). They travel between threads as day-sum
+// frames: an NDJSON import sums its events on the worker thread that parses them, where the main
+// thread, which writes, has no time to spare (summing was about 9% of its work).
+import type { EventValue } from "./usage-event.js";
+import { EVENTS, MAX_ENTRY_BYTES, SUMS, SUM_LIMIT, SumLimitError, TotalsByModel, readVarint, writeBigVarint, writeVarint } from "./usage-totals.js";
+
+/** A member's sums per day, in day order. */
+export type MemberDays = Array<[day: number, totals: TotalsByModel]>;
+
+export class DaySums {
+  private readonly byMember = new Map<number, Map<number, TotalsByModel>>();
+  private count = 0;
+
+  /** How many (member, day) sums are held. */
+  get size(): number {
+    return this.count;
+  }
+
+  /** Adds one event (positional: no object per event on an import's hot path). */
+  add(memberKey: number, modelId: number, day: number, inputTokens: EventValue, outputTokens: EventValue,
+    basicMicros: EventValue, payGoMicros: EventValue): void {
+    this.totalsOf(memberKey, day).addEvent(modelId, inputTokens, outputTokens, basicMicros, payGoMicros);
+  }
+
+  /** Takes one event away: one summed elsewhere that the store turned out to hold already. */
+  subtract(memberKey: number, modelId: number, day: number, inputTokens: EventValue, outputTokens: EventValue,
+    basicMicros: EventValue, payGoMicros: EventValue): void {
+    this.totalsOf(memberKey, day).addEvent(modelId, -inputTokens, -outputTokens, -basicMicros, -payGoMicros, -1);
+  }
+
+  /**
+   * Adds the sums of day-sum frames (see DaySumFrames), whose member and model numbers are mapped
+   * to member keys and model ids by `memberKeys` and `modelIds`.
+   */
+  addFrames(frames: Uint8Array, memberKeys: ArrayLike<number>, modelIds: ArrayLike<number>): void {
+    let at = 0;
+    while (at < frames.length) {
+      const [member, afterMember] = readVarint(frames, at);
+      const [day, afterDay] = readVarint(frames, afterMember);
+      const [length, start] = readVarint(frames, afterDay);
+      this.totalsOf(memberKeys[member]!, day).addPacked(frames, false, start, start + length, modelIds);
+      at = start + length;
+    }
+  }
+
+  /**
+   * The held sums in the running totals' key order (member, then day), leaving this empty. A model
+   * whose events were all taken away again (`subtract`) is left out, and so is a day left with none.
+   */
+  drain(): Array<[memberKey: number, days: MemberDays]> {
+    const out: Array<[number, MemberDays]> = [];
+    for (const [memberKey, byDay] of [...this.byMember.entries()].sort((a, b) => a[0] - b[0])) {
+      const days: MemberDays = [];
+      for (const [day, totals] of [...byDay.entries()].sort((a, b) => a[0] - b[0])) {
+        for (const [modelId, sums] of totals.models) if (sums.exact(EVENTS) === 0) totals.models.delete(modelId);
+        if (totals.models.size > 0) days.push([day, totals]);
+      }
+      if (days.length > 0) out.push([memberKey, days]);
+    }
+    this.clear();
+    return out;
+  }
+
+  private totalsOf(memberKey: number, day: number): TotalsByModel {
+    let days = this.byMember.get(memberKey);
+    if (!days) this.byMember.set(memberKey, (days = new Map()));
+    let totals = days.get(day);
+    if (!totals) {
+      days.set(day, (totals = new TotalsByModel()));
+      this.count++;
+    }
+    return totals;
+  }
+
+  private clear(): void {
+    this.byMember.clear();
+    this.count = 0;
+  }
+}
+
+/**
+ * Sums events per (member, day, model) for another thread, in typed arrays: no object per sum, so
+ * holding hundreds of thousands costs the garbage collector nothing (as objects, on the import's
+ * parsing thread, they cost more than the rest of its work per event). Members and models are
+ * numbers of the caller's own (an import's file indexes); values are numbers (at most 10^12 an
+ * event), kept exact: a sum that would pass 2^53 moves into a bigint.
+ */
+export class DaySumFrames {
+  /** (member, day) → its first entry; entries of a (member, day) are chained by `next`. */
+  private readonly firstEntry = new Map<number, number>();
+  private readonly slots: Array<[member: number, day: number]> = [];
+  private entries = 0;
+  private model = new Int32Array(1024);
+  private next = new Int32Array(1024);
+  private sums = new Float64Array(1024 * SUMS);
+  /** The parts of sums past 2^53, by entry (rare). */
+  private readonly big = new Map<number, bigint[]>();
+
+  /** How many (member, day) sums are held. */
+  get size(): number {
+    return this.slots.length;
+  }
+
+  add(member: number, model: number, day: number, inputTokens: number, outputTokens: number, basicMicros: number, payGoMicros: number): void {
+    const slot = member * DAY_SPAN + day;
+    let entry = this.firstEntry.get(slot) ?? -1;
+    let last = -1;
+    while (entry !== -1 && this.model[entry] !== model) entry = this.next[(last = entry)]!;
+    if (entry === -1) {
+      entry = this.newEntry(model);
+      if (last === -1) {
+        this.firstEntry.set(slot, entry);
+        this.slots.push([member, day]);
+      } else {
+        this.next[last] = entry;
+      }
+    }
+    const at = entry * SUMS;
+    this.addSum(entry, at, inputTokens);
+    this.addSum(entry, at + 1, outputTokens);
+    this.addSum(entry, at + 2, basicMicros);
+    this.addSum(entry, at + 3, payGoMicros);
+    this.addSum(entry, at + EVENTS, 1);
+  }
+
+  /**
+   * The held sums as day-sum frames, leaving this empty: per (member, day), varint member, varint
+   * day, varint length, then the packed totals (see usage-totals.ts). One buffer, cheap to transfer.
+   * Throws SumLimitError for a sum past 2^64 - 1.
+   */
+  takeFrames(): Uint8Array {
+    const out = new Uint8Array(this.slots.length * HEADER_ROOM + this.entries * MAX_ENTRY_BYTES); // room enough: no growing
+    let at = 0;
+    for (const [member, day] of this.slots) {
+      // The totals first, after room for the header: their length is part of it.
+      const start = at + HEADER_ROOM;
+      let end = start;
+      for (let entry = this.firstEntry.get(member * DAY_SPAN + day)!; entry !== -1; entry = this.next[entry]!) {
+        end = writeVarint(out, end, this.model[entry]!);
+        const big = this.big.get(entry);
+        for (let i = 0; i < SUMS; i++) {
+          const value = this.sums[entry * SUMS + i]!;
+          if (!big) {
+            end = writeVarint(out, end, value);
+            continue;
+          }
+          const total = big[i]! + BigInt(value);
+          if (total > SUM_LIMIT) throw new SumLimitError();
+          end = writeBigVarint(out, end, total);
+        }
+      }
+      const headerEnd = writeVarint(out, writeVarint(out, writeVarint(out, at, member), day), end - start);
+      out.copyWithin(headerEnd, start, end);
+      at = headerEnd + (end - start);
+    }
+    this.firstEntry.clear();
+    this.slots.length = 0;
+    this.entries = 0;
+    this.big.clear();
+    return out.slice(0, at);
+  }
+
+  private newEntry(model: number): number {
+    const entry = this.entries++;
+    if (entry === this.model.length) {
+      this.model = growInts(this.model);
+      this.next = growInts(this.next);
+      const sums = new Float64Array(this.sums.length * 2);
+      sums.set(this.sums);
+      this.sums = sums;
+    }
+    this.model[entry] = model;
+    this.next[entry] = -1;
+    this.sums.fill(0, entry * SUMS, entry * SUMS + SUMS);
+    return entry;
+  }
+
+  private addSum(entry: number, at: number, value: number): void {
+    const sum = this.sums[at]! + value;
+    if (sum <= Number.MAX_SAFE_INTEGER) {
+      this.sums[at] = sum;
+      return;
+    }
+    let big = this.big.get(entry);
+    if (!big) this.big.set(entry, (big = [0n, 0n, 0n, 0n, 0n]));
+    big[at - entry * SUMS]! += BigInt(this.sums[at]!) + BigInt(value);
+    this.sums[at] = 0;
+  }
+}
+
+/** Days a member's slot key spans: past the last day of year 9999 (the latest timestamp an event may have). */
+const DAY_SPAN = 2 ** 22;
+/** A frame header's room: three varints below 2^32. */
+const HEADER_ROOM = 15;
+
+function growInts(from: Int32Array<ArrayBuffer>): Int32Array<ArrayBuffer> {
+  const to = new Int32Array(from.length * 2);
+  to.set(from);
+  return to;
+}
