@@ -6,10 +6,46 @@ import type { EventValue } from "./usage-event.js";
 import { EVENTS, MAX_ENTRY_BYTES, SUMS, SUM_LIMIT, SumLimitError, TotalsByModel, readVarint, writeBigVarint, writeVarint } from "./usage-totals.js";
 
 /** A member's sums per day, in day order. */
-export type MemberDays = Array<[day: number, totals: TotalsByModel]>;
+export type MemberDays = Array<[day: number, sums: DaySum]>;
+
+/**
+ * The new events of one (member, day): summed one by one here, or packed totals from day-sum
+ * frames, kept packed until they are added to a running total (decoding them into objects first
+ * cost an import's writing thread about 4% of its time), or both.
+ */
+export class DaySum {
+  /** Events added (and taken away) one by one. */
+  totals: TotalsByModel | undefined;
+  /** Packed totals: frames, start, end and model ids, per part (usually one). */
+  private packed: Array<[frames: Uint8Array, start: number, end: number, modelIds: ArrayLike<number>]> | undefined;
+
+  /** Adds these sums to `target`. */
+  addTo(target: TotalsByModel): void {
+    if (this.totals) target.addTotals(this.totals);
+    if (this.packed) for (const [frames, start, end, modelIds] of this.packed) target.addPacked(frames, false, start, end, modelIds);
+  }
+
+  addPacked(frames: Uint8Array, start: number, end: number, modelIds: ArrayLike<number>): void {
+    (this.packed ??= []).push([frames, start, end, modelIds]);
+  }
+
+  /**
+   * Leaves out a model whose events were all taken away again (TotalsByModel.addEvent with -1);
+   * returns whether any model is left. Only sums taken away one by one can leave such a model.
+   */
+  prune(): boolean {
+    if (!this.totals) return true;
+    if (this.packed) {
+      for (const [frames, start, end, modelIds] of this.packed) this.totals.addPacked(frames, false, start, end, modelIds);
+      this.packed = undefined;
+    }
+    for (const [modelId, sums] of this.totals.models) if (sums.exact(EVENTS) === 0) this.totals.models.delete(modelId);
+    return this.totals.models.size > 0;
+  }
+}
 
 export class DaySums {
-  private readonly byMember = new Map<number, Map<number, TotalsByModel>>();
+  private readonly byMember = new Map<number, Map<number, DaySum>>();
   private count = 0;
 
   /** How many (member, day) sums are held. */
@@ -20,18 +56,20 @@ export class DaySums {
   /** Adds one event (positional: no object per event on an import's hot path). */
   add(memberKey: number, modelId: number, day: number, inputTokens: EventValue, outputTokens: EventValue,
     basicMicros: EventValue, payGoMicros: EventValue): void {
-    this.totalsOf(memberKey, day).addEvent(modelId, inputTokens, outputTokens, basicMicros, payGoMicros);
+    const sum = this.sumOf(memberKey, day);
+    (sum.totals ??= new TotalsByModel()).addEvent(modelId, inputTokens, outputTokens, basicMicros, payGoMicros);
   }
 
   /** Takes one event away: one summed elsewhere that the store turned out to hold already. */
   subtract(memberKey: number, modelId: number, day: number, inputTokens: EventValue, outputTokens: EventValue,
     basicMicros: EventValue, payGoMicros: EventValue): void {
-    this.totalsOf(memberKey, day).addEvent(modelId, -inputTokens, -outputTokens, -basicMicros, -payGoMicros, -1);
+    const sum = this.sumOf(memberKey, day);
+    (sum.totals ??= new TotalsByModel()).addEvent(modelId, -inputTokens, -outputTokens, -basicMicros, -payGoMicros, -1);
   }
 
   /**
    * Adds the sums of day-sum frames (see DaySumFrames), whose member and model numbers are mapped
-   * to member keys and model ids by `memberKeys` and `modelIds`.
+   * to member keys and model ids by `memberKeys` and `modelIds`. The frames are kept, not copied.
    */
   addFrames(frames: Uint8Array, memberKeys: ArrayLike<number>, modelIds: ArrayLike<number>): void {
     let at = 0;
@@ -39,7 +77,7 @@ export class DaySums {
       const [member, afterMember] = readVarint(frames, at);
       const [day, afterDay] = readVarint(frames, afterMember);
       const [length, start] = readVarint(frames, afterDay);
-      this.totalsOf(memberKeys[member]!, day).addPacked(frames, false, start, start + length, modelIds);
+      this.sumOf(memberKeys[member]!, day).addPacked(frames, start, start + length, modelIds);
       at = start + length;
     }
   }
@@ -52,25 +90,22 @@ export class DaySums {
     const out: Array<[number, MemberDays]> = [];
     for (const [memberKey, byDay] of [...this.byMember.entries()].sort((a, b) => a[0] - b[0])) {
       const days: MemberDays = [];
-      for (const [day, totals] of [...byDay.entries()].sort((a, b) => a[0] - b[0])) {
-        for (const [modelId, sums] of totals.models) if (sums.exact(EVENTS) === 0) totals.models.delete(modelId);
-        if (totals.models.size > 0) days.push([day, totals]);
-      }
+      for (const [day, sum] of [...byDay.entries()].sort((a, b) => a[0] - b[0])) if (sum.prune()) days.push([day, sum]);
       if (days.length > 0) out.push([memberKey, days]);
     }
     this.clear();
     return out;
   }
 
-  private totalsOf(memberKey: number, day: number): TotalsByModel {
+  private sumOf(memberKey: number, day: number): DaySum {
     let days = this.byMember.get(memberKey);
     if (!days) this.byMember.set(memberKey, (days = new Map()));
-    let totals = days.get(day);
-    if (!totals) {
-      days.set(day, (totals = new TotalsByModel()));
+    let sum = days.get(day);
+    if (!sum) {
+      days.set(day, (sum = new DaySum()));
       this.count++;
     }
-    return totals;
+    return sum;
   }
 
   private clear(): void {

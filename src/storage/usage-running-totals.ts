@@ -115,8 +115,9 @@ function mergeDays(memberKey: number, stored: readonly StoredRow[], days: Member
     }
     if (newDay === day) {
       const sums = days[d++]![1];
-      added.addTotals(sums);
-      current?.addTotals(sums);
+      // `added` is needed while stored rows remain (each starts `current` anew) or no `current` exists.
+      if (!current || s < stored.length) sums.addTo(added);
+      if (current) sums.addTo(current);
     }
     const last = s === stored.length && d === days.length;
     if (!current && !last) {

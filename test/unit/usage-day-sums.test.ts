@@ -1,11 +1,14 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { DaySumFrames, DaySums } from "../../src/domain/usage-day-sums.js";
-import { SumLimitError } from "../../src/domain/usage-totals.js";
+import { SumLimitError, TotalsByModel } from "../../src/domain/usage-totals.js";
 
 /** Held sums as plain bigints: member key → day → model id → [input, output, basic, pay-go, events]. */
-const plain = (sums: DaySums) => Object.fromEntries(sums.drain().map(([member, days]) => [member, Object.fromEntries(days.map(([day, totals]) =>
-  [day, Object.fromEntries([...totals.models].sort((a, b) => a[0] - b[0]).map(([id, s]) => [id, [0, 1, 2, 3, 4].map((i) => s.total(i))]))]))]));
+const plain = (sums: DaySums) => Object.fromEntries(sums.drain().map(([member, days]) => [member, Object.fromEntries(days.map(([day, sum]) => {
+  const totals = new TotalsByModel();
+  sum.addTo(totals);
+  return [day, Object.fromEntries([...totals.models].sort((a, b) => a[0] - b[0]).map(([id, s]) => [id, [0, 1, 2, 3, 4].map((i) => s.total(i))]))];
+}))]));
 
 describe("day sums across threads", () => {
   it("frames carry every (member, day, model) sum exactly, numbered by the sender and mapped by the receiver", () => {
@@ -40,6 +43,18 @@ describe("day sums across threads", () => {
     // 2^64 - 1 is about 1.8 * 10^19: 18.5 million events at the per-event ceiling pass it.
     for (let i = 0; i < 18_500_000; i++) huge.add(0, 0, 20_000, 1_000_000_000_000, 0, 0, 0);
     expect(() => huge.takeFrames()).toThrow(SumLimitError);
+  });
+
+  it("takes repeats away from sums that came as frames", () => {
+    const sender = new DaySumFrames();
+    sender.add(0, 0, 20_000, 10, 5, 0, 0);
+    sender.add(0, 1, 20_000, 4, 4, 0, 0);
+    sender.add(0, 1, 20_001, 4, 4, 0, 0);
+    const sums = new DaySums();
+    sums.addFrames(sender.takeFrames(), [1], [2, 3]);
+    sums.subtract(1, 3, 20_000, 4, 4, 0, 0);
+    sums.subtract(1, 3, 20_001, 4, 4, 0, 0);
+    expect(plain(sums)).toStrictEqual({ 1: { 20000: { 2: [10n, 5n, 0n, 0n, 1n] } } });
   });
 
   it("takes repeats away again; a model or day left with no events is not written", () => {
