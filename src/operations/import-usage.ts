@@ -1,7 +1,7 @@
 // Streams an NDJSON file of usage events into the store in one ingestion. A worker thread reads,
 // parses, checks and sums the lines (usage-file-worker.ts) while this thread resolves members and
-// models and writes the events and the worker's sums; an error names the line and rolls back the whole file, and the file is never held in
-// memory (the worker stays at most a few batches ahead).
+// models and writes the events and the worker's sums; an error names the line and rolls back the
+// whole file, and the file is never held in memory (the worker stays at most 64 batches ahead).
 import { stat } from "node:fs/promises";
 import { on } from "node:events";
 import { Worker } from "node:worker_threads";

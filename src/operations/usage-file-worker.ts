@@ -37,7 +37,7 @@ export interface EventColumns {
 
 export type UsageFileMessage =
   | { kind: "events"; events: EventColumns; bytesRead: number }
-  /** The sums of every event sent since the last sums: day-sum frames (DaySums.takeFrames) by user and model index. */
+  /** The sums of every event sent since the last sums: day-sum frames (DaySumFrames.takeFrames) by user and model index. */
   | { kind: "sums"; frames: Uint8Array }
   | { kind: "done"; lines: number; bytesRead: number }
   /** A bad line: the message names the line and the field. */
