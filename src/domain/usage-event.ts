@@ -21,6 +21,23 @@ export const MAX_EVENT_MICROS = 10n ** 12n;
  */
 export type EventValue = number | bigint;
 
+/** A model as the query groups usage: (model_name, model_type, model_source). */
+export interface ModelIdentity {
+  model_name: string;
+  model_type: string;
+  model_source: string;
+}
+
+/** A model's identity as one string, for maps: the three fields joined by NUL. */
+export const modelKey = (modelName: string, modelType: string, modelSource: string) => `${modelName}\u0000${modelType}\u0000${modelSource}`;
+
+/** The identity of a modelKey. Split at its last two NULs: only model_name may hold one (the other two are fixed words). */
+export function modelOfKey(key: string): ModelIdentity {
+  const afterName = key.lastIndexOf("\u0000", key.lastIndexOf("\u0000") - 1);
+  const [model_type, model_source] = key.slice(afterName + 1).split("\u0000") as [string, string];
+  return { model_name: key.slice(0, afterName), model_type, model_source };
+}
+
 /** A checked event. */
 export interface UsageEventInput {
   eventId: string;

@@ -6,6 +6,7 @@ import { stat } from "node:fs/promises";
 import { on } from "node:events";
 import { Worker } from "node:worker_threads";
 import { invalidParameter } from "../domain/errors.js";
+import { modelOfKey } from "../domain/usage-event.js";
 import { dayOf } from "../domain/usage-window.js";
 import type { UsageEventRow, UsageRepository } from "../storage/usage-repository.js";
 import { MemberKeys } from "./record-usage.js";
@@ -82,10 +83,7 @@ class FileKeys {
       for (const userId of batch.newUserIds) this.memberKeys.push(this.members.key(userId));
     }
     if (batch.newModelKeys.length > 0) {
-      const models = await this.repository.resolveModels(batch.newModelKeys, (i) => {
-        const [model_name, model_type, model_source] = batch.newModelKeys[i]!.split("\u0000") as [string, string, string];
-        return { model_name, model_type, model_source };
-      });
+      const models = await this.repository.resolveModels(batch.newModelKeys, (i) => modelOfKey(batch.newModelKeys[i]!));
       for (const key of batch.newModelKeys) this.modelIds.push(models.get(key)!);
     }
     const rows: UsageEventRow[] = new Array(batch.count);

@@ -2,8 +2,8 @@
 // event's member checked first (an unknown one rejects the whole batch), then one ingestion.
 import { invalidParameter } from "../domain/errors.js";
 import { dayOf } from "../domain/usage-window.js";
-import type { UsageEventInput } from "../domain/usage-event.js";
-import { modelKey, type MemberRow, type UsageEventRow, type UsageRepository } from "../storage/usage-repository.js";
+import { modelKey, type UsageEventInput } from "../domain/usage-event.js";
+import type { MemberRow, UsageEventRow, UsageRepository } from "../storage/usage-repository.js";
 
 export interface LabelledEvent {
   event: UsageEventInput;
@@ -39,7 +39,7 @@ export class MemberKeys {
 
 /** Rows for a chunk of checked events; `members` must have resolved them. */
 export async function toRows(repository: UsageRepository, members: MemberKeys, events: readonly LabelledEvent[]): Promise<UsageEventRow[]> {
-  const keys = events.map(({ event }) => modelKey({ model_name: event.modelName, model_type: event.modelType, model_source: event.modelSource }));
+  const keys = events.map(({ event }) => modelKey(event.modelName, event.modelType, event.modelSource));
   const models = await repository.resolveModels(keys, (i) => {
     const { event } = events[i]!;
     return { model_name: event.modelName, model_type: event.modelType, model_source: event.modelSource };

@@ -11,7 +11,7 @@ import { createReadStream } from "node:fs";
 import { StringDecoder } from "node:string_decoder";
 import { parentPort, workerData } from "node:worker_threads";
 import { describeJsonError } from "../domain/json-errors.js";
-import { checkUsageEvent } from "../domain/usage-event.js";
+import { checkUsageEvent, modelKey } from "../domain/usage-event.js";
 import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
 import { DaySumFrames } from "../domain/usage-day-sums.js";
 import { SUM_LIMIT_MESSAGE, SumLimitError } from "../domain/usage-totals.js";
@@ -98,11 +98,11 @@ async function readUsageFile(path: string, tuning: UsageFileTuning, send: (messa
           batch.newUserIds.push(event.userId);
         }
         batch.users[i] = user;
-        const modelKey = `${event.modelName}\u0000${event.modelType}\u0000${event.modelSource}`;
-        let model = modelIndex.get(modelKey);
+        const key = modelKey(event.modelName, event.modelType, event.modelSource);
+        let model = modelIndex.get(key);
         if (model === undefined) {
-          modelIndex.set(modelKey, (model = modelIndex.size));
-          batch.newModelKeys.push(modelKey);
+          modelIndex.set(key, (model = modelIndex.size));
+          batch.newModelKeys.push(key);
         }
         batch.models[i] = model;
         batch.lines[i] = lineNumber;

@@ -8,7 +8,8 @@ import { checkUsageEvent, compareCodePoints } from "../domain/usage-event.js";
 import { checkWindow, planWindow } from "../domain/usage-window.js";
 import type { Handlers } from "../interceptors/call-pipeline.js";
 import { recordUsage } from "../operations/record-usage.js";
-import type { MemberRow, ModelIdentity, UsageRepository, UsageSumRow } from "../storage/usage-repository.js";
+import type { ModelIdentity } from "../domain/usage-event.js";
+import type { MemberRow, UsageRepository, UsageSumRow } from "../storage/usage-repository.js";
 
 export const MAX_QUERY_MEMBERS = 100;
 

@@ -3,7 +3,7 @@
 // ingestion added, and the windowed sums.
 import { CompiledQuery, sql, type Kysely } from "kysely";
 import { invalidParameter } from "../domain/errors.js";
-import type { EventValue } from "../domain/usage-event.js";
+import { modelKey, type EventValue, type ModelIdentity } from "../domain/usage-event.js";
 import { EVENTS, SUM_LIMIT_MESSAGE, SumLimitError, TotalsByModel, addCells } from "../domain/usage-totals.js";
 import { dayOf, type WindowPlan } from "../domain/usage-window.js";
 import type { Schema } from "./schema.js";
@@ -17,12 +17,6 @@ export interface MemberRow {
   email: string;
   email_folded: string;
   account_type: number;
-}
-
-export interface ModelIdentity {
-  model_name: string;
-  model_type: string;
-  model_source: string;
 }
 
 /** One checked event, resolved to keys. */
@@ -51,7 +45,6 @@ export interface UsageSumRow {
 
 const EVENT_COLUMNS = ["day", "member_key", "ts", "event_id", "enterprise_id", "model_id", "input_tokens", "output_tokens", "basic_micros", "pay_go_micros"] as const;
 
-export const modelKey = (m: ModelIdentity) => `${m.model_name}\u0000${m.model_type}\u0000${m.model_source}`;
 
 interface SharedCaches {
   /** Model ids never change once committed, so they are cached for the life of the process. */
@@ -135,7 +128,7 @@ export class UsageRepository {
   private async loadModels(): Promise<void> {
     for (const row of await this.db.selectFrom("usage_model").selectAll().execute()) {
       const identity = { model_name: row.model_name, model_type: row.model_type, model_source: row.model_source };
-      this.modelIds.set(modelKey(identity), Number(row.model_id));
+      this.modelIds.set(modelKey(row.model_name, row.model_type, row.model_source), Number(row.model_id));
       this.models.set(Number(row.model_id), identity);
     }
   }
