@@ -117,7 +117,8 @@ export class DaySums {
 /**
  * Sums events per (member, day, model) for another thread, in typed arrays: no object per sum, so
  * holding hundreds of thousands costs the garbage collector nothing (as objects, on the import's
- * parsing thread, they cost more than the rest of its work per event). Members and models are
+ * parsing thread, a 10-million-event import profiled 19 s summing, 10 s packing and 12 s of garbage
+ * collection against 3 s before, and the thread fell behind the writing one). Members and models are
  * numbers of the caller's own (an import's file indexes); values are numbers (at most 10^12 an
  * event), kept exact: a sum that would pass 2^53 moves into a bigint.
  */

@@ -190,7 +190,7 @@ export class UsageRepository {
   }
 
   /**
-   * Adds the day sums of rows inserted with `summed` (day-sum frames, see DaySums.takeFrames, with
+   * Adds the day sums of rows inserted with `summed` (day-sum frames, see DaySumFrames.takeFrames, with
    * member and model numbers mapped by `memberKeys` and `modelIds`) to the running totals. Only
    * after those rows: their skipped ones must have been taken away already.
    */
