@@ -356,6 +356,32 @@ describe.each(dialects)("usage sums, property-based (%s)", (dialect) => {
         }
       }), { numRuns: STORAGE_RUNS });
     }, 600_000);
+
+    // The batches above stay below one multi-row INSERT (256 rows): these are large enough to cross
+    // several, with repeats inside them whose later copy sorts first in the table's key order.
+    it("a batch of 1,000 and a file of 1,200 with repeats inside and of stored events count each first one once", async () => {
+      const n = ++runs;
+      const enterpriseId = `prop-${dialect}-${n}`;
+      await importDirectory(database, directory(enterpriseId, n, "USD"));
+      const generated = fc.sample(fc.array(eventArb, { minLength: 1600, maxLength: 1600 }), { numRuns: 1, seed: 7 })[0]!;
+      const fresh = generated.map((g, i) => toSent(g, `e${i}`));
+      // A repeat of event i: a day earlier (so it sorts before the first copy) and with other figures.
+      const repeatOf = (i: number) => toSent({ ...generated[i]!, offset: Math.max(0, generated[i]!.offset - DAY), input: 1n }, `e${i}`);
+      const repeats = (count: number, first: number, step: number) => Array.from({ length: count }, (_, k) => repeatOf(first + step * k));
+      const stored = fresh.slice(0, 300);
+      expect(await send(enterpriseId, stored)).toStrictEqual({ recorded: 300, duplicates: 0 });
+      const batch = [...fresh.slice(300, 1000), ...repeats(150, 300, 4), ...repeats(150, 0, 2)];
+      expect(await send(enterpriseId, batch)).toStrictEqual({ recorded: 700, duplicates: 300 });
+      const file = [...fresh.slice(1000, 1600), ...repeats(300, 1000, 2), ...repeats(300, 0, 3)];
+      const path = join(scratch, `${enterpriseId}.ndjson`);
+      writeFileSync(path, file.map((e) => JSON.stringify(e.wire)).join("\n") + "\n");
+      expect(await importUsage(repository, enterpriseId, path)).toStrictEqual({ enterprise_id: enterpriseId, lines: 1200, recorded: 600, duplicates: 600 });
+      const counted = firstOfEachId([...stored, ...batch, ...file].map((e) => e.reference));
+      expect(counted).toHaveLength(1600);
+      for (const [start, end] of [[T0 - DAY, T0 + 11 * DAY], [T0 + 2 * DAY + 7, T0 + 6 * DAY + 3 * HOUR]] as const) {
+        expect(await sums(enterpriseId, start, end), `window [${start}, ${end})`).toStrictEqual(referenceSums(counted, start, end));
+      }
+    }, 120_000);
   });
 
   describe("REST: batch-record, then user-model-usage", () => {
