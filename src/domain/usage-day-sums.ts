@@ -125,7 +125,15 @@ export class DaySums {
 export class DaySumFrames {
   /** (member, day) → its first entry; entries of a (member, day) are chained by `next`. */
   private readonly firstEntry = new Map<number, number>();
-  private readonly slots: Array<[member: number, day: number]> = [];
+  /** Per (member, day) held, in the order first seen: member, day and first entry. */
+  private slots = new Int32Array(3 * 1024);
+  private slotCount = 0;
+  /**
+   * Per member: the day of its latest event and that (member, day)'s first entry (-1 for none). A
+   * file in time order has each member's events of a day together, so most events skip the Map.
+   */
+  private lastDay = new Int32Array(1024).fill(-1);
+  private lastFirst = new Int32Array(1024);
   private entries = 0;
   private model = new Int32Array(1024);
   private next = new Int32Array(1024);
@@ -135,22 +143,17 @@ export class DaySumFrames {
 
   /** How many (member, day) sums are held. */
   get size(): number {
-    return this.slots.length;
+    return this.slotCount;
   }
 
   add(member: number, model: number, day: number, inputTokens: number, outputTokens: number, basicMicros: number, payGoMicros: number): void {
-    const slot = member * DAY_SPAN + day;
-    let entry = this.firstEntry.get(slot) ?? -1;
+    let entry = member < this.lastDay.length && this.lastDay[member] === day ? this.lastFirst[member]! : this.firstOf(member, day);
     let last = -1;
     while (entry !== -1 && this.model[entry] !== model) entry = this.next[(last = entry)]!;
     if (entry === -1) {
       entry = this.newEntry(model);
-      if (last === -1) {
-        this.firstEntry.set(slot, entry);
-        this.slots.push([member, day]);
-      } else {
-        this.next[last] = entry;
-      }
+      if (last === -1) this.newSlot(member, day, entry);
+      else this.next[last] = entry;
     }
     const at = entry * SUMS;
     this.addSum(entry, at, inputTokens);
@@ -160,19 +163,46 @@ export class DaySumFrames {
     this.addSum(entry, at + EVENTS, 1);
   }
 
+  /** The first entry of (member, day), or -1; remembered as the member's latest day. */
+  private firstOf(member: number, day: number): number {
+    const entry = this.firstEntry.get(member * DAY_SPAN + day) ?? -1;
+    if (entry !== -1) this.remember(member, day, entry);
+    return entry;
+  }
+
+  private newSlot(member: number, day: number, entry: number): void {
+    this.firstEntry.set(member * DAY_SPAN + day, entry);
+    if (3 * this.slotCount === this.slots.length) this.slots = growInts(this.slots);
+    this.slots.set([member, day, entry], 3 * this.slotCount++);
+    this.remember(member, day, entry);
+  }
+
+  private remember(member: number, day: number, entry: number): void {
+    while (member >= this.lastDay.length) {
+      const days = new Int32Array(this.lastDay.length * 2).fill(-1);
+      days.set(this.lastDay);
+      this.lastDay = days;
+      this.lastFirst = growInts(this.lastFirst);
+    }
+    this.lastDay[member] = day;
+    this.lastFirst[member] = entry;
+  }
+
   /**
    * The held sums as day-sum frames, leaving this empty: per (member, day), varint member, varint
    * day, varint length, then the packed totals (see usage-totals.ts). One buffer, cheap to transfer.
    * Throws SumLimitError for a sum past 2^64 - 1.
    */
   takeFrames(): Uint8Array {
-    const out = new Uint8Array(this.slots.length * HEADER_ROOM + this.entries * MAX_ENTRY_BYTES); // room enough: no growing
+    const out = new Uint8Array(this.slotCount * HEADER_ROOM + this.entries * MAX_ENTRY_BYTES); // room enough: no growing
     let at = 0;
-    for (const [member, day] of this.slots) {
+    for (let slot = 0; slot < this.slotCount; slot++) {
+      const member = this.slots[3 * slot]!;
+      const day = this.slots[3 * slot + 1]!;
       // The totals first, after room for the header: their length is part of it.
       const start = at + HEADER_ROOM;
       let end = start;
-      for (let entry = this.firstEntry.get(member * DAY_SPAN + day)!; entry !== -1; entry = this.next[entry]!) {
+      for (let entry = this.slots[3 * slot + 2]!; entry !== -1; entry = this.next[entry]!) {
         end = writeVarint(out, end, this.model[entry]!);
         const big = this.big.get(entry);
         for (let i = 0; i < SUMS; i++) {
@@ -191,7 +221,8 @@ export class DaySumFrames {
       at = headerEnd + (end - start);
     }
     this.firstEntry.clear();
-    this.slots.length = 0;
+    this.slotCount = 0;
+    this.lastDay.fill(-1);
     this.entries = 0;
     this.big.clear();
     return out.slice(0, at);
@@ -208,7 +239,7 @@ export class DaySumFrames {
     }
     this.model[entry] = model;
     this.next[entry] = -1;
-    this.sums.fill(0, entry * SUMS, entry * SUMS + SUMS);
+    for (let at = entry * SUMS; at < entry * SUMS + SUMS; at++) this.sums[at] = 0;
     return entry;
   }
 

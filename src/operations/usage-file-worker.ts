@@ -46,6 +46,7 @@ export type UsageFileMessage =
   | { kind: "failed"; message: string };
 
 export const VALUES_PER_EVENT = 5;
+const OPEN_BRACE = 123;
 /**
  * Batches sent and not yet consumed at most: bounds the memory ahead of the database (an estimated
  * 25 MB). Enough that neither thread waits for the other while it writes or packs a sums message.
@@ -80,7 +81,8 @@ async function readUsageFile(path: string, tuning: UsageFileTuning, send: (messa
     for await (const lines of lineBatches(stream)) {
       for (const line of lines) {
         lineNumber++;
-        if (line.trim() === "") continue;
+        // A blank line is skipped; one that opens an object is not blank (and trimming every line cost 3% of this thread).
+        if (line.charCodeAt(0) !== OPEN_BRACE && line.trim() === "") continue;
         const where = `line ${lineNumber}`;
         let json: unknown;
         try {
