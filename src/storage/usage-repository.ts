@@ -202,7 +202,7 @@ export class UsageRepository {
   }
 
   /**
-   * SQLite: the events in the table's key order (day, member, time), so that consecutive inserts
+   * SQLite: the events in the table's key order (day, member), so that consecutive inserts
    * land on the same pages (measured: an import 12% faster than in file order). They go in by
    * INSERTs of INSERT_ROWS rows (measured in isolation 3.6-5.1 µs an event against 5.1-6.4 µs for
    * single-row statements, whose cost is mostly the call and its parameters; a 2-million-event
@@ -439,10 +439,36 @@ function eventParameters(enterpriseId: string, rows: readonly UsageEventRow[]): 
   return parameters;
 }
 
-/** A copy of `rows` in usage_event's key order: day, member, time. */
+/**
+ * A copy of `rows` in usage_event's key order by day and member, each member's events of a day in
+ * the order given (their time order when they came in it; the order only places inserts near each
+ * other). Usually by one numeric sort of (day, member, position) keys, exact below 2^53: a
+ * comparator sort of row objects cost 5% of an import's writing thread.
+ */
 function inKeyOrder(rows: readonly UsageEventRow[]): UsageEventRow[] {
-  return [...rows].sort((a, b) => a.day - b.day || a.memberKey - b.memberKey || a.ts - b.ts);
+  let firstDay = Infinity;
+  let lastDay = -Infinity;
+  let maxMember = 0;
+  for (const row of rows) {
+    if (row.day < firstDay) firstDay = row.day;
+    if (row.day > lastDay) lastDay = row.day;
+    if (row.memberKey > maxMember) maxMember = row.memberKey;
+  }
+  if (rows.length > SORT_POSITIONS || lastDay - firstDay >= SORT_DAYS || maxMember >= SORT_MEMBERS) {
+    return [...rows].sort((a, b) => a.day - b.day || a.memberKey - b.memberKey); // stable: positions kept
+  }
+  const keys = new Float64Array(rows.length);
+  for (let i = 0; i < rows.length; i++) keys[i] = ((rows[i]!.day - firstDay) * SORT_MEMBERS + rows[i]!.memberKey) * SORT_POSITIONS + i;
+  keys.sort();
+  const ordered: UsageEventRow[] = new Array(rows.length);
+  for (let i = 0; i < rows.length; i++) ordered[i] = rows[keys[i]! % SORT_POSITIONS]!;
+  return ordered;
 }
+
+/** inKeyOrder's numeric keys: 2^8 days * 2^32 members * 2^13 positions = 2^53. */
+const SORT_DAYS = 2 ** 8;
+const SORT_MEMBERS = 2 ** 32;
+const SORT_POSITIONS = 2 ** 13;
 
 /** One event's values in EVENT_COLUMNS order, written into `parameters` from `at`. */
 function setEventParameters(parameters: unknown[], at: number, enterpriseId: string, r: UsageEventRow): void {

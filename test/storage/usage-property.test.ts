@@ -382,6 +382,24 @@ describe.each(dialects)("usage sums, property-based (%s)", (dialect) => {
         expect(await sums(enterpriseId, start, end), `window [${start}, ${end})`).toStrictEqual(referenceSums(counted, start, end));
       }
     }, 120_000);
+
+    // Batches are put in the table's key order by one numeric sort while they span fewer than 256
+    // days; these span about two years each, which takes the other way.
+    it("a batch and a file spanning two years count every event", async () => {
+      const n = ++runs;
+      const enterpriseId = `prop-${dialect}-${n}`;
+      await importDirectory(database, directory(enterpriseId, n, "CNY"));
+      const generated = fc.sample(fc.array(eventArb, { minLength: 600, maxLength: 600 }), { numRuns: 1, seed: 11 })[0]!;
+      const spread = generated.map((g, i) => toSent({ ...g, offset: (i % 300) * 2 * DAY + g.offset }, `e${i}`));
+      expect(await send(enterpriseId, spread.slice(0, 300))).toStrictEqual({ recorded: 300, duplicates: 0 });
+      const path = join(scratch, `${enterpriseId}.ndjson`);
+      writeFileSync(path, spread.slice(300).map((e) => JSON.stringify(e.wire)).join("\n") + "\n");
+      expect(await importUsage(repository, enterpriseId, path)).toStrictEqual({ enterprise_id: enterpriseId, lines: 300, recorded: 300, duplicates: 0 });
+      const counted = spread.map((e) => e.reference);
+      for (const [start, end] of [[T0, T0 + 180 * DAY], [T0 + 300 * DAY + 5, T0 + 480 * DAY], [T0 + 500 * DAY, T0 + 620 * DAY]] as const) {
+        expect(await sums(enterpriseId, start, end), `window [${start}, ${end})`).toStrictEqual(referenceSums(counted, start, end));
+      }
+    }, 120_000);
   });
 
   describe("REST: batch-record, then user-model-usage", () => {
