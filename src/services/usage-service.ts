@@ -59,11 +59,12 @@ export function usageHandlers(usage: UsageRepository): Handlers<typeof UsageServ
         else sumsByMember.set(row.member_key, [row]);
       }
       const models = await usage.modelsById(sums.map((row) => row.model_id));
+      const rankOf = modelRanks(models, sumsByMember.values());
       const items: MessageInitShape<typeof MemberUsageSchema>[] = members.map((member) => ({
         userId: member.user_id,
         email: member.email,
         accountType: Number(member.account_type),
-        modelUsage: modelUsage(models, sumsByMember.get(member.member_key) ?? [], currency ?? ""),
+        modelUsage: modelUsage(models, rankOf, sumsByMember.get(member.member_key) ?? [], currency ?? ""),
       }));
       return { items, notFoundUserIds, notFoundEmails };
     },
@@ -82,13 +83,26 @@ export function usageHandlers(usage: UsageRepository): Handlers<typeof UsageServ
   };
 }
 
-/** Sorted by model_name, model_type, model_source in code point order; Custom models are never charged. */
-function modelUsage(models: ReadonlyMap<number, ModelIdentity>, rows: UsageSumRow[], currency: string): MessageInitShape<typeof ModelUsageSchema>[] {
-  const entries = rows.map((row) => ({ row, model: models.get(row.model_id)! }));
-  entries.sort((a, b) => compareCodePoints(a.model.model_name, b.model.model_name)
+/**
+ * Each model of the answer's rank in the order of its entries: model_name, model_type, model_source,
+ * in code point order. The few distinct models are compared once, not every member's entries
+ * (their comparisons were a tenth of a 100-member query's time).
+ */
+function modelRanks(models: ReadonlyMap<number, ModelIdentity>, rowsByMember: Iterable<UsageSumRow[]>): Map<number, number> {
+  const ids = new Set<number>();
+  for (const rows of rowsByMember) for (const row of rows) ids.add(row.model_id);
+  const ordered = [...ids].map((id) => ({ id, model: models.get(id)! })).sort((a, b) => compareCodePoints(a.model.model_name, b.model.model_name)
     || compareCodePoints(a.model.model_type, b.model.model_type)
     || compareCodePoints(a.model.model_source, b.model.model_source));
-  return entries.map(({ row, model }) => {
+  return new Map(ordered.map(({ id }, rank) => [id, rank]));
+}
+
+/** A member's entries in model rank order (modelRanks); Custom models are never charged. */
+function modelUsage(models: ReadonlyMap<number, ModelIdentity>, rankOf: ReadonlyMap<number, number>, rows: UsageSumRow[],
+  currency: string): MessageInitShape<typeof ModelUsageSchema>[] {
+  rows.sort((a, b) => rankOf.get(a.model_id)! - rankOf.get(b.model_id)!);
+  return rows.map((row) => {
+    const model = models.get(row.model_id)!;
     const charged = model.model_source !== "Custom";
     const basic = charged ? row.basic_micros : 0;
     const payGo = charged ? row.pay_go_micros : 0;
