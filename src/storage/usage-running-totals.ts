@@ -48,19 +48,55 @@ export async function addToRunningTotals(database: Pick<Database, "db" | "dialec
     const [found] = (direct ? direct(text).all(parameters) : (await db.executeQuery(CompiledQuery.raw(text, parameters))).rows) as StoredRows[];
     const storedByMember = splitStoredRows(found);
     const rows: unknown[] = [];
+    const sqliteRows = upsertOne ? new RowsByDay() : undefined;
     for (const [memberKey, days] of chunk) {
       mergeDays(memberKey, storedByMember.get(memberKey) ?? [], days, (day, packed) => {
-        // A copy for PostgreSQL's parameters (packCell's buffer is reused); SQLite binds it at once.
-        if (upsertOne) upsertOne.run([memberKey, day, packed]);
+        // A copy (packCell's buffer is reused): appended for SQLite, a parameter for PostgreSQL.
+        if (sqliteRows) sqliteRows.add(memberKey, day, packed);
         else rows.push(memberKey, day, packed.slice());
       });
     }
-    if (!upsertOne) {
+    if (upsertOne) {
+      sqliteRows!.write((memberKey, day, packed) => upsertOne.run([memberKey, day, packed]));
+    } else {
       for (let at = 0; at < rows.length; at += 3 * CHUNK_ROWS) {
         const part = rows.slice(at, at + 3 * CHUNK_ROWS);
         await db.executeQuery(CompiledQuery.raw(upsertStatement(db, dialect, part.length / 3), part));
       }
     }
+  }
+}
+
+/**
+ * A chunk's rows for SQLite, written in the table's order: by day, then member (mergeDays makes them
+ * member by member; an import's run of days for each of 512 members written in that order jumped
+ * between as many day ranges of the table). Their bytes are kept end to end in one buffer.
+ */
+class RowsByDay {
+  private bytes = new Uint8Array(1 << 16);
+  private used = 0;
+  private members: number[] = [];
+  private days: number[] = [];
+  private ends: number[] = [];
+
+  add(memberKey: number, day: number, packed: Uint8Array): void {
+    if (this.used + packed.length > this.bytes.length) {
+      const bytes = new Uint8Array(Math.max(2 * this.bytes.length, this.used + packed.length));
+      bytes.set(this.bytes.subarray(0, this.used));
+      this.bytes = bytes;
+    }
+    this.bytes.set(packed, this.used);
+    this.used += packed.length;
+    this.members.push(memberKey);
+    this.days.push(day);
+    this.ends.push(this.used);
+  }
+
+  write(upsert: (memberKey: number, day: number, packed: Uint8Array) => void): void {
+    const order = Array.from(this.days.keys());
+    // Usually (an ingestion of today's events) one day, already in member order.
+    if (this.days.some((day) => day !== this.days[0])) order.sort((a, b) => this.days[a]! - this.days[b]! || this.members[a]! - this.members[b]!);
+    for (const i of order) upsert(this.members[i]!, this.days[i]!, this.bytes.subarray(i === 0 ? 0 : this.ends[i - 1]!, this.ends[i]!));
   }
 }
 

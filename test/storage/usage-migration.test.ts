@@ -1,7 +1,7 @@
-// Migrations 20261123T070500 (framed usage cells) and 20261123T070600 (running totals instead of
-// cells) on a store written before them: the cells they find hold bare packed totals; afterwards the
-// cells are gone, each member has one running-total row per day with events, and every window's
-// sums are still those of the raw events.
+// Migrations 20261123T070500 (framed usage cells), 20261123T070600 (running totals instead of
+// cells) and 20261124T070000 (SQLite: running totals ordered by day) on a store written before them:
+// the cells they find hold bare packed totals; afterwards the cells are gone, each member has one
+// running-total row per day with events, and every window's sums are still those of the raw events.
 import { Migrator, sql, type Kysely } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TotalsByModel } from "../../src/domain/usage-totals.js";
@@ -65,7 +65,13 @@ describe.each(dialects)("usage cell frames and running totals migrations (%s)", 
       await (database.db as Kysely<any>).insertInto("usage_cell").values({ tier_days: tierDays, period, member_key: member, totals: totals.pack() }).execute();
     }
 
-    expect(await migrateToLatest(database)).toStrictEqual(["20261123T070500-usage-cell-frames", "20261123T070600-usage-running-totals"]);
+    expect(await migrateToLatest(database))
+      .toStrictEqual(["20261123T070500-usage-cell-frames", "20261123T070600-usage-running-totals", "20261124T070000-usage-running-totals-by-day"]);
+    if (database.dialect === "sqlite") {
+      const { rows: schema } = await sql<{ name: string; sql: string }>`select name, sql from sqlite_master where tbl_name = 'usage_running_total'`.execute(database.db);
+      expect(schema.find((r) => r.name === "usage_running_total")?.sql).toMatch(/primary key \(day, member_key\)\) without rowid$/);
+      expect(schema.find((r) => r.name === "usage_running_total_by_member")?.sql).toBe("CREATE UNIQUE INDEX usage_running_total_by_member on usage_running_total (member_key, day)");
+    }
     const tables = database.dialect === "postgres"
       ? await sql<{ name: string }>`select tablename as name from pg_tables where schemaname = current_schema()`.execute(database.db)
       : await sql<{ name: string }>`select name from sqlite_master where type = 'table'`.execute(database.db);
