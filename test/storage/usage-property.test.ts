@@ -359,11 +359,23 @@ describe.each(dialects)("usage sums, property-based (%s)", (dialect) => {
 
     // The batches above stay below one multi-row INSERT (256 rows): these are large enough to cross
     // several, with repeats inside them whose later copy sorts first in the table's key order.
-    it("a batch of 1,000 and a file of 1,200 with repeats inside and of stored events count each first one once", async () => {
+    /** A new enterprise and `count` events from a fixed seed, for the deterministic tests below. */
+    async function enterpriseWithEvents(currency: "CNY" | "USD", count: number, seed: number) {
       const n = ++runs;
       const enterpriseId = `prop-${dialect}-${n}`;
-      await importDirectory(database, directory(enterpriseId, n, "USD"));
-      const generated = fc.sample(fc.array(eventArb, { minLength: 1600, maxLength: 1600 }), { numRuns: 1, seed: 7 })[0]!;
+      await importDirectory(database, directory(enterpriseId, n, currency));
+      return { enterpriseId, generated: fc.sample(fc.array(eventArb, { minLength: count, maxLength: count }), { numRuns: 1, seed })[0]! };
+    }
+
+    /** Imports these events as an NDJSON file. */
+    async function importFile(enterpriseId: string, events: readonly Sent[]) {
+      const path = join(scratch, `${enterpriseId}.ndjson`);
+      writeFileSync(path, events.map((e) => JSON.stringify(e.wire)).join("\n") + "\n");
+      return importUsage(repository, enterpriseId, path);
+    }
+
+    it("a batch of 1,000 and a file of 1,200 with repeats inside and of stored events count each first one once", async () => {
+      const { enterpriseId, generated } = await enterpriseWithEvents("USD", 1600, 7);
       const fresh = generated.map((g, i) => toSent(g, `e${i}`));
       // A repeat of event i: a day earlier (so it sorts before the first copy) and with other figures.
       const repeatOf = (i: number) => toSent({ ...generated[i]!, offset: Math.max(0, generated[i]!.offset - DAY), input: 1n }, `e${i}`);
@@ -373,9 +385,7 @@ describe.each(dialects)("usage sums, property-based (%s)", (dialect) => {
       const batch = [...fresh.slice(300, 1000), ...repeats(150, 300, 4), ...repeats(150, 0, 2)];
       expect(await send(enterpriseId, batch)).toStrictEqual({ recorded: 700, duplicates: 300 });
       const file = [...fresh.slice(1000, 1600), ...repeats(300, 1000, 2), ...repeats(300, 0, 3)];
-      const path = join(scratch, `${enterpriseId}.ndjson`);
-      writeFileSync(path, file.map((e) => JSON.stringify(e.wire)).join("\n") + "\n");
-      expect(await importUsage(repository, enterpriseId, path)).toStrictEqual({ enterprise_id: enterpriseId, lines: 1200, recorded: 600, duplicates: 600 });
+      expect(await importFile(enterpriseId, file)).toStrictEqual({ enterprise_id: enterpriseId, lines: 1200, recorded: 600, duplicates: 600 });
       const counted = firstOfEachId([...stored, ...batch, ...file].map((e) => e.reference));
       expect(counted).toHaveLength(1600);
       for (const [start, end] of [[T0 - DAY, T0 + 11 * DAY], [T0 + 2 * DAY + 7, T0 + 6 * DAY + 3 * HOUR]] as const) {
@@ -386,15 +396,10 @@ describe.each(dialects)("usage sums, property-based (%s)", (dialect) => {
     // Batches are put in the table's key order by one numeric sort while they span fewer than 256
     // days; these span about two years each, which takes the other way.
     it("a batch and a file spanning two years count every event", async () => {
-      const n = ++runs;
-      const enterpriseId = `prop-${dialect}-${n}`;
-      await importDirectory(database, directory(enterpriseId, n, "CNY"));
-      const generated = fc.sample(fc.array(eventArb, { minLength: 600, maxLength: 600 }), { numRuns: 1, seed: 11 })[0]!;
+      const { enterpriseId, generated } = await enterpriseWithEvents("CNY", 600, 11);
       const spread = generated.map((g, i) => toSent({ ...g, offset: (i % 300) * 2 * DAY + g.offset }, `e${i}`));
       expect(await send(enterpriseId, spread.slice(0, 300))).toStrictEqual({ recorded: 300, duplicates: 0 });
-      const path = join(scratch, `${enterpriseId}.ndjson`);
-      writeFileSync(path, spread.slice(300).map((e) => JSON.stringify(e.wire)).join("\n") + "\n");
-      expect(await importUsage(repository, enterpriseId, path)).toStrictEqual({ enterprise_id: enterpriseId, lines: 300, recorded: 300, duplicates: 0 });
+      expect(await importFile(enterpriseId, spread.slice(300))).toStrictEqual({ enterprise_id: enterpriseId, lines: 300, recorded: 300, duplicates: 0 });
       const counted = spread.map((e) => e.reference);
       for (const [start, end] of [[T0, T0 + 180 * DAY], [T0 + 300 * DAY + 5, T0 + 480 * DAY], [T0 + 500 * DAY, T0 + 620 * DAY]] as const) {
         expect(await sums(enterpriseId, start, end), `window [${start}, ${end})`).toStrictEqual(referenceSums(counted, start, end));
