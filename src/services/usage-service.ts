@@ -85,8 +85,8 @@ export function usageHandlers(usage: UsageRepository): Handlers<typeof UsageServ
 
 /**
  * Each model of the answer's rank in the order of its entries: model_name, model_type, model_source,
- * in code point order. The few distinct models are compared once, not every member's entries
- * (their comparisons were a tenth of a 100-member query's time).
+ * in code point order. The few distinct models are compared once, instead of three string
+ * comparisons for each pair of a member's entries (about 1,800 entries in a 100-member answer).
  */
 function modelRanks(models: ReadonlyMap<number, ModelIdentity>, rowsByMember: Iterable<UsageSumRow[]>): Map<number, number> {
   const ids = new Set<number>();

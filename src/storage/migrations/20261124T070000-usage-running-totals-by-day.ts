@@ -1,8 +1,9 @@
 // SQLite: usage_running_total ordered by (day, member_key), found by member through a unique index
 // on (member_key, day). An ingestion of current events rewrites each of its members' row of today:
 // ordered by member first, those rows lay one to a page across the whole table (about 900 pages
-// written back a 1,000-event batch); by day first, they share the pages of today. Measured on a
-// 10-million-event store, the ingestion RPC went from 14.2k-14.4k to 18.5k-19.4k events/s, against a
+// written back a 1,000-event batch); by day first, they share the pages of today. Measured on
+// copies of a 10-million-event store, the ingestion RPC went from 14.2k-14.4k to 18.5k-19.4k
+// events/s (stores the import builds measured less, 14.9k-19.3k: docs/operations.md), against a
 // second index seek per member and window end for the query. PostgreSQL keeps its table as it is:
 // a heap, whose rows stay where they were written whatever the key, found through the same
 // (member_key, day) primary key index.
