@@ -8,7 +8,7 @@ import { invalidParameter } from "../domain/errors.js";
 const validator = createValidator();
 
 export function validateRequest<Desc extends DescMessage>(schema: Desc, message: MessageShape<Desc>): void {
-  rejectNulCharacters(schema, message as unknown as Record<string, unknown>, "");
+  rejectNulCharacters(schema, message as unknown as Record<string, unknown>);
   const result = validator.validate(schema, message);
   if (result.kind === "valid") return;
   if (result.kind === "invalid") {
@@ -20,30 +20,46 @@ export function validateRequest<Desc extends DescMessage>(schema: Desc, message:
 
 /**
  * No string may hold U+0000: PostgreSQL text cannot store it, and no name, id or script needs it.
- * Checked here for every transport, so SQLite and PostgreSQL accept exactly the same input. The
- * field's path is spelled out only for the error (a batch of 1,000 events has 10,000 strings).
+ * Checked here for every transport, so SQLite and PostgreSQL accept exactly the same input.
  */
-function rejectNulCharacters(schema: DescMessage, message: Record<string, unknown>, prefix: string): void {
+function rejectNulCharacters(schema: DescMessage, message: Record<string, unknown>): void {
+  const at = nulPath(schema, message);
+  if (at !== undefined) throw invalidParameter(`${at}: must not contain the NUL character (U+0000)`);
+}
+
+/**
+ * The path of the first string in `message` holding U+0000, if any. It is spelled out only when
+ * one is found: a batch of 1,000 events has 10,000 strings.
+ */
+function nulPath(schema: DescMessage, message: Record<string, unknown>): string | undefined {
   const nul = (text: unknown) => typeof text === "string" && text.includes("\u0000");
-  const refuse = (at: string) => invalidParameter(`${at}: must not contain the NUL character (U+0000)`);
   for (const field of schema.fields) {
     const value = message[field.localName];
     if (field.fieldKind === "scalar") {
-      if (field.scalar === ScalarType.STRING && nul(value)) throw refuse(`${prefix}${field.name}`);
+      if (field.scalar === ScalarType.STRING && nul(value)) return field.name;
     } else if (field.fieldKind === "message") {
-      if (value) rejectNulCharacters(field.message, value as Record<string, unknown>, `${prefix}${field.name}.`);
+      const inner = value ? nulPath(field.message, value as Record<string, unknown>) : undefined;
+      if (inner !== undefined) return `${field.name}.${inner}`;
     } else if (field.fieldKind === "list") {
       const items = value as unknown[];
       for (let i = 0; i < items.length; i++) {
-        if (field.listKind === "message") rejectNulCharacters(field.message, items[i] as Record<string, unknown>, `${prefix}${field.name}[${i}].`);
-        else if (field.scalar === ScalarType.STRING && nul(items[i])) throw refuse(`${prefix}${field.name}[${i}]`);
+        if (field.listKind === "message") {
+          const inner = nulPath(field.message, items[i] as Record<string, unknown>);
+          if (inner !== undefined) return `${field.name}[${i}].${inner}`;
+        } else if (field.scalar === ScalarType.STRING && nul(items[i])) {
+          return `${field.name}[${i}]`;
+        }
       }
     } else if (field.fieldKind === "map") {
       for (const [key, item] of Object.entries(value as Record<string, unknown>)) {
-        if (nul(key)) throw refuse(`${prefix}${field.name} key`);
-        if (field.mapKind === "scalar" && field.scalar === ScalarType.STRING && nul(item)) throw refuse(`${prefix}${field.name}.${key}`);
-        else if (field.mapKind === "message") rejectNulCharacters(field.message, item as Record<string, unknown>, `${prefix}${field.name}.${key}.`);
+        if (nul(key)) return `${field.name} key`;
+        if (field.mapKind === "scalar" && field.scalar === ScalarType.STRING && nul(item)) return `${field.name}.${key}`;
+        if (field.mapKind === "message") {
+          const inner = nulPath(field.message, item as Record<string, unknown>);
+          if (inner !== undefined) return `${field.name}.${key}.${inner}`;
+        }
       }
     }
   }
+  return undefined;
 }

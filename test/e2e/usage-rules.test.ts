@@ -571,6 +571,7 @@ describe.each(dialects)("usage rules (%s)", (dialect) => {
       ["an unknown field", { container_image: "x" }, "container_image"],
       ["no model_name", { model_name: undefined }, "model_name"],
       ["no timestamp", { timestamp: undefined }, "timestamp"],
+      ["a NUL character in model_name", { model_name: "a\u0000b" }, "model_name"],
     ];
 
     it.each(badEvents)("rejects the whole batch for %s with 4001 naming events[1] and the field; records nothing", async (label, over, field) => {
@@ -718,6 +719,18 @@ describe.each(dialects)("usage rules (%s)", (dialect) => {
       ]);
       expect(res.notFoundUserIds).toStrictEqual(["nobody"]);
       expect(res.notFoundEmails).toStrictEqual(["Nobody@X.example"]);
+    });
+
+    it("rejects a NUL character in the second event's model_name with invalid_argument carrying 4001 and its path", async () => {
+      const t = await tenant();
+      const m = t.members[0]!;
+      const events = [ev(m.user_id, T0 + HOUR), ev(m.user_id, T0 + 2 * HOUR, { model_name: "a\u0000b" })].map(rpcEvent);
+      const error = await failed(client().recordUsageEvents({ events }, auth(t.token)));
+      expect(error?.code).toBe(Code.InvalidArgument);
+      // Binary messages are checked by the validation interceptor, which names fields as the proto does;
+      // JSON ones already while they are read, by the name the client wrote (its JSON name).
+      const field = useBinaryFormat ? "model_name" : "modelName";
+      expect(details(error)).toStrictEqual([{ code: 4001, message: `events[1].${field}: must not contain the NUL character (U+0000)` }]);
     });
 
     it("rejects 101 entries with invalid_argument carrying 4001 and 101 > 100", async () => {
