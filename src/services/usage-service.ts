@@ -59,7 +59,7 @@ export function usageHandlers(usage: UsageRepository): Handlers<typeof UsageServ
         else sumsByMember.set(row.member_key, [row]);
       }
       const models = await usage.modelsById(sums.map((row) => row.model_id));
-      const rankOf = modelRanks(models, sumsByMember.values());
+      const rankOf = modelRanks(models, sums);
       const items: MessageInitShape<typeof MemberUsageSchema>[] = members.map((member) => ({
         userId: member.user_id,
         email: member.email,
@@ -88,9 +88,8 @@ export function usageHandlers(usage: UsageRepository): Handlers<typeof UsageServ
  * in code point order. The few distinct models are compared once, instead of three string
  * comparisons for each pair of a member's entries (about 1,800 entries in a 100-member answer).
  */
-function modelRanks(models: ReadonlyMap<number, ModelIdentity>, rowsByMember: Iterable<UsageSumRow[]>): Map<number, number> {
-  const ids = new Set<number>();
-  for (const rows of rowsByMember) for (const row of rows) ids.add(row.model_id);
+function modelRanks(models: ReadonlyMap<number, ModelIdentity>, rows: readonly UsageSumRow[]): Map<number, number> {
+  const ids = new Set(rows.map((row) => row.model_id));
   const ordered = [...ids].map((id) => ({ id, model: models.get(id)! })).sort((a, b) => compareCodePoints(a.model.model_name, b.model.model_name)
     || compareCodePoints(a.model.model_type, b.model.model_type)
     || compareCodePoints(a.model.model_source, b.model.model_source));

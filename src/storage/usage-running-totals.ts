@@ -56,8 +56,8 @@ export async function addToRunningTotals(database: Pick<Database, "db" | "dialec
         else rows.push(memberKey, day, packed.slice());
       });
     }
-    if (upsertOne) {
-      sqliteRows!.write((memberKey, day, packed) => upsertOne.run([memberKey, day, packed]));
+    if (sqliteRows) {
+      sqliteRows.write((memberKey, day, packed) => upsertOne!.run([memberKey, day, packed]));
     } else {
       for (let at = 0; at < rows.length; at += 3 * CHUNK_ROWS) {
         const part = rows.slice(at, at + 3 * CHUNK_ROWS);
