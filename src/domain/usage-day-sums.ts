@@ -22,7 +22,7 @@ export class DaySum {
   /** Adds these sums to `target`. */
   addTo(target: TotalsByModel): void {
     if (this.totals) target.addTotals(this.totals);
-    if (this.packed) for (const [frames, start, end, modelIds] of this.packed) target.addPacked(frames, false, start, end, modelIds);
+    if (this.packed) for (const [frames, start, end, modelIds] of this.packed) target.addPacked(frames, start, end, modelIds);
   }
 
   addPacked(frames: Uint8Array, start: number, end: number, modelIds: ArrayLike<number>): void {
@@ -36,7 +36,7 @@ export class DaySum {
   prune(): boolean {
     if (!this.totals) return true;
     if (this.packed) {
-      for (const [frames, start, end, modelIds] of this.packed) this.totals.addPacked(frames, false, start, end, modelIds);
+      for (const [frames, start, end, modelIds] of this.packed) this.totals.addPacked(frames, start, end, modelIds);
       this.packed = undefined;
     }
     for (const [modelId, sums] of this.totals.models) if (sums.exact(EVENTS) === 0) this.totals.models.delete(modelId);

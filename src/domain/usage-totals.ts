@@ -14,6 +14,10 @@
 export const SUM_LIMIT = 2n ** 64n - 1n;
 /** Sums per model: input tokens, output tokens, basic micros, pay-go micros, events. */
 export const SUMS = 5;
+export const INPUT = 0;
+export const OUTPUT = 1;
+export const BASIC = 2;
+export const PAY_GO = 3;
 export const EVENTS = 4;
 /** The longest entry: a 32-bit model id (5 bytes) and five 64-bit sums (10 bytes each). */
 export const MAX_ENTRY_BYTES = 5 + SUMS * 10;
@@ -99,11 +103,10 @@ export class TotalsByModel {
   }
 
   /**
-   * Adds packed totals (`packed` from `at` to `end`), or subtracts them (`negate`). `modelIds`, if
-   * given, maps the packed model numbers to model ids (an import's worker numbers models by file).
+   * Adds packed totals (`packed` from `at` to `end`). `modelIds`, if given, maps the packed model
+   * numbers to model ids (an import's worker numbers models by file).
    */
-  addPacked(packed: Uint8Array, negate = false, at = 0, end = packed.length, modelIds?: ArrayLike<number>): void {
-    const sign = negate ? -1 : 1;
+  addPacked(packed: Uint8Array, at = 0, end = packed.length, modelIds?: ArrayLike<number>): void {
     while (at < end) {
       // model_id, then the sums; each a varint.
       let value = 0;
@@ -126,8 +129,8 @@ export class TotalsByModel {
           scale *= 128;
           if (byte < 0x80) break;
         }
-        if (at - start <= NUMBER_BYTES) sums.add(i, sign * value);
-        else sums.addBig(i, BigInt(sign) * readBigVarint(packed, start));
+        if (at - start <= NUMBER_BYTES) sums.add(i, value);
+        else sums.addBig(i, readBigVarint(packed, start));
       }
     }
   }
@@ -235,18 +238,9 @@ function packEntry(out: Uint8Array, at: number, id: number, sums: ModelSums): nu
  * CELL FRAMES. A stored cell is framed: varint member_key, varint byte length, then the packed totals.
  * The frame makes cells read together self-describing, so a statement concatenates every cell it
  * reads into one blob with no GROUP BY (measured with the earlier rollup cells: 1.7 ms for ~1,050
- * cells against 2.7 ms grouped per member), and `addCells` splits it here. A cell is a
- * usage_running_total row's `totals` now (usage_cell's until migration 20261123T070600).
+ * cells against 2.7 ms grouped per member), and the query splits it (WindowSums.addCells). A cell is
+ * a usage_running_total row's `totals` now (usage_cell's until migration 20261123T070600).
  */
-export function addCells(frames: Uint8Array, negate: boolean, totalsOf: (memberKey: number) => TotalsByModel): void {
-  let at = 0;
-  while (at < frames.length) {
-    const [memberKey, afterKey] = readVarint(frames, at);
-    const [length, start] = readVarint(frames, afterKey);
-    totalsOf(memberKey).addPacked(frames, negate, start, start + length);
-    at = start + length;
-  }
-}
 
 /** The packed totals inside a stored cell's frame. */
 export function cellTotals(cell: Uint8Array): Uint8Array {
@@ -297,7 +291,8 @@ export function readVarint(packed: Uint8Array, at: number): [value: number, next
   }
 }
 
-function readBigVarint(packed: Uint8Array, at: number): bigint {
+/** Reads a varint of any length at `at` as a bigint. */
+export function readBigVarint(packed: Uint8Array, at: number): bigint {
   let value = 0n;
   let shift = 0n;
   for (;;) {

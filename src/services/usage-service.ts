@@ -9,7 +9,9 @@ import { checkWindow, planWindow } from "../domain/usage-window.js";
 import type { Handlers } from "../interceptors/call-pipeline.js";
 import { recordUsage } from "../operations/record-usage.js";
 import type { ModelIdentity } from "../domain/usage-event.js";
-import type { MemberRow, UsageRepository, UsageSumRow } from "../storage/usage-repository.js";
+import type { MemberRow, UsageRepository } from "../storage/usage-repository.js";
+import { BASIC, INPUT, OUTPUT, PAY_GO } from "../domain/usage-totals.js";
+import type { WindowSums } from "../domain/usage-window-sums.js";
 
 export const MAX_QUERY_MEMBERS = 100;
 
@@ -52,19 +54,13 @@ export function usageHandlers(usage: UsageRepository): Handlers<typeof UsageServ
 
       const plan = planWindow(window.start, window.end);
       const sums = await usage.sumUsage(members.map((m) => m.member_key), plan);
-      const sumsByMember = new Map<number, UsageSumRow[]>();
-      for (const row of sums) {
-        const list = sumsByMember.get(row.member_key);
-        if (list) list.push(row);
-        else sumsByMember.set(row.member_key, [row]);
-      }
-      const models = await usage.modelsById(sums.map((row) => row.model_id));
-      const rankOf = modelRanks(models, sums);
-      const items: MessageInitShape<typeof MemberUsageSchema>[] = members.map((member) => ({
+      const models = await usage.modelsById(sums.modelIds);
+      const slots = slotsInOrder(models, sums.modelIds);
+      const items: MessageInitShape<typeof MemberUsageSchema>[] = members.map((member, position) => ({
         userId: member.user_id,
         email: member.email,
         accountType: Number(member.account_type),
-        modelUsage: modelUsage(models, rankOf, sumsByMember.get(member.member_key) ?? [], currency ?? ""),
+        modelUsage: modelUsage(models, slots, sums, position, currency ?? ""),
       }));
       return { items, notFoundUserIds, notFoundEmails };
     },
@@ -84,40 +80,43 @@ export function usageHandlers(usage: UsageRepository): Handlers<typeof UsageServ
 }
 
 /**
- * Each model of the answer's rank in the order of its entries: model_name, model_type, model_source,
- * in code point order. The few distinct models are compared once, instead of three string
- * comparisons for each pair of a member's entries (about 1,800 entries in a 100-member answer).
+ * The answer's model slots in the order of its entries: model_name, model_type, model_source, in
+ * code point order. The few models are ordered once, instead of three string comparisons for each
+ * pair of every member's entries (about 1,800 entries in a 100-member answer).
  */
-function modelRanks(models: ReadonlyMap<number, ModelIdentity>, rows: readonly UsageSumRow[]): Map<number, number> {
-  const ids = new Set(rows.map((row) => row.model_id));
-  const ordered = [...ids].map((id) => ({ id, model: models.get(id)! })).sort((a, b) => compareCodePoints(a.model.model_name, b.model.model_name)
-    || compareCodePoints(a.model.model_type, b.model.model_type)
-    || compareCodePoints(a.model.model_source, b.model.model_source));
-  return new Map(ordered.map(({ id }, rank) => [id, rank]));
+function slotsInOrder(models: ReadonlyMap<number, ModelIdentity>, modelIds: readonly number[]): number[] {
+  const modelOf = (slot: number) => models.get(modelIds[slot]!)!;
+  return modelIds.map((_, slot) => slot).sort((a, b) => {
+    const x = modelOf(a);
+    const y = modelOf(b);
+    return compareCodePoints(x.model_name, y.model_name) || compareCodePoints(x.model_type, y.model_type)
+      || compareCodePoints(x.model_source, y.model_source);
+  });
 }
 
-/** A member's entries in model rank order (modelRanks); Custom models are never charged. */
-function modelUsage(models: ReadonlyMap<number, ModelIdentity>, rankOf: ReadonlyMap<number, number>, rows: UsageSumRow[],
+/** A member's entries (the models with events in the window), in slot order; Custom models are never charged. */
+function modelUsage(models: ReadonlyMap<number, ModelIdentity>, slots: readonly number[], sums: WindowSums, member: number,
   currency: string): MessageInitShape<typeof ModelUsageSchema>[] {
-  rows.sort((a, b) => rankOf.get(a.model_id)! - rankOf.get(b.model_id)!);
-  return rows.map((row) => {
-    const model = models.get(row.model_id)!;
+  const entries: MessageInitShape<typeof ModelUsageSchema>[] = [];
+  for (const slot of slots) {
+    if (!sums.hasEvents(slot, member)) continue;
+    const model = models.get(sums.modelIds[slot]!)!;
     const charged = model.model_source !== "Custom";
-    const basic = charged ? row.basic_micros : 0;
-    const payGo = charged ? row.pay_go_micros : 0;
-    return {
+    const basic = charged ? sums.sum(slot, member, BASIC) : 0;
+    const payGo = charged ? sums.sum(slot, member, PAY_GO) : 0;
+    const basicAmount = formatMicros(basic);
+    const payGoAmount = formatMicros(payGo);
+    // Usually one of the two is zero (a sum is a bigint only past 2^53): the total is then the other's string, one string fewer an entry.
+    const totalAmount = payGo === 0 ? basicAmount : basic === 0 ? payGoAmount : formatMicros(exactSum(basic, payGo));
+    entries.push({
       modelName: model.model_name,
       modelType: model.model_type,
       modelSource: model.model_source,
-      usage: { inputTokens: BigInt(row.input_tokens), outputTokens: BigInt(row.output_tokens) },
-      amount: {
-        basicAmount: formatMicros(basic),
-        payGoAmount: formatMicros(payGo),
-        totalAmount: formatMicros(exactSum(basic, payGo)),
-        currency,
-      },
-    };
-  });
+      usage: { inputTokens: BigInt(sums.sum(slot, member, INPUT)), outputTokens: BigInt(sums.sum(slot, member, OUTPUT)) },
+      amount: { basicAmount, payGoAmount, totalAmount, currency },
+    });
+  }
+  return entries;
 }
 
 /** a + b, exactly: a number while the sum stays below 2^53. */

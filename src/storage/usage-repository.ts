@@ -4,7 +4,8 @@
 import { CompiledQuery, sql, type Kysely } from "kysely";
 import { invalidParameter } from "../domain/errors.js";
 import { modelKey, type EventValue, type ModelIdentity } from "../domain/usage-event.js";
-import { EVENTS, SUM_LIMIT_MESSAGE, SumLimitError, TotalsByModel, addCells } from "../domain/usage-totals.js";
+import { EVENTS, SUM_LIMIT_MESSAGE, SumLimitError } from "../domain/usage-totals.js";
+import { WindowSums } from "../domain/usage-window-sums.js";
 import { dayOf, type WindowPlan } from "../domain/usage-window.js";
 import type { Schema } from "./schema.js";
 import type { Database, Dialect } from "./database.js";
@@ -31,16 +32,6 @@ export interface UsageEventRow {
   outputTokens: EventValue;
   basicMicros: EventValue;
   payGoMicros: EventValue;
-}
-
-/** Exact sums: a number while below 2^53, a bigint past it. */
-export interface UsageSumRow {
-  member_key: number;
-  model_id: number;
-  input_tokens: number | bigint;
-  output_tokens: number | bigint;
-  basic_micros: number | bigint;
-  pay_go_micros: number | bigint;
 }
 
 const EVENT_COLUMNS = ["day", "member_key", "ts", "event_id", "enterprise_id", "model_id", "input_tokens", "output_tokens", "basic_micros", "pay_go_micros"] as const;
@@ -324,7 +315,7 @@ export class UsageRepository {
   }
 
   /**
-   * Sums per member and model over a window plan: each member's running totals through the plan's
+   * Sums per member (by position in `memberKeys`) and model over a window plan: each member's running totals through the plan's
    * later day minus those through its earlier one, plus or minus the raw events of its partial
    * days, read by one statement (one snapshot: an ingestion committing meanwhile is either wholly in
    * or wholly out) and added up here, exactly (bigint past 2^53). The statement returns few values,
@@ -338,8 +329,8 @@ export class UsageRepository {
    *   with every column checked for its size (measured for ~575 events: 0.9 ms as text, 2.1 ms as
    *   plain rows, 2.9 ms as rows with the size checks).
    */
-  async sumUsage(memberKeys: readonly number[], plan: WindowPlan): Promise<UsageSumRow[]> {
-    if (memberKeys.length === 0) return [];
+  async sumUsage(memberKeys: readonly number[], plan: WindowPlan): Promise<WindowSums> {
+    if (memberKeys.length === 0) return new WindowSums(0);
     const postgres = this.dialect === "postgres";
     const members = sql.join(memberKeys.map((k, i) => (postgres && i === 0 ? sql`(cast(${k} as bigint))` : sql`(${k})`)));
     const noBlob = postgres ? sql`cast(null as bytea)` : sql`null`;
@@ -363,29 +354,15 @@ export class UsageRepository {
         from usage_event where day = ${dayOf(from)} and member_key in (select k from m) and ts >= ${from} and ts < ${to}`);
     }
     const { rows } = await sql<WindowRow>`with m(k) as (values ${members}) ${sql.join(parts, sql` union all `)}`.execute(this.db);
-    const byMember = new Map<number, TotalsByModel>();
-    const totalsOf = (memberKey: number) => {
-      let totals = byMember.get(memberKey);
-      if (!totals) byMember.set(memberKey, (totals = new TotalsByModel()));
-      return totals;
-    };
+    const positions = new Map(memberKeys.map((key, position) => [key, position]));
+    const memberOf = (memberKey: number) => positions.get(memberKey)!;
+    const sums = new WindowSums(memberKeys.length);
     for (const row of rows) {
-      if (row.cells !== null) addCells(row.cells, false, totalsOf);
-      if (row.minus !== null) addCells(row.minus, true, totalsOf);
-      if (row.events !== null) addEventText(row.events, Number(row.sign) < 0, totalsOf);
+      if (row.cells !== null) sums.addCells(row.cells, false, memberOf);
+      if (row.minus !== null) sums.addCells(row.minus, true, memberOf);
+      if (row.events !== null) addEventText(row.events, Number(row.sign) < 0, memberOf, sums);
     }
-    const out: UsageSumRow[] = [];
-    for (const [memberKey, totals] of byMember) {
-      for (const [modelId, sums] of totals.models) {
-        // Totals subtracted for the days before the window cancel a model out: it had no event inside.
-        if (sums.exact(EVENTS) === 0) continue;
-        out.push({
-          member_key: memberKey, model_id: modelId,
-          input_tokens: sums.exact(0), output_tokens: sums.exact(1), basic_micros: sums.exact(2), pay_go_micros: sums.exact(3),
-        });
-      }
-    }
-    return out;
+    return sums;
   }
 }
 
@@ -405,7 +382,7 @@ interface WindowRow {
  * Adds (or subtracts) the events of a window row's text, each value exact: up to 15 digits as a
  * number (below 2^53), longer as a bigint.
  */
-function addEventText(text: string, negate: boolean, totalsOf: (memberKey: number) => TotalsByModel): void {
+function addEventText(text: string, negate: boolean, memberOf: (memberKey: number) => number, sums: WindowSums): void {
   const values: Array<number | bigint> = [0, 0, 0, 0, 0, 0];
   let field = 0;
   let value = 0;
@@ -422,9 +399,10 @@ function addEventText(text: string, negate: boolean, totalsOf: (memberKey: numbe
     from = at + 1;
     if (code === SEMICOLON) {
       if (field !== 6) throw new Error(`usage event text: ${field} values in the entry ending at ${at}`);
-      const totals = totalsOf(values[0] as number);
-      if (negate) totals.addEvent(values[1] as number, -values[2]!, -values[3]!, -values[4]!, -values[5]!, -1);
-      else totals.addEvent(values[1] as number, values[2]!, values[3]!, values[4]!, values[5]!);
+      const member = memberOf(values[0] as number);
+      const slot = sums.slotOf(values[1] as number);
+      for (let i = 0; i < 4; i++) sums.add(slot, member, i, negate ? -values[i + 2]! : values[i + 2]!);
+      sums.add(slot, member, EVENTS, negate ? -1 : 1);
       field = 0;
     }
   }

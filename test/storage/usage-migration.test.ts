@@ -13,6 +13,7 @@ import { ROLLUP_TIERS, periodOf } from "../../src/storage/migrations/legacy-usag
 import { UsageRepository } from "../../src/storage/usage-repository.js";
 import { createTestDatabase, dialects, type TestDatabase } from "../helpers/databases.js";
 import { acme } from "../helpers/fixtures.js";
+import { sumRows } from "../helpers/window-sums.js";
 
 const DAY = 86_400;
 const MONDAY = 1_735_516_800; // 2024-12-30T00:00:00Z
@@ -91,7 +92,7 @@ describe.each(dialects)("usage cell frames and running totals migrations (%s)", 
         const key = `${e.member}:${e.model}`;
         expected.set(key, (expected.get(key) ?? [0, 0, 0, 0]).map((v, i) => v + e.values[i]!));
       }
-      const rows = await repository.sumUsage(keys, planWindow(start, end));
+      const rows = sumRows(await repository.sumUsage(keys, planWindow(start, end)), keys);
       const actual = new Map(rows.map((r) => [`${r.member_key}:${r.model_id}`, [r.input_tokens, r.output_tokens, r.basic_micros, r.pay_go_micros]]));
       expect(actual, `window [${start}, ${end})`).toStrictEqual(expected);
     }

@@ -26,6 +26,7 @@ import { recordUsage } from "../../src/operations/record-usage.js";
 import { migrateToLatest, openDatabase, type Database } from "../../src/storage/database.js";
 import { UsageRepository } from "../../src/storage/usage-repository.js";
 import { createTestDatabase, dialects, type TestDatabase } from "../helpers/databases.js";
+import { sumRows } from "../helpers/window-sums.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 import {
   byCodePoint, expectedModelUsage, firstOfEachId, parseJsonBig, referenceSums, type ReferenceEvent, type ReferenceSum,
@@ -295,7 +296,8 @@ describe.each(dialects)("usage sums, property-based (%s)", (dialect) => {
       const userOf = new Map(rows.map((r) => [Number(r.member_key), r.user_id]));
       const window = checkWindow(BigInt(start), BigInt(end));
       const plan = planWindow(window.start, window.end);
-      const found = await repository.sumUsage([...userOf.keys()], plan);
+      const keys = [...userOf.keys()];
+      const found = sumRows(await repository.sumUsage(keys, plan), keys);
       const out: ReferenceSum[] = [];
       const models = await repository.modelsById(found.map((row) => row.model_id));
       for (const row of found) {

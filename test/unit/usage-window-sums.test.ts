@@ -1,0 +1,78 @@
+import { describe, expect, it } from "vitest";
+import fc from "fast-check";
+import { EVENTS, SUM_LIMIT, SUMS, TotalsByModel } from "../../src/domain/usage-totals.js";
+import { WindowSums } from "../../src/domain/usage-window-sums.js";
+
+type Event = [model: number, input: number | bigint, output: number | bigint, basic: number | bigint, payGo: number | bigint];
+
+/** Framed cells end to end, one per member, of the events given for each. */
+function cells(members: ReadonlyArray<[key: number, events: readonly Event[]]>): Uint8Array {
+  const parts = members.map(([key, events]) => {
+    const totals = new TotalsByModel();
+    for (const [model, ...values] of events) totals.addEvent(model, values[0], values[1], values[2], values[3]);
+    return totals.packCell(key).slice();
+  });
+  return new Uint8Array(parts.flatMap((part) => [...part]));
+}
+
+/** What WindowSums.sum must give for an exact total: a number while it is safe, else a bigint. */
+const exact = (total: bigint) => (total <= BigInt(Number.MAX_SAFE_INTEGER) && total >= -BigInt(Number.MAX_SAFE_INTEGER) ? Number(total) : total);
+
+describe("a query's window sums", () => {
+  it("adds and subtracts framed cells of several members exactly, up to 2^64 - 1", () => {
+    const value = fc.oneof(fc.integer({ min: 0, max: 1_000_000_000_000 }), fc.bigInt({ min: 0n, max: SUM_LIMIT / 8n }));
+    const event = fc.tuple(fc.integer({ min: 1, max: 6 }), value, value, value, value);
+    // Per member: its events, and how many of them fall before the window (those are subtracted).
+    const member = fc.tuple(fc.array(event, { maxLength: 8 }), fc.nat());
+    fc.assert(fc.property(fc.uniqueArray(fc.integer({ min: 1, max: 2 ** 40 }), { minLength: 1, maxLength: 5 }).chain((keys) =>
+      fc.tuple(fc.constant(keys), fc.array(member, { minLength: keys.length, maxLength: keys.length }))), ([keys, members]) => {
+      const through = keys.map((key, i) => [key, members[i]![0]] as [number, Event[]]);
+      const before = keys.map((key, i) => [key, members[i]![0].slice(0, members[i]![1] % (members[i]![0].length + 1))] as [number, Event[]]);
+      const sums = new WindowSums(keys.length);
+      const positionOf = new Map(keys.map((key, position) => [key, position]));
+      sums.addCells(cells(through), false, (key) => positionOf.get(key)!);
+      sums.addCells(cells(before), true, (key) => positionOf.get(key)!);
+
+      for (const [position, [events, cut]] of members.entries()) {
+        const inWindow = events.slice(cut % (events.length + 1));
+        for (let model = 1; model <= 6; model++) {
+          const mine = inWindow.filter((e) => e[0] === model);
+          const slot = sums.modelIds.indexOf(model);
+          expect(slot >= 0, `model ${model} was read`).toBe(through.some(([, stored]) => stored.some((e) => e[0] === model)));
+          if (slot < 0) continue;
+          expect(sums.hasEvents(slot, position)).toBe(mine.length > 0);
+          const expected = [1, 2, 3, 4].map((i) => exact(mine.reduce((total, e) => total + BigInt(e[i]!), 0n)));
+          expect([0, 1, 2, 3].map((i) => sums.sum(slot, position, i))).toStrictEqual(expected);
+          expect(sums.sum(slot, position, EVENTS)).toBe(mine.length);
+        }
+      }
+    }), { numRuns: 300 });
+  });
+
+  it("carries a sum past 2^53 into a bigint, and gives a number again once it is back below", () => {
+    const sums = new WindowSums(2);
+    const slot = sums.slotOf(9);
+    sums.add(slot, 1, 0, Number.MAX_SAFE_INTEGER);
+    sums.add(slot, 1, 0, 2);
+    expect(sums.sum(slot, 1, 0)).toBe(2n ** 53n + 1n);
+    sums.add(slot, 1, 0, -3);
+    expect(sums.sum(slot, 1, 0)).toBe(Number.MAX_SAFE_INTEGER - 1);
+    sums.add(slot, 1, 0, 2n ** 64n - 1n);
+    expect(sums.sum(slot, 1, 0)).toBe(2n ** 64n - 1n + 2n ** 53n - 2n);
+    // The other member and the other sums are untouched.
+    for (let i = 0; i < SUMS; i++) expect(sums.sum(slot, 0, i)).toBe(0);
+    expect(sums.hasEvents(slot, 0)).toBe(false);
+  });
+
+  it("a model whose totals cancel out has no events in the window, whatever its sums of zero", () => {
+    const sums = new WindowSums(1);
+    const week = cells([[7, [[4, 10, 2, 0, 0], [5, 0, 0, 0, 0]]]]);
+    const monday = cells([[7, [[5, 0, 0, 0, 0]]]]);
+    sums.addCells(week, false, () => 0);
+    sums.addCells(monday, true, () => 0);
+    expect(sums.modelIds).toStrictEqual([4, 5]);
+    expect(sums.hasEvents(0, 0)).toBe(true);
+    expect([0, 1, 2, 3, 4].map((i) => sums.sum(0, 0, i))).toStrictEqual([10, 2, 0, 0, 1]);
+    expect(sums.hasEvents(1, 0)).toBe(false);
+  });
+});
