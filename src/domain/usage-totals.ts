@@ -184,9 +184,16 @@ export class TotalsByModel {
       }
       const sums = this.models.get(id);
       if (!sums || sums.stamp === stamp) {
-        for (let i = 0; i < SUMS; i++) while (packed[p++]! >= 0x80);
-        out.set(packed.subarray(entryStart, p), at);
-        at += p - entryStart;
+        // Copied byte by byte while it is scanned: a subarray per entry to copy (about 17,000 a
+        // 1,000-event RPC batch) cost more than the bytes.
+        for (let q = entryStart; q < p; q++) out[at++] = packed[q]!;
+        for (let i = 0; i < SUMS; i++) {
+          let byte;
+          do {
+            byte = packed[p++]!;
+            out[at++] = byte;
+          } while (byte >= 0x80);
+        }
         continue;
       }
       sums.stamp = stamp;

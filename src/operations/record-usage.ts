@@ -3,7 +3,7 @@
 import { invalidParameter } from "../domain/errors.js";
 import { dayOf } from "../domain/usage-window.js";
 import { modelKey, type UsageEventInput } from "../domain/usage-event.js";
-import type { MemberRow, UsageEventRow, UsageRepository } from "../storage/usage-repository.js";
+import type { MemberKeyRow, UsageEventRow, UsageRepository } from "../storage/usage-repository.js";
 
 export interface LabelledEvent {
   event: UsageEventInput;
@@ -13,7 +13,7 @@ export interface LabelledEvent {
 
 /** Member keys of an enterprise by user_id, loaded as needed and kept for one ingestion. */
 export class MemberKeys {
-  private readonly known = new Map<string, MemberRow>();
+  private readonly known = new Map<string, MemberKeyRow>();
   constructor(private readonly repository: UsageRepository, private readonly enterpriseId: string) {}
 
   async resolve(events: readonly LabelledEvent[]): Promise<void> {
@@ -24,7 +24,7 @@ export class MemberKeys {
   async resolveIds(userIds: readonly string[], describe: (index: number) => string): Promise<void> {
     const unseen = [...new Set(userIds)].filter((id) => !this.known.has(id));
     if (unseen.length === 0) return;
-    for (const row of await this.repository.membersByUserIds(this.enterpriseId, unseen)) this.known.set(row.user_id, row);
+    for (const row of await this.repository.memberKeysByUserIds(this.enterpriseId, unseen)) this.known.set(row.user_id, row);
     for (let i = 0; i < userIds.length; i++) {
       if (!this.known.has(userIds[i]!)) {
         throw invalidParameter(`${describe(i)}: user_id: "${userIds[i]}" is not a member of enterprise ${this.enterpriseId}`);

@@ -12,9 +12,12 @@ import type { Database, Dialect } from "./database.js";
 import { DaySums } from "../domain/usage-day-sums.js";
 import { addToRunningTotals, chunks } from "./usage-running-totals.js";
 
-export interface MemberRow {
+export interface MemberKeyRow {
   member_key: number;
   user_id: string;
+}
+
+export interface MemberRow extends MemberKeyRow {
   email: string;
   email_folded: string;
   account_type: number;
@@ -71,11 +74,24 @@ export class UsageRepository {
    */
   async membersByUserIds(enterpriseId: string, userIds: readonly string[]): Promise<MemberRow[]> {
     if (userIds.length === 0) return [];
-    const ids = this.dialect === "postgres"
+    return this.db.selectFrom("member").select(["member_key", "user_id", "email", "email_folded", "account_type"])
+      .where("enterprise_id", "=", enterpriseId).where(this.userIdIn(userIds)).execute();
+  }
+
+  /**
+   * The keys of an enterprise's members among these user_ids, as membersByUserIds: what an ingestion
+   * needs (without the e-mails, three strings fewer for each of a batch's ~900 members).
+   */
+  async memberKeysByUserIds(enterpriseId: string, userIds: readonly string[]): Promise<MemberKeyRow[]> {
+    if (userIds.length === 0) return [];
+    return this.db.selectFrom("member").select(["member_key", "user_id"])
+      .where("enterprise_id", "=", enterpriseId).where(this.userIdIn(userIds)).execute();
+  }
+
+  private userIdIn(userIds: readonly string[]) {
+    return this.dialect === "postgres"
       ? sql<boolean>`user_id = any(${[...userIds]}::text[])`
       : sql<boolean>`user_id in (select value from json_each(${JSON.stringify(userIds)}))`;
-    return this.db.selectFrom("member").select(["member_key", "user_id", "email", "email_folded", "account_type"])
-      .where("enterprise_id", "=", enterpriseId).where(ids).execute();
   }
 
   async membersByFoldedEmails(enterpriseId: string, emailsFolded: readonly string[]): Promise<MemberRow[]> {

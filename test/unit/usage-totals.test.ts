@@ -6,6 +6,27 @@ import { SUM_LIMIT, SumLimitError, TotalsByModel, cellTotals } from "../../src/d
 const plain = (totals: TotalsByModel) =>
   Object.fromEntries([...totals.models].sort((a, b) => a[0] - b[0]).map(([id, sums]) => [id, [0, 1, 2, 3, 4].map((i) => sums.total(i))]));
 
+/** An independent reader of packed totals (bigint sums per model id); throws on a truncated varint instead of reading on. */
+function decodePacked(packed: Uint8Array): Record<number, bigint[]> {
+  let at = 0;
+  const varint = () => {
+    let value = 0n;
+    for (let shift = 0n; ; shift += 7n) {
+      if (at >= packed.length) throw new Error(`truncated varint at ${at}`);
+      const byte = packed[at++]!;
+      value |= BigInt(byte & 0x7f) << shift;
+      if (byte < 0x80) return value;
+    }
+  };
+  const sums: Record<number, bigint[]> = {};
+  while (at < packed.length) {
+    const model = Number(varint());
+    const values = [0, 1, 2, 3, 4].map(() => varint());
+    sums[model] = (sums[model] ?? [0n, 0n, 0n, 0n, 0n]).map((sum, i) => sum + values[i]!);
+  }
+  return sums;
+}
+
 describe("packed usage totals", () => {
   it("round-trips any sums up to 2^64 - 1 exactly, whether they were added as numbers or bigints", () => {
     const value = fc.oneof(fc.integer({ min: 0, max: 1_000_000_000_000 }), fc.bigInt({ min: 0n, max: SUM_LIMIT / 4n }));
@@ -46,6 +67,28 @@ describe("packed usage totals", () => {
     const small = new TotalsByModel();
     small.addEvent(3, 5000, 1200, 15000, 0);
     expect(small.pack()).toHaveLength(1 + 2 + 2 + 2 + 1 + 1); // 5000, 1200 and 15000 take two bytes each
+  });
+
+  it("merges new sums onto stored packed totals: stored models kept as they were, shared ones added, new ones after", () => {
+    const value = fc.oneof(fc.integer({ min: 0, max: 1_000_000_000_000 }), fc.bigInt({ min: 0n, max: SUM_LIMIT / 4n }));
+    const event = fc.tuple(fc.integer({ min: 1, max: 40 }), value, value, value, value);
+    fc.assert(fc.property(fc.array(event, { maxLength: 25 }), fc.array(event, { maxLength: 10 }), (stored, added) => {
+      const before = new TotalsByModel();
+      for (const [model, ...values] of stored) before.addEvent(model, values[0]!, values[1]!, values[2]!, values[3]!);
+      const batch = new TotalsByModel();
+      for (const [model, ...values] of added) batch.addEvent(model, values[0]!, values[1]!, values[2]!, values[3]!);
+      const everything = new TotalsByModel();
+      for (const [model, ...values] of [...stored, ...added]) everything.addEvent(model, values[0]!, values[1]!, values[2]!, values[3]!);
+      let merged: Uint8Array;
+      try {
+        merged = cellTotals(batch.packCell(9, before.pack().slice()).slice());
+      } catch (error) {
+        expect(error).toBeInstanceOf(SumLimitError);
+        expect(Object.values(plain(everything)).flat().some((sum) => sum > SUM_LIMIT)).toBe(true);
+        return;
+      }
+      expect(decodePacked(merged)).toStrictEqual(plain(everything));
+    }), { numRuns: 500 });
   });
 
   it("frames cells by member: the packed totals inside a cell are the member's", () => {
