@@ -9,7 +9,7 @@
 // is one object, with its values outside the collected heap.
 //
 // Sums stay numbers while they are exact; a sum that passes 2^53 keeps its excess as a bigint.
-import { EVENTS, SUMS, readBigVarint } from "./usage-totals.js";
+import { EVENTS, SUMS, readBigVarint, readVarint } from "./usage-totals.js";
 
 /** Varints of up to 7 bytes (49 bits) are read as numbers; longer ones as bigints. */
 const NUMBER_BYTES = 7;
@@ -69,7 +69,7 @@ export class WindowSums {
     const sign = negate ? -1 : 1;
     const base = member * SUMS;
     while (at < end) {
-      // Varints are read inline: the hot path of the query.
+      // Varints are read inline (as in TotalsByModel.addPacked): the hot path of the query, ~12,000 a 100-member answer.
       let value = 0;
       let scale = 1;
       for (;;) {
@@ -102,24 +102,10 @@ export class WindowSums {
   addCells(frames: Uint8Array, negate: boolean, memberOf: (memberKey: number) => number): void {
     let at = 0;
     while (at < frames.length) {
-      let memberKey = 0;
-      let length = 0;
-      let scale = 1;
-      for (;;) {
-        const byte = frames[at++]!;
-        memberKey += (byte & 0x7f) * scale;
-        scale *= 128;
-        if (byte < 0x80) break;
-      }
-      scale = 1;
-      for (;;) {
-        const byte = frames[at++]!;
-        length += (byte & 0x7f) * scale;
-        scale *= 128;
-        if (byte < 0x80) break;
-      }
-      this.addPacked(frames, at, at + length, memberOf(memberKey), negate);
-      at += length;
+      const [memberKey, afterKey] = readVarint(frames, at);
+      const [length, start] = readVarint(frames, afterKey);
+      this.addPacked(frames, start, start + length, memberOf(memberKey), negate);
+      at = start + length;
     }
   }
 
