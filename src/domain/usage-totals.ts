@@ -116,7 +116,7 @@ export class TotalsByModel {
         const byte = packed[at++]!;
         value += (byte & 0x7f) * scale;
         scale *= 128;
-        if (byte < 0x80) break;
+        if (!(byte >= 0x80)) break;
       }
       const sums = this.sumsOf(modelIds ? modelIds[value]! : value);
       for (let i = 0; i < SUMS; i++) {
@@ -127,12 +127,13 @@ export class TotalsByModel {
           const byte = packed[at++]!;
           value += (byte & 0x7f) * scale;
           scale *= 128;
-          if (byte < 0x80) break;
+          if (!(byte >= 0x80)) break;
         }
         if (at - start <= NUMBER_BYTES) sums.add(i, value);
         else sums.addBig(i, readBigVarint(packed, start));
       }
     }
+    if (at !== end) throw new CorruptTotalsError(at, end);
   }
 
   /** The packed form (models in no particular order); throws SumLimitError past 2^64 - 1. */
@@ -180,7 +181,7 @@ export class TotalsByModel {
         const byte = packed[p++]!;
         id += (byte & 0x7f) * scale;
         scale *= 128;
-        if (byte < 0x80) break;
+        if (!(byte >= 0x80)) break;
       }
       const sums = this.models.get(id);
       if (!sums || sums.stamp === stamp) {
@@ -206,7 +207,7 @@ export class TotalsByModel {
           const byte = packed[p++]!;
           stored += (byte & 0x7f) * scale;
           scale *= 128;
-          if (byte < 0x80) break;
+          if (!(byte >= 0x80)) break;
         }
         const total = stored + sums.values[i]!;
         if (p - start <= NUMBER_BYTES && !sums.big && total <= Number.MAX_SAFE_INTEGER) {
@@ -218,8 +219,22 @@ export class TotalsByModel {
         }
       }
     }
+    if (p !== packed.length) throw new CorruptTotalsError(p, packed.length);
     for (const [id, sums] of this.models) if (sums.stamp !== stamp) at = packEntry(out, at, id, sums);
     return at;
+  }
+}
+
+/**
+ * CORRUPT. Packed totals that end inside an entry (or a frame that claims more bytes than there are)
+ * are refused instead of read on: every varint loop here stops at a byte past the buffer
+ * (`undefined >= 0x80` is false), and the reader checks that its last entry ended exactly at its end.
+ * (A loop waiting for `byte < 0x80` never stopped on such bytes: one corrupt stored row would have
+ * held the server's thread for good.) Only this code writes packed totals; this guards the store.
+ */
+export class CorruptTotalsError extends Error {
+  constructor(at: number, end: number) {
+    super(`usage totals: corrupt packed totals (an entry ends at byte ${at}, the data at ${end})`);
   }
 }
 
@@ -294,7 +309,7 @@ export function readVarint(packed: Uint8Array, at: number): [value: number, next
     const byte = packed[at++]!;
     value += (byte & 0x7f) * scale;
     scale *= 128;
-    if (byte < 0x80) return [value, at];
+    if (!(byte >= 0x80)) return [value, at];
   }
 }
 
@@ -306,6 +321,6 @@ export function readBigVarint(packed: Uint8Array, at: number): bigint {
     const byte = packed[at++]!;
     value |= BigInt(byte & 0x7f) << shift;
     shift += 7n;
-    if (byte < 0x80) return value;
+    if (!(byte >= 0x80)) return value;
   }
 }

@@ -9,7 +9,7 @@
 // is one object, with its values outside the collected heap.
 //
 // Sums stay numbers while they are exact; a sum that passes 2^53 keeps its excess as a bigint.
-import { EVENTS, SUMS, readBigVarint, readVarint } from "./usage-totals.js";
+import { CorruptTotalsError, EVENTS, SUMS, readBigVarint, readVarint } from "./usage-totals.js";
 
 /** Varints of up to 7 bytes (49 bits) are read as numbers; longer ones as bigints. */
 const NUMBER_BYTES = 7;
@@ -76,7 +76,7 @@ export class WindowSums {
         const byte = packed[at++]!;
         value += (byte & 0x7f) * scale;
         scale *= 128;
-        if (byte < 0x80) break;
+        if (!(byte >= 0x80)) break;
       }
       const slot = this.slotOf(value);
       for (let i = 0; i < SUMS; i++) {
@@ -87,12 +87,13 @@ export class WindowSums {
           const byte = packed[at++]!;
           value += (byte & 0x7f) * scale;
           scale *= 128;
-          if (byte < 0x80) break;
+          if (!(byte >= 0x80)) break;
         }
         if (at - start <= NUMBER_BYTES) this.addNumber(slot, base + i, sign * value);
         else this.addBig(slot, base + i, BigInt(sign) * readBigVarint(packed, start));
       }
     }
+    if (at !== end) throw new CorruptTotalsError(at, end); // see CORRUPT in usage-totals.ts
   }
 
   /**
@@ -104,6 +105,7 @@ export class WindowSums {
     while (at < frames.length) {
       const [memberKey, afterKey] = readVarint(frames, at);
       const [length, start] = readVarint(frames, afterKey);
+      if (start + length > frames.length) throw new CorruptTotalsError(start + length, frames.length);
       this.addPacked(frames, start, start + length, memberOf(memberKey), negate);
       at = start + length;
     }

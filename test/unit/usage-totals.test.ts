@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { SUM_LIMIT, SumLimitError, TotalsByModel, cellTotals } from "../../src/domain/usage-totals.js";
+import { CorruptTotalsError, SUM_LIMIT, SumLimitError, TotalsByModel, cellTotals } from "../../src/domain/usage-totals.js";
 
 /** The totals as plain bigints per model, for comparison. */
 const plain = (totals: TotalsByModel) =>
@@ -98,5 +98,18 @@ describe("packed usage totals", () => {
     b.addEvent(2 ** 31, 2n ** 60n, 0, 0, 0);
     expect(cellTotals(a.packCell(7).slice())).toStrictEqual(a.pack());
     expect(cellTotals(b.packCell(2 ** 40).slice())).toStrictEqual(b.pack());
+  });
+
+  it("refuses packed totals that end inside an entry, when reading them and when merging onto them", () => {
+    const stored = new TotalsByModel();
+    stored.addEvent(3, 5000, 1200, 15000, 0);
+    stored.addEvent(4, 1, 1, 1, 1);
+    const packed = stored.pack();
+    const batch = new TotalsByModel();
+    batch.addEvent(3, 1, 1, 1, 1);
+    for (const corrupt of [packed.slice(0, -1), Uint8Array.of(...packed.slice(0, -1), 0x80)]) {
+      expect(() => new TotalsByModel().addPacked(corrupt)).toThrow(CorruptTotalsError);
+      expect(() => batch.packCell(1, corrupt)).toThrow(CorruptTotalsError);
+    }
   });
 });

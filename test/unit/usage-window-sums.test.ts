@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { EVENTS, SUM_LIMIT, SUMS, TotalsByModel } from "../../src/domain/usage-totals.js";
+import { CorruptTotalsError, EVENTS, SUM_LIMIT, SUMS, TotalsByModel } from "../../src/domain/usage-totals.js";
 import { WindowSums } from "../../src/domain/usage-window-sums.js";
 
 type Event = [model: number, input: number | bigint, output: number | bigint, basic: number | bigint, payGo: number | bigint];
@@ -74,5 +74,16 @@ describe("a query's window sums", () => {
     expect(sums.hasEvents(0, 0)).toBe(true);
     expect([0, 1, 2, 3, 4].map((i) => sums.sum(0, 0, i))).toStrictEqual([10, 2, 0, 0, 1]);
     expect(sums.hasEvents(1, 0)).toBe(false);
+  });
+
+  it("refuses corrupt cells instead of reading past them: a cut entry, a frame longer than the data", () => {
+    const cell = cells([[7, [[4, 10, 2, 300000, 0], [5, 1, 1, 1, 1]]]]);
+    const cut = cell.slice(0, -1);
+    cut[1] = cut[1]! - 1; // the frame's length agrees with the cut: the last entry ends inside a varint
+    expect(() => new WindowSums(1).addCells(cut, false, () => 0)).toThrow(CorruptTotalsError);
+    expect(() => new WindowSums(1).addCells(cell.slice(0, -1), false, () => 0)).toThrow(CorruptTotalsError);
+    const lastByteContinues = cell.slice();
+    lastByteContinues[lastByteContinues.length - 1] = 0x81; // a varint that goes on past the data
+    expect(() => new WindowSums(1).addCells(lastByteContinues, false, () => 0)).toThrow(CorruptTotalsError);
   });
 });
