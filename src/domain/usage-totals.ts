@@ -22,7 +22,7 @@ export const EVENTS = 4;
 /** The longest entry: a 32-bit model id (5 bytes) and five 64-bit sums (10 bytes each). */
 export const MAX_ENTRY_BYTES = 5 + SUMS * 10;
 /** Varints of up to 7 bytes (49 bits) are decoded as numbers; longer ones as bigints. */
-const NUMBER_BYTES = 7;
+export const NUMBER_BYTES = 7;
 
 /** What a caller is told when an ingestion would pass SUM_LIMIT. */
 export const SUM_LIMIT_MESSAGE = `events: a member's running total for a model would pass the uint64 limit (${SUM_LIMIT}); nothing was recorded`;

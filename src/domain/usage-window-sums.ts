@@ -9,10 +9,8 @@
 // is one object, with its values outside the collected heap.
 //
 // Sums stay numbers while they are exact; a sum that passes 2^53 keeps its excess as a bigint.
-import { CorruptTotalsError, EVENTS, SUMS, readBigVarint, readVarint } from "./usage-totals.js";
+import { CorruptTotalsError, EVENTS, NUMBER_BYTES, SUMS, readBigVarint, readVarint } from "./usage-totals.js";
 
-/** Varints of up to 7 bytes (49 bits) are read as numbers; longer ones as bigints. */
-const NUMBER_BYTES = 7;
 const MAX_SAFE_BIG = BigInt(Number.MAX_SAFE_INTEGER);
 
 export class WindowSums {
