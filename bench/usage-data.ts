@@ -1,6 +1,7 @@
 // Synthetic usage data for benchmarks: a directory of N members and an NDJSON file of usage events
 // over one year, in time order, with realistic bursts (work hours, weekdays, a few heavy users).
 import { createWriteStream } from "node:fs";
+import { open } from "node:fs/promises";
 import type { DirectoryFile } from "../src/domain/directory-file.js";
 import { formatMicros } from "../src/domain/money.js";
 
@@ -78,4 +79,12 @@ export async function writeUsageFile(path: string, shape: UsageDataShape): Promi
   }
   out.write(buffer);
   await new Promise<void>((resolve, reject) => out.end((error?: Error | null) => (error ? reject(error) : resolve())));
+  // On disk before it is imported, as a file to import would be: otherwise the kernel writes its
+  // 2 GB back during the timed import (and the import's own commit waits behind that writeback).
+  const written = await open(path, "r+");
+  try {
+    await written.sync();
+  } finally {
+    await written.close();
+  }
 }
