@@ -69,8 +69,8 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
   // 16 KiB pages for a new store (SQLite's default is 4 KiB; an existing store keeps its own, as the
   // pragma changes nothing once the file has pages). The log and the checkpoint write a page per call
   // (on this VM about 10 µs a system call), so a 10-million-event import's commit, which writes 1.2 GB
-  // to the log and copies it back, took 11.3 to 12.5 s with 4 KiB pages and 7.3 to 9.6 s with 16 KiB
-  // ones. An ingestion batch's events and running totals land among the current day's rows, nearly
+  // to the log and copies it back, took 11.3 to 14.4 s with 4 KiB pages and 7.3 to 11.8 s with 16 KiB
+  // ones (3.4 to 4.8 s less in each of three back-to-back pairs). An ingestion batch's events and running totals land among the current day's rows, nearly
   // every 4 KiB page of which it touched anyway (docs/architecture.md, SQLite settings).
   sqlite.pragma(`page_size = ${NEW_STORE_PAGE_BYTES}`);
   sqlite.pragma("journal_mode = WAL");
