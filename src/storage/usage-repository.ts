@@ -333,9 +333,9 @@ export class UsageRepository {
   /**
    * Sums per member (by position in `memberKeys`) and model over a window plan: each member's
    * running totals through the plan's later day minus those through its earlier one, plus or minus
-   * the raw events of its partial days, read by one statement (one snapshot: an ingestion committing meanwhile is either wholly in
-   * or wholly out) and added up here, exactly (bigint past 2^53). The statement returns few values,
-   * whatever the number of members:
+   * the raw events of its partial days, read by one statement (one snapshot: an ingestion
+   * committing meanwhile is either wholly in or wholly out) and added up here, exactly (bigint past
+   * 2^53). The statement returns few values, whatever the number of members:
    * - the running totals read, concatenated into one blob per sign (stored rows are framed by their
    *   member's key, see CELL FRAMES in usage-totals.ts). The driver makes a Buffer per blob value
    *   (measured with the earlier rollup cells: 5.4 ms for a Buffer per cell, 1,900 cells, against
