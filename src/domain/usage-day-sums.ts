@@ -31,7 +31,7 @@ export class DaySum {
 
   /**
    * Leaves out a model whose events were all taken away again (TotalsByModel.addEvent with -1);
-   * returns whether any model is left. Only sums taken away one by one can leave such a model.
+   * returns whether any model is left. Only sums taken away (`subtract`, `addPacked` with -1) can leave such a model.
    */
   prune(): boolean {
     if (!this.totals) return true;
@@ -68,18 +68,13 @@ export class DaySums {
   }
 
   /**
-   * Adds the sums of day-sum frames (see DaySumFrames), whose member and model numbers are mapped
-   * to member keys and model ids by `memberKeys` and `modelIds`. The frames are kept, not copied.
+   * Adds packed totals (see usage-totals.ts) to a (member, day), or with `sign` -1 takes them away.
+   * `modelIds` maps their model numbers to model ids. Added ones are kept as they are, not copied.
    */
-  addFrames(frames: Uint8Array, memberKeys: ArrayLike<number>, modelIds: ArrayLike<number>): void {
-    let at = 0;
-    while (at < frames.length) {
-      const [member, afterMember] = readVarint(frames, at);
-      const [day, afterDay] = readVarint(frames, afterMember);
-      const [length, start] = readVarint(frames, afterDay);
-      this.sumOf(memberKeys[member]!, day).addPacked(frames, start, start + length, modelIds);
-      at = start + length;
-    }
+  addPacked(memberKey: number, day: number, packed: Uint8Array, start: number, end: number, modelIds: ArrayLike<number>, sign: 1 | -1 = 1): void {
+    const sum = this.sumOf(memberKey, day);
+    if (sign === 1) sum.addPacked(packed, start, end, modelIds);
+    else (sum.totals ??= new TotalsByModel()).addPacked(packed, start, end, modelIds, -1);
   }
 
   /**
@@ -189,34 +184,30 @@ export class DaySumFrames {
   }
 
   /**
-   * The held sums as day-sum frames, leaving this empty: per (member, day), varint member, varint
-   * day, varint length, then the packed totals (see usage-totals.ts). One buffer, cheap to transfer.
-   * Throws SumLimitError for a sum past 2^64 - 1.
+   * The held sums as frames (see FRAMES below), leaving this empty: a day's sums for each (member,
+   * day), or with `running`, for a member whose events have come in day order, its running totals
+   * through that day instead. One buffer, cheap to transfer. Throws SumLimitError for a sum past 2^64 - 1.
    */
-  takeFrames(): Uint8Array {
-    const out = new Uint8Array(this.slotCount * HEADER_ROOM + this.entries * MAX_ENTRY_BYTES); // room enough: no growing
+  takeFrames(running?: FileRunningTotals): Uint8Array {
+    let out = new Uint8Array(this.slotCount * HEADER_ROOM + this.entries * MAX_ENTRY_BYTES); // room for day sums; grown as needed
     let at = 0;
     for (let slot = 0; slot < this.slotCount; slot++) {
       const member = this.slots[3 * slot]!;
       const day = this.slots[3 * slot + 1]!;
+      const first = this.slots[3 * slot + 2]!;
+      const cumulative = running?.inDayOrder(member) ?? false;
+      let models = 0;
+      for (let entry = first; entry !== -1; entry = this.next[entry]!) {
+        if (cumulative) running!.add(member, this.model[entry]!, this.sums, entry * SUMS, this.big.get(entry));
+        models++;
+      }
+      if (cumulative) models = running!.modelsOf(member);
+      const room = at + HEADER_ROOM + models * MAX_ENTRY_BYTES;
+      if (room > out.length) out = grown(out, at, room);
       // The totals first, after room for the header: their length is part of it.
       const start = at + HEADER_ROOM;
-      let end = start;
-      for (let entry = this.slots[3 * slot + 2]!; entry !== -1; entry = this.next[entry]!) {
-        end = writeVarint(out, end, this.model[entry]!);
-        const big = this.big.get(entry);
-        for (let i = 0; i < SUMS; i++) {
-          const value = this.sums[entry * SUMS + i]!;
-          if (!big) {
-            end = writeVarint(out, end, value);
-            continue;
-          }
-          const total = big[i]! + BigInt(value);
-          if (total > SUM_LIMIT) throw new SumLimitError();
-          end = writeBigVarint(out, end, total);
-        }
-      }
-      const headerEnd = writeVarint(out, writeVarint(out, writeVarint(out, at, member), day), end - start);
+      const end = cumulative ? running!.pack(member, out, start) : this.packSlot(first, out, start);
+      const headerEnd = writeVarint(out, writeVarint(out, writeVarint(out, at, 2 * member + (cumulative ? 1 : 0)), day), end - start);
       out.copyWithin(headerEnd, start, end);
       at = headerEnd + (end - start);
     }
@@ -226,6 +217,15 @@ export class DaySumFrames {
     this.entries = 0;
     this.big.clear();
     return out.slice(0, at);
+  }
+
+  /** Writes the packed sums of a slot's entries into `out` from `at`; returns the offset after them. */
+  private packSlot(first: number, out: Uint8Array, at: number): number {
+    for (let entry = first; entry !== -1; entry = this.next[entry]!) {
+      at = writeVarint(out, at, this.model[entry]!);
+      at = writeSums(out, at, this.sums, entry * SUMS, this.big.get(entry));
+    }
+    return at;
   }
 
   private newEntry(model: number): number {
@@ -254,6 +254,154 @@ export class DaySumFrames {
     big[at - entry * SUMS]! += BigInt(this.sums[at]!) + BigInt(value);
     this.sums[at] = 0;
   }
+}
+
+/**
+ * Per member (an import's file index): its running totals over the file's events so far, for a
+ * member whose events come in day order (a file in time order, the usual export), so that an import
+ * sends its running totals ready to store and its writing thread need not make them (merging the
+ * day sums into running totals cost that thread about 9% of its time). Fed by takeFrames, one
+ * (member, day) at a time in the order first seen, which is day order for such a member. A member
+ * with an event on a day before one of its earlier events is out of day order for good: its frames
+ * are a day's sums from then on.
+ */
+export class FileRunningTotals {
+  /** Per member: the latest day of its events so far (-1 for none), and whether one came before it. */
+  private latestDay = new Int32Array(1024).fill(-1);
+  private outOfOrder = new Uint8Array(1024);
+  /** Per member: its first entry (-1 for none) and how many it has (one a model). */
+  private firstEntry = new Int32Array(1024).fill(-1);
+  private modelCount = new Int32Array(1024);
+  private entries = 0;
+  private model = new Int32Array(1024);
+  private next = new Int32Array(1024);
+  private sums = new Float64Array(1024 * SUMS);
+  private readonly big = new Map<number, bigint[]>();
+
+  /** Notes each event's member and day, in the file's order. */
+  see(member: number, day: number): void {
+    if (member >= this.latestDay.length) this.grow(member);
+    if (day < this.latestDay[member]!) this.outOfOrder[member] = 1;
+    else this.latestDay[member] = day;
+  }
+
+  /** Whether every event of the member seen so far came in day order. */
+  inDayOrder(member: number): boolean {
+    return member >= this.outOfOrder.length || this.outOfOrder[member] === 0;
+  }
+
+  /** How many models the member's running totals hold. */
+  modelsOf(member: number): number {
+    return member < this.modelCount.length ? this.modelCount[member]! : 0;
+  }
+
+  /** Adds a model's sums (`sums` from `at`, SUMS of them, plus `big`'s parts past 2^53) to the member's running totals. */
+  add(member: number, model: number, sums: Float64Array, at: number, big: bigint[] | undefined): void {
+    if (member >= this.latestDay.length) this.grow(member);
+    let entry = this.firstEntry[member]!;
+    while (entry !== -1 && this.model[entry] !== model) entry = this.next[entry]!;
+    if (entry === -1) entry = this.newEntry(member, model);
+    for (let i = 0; i < SUMS; i++) {
+      const to = entry * SUMS + i;
+      const sum = this.sums[to]! + sums[at + i]!;
+      if (sum <= Number.MAX_SAFE_INTEGER) {
+        this.sums[to] = sum;
+      } else {
+        let parts = this.big.get(entry);
+        if (!parts) this.big.set(entry, (parts = [0n, 0n, 0n, 0n, 0n]));
+        parts[i]! += BigInt(this.sums[to]!) + BigInt(sums[at + i]!);
+        this.sums[to] = 0;
+      }
+    }
+    if (big) {
+      let parts = this.big.get(entry);
+      if (!parts) this.big.set(entry, (parts = [0n, 0n, 0n, 0n, 0n]));
+      for (let i = 0; i < SUMS; i++) parts[i]! += big[i]!;
+    }
+  }
+
+  /** Writes the member's running totals, packed, into `out` from `at`; returns the offset after them. */
+  pack(member: number, out: Uint8Array, at: number): number {
+    for (let entry = this.firstEntry[member]!; entry !== -1; entry = this.next[entry]!) {
+      at = writeVarint(out, at, this.model[entry]!);
+      at = writeSums(out, at, this.sums, entry * SUMS, this.big.get(entry));
+    }
+    return at;
+  }
+
+  private newEntry(member: number, model: number): number {
+    const entry = this.entries++;
+    if (entry === this.model.length) {
+      this.model = growInts(this.model);
+      this.next = growInts(this.next);
+      const sums = new Float64Array(this.sums.length * 2);
+      sums.set(this.sums);
+      this.sums = sums;
+    }
+    // Appended at the head: the order of a cell's models is free.
+    this.model[entry] = model;
+    this.next[entry] = this.firstEntry[member]!;
+    this.firstEntry[member] = entry;
+    this.modelCount[member]!++;
+    return entry;
+  }
+
+  private grow(member: number): void {
+    let size = this.latestDay.length;
+    while (size <= member) size *= 2;
+    const latestDay = new Int32Array(size).fill(-1);
+    latestDay.set(this.latestDay);
+    this.latestDay = latestDay;
+    const outOfOrder = new Uint8Array(size);
+    outOfOrder.set(this.outOfOrder);
+    this.outOfOrder = outOfOrder;
+    const firstEntry = new Int32Array(size).fill(-1);
+    firstEntry.set(this.firstEntry);
+    this.firstEntry = firstEntry;
+    const modelCount = new Int32Array(size);
+    modelCount.set(this.modelCount);
+    this.modelCount = modelCount;
+  }
+}
+
+/**
+ * FRAMES. What takeFrames sends: per (member, day), varint `2 * member + kind`, varint day, varint
+ * length, then packed totals (see usage-totals.ts) by the sender's member and model numbers. Kind 0:
+ * the sums of the member's events of that day sent since the last frames; kind 1: the member's
+ * running totals over the file's events through that day (FileRunningTotals).
+ */
+export function forEachFrame(frames: Uint8Array,
+  visit: (member: number, running: boolean, day: number, start: number, end: number) => void): void {
+  let at = 0;
+  while (at < frames.length) {
+    const [memberAndKind, afterMember] = readVarint(frames, at);
+    const [day, afterDay] = readVarint(frames, afterMember);
+    const [length, start] = readVarint(frames, afterDay);
+    visit(Math.floor(memberAndKind / 2), memberAndKind % 2 === 1, day, start, start + length);
+    at = start + length;
+  }
+}
+
+/** Writes SUMS sums (`sums` from `from`, plus `big`'s parts past 2^53) as varints; throws SumLimitError past 2^64 - 1. */
+function writeSums(out: Uint8Array, at: number, sums: Float64Array, from: number, big: bigint[] | undefined): number {
+  for (let i = 0; i < SUMS; i++) {
+    const value = sums[from + i]!;
+    if (!big) {
+      at = writeVarint(out, at, value);
+      continue;
+    }
+    const total = big[i]! + BigInt(value);
+    if (total > SUM_LIMIT) throw new SumLimitError();
+    at = writeBigVarint(out, at, total);
+  }
+  return at;
+}
+
+/** A copy of `from`'s first `used` bytes in a buffer of at least `room`. */
+function grown(from: Uint8Array<ArrayBuffer>, used: number, room: number): Uint8Array<ArrayBuffer> {
+  const to = new Uint8Array(Math.max(room, 2 * from.length));
+  to.set(from.subarray(0, used));
+  return to;
 }
 
 /** Days a member's slot key spans: past the last day of year 9999 (the latest timestamp an event may have). */

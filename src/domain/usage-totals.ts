@@ -103,10 +103,10 @@ export class TotalsByModel {
   }
 
   /**
-   * Adds packed totals (`packed` from `at` to `end`). `modelIds`, if given, maps the packed model
-   * numbers to model ids (an import's worker numbers models by file).
+   * Adds packed totals (`packed` from `at` to `end`), or with `sign` -1 takes them away. `modelIds`,
+   * if given, maps the packed model numbers to model ids (an import's worker numbers models by file).
    */
-  addPacked(packed: Uint8Array, at = 0, end = packed.length, modelIds?: ArrayLike<number>): void {
+  addPacked(packed: Uint8Array, at = 0, end = packed.length, modelIds?: ArrayLike<number>, sign: 1 | -1 = 1): void {
     while (at < end) {
       // model_id, then the sums; each a varint.
       let value = 0;
@@ -129,8 +129,8 @@ export class TotalsByModel {
           scale *= 128;
           if (!(byte >= 0x80)) break;
         }
-        if (at - start <= NUMBER_BYTES) sums.add(i, value);
-        else sums.addBig(i, readBigVarint(packed, start));
+        if (at - start <= NUMBER_BYTES) sums.add(i, sign * value);
+        else sums.addBig(i, sign === 1 ? readBigVarint(packed, start) : -readBigVarint(packed, start));
       }
     }
     if (at !== end) throw new CorruptTotalsError(at, end);

@@ -42,7 +42,7 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
         if (message.kind === "invalid") throw invalidParameter(message.message);
         if (message.kind === "failed") throw new Error(`reading ${path}: ${message.message}`);
         if (message.kind === "sums") {
-          await tx.addDaySumFrames(message.frames, keys.memberKeys, keys.modelIds);
+          await tx.addSumFrames(message.frames, keys.memberKeys, keys.modelIds);
           continue;
         }
         if (message.kind === "done") {

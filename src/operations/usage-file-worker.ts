@@ -4,8 +4,9 @@
 // user_ids and models travel as indexes into dictionaries the batches extend (each new one sent
 // once), so the main thread resolves each distinct member and model once and looks the rest up by
 // index, and no string per event but the event_id crosses between the threads. The events are also
-// summed here per (user, day), for the running totals (by user and model index); the sums follow
-// the batches they cover, so the main thread has inserted those, and knows their repeats, first.
+// summed here per (user, day), for the running totals (by user and model index), and while a user's
+// events come in day order (a file in time order) made into its running totals here as well; the
+// sums follow the batches they cover, so the main thread has inserted those, and knows their repeats, first.
 // Messages to the main thread: `UsageFileMessage`; from it: "more" (one batch consumed).
 import { createReadStream } from "node:fs";
 import { StringDecoder } from "node:string_decoder";
@@ -13,7 +14,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import { describeJsonError } from "../domain/json-errors.js";
 import { checkUsageEvent, modelKey } from "../domain/usage-event.js";
 import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
-import { DaySumFrames } from "../domain/usage-day-sums.js";
+import { DaySumFrames, FileRunningTotals } from "../domain/usage-day-sums.js";
 import { SUM_LIMIT_MESSAGE, SumLimitError } from "../domain/usage-totals.js";
 import { dayOf } from "../domain/usage-window.js";
 
@@ -37,7 +38,10 @@ export interface EventColumns {
 
 export type UsageFileMessage =
   | { kind: "events"; events: EventColumns; bytesRead: number }
-  /** The sums of every event sent since the last sums: day-sum frames (DaySumFrames.takeFrames) by user and model index. */
+  /**
+   * The sums of every event sent since the last sums, as frames (DaySumFrames.takeFrames) by user and
+   * model index: a user's running totals over the file while its events come in day order, else its day sums.
+   */
   | { kind: "sums"; frames: Uint8Array }
   | { kind: "done"; lines: number; bytesRead: number }
   /** A bad line: the message names the line and the field. */
@@ -77,7 +81,8 @@ async function readUsageFile(path: string, tuning: UsageFileTuning, send: (messa
     const userIndex = new Map<string, number>();
     const modelIndex = new Map<string, number>();
     const daySums = new DaySumFrames();
-    const sendSums = () => send({ kind: "sums", frames: daySums.takeFrames() });
+    const running = new FileRunningTotals();
+    const sendSums = () => send({ kind: "sums", frames: daySums.takeFrames(running) });
     for await (const lines of lineBatches(stream)) {
       for (const line of lines) {
         lineNumber++;
@@ -114,8 +119,9 @@ async function readUsageFile(path: string, tuning: UsageFileTuning, send: (messa
         batch.values[at + 2] = event.outputTokens as number;
         batch.values[at + 3] = event.basicMicros as number;
         batch.values[at + 4] = event.payGoMicros as number;
-        daySums.add(user, model, dayOf(event.timestamp), event.inputTokens as number, event.outputTokens as number,
-          event.basicMicros as number, event.payGoMicros as number);
+        const day = dayOf(event.timestamp);
+        daySums.add(user, model, day, event.inputTokens as number, event.outputTokens as number, event.basicMicros as number, event.payGoMicros as number);
+        running.see(user, day);
         if (batch.count === tuning.batchEvents) {
           await send({ kind: "events", events: batch, bytesRead: stream.bytesRead });
           batch = newBatch();

@@ -11,6 +11,7 @@ import type { Schema } from "./schema.js";
 import type { Database, Dialect } from "./database.js";
 import { DaySums } from "../domain/usage-day-sums.js";
 import { addToRunningTotals, chunks } from "./usage-running-totals.js";
+import { ImportRunningTotals } from "./usage-import-totals.js";
 
 export interface MemberKeyRow {
   member_key: number;
@@ -170,11 +171,13 @@ export class UsageRepository {
   }
 
   private daySums: DaySums | undefined;
+  /** An import's running totals from its frames (addSumFrames). */
+  private importTotals: ImportRunningTotals | undefined;
   private added = 0;
 
   /**
    * Adds raw rows; only inside `ingest`. A repeated (enterprise_id, event_id) is skipped. With
-   * `summed`, the caller sums the rows itself and hands the sums to `addDaySumFrames` after them
+   * `summed`, the caller sums the rows itself and hands the sums to `addSumFrames` after them
    * (an NDJSON import sums on its parsing thread); a skipped row is then taken away from them.
    */
   async insertEvents(enterpriseId: string, rows: readonly UsageEventRow[], options: { summed?: boolean } = {}): Promise<void> {
@@ -185,8 +188,11 @@ export class UsageRepository {
     if (options.summed) {
       if (fresh.length === rows.length) return;
       const inserted = new Set(fresh);
+      this.importTotals ??= new ImportRunningTotals(this.database);
       for (const row of rows) {
-        if (!inserted.has(row)) daySums.subtract(row.memberKey, row.modelId, row.day, row.inputTokens, row.outputTokens, row.basicMicros, row.payGoMicros);
+        if (inserted.has(row)) continue;
+        daySums.subtract(row.memberKey, row.modelId, row.day, row.inputTokens, row.outputTokens, row.basicMicros, row.payGoMicros);
+        this.importTotals.repeated(row.memberKey);
       }
       return;
     }
@@ -197,15 +203,15 @@ export class UsageRepository {
   }
 
   /**
-   * Adds the day sums of rows inserted with `summed` (day-sum frames, see DaySumFrames.takeFrames, with
-   * member and model numbers mapped by `memberKeys` and `modelIds`) to the running totals. Only
-   * after those rows: their skipped ones must have been taken away already.
+   * Adds the sums of rows inserted with `summed` (frames, see DaySumFrames.takeFrames, with member
+   * and model numbers mapped by `memberKeys` and `modelIds`) to the running totals (see
+   * ImportRunningTotals). Only after those rows: their skipped ones must have been taken away already.
    */
-  async addDaySumFrames(frames: Uint8Array, memberKeys: ArrayLike<number>, modelIds: ArrayLike<number>): Promise<void> {
+  async addSumFrames(frames: Uint8Array, memberKeys: ArrayLike<number>, modelIds: ArrayLike<number>): Promise<void> {
     const daySums = this.daySums;
-    if (!daySums) throw new Error("addDaySumFrames runs only inside ingest()");
-    daySums.addFrames(frames, memberKeys, modelIds);
-    await addToRunningTotals(this.database, daySums);
+    if (!daySums) throw new Error("addSumFrames runs only inside ingest()");
+    this.importTotals ??= new ImportRunningTotals(this.database);
+    await this.importTotals.add(frames, memberKeys, modelIds, daySums);
   }
 
   /**

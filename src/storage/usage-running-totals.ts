@@ -33,70 +33,81 @@ export function chunks<T>(rows: readonly T[]): T[][] {
 }
 
 /** A stored row: its day and its bare packed totals (the frame taken off). */
-interface StoredRow {
+export interface StoredRow {
   day: number;
   totals: Uint8Array;
 }
 
 /** Adds held sums to usage_running_total; run inside the ingestion's transaction. */
 export async function addToRunningTotals(database: Pick<Database, "db" | "dialect" | "direct">, sums: DaySums): Promise<void> {
-  const { db, dialect, direct } = database;
-  const upsertOne = direct?.(upsertStatement(db, dialect, 1));
   for (const chunk of chunks(sums.drain())) {
-    const parameters = chunk.flatMap(([memberKey, days]) => [memberKey, days[0]![0]]);
-    const text = storedStatement(dialect, chunk.length);
-    const [found] = (direct ? direct(text).all(parameters) : (await db.executeQuery(CompiledQuery.raw(text, parameters))).rows) as StoredRows[];
-    const storedByMember = splitStoredRows(found);
-    const rows: unknown[] = [];
-    const sqliteRows = upsertOne ? new RowsByDay() : undefined;
+    const storedByMember = await readStoredRows(database, chunk.map(([memberKey, days]) => [memberKey, days[0]![0]]));
+    const rows = new RowsByDay();
     for (const [memberKey, days] of chunk) {
-      mergeDays(memberKey, storedByMember.get(memberKey) ?? [], days, (day, packed) => {
-        // A copy (packCell's buffer is reused): appended for SQLite, a parameter for PostgreSQL.
-        if (sqliteRows) sqliteRows.add(memberKey, day, packed);
-        else rows.push(memberKey, day, packed.slice());
-      });
+      mergeDays(memberKey, storedByMember.get(memberKey) ?? [], days, (day, packed) => rows.add(memberKey, day, packed));
     }
-    if (sqliteRows) {
-      sqliteRows.write((memberKey, day, packed) => upsertOne!.run([memberKey, day, packed]));
-    } else {
-      for (let at = 0; at < rows.length; at += 3 * CHUNK_ROWS) {
-        const part = rows.slice(at, at + 3 * CHUNK_ROWS);
-        await db.executeQuery(CompiledQuery.raw(upsertStatement(db, dialect, part.length / 3), part));
-      }
-    }
+    await rows.write(database);
   }
 }
 
 /**
- * A chunk's rows for SQLite, written in the table's order: by day, then member (mergeDays makes them
- * member by member; an import's run of days for each of 512 members written in that order jumped
- * between as many day ranges of the table). Their bytes are kept end to end in one buffer.
+ * For each (member key, day) given (at most CHUNK_ROWS of them): the member's last stored row on
+ * or before that day and every row after it, in day order (usually one row: today's, or the last
+ * one before today), by member key.
  */
-class RowsByDay {
+export async function readStoredRows(database: Pick<Database, "db" | "dialect" | "direct">,
+  memberDays: ReadonlyArray<readonly [memberKey: number, day: number]>): Promise<Map<number, StoredRow[]>> {
+  const { db, dialect, direct } = database;
+  const parameters = memberDays.flat();
+  const text = storedStatement(dialect, memberDays.length);
+  const [found] = (direct ? direct(text).all(parameters) : (await db.executeQuery(CompiledQuery.raw(text, parameters))).rows) as StoredRows[];
+  return splitStoredRows(found);
+}
+
+/**
+ * Rows to store, gathered and then written (upserted) together, their bytes end to end in one
+ * buffer. SQLite gets them in the table's order, by day, then member (they are made member by
+ * member; an import's run of days for each of 512 members written in that order jumped between as
+ * many day ranges of the table), one prepared statement a row; PostgreSQL by statements of
+ * CHUNK_ROWS rows.
+ */
+export class RowsByDay {
   private bytes = new Uint8Array(1 << 16);
   private used = 0;
   private members: number[] = [];
   private days: number[] = [];
   private ends: number[] = [];
 
-  add(memberKey: number, day: number, packed: Uint8Array): void {
-    if (this.used + packed.length > this.bytes.length) {
-      const bytes = new Uint8Array(Math.max(2 * this.bytes.length, this.used + packed.length));
+  /** Adds a row; `cell` (framed totals) is copied. */
+  add(memberKey: number, day: number, cell: Uint8Array): void {
+    if (this.used + cell.length > this.bytes.length) {
+      const bytes = new Uint8Array(Math.max(2 * this.bytes.length, this.used + cell.length));
       bytes.set(this.bytes.subarray(0, this.used));
       this.bytes = bytes;
     }
-    this.bytes.set(packed, this.used);
-    this.used += packed.length;
+    this.bytes.set(cell, this.used);
+    this.used += cell.length;
     this.members.push(memberKey);
     this.days.push(day);
     this.ends.push(this.used);
   }
 
-  write(upsert: (memberKey: number, day: number, packed: Uint8Array) => void): void {
+  async write(database: Pick<Database, "db" | "dialect" | "direct">): Promise<void> {
+    const { db, dialect, direct } = database;
+    const cell = (i: number) => this.bytes.subarray(i === 0 ? 0 : this.ends[i - 1]!, this.ends[i]!);
+    if (!direct) {
+      for (let at = 0; at < this.days.length; at += CHUNK_ROWS) {
+        const parameters: unknown[] = [];
+        for (let i = at; i < Math.min(at + CHUNK_ROWS, this.days.length); i++) parameters.push(this.members[i], this.days[i], cell(i));
+        await db.executeQuery(CompiledQuery.raw(upsertStatement(db, dialect, parameters.length / 3), parameters));
+      }
+      return;
+    }
+    const upsertOne = direct(upsertStatement(db, dialect, 1));
     const order = Array.from(this.days.keys());
     // Usually (an ingestion of today's events) one day, already in member order.
     if (this.days.some((day) => day !== this.days[0])) order.sort((a, b) => this.days[a]! - this.days[b]! || this.members[a]! - this.members[b]!);
-    for (const i of order) upsert(this.members[i]!, this.days[i]!, this.bytes.subarray(i === 0 ? 0 : this.ends[i - 1]!, this.ends[i]!));
+    for (const i of order) upsertOne.run([this.members[i]!, this.days[i]!, cell(i)]);
   }
 }
 

@@ -136,6 +136,12 @@ interface Scenario {
   importFrom: number;
   /** Storage: that import's message sizes (small: many batches and many sums messages). */
   tuning: UsageFileTuning;
+  /**
+   * Events in time order, each batch later than the one before, and the file too (the usual export):
+   * the import then gets running totals from its worker, on top of stored rows before, on or after
+   * a member's first day in the file, with repeats in it (re-sends) in their time's place.
+   */
+  timeOrdered: boolean;
   currency: "CNY" | "USD";
   /** REST: members named by id (in this order) and by e-mail (in this order, maybe upper-cased). */
   byId: number[];
@@ -144,11 +150,18 @@ interface Scenario {
 }
 
 const scenarioArb = (maxEvents: number): fc.Arbitrary<Scenario> =>
-  fc.record({ events: fc.array(eventArb, { maxLength: maxEvents, size: "max" }), batches: fc.integer({ min: 1, max: 4 }) }).chain(({ events, batches }) =>
-    fc.record({
-      events: fc.constant(events),
+  fc.record({
+    events: fc.array(eventArb, { maxLength: maxEvents, size: "max" }), batches: fc.integer({ min: 1, max: 4 }), timeOrdered: fc.boolean(), dayCuts: fc.boolean(),
+  }).chain(({ events, batches, timeOrdered, dayCuts }) => fc.record({
+      events: fc.constant(timeOrdered ? [...events].sort((a, b) => a.offset - b.offset) : events),
       batches: fc.constant(batches),
-      batchOf: fc.array(fc.nat(batches - 1), { minLength: events.length, maxLength: events.length }),
+      // In time order: batches of equal counts (cut inside a day), or of whole days.
+      batchOf: !timeOrdered
+        ? fc.array(fc.nat(batches - 1), { minLength: events.length, maxLength: events.length })
+        : fc.constant(dayCuts
+          ? [...events].sort((a, b) => a.offset - b.offset).map((e) => Math.floor((Math.floor(e.offset / DAY) * batches) / 11))
+          : events.map((_, i) => Math.floor((i * batches) / events.length))),
+      timeOrdered: fc.constant(timeOrdered),
       resends: fc.array(fc.record({ pick: fc.nat(), batch: fc.nat(batches - 1), mutate: fc.boolean() }), { maxLength: 200 - maxEvents, size: "medium" }),
       windows: fc.array(fc.tuple(pointArb, pointArb), { minLength: 1, maxLength: 6 }),
       resendBatch: fc.nat(batches - 1),
@@ -329,13 +342,14 @@ describe.each(dialects)("usage sums, property-based (%s)", (dialect) => {
         }
         // The later batches as one file: the import sums on its worker thread and takes the repeats away again.
         const imported = batches.slice(s.importFrom).flat();
+        if (s.timeOrdered) imported.sort((a, b) => a.reference.timestamp - b.reference.timestamp);
         if (imported.length > 0) {
           const file = join(scratch, `${enterpriseId}-first.ndjson`);
           writeFileSync(file, imported.map((e) => JSON.stringify(e.wire)).join("\n") + "\n");
           expect(await importUsage(repository, enterpriseId, file, undefined, s.tuning))
             .toStrictEqual({ enterprise_id: enterpriseId, lines: imported.length, ...expectedCounts(imported, seen) });
         }
-        const counted = firstOfEachId(batches.flat().map((e) => e.reference));
+        const counted = firstOfEachId([...batches.slice(0, s.importFrom).flat(), ...imported].map((e) => e.reference));
         const windows = s.windows.map((w) => resolveWindow(w, counted));
         const before: ReferenceSum[][] = [];
         for (const [start, end] of windows) {
@@ -404,6 +418,36 @@ describe.each(dialects)("usage sums, property-based (%s)", (dialect) => {
       expect(await importFile(enterpriseId, spread.slice(300))).toStrictEqual({ enterprise_id: enterpriseId, lines: 300, recorded: 300, duplicates: 0 });
       const counted = spread.map((e) => e.reference);
       for (const [start, end] of [[T0, T0 + 180 * DAY], [T0 + 300 * DAY + 5, T0 + 480 * DAY], [T0 + 500 * DAY, T0 + 620 * DAY]] as const) {
+        expect(await sums(enterpriseId, start, end), `window [${start}, ${end})`).toStrictEqual(referenceSums(counted, start, end));
+      }
+    }, 120_000);
+    // A file in time order gets each member's running totals from its worker, ready to store
+    // (ImportRunningTotals): u1's stored rows all come before its first day in the file (its rows
+    // are the file's totals on top of them), u2 has a stored row on that day (its sums go the
+    // general way), u3 has none, and repeats in it of its own events come after its first rows are
+    // written; a stored event of u2's comes again. Small messages: many of each.
+    it("a file in time order: its running totals on stored rows before it, beside stored rows on its days, with repeats", async () => {
+      const { enterpriseId, generated } = await enterpriseWithEvents("USD", 240, 13);
+      const event = (i: number, member: number, offset: number, input = generated[i]!.input) =>
+        toSent({ ...generated[i]!, member, offset, input }, `e${i}`);
+      const stored = [
+        ...Array.from({ length: 60 }, (_, k) => event(k, 0, k * HOUR)), // u1: days 0 to 2
+        ...Array.from({ length: 60 }, (_, k) => event(60 + k, 1, k * 2 * HOUR)), // u2: days 0 to 4
+      ];
+      expect(await send(enterpriseId, stored)).toStrictEqual({ recorded: 120, duplicates: 0 });
+      const fresh = Array.from({ length: 120 }, (_, k) => event(120 + k, k % 3, 3 * DAY + k * HOUR)); // days 3 to 7
+      const repeats = [
+        ...[200, 203, 212, 230].map((i) => event(i, 2, 3 * DAY + (i - 120) * HOUR + 1, 1n)), // u3's, other figures
+        event(70, 1, 5 * DAY + 30, 2n), // a stored one of u2's
+      ];
+      const file = [...fresh, ...repeats].sort((a, b) => a.reference.timestamp - b.reference.timestamp);
+      const path = join(scratch, `${enterpriseId}.ndjson`);
+      writeFileSync(path, file.map((e) => JSON.stringify(e.wire)).join("\n") + "\n");
+      expect(await importUsage(repository, enterpriseId, path, undefined, { batchEvents: 7, daySumsPerMessage: 2 }))
+        .toStrictEqual({ enterprise_id: enterpriseId, lines: 125, recorded: 120, duplicates: 5 });
+      const counted = firstOfEachId([...stored, ...file].map((e) => e.reference));
+      for (const [start, end] of [[T0, T0 + 9 * DAY], [T0 + DAY + 5, T0 + 6 * DAY + 7], [T0 + 2 * DAY + HOUR, T0 + 3 * DAY + 2 * HOUR],
+        [T0 + 3 * DAY, T0 + 4 * DAY], [T0 + 4 * DAY, T0 + 8 * DAY], [T0 + 6 * DAY + 1, T0 + 7 * DAY + 12 * HOUR]] as const) {
         expect(await sums(enterpriseId, start, end), `window [${start}, ${end})`).toStrictEqual(referenceSums(counted, start, end));
       }
     }, 120_000);

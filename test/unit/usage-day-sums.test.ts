@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { DaySumFrames, DaySums } from "../../src/domain/usage-day-sums.js";
+import { DaySumFrames, DaySums, FileRunningTotals, forEachFrame } from "../../src/domain/usage-day-sums.js";
 import { SumLimitError, TotalsByModel } from "../../src/domain/usage-totals.js";
 
 /** Held sums as plain bigints: member key → day → model id → [input, output, basic, pay-go, events]. */
@@ -9,6 +9,21 @@ const plain = (sums: DaySums) => Object.fromEntries(sums.drain().map(([member, d
   sum.addTo(totals);
   return [day, Object.fromEntries([...totals.models].sort((a, b) => a[0] - b[0]).map(([id, s]) => [id, [0, 1, 2, 3, 4].map((i) => s.total(i))]))];
 }))]));
+
+/** Adds frames of day sums to `sums`, their numbers mapped as an import maps them; a frame of running totals fails the test. */
+function receive(sums: DaySums, frames: Uint8Array, memberKeys: number[], modelIds: number[]): void {
+  forEachFrame(frames, (member, running, day, start, end) => {
+    expect(running).toBe(false);
+    sums.addPacked(memberKeys[member]!, day, frames, start, end, modelIds);
+  });
+}
+
+/** Packed totals as plain bigints: model → [input, output, basic, pay-go, events]. */
+function plainPacked(packed: Uint8Array, start = 0, end = packed.length) {
+  const totals = new TotalsByModel();
+  totals.addPacked(packed, start, end);
+  return Object.fromEntries([...totals.models].sort((a, b) => a[0] - b[0]).map(([id, s]) => [id, [0, 1, 2, 3, 4].map((i) => s.total(i))]));
+}
 
 describe("day sums across threads", () => {
   it("frames carry every (member, day, model) sum exactly, numbered by the sender and mapped by the receiver", () => {
@@ -24,9 +39,9 @@ describe("day sums across threads", () => {
       for (const [member, model, day, ...v] of events) {
         sender.add(member, model, day, v[0]!, v[1]!, v[2]!, v[3]!);
         reference.add(memberKeys[member]!, modelIds[model]!, day, v[0]!, v[1]!, v[2]!, v[3]!);
-        if (sender.size >= perMessage) receiver.addFrames(sender.takeFrames(), memberKeys, modelIds);
+        if (sender.size >= perMessage) receive(receiver, sender.takeFrames(), memberKeys, modelIds);
       }
-      receiver.addFrames(sender.takeFrames(), memberKeys, modelIds);
+      receive(receiver, sender.takeFrames(), memberKeys, modelIds);
       expect(sender.size).toBe(0);
       expect(plain(receiver)).toStrictEqual(plain(reference));
     }), { numRuns: 300 });
@@ -36,7 +51,7 @@ describe("day sums across threads", () => {
     const sender = new DaySumFrames();
     for (let i = 0; i < 10_000; i++) sender.add(0, 0, 20_000, 1_000_000_000_000, 1, 0, 999_999_999_999);
     const receiver = new DaySums();
-    receiver.addFrames(sender.takeFrames(), [1], [2]);
+    receive(receiver, sender.takeFrames(), [1], [2]);
     expect(plain(receiver)).toStrictEqual({ 1: { 20000: { 2: [10n ** 16n, 10_000n, 0n, 9_999_999_999_990_000n, 10_000n] } } });
 
     const huge = new DaySumFrames();
@@ -51,7 +66,7 @@ describe("day sums across threads", () => {
     sender.add(0, 1, 20_000, 4, 4, 0, 0);
     sender.add(0, 1, 20_001, 4, 4, 0, 0);
     const sums = new DaySums();
-    sums.addFrames(sender.takeFrames(), [1], [2, 3]);
+    receive(sums, sender.takeFrames(), [1], [2, 3]);
     sums.subtract(1, 3, 20_000, 4, 4, 0, 0);
     sums.subtract(1, 3, 20_001, 4, 4, 0, 0);
     expect(plain(sums)).toStrictEqual({ 1: { 20000: { 2: [10n, 5n, 0n, 0n, 1n] } } });
@@ -65,5 +80,94 @@ describe("day sums across threads", () => {
     sums.subtract(1, 3, 20_000, 4, 4, 0, 0);
     sums.subtract(1, 3, 20_001, 4, 4, 0, 0);
     expect(plain(sums)).toStrictEqual({ 1: { 20000: { 2: [10n, 5n, 0n, 0n, 1n] } } });
+  });
+
+  it("takes packed sums away again, and leaves out a model with no events left", () => {
+    // Model numbers 0 and 1, mapped to ids 2 and 3.
+    const later = new TotalsByModel();
+    later.addEvent(0, 10, 5, 0, 0);
+    later.addEvent(1, 4, 4, 0, 0);
+    const earlier = new TotalsByModel();
+    earlier.addEvent(1, 4, 4, 0, 0);
+    const [laterPacked, earlierPacked] = [later.pack(), earlier.pack()];
+    const sums = new DaySums();
+    sums.addPacked(1, 20_000, laterPacked, 0, laterPacked.length, [2, 3]);
+    sums.addPacked(1, 20_000, earlierPacked, 0, earlierPacked.length, [2, 3], -1);
+    sums.addPacked(1, 20_001, earlierPacked, 0, earlierPacked.length, [2, 3]);
+    sums.addPacked(1, 20_001, earlierPacked, 0, earlierPacked.length, [2, 3], -1);
+    expect(plain(sums)).toStrictEqual({ 1: { 20000: { 2: [10n, 5n, 0n, 0n, 1n] } } });
+  });
+});
+
+describe("running totals across threads", () => {
+  const value = fc.integer({ min: 0, max: 1_000_000_000_000 });
+  const event = fc.tuple(fc.nat(3), fc.nat(3), fc.integer({ min: 19_000, max: 19_006 }), value, value, value, value);
+  type Event = [member: number, model: number, day: number, ...values: number[]];
+
+  /** The sums of `events` of `member` on days up to `day` (or on `day` only), as plainPacked gives them. */
+  function expected(events: Event[], member: number, day: number, onlyThatDay: boolean) {
+    const totals = new TotalsByModel();
+    for (const [m, model, d, ...v] of events) {
+      if (m === member && (onlyThatDay ? d === day : d <= day)) totals.addEvent(model, v[0]!, v[1]!, v[2]!, v[3]!);
+    }
+    return Object.fromEntries([...totals.models].sort((a, b) => a[0] - b[0]).map(([id, s]) => [id, [0, 1, 2, 3, 4].map((i) => s.total(i))]));
+  }
+
+  it("sends a member's running totals through each day while its events come in day order, else its day sums", () => {
+    fc.assert(fc.property(fc.array(event, { maxLength: 60 }), fc.boolean(), fc.integer({ min: 1, max: 12 }), (generated, sorted, perMessage) => {
+      const events = (sorted ? [...generated].sort((a, b) => a[2] - b[2]) : generated) as Event[];
+      const sender = new DaySumFrames();
+      const running = new FileRunningTotals();
+      const seen: Event[] = [];
+      let sincePrevious: Event[] = [];
+      const check = () => {
+        const frames = sender.takeFrames(running);
+        const got: unknown[] = [];
+        forEachFrame(frames, (member, isRunning, day, start, end) => got.push([member, isRunning, day, plainPacked(frames, start, end)]));
+        // One frame per (member, day) of the events since the last frames, in the order first seen.
+        const slots = [...new Map(sincePrevious.map(([member, , day]) => [`${member}:${day}`, [member, day] as const])).values()];
+        const inOrder = (member: number) => seen.filter((e) => e[0] === member).every((e, i, all) => i === 0 || e[2] >= all[i - 1]![2]);
+        expect(got).toStrictEqual(slots.map(([member, day]) => inOrder(member)
+          ? [member, true, day, expected(seen, member, day, false)]
+          : [member, false, day, expected(sincePrevious, member, day, true)]));
+        sincePrevious = [];
+      };
+      for (const e of events) {
+        const [member, model, day, ...v] = e;
+        sender.add(member, model, day, v[0]!, v[1]!, v[2]!, v[3]!);
+        running.see(member, day);
+        seen.push(e);
+        sincePrevious.push(e);
+        if (sender.size >= perMessage) check();
+      }
+      check();
+      if (sorted) expect(events.every((e) => running.inDayOrder(e[0]))).toBe(true);
+    }), { numRuns: 300 });
+  });
+
+  it("keeps running totals past 2^53 exact, and refuses one past 2^64 - 1", () => {
+    const sender = new DaySumFrames();
+    const running = new FileRunningTotals();
+    for (let day = 20_000; day < 20_010; day++) {
+      for (let i = 0; i < 1_000; i++) {
+        sender.add(0, 0, day, 1_000_000_000_000, 1, 0, 0);
+        running.see(0, day);
+      }
+    }
+    const frames = sender.takeFrames(running);
+    const days: Array<[number, unknown]> = [];
+    forEachFrame(frames, (_, isRunning, day, start, end) => days.push([day, isRunning && plainPacked(frames, start, end)]));
+    expect(days.at(-1)).toStrictEqual([20_009, { 0: [10n ** 16n, 10_000n, 0n, 0n, 10_000n] }]);
+
+    // 2^64 - 1 is about 1.8 * 10^19: 18.5 million events at the per-event ceiling pass it, here over 37 messages.
+    const huge = new DaySumFrames();
+    const hugeRunning = new FileRunningTotals();
+    expect(() => {
+      for (let day = 0; day < 37; day++) {
+        for (let i = 0; i < 500_000; i++) huge.add(0, 0, 20_000 + day, 1_000_000_000_000, 0, 0, 0);
+        hugeRunning.see(0, 20_000 + day);
+        huge.takeFrames(hugeRunning);
+      }
+    }).toThrow(SumLimitError);
   });
 });
