@@ -3,7 +3,7 @@
 // frames: an NDJSON import sums its events on the worker thread that parses them, where the main
 // thread, which writes, has no time to spare (summing was about 9% of its work).
 import type { EventValue } from "./usage-event.js";
-import { EVENTS, MAX_ENTRY_BYTES, SUMS, SUM_LIMIT, SumLimitError, TotalsByModel, readVarint, writeBigVarint, writeVarint } from "./usage-totals.js";
+import { EVENTS, MAX_ENTRY_BYTES, SUMS, SUM_LIMIT, SumLimitError, TotalsByModel, writeBigVarint, writeVarint } from "./usage-totals.js";
 
 /** A member's sums per day, in day order. */
 export type MemberDays = Array<[day: number, sums: DaySum]>;
@@ -198,7 +198,7 @@ export class DaySumFrames {
       const cumulative = running?.inDayOrder(member) ?? false;
       let models = 0;
       for (let entry = first; entry !== -1; entry = this.next[entry]!) {
-        if (cumulative) running!.add(member, this.model[entry]!, this.sums, entry * SUMS, this.big.get(entry));
+        if (cumulative) running!.add(member, this.model[entry]!, this.sums, entry * SUMS, this.bigOf(entry));
         models++;
       }
       if (cumulative) models = running!.modelsOf(member);
@@ -223,9 +223,14 @@ export class DaySumFrames {
   private packSlot(first: number, out: Uint8Array, at: number): number {
     for (let entry = first; entry !== -1; entry = this.next[entry]!) {
       at = writeVarint(out, at, this.model[entry]!);
-      at = writeSums(out, at, this.sums, entry * SUMS, this.big.get(entry));
+      at = writeSums(out, at, this.sums, entry * SUMS, this.bigOf(entry));
     }
     return at;
+  }
+
+  /** An entry's parts past 2^53, if any (a lookup only once there are any: a Map lookup per entry cost the worker seconds). */
+  private bigOf(entry: number): bigint[] | undefined {
+    return this.big.size === 0 ? undefined : this.big.get(entry);
   }
 
   private newEntry(model: number): number {
@@ -322,9 +327,10 @@ export class FileRunningTotals {
 
   /** Writes the member's running totals, packed, into `out` from `at`; returns the offset after them. */
   pack(member: number, out: Uint8Array, at: number): number {
+    const anyBig = this.big.size > 0;
     for (let entry = this.firstEntry[member]!; entry !== -1; entry = this.next[entry]!) {
       at = writeVarint(out, at, this.model[entry]!);
-      at = writeSums(out, at, this.sums, entry * SUMS, this.big.get(entry));
+      at = writeSums(out, at, this.sums, entry * SUMS, anyBig ? this.big.get(entry) : undefined);
     }
     return at;
   }
@@ -374,11 +380,30 @@ export function forEachFrame(frames: Uint8Array,
   visit: (member: number, running: boolean, day: number, start: number, end: number) => void): void {
   let at = 0;
   while (at < frames.length) {
-    const [memberAndKind, afterMember] = readVarint(frames, at);
-    const [day, afterDay] = readVarint(frames, afterMember);
-    const [length, start] = readVarint(frames, afterDay);
+    const memberAndKind = varintAt(frames, at);
+    const day = varintAt(frames, afterVarint);
+    const length = varintAt(frames, afterVarint);
+    const start = afterVarint;
     visit(Math.floor(memberAndKind / 2), memberAndKind % 2 === 1, day, start, start + length);
     at = start + length;
+  }
+}
+
+/** The offset after the varint varintAt read last. */
+let afterVarint = 0;
+
+/** readVarint without a tuple per value (an import reads three a frame, for millions of frames). */
+function varintAt(bytes: Uint8Array, at: number): number {
+  let value = 0;
+  let scale = 1;
+  for (;;) {
+    const byte = bytes[at++]!;
+    value += (byte & 0x7f) * scale;
+    scale *= 128;
+    if (!(byte >= 0x80)) {
+      afterVarint = at;
+      return value;
+    }
   }
 }
 

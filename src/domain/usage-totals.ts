@@ -281,11 +281,25 @@ function scratchFor(bytes: number): Uint8Array {
   return scratch;
 }
 
-/** Writes a non-negative integer below 2^53 as a varint; returns the next offset. */
+/**
+ * Writes a non-negative integer below 2^53 as a varint; returns the next offset. In integer
+ * arithmetic: a value past 2^31 first gives its low 28 bits (four bytes), then the rest, which is
+ * below 2^25 (a float remainder and division per byte made packing an import's running totals,
+ * whose sums of micro-units are mostly past 2^31, about twice as slow).
+ */
 export function writeVarint(out: Uint8Array, at: number, value: number): number {
+  if (value >= 0x80000000) {
+    const high = Math.floor(value / 0x10000000);
+    let low = value - high * 0x10000000;
+    for (let i = 0; i < 4; i++) {
+      out[at++] = (low & 0x7f) | 0x80;
+      low >>>= 7;
+    }
+    value = high;
+  }
   while (value >= 0x80) {
-    out[at++] = (value % 0x80) | 0x80;
-    value = Math.floor(value / 0x80);
+    out[at++] = (value & 0x7f) | 0x80;
+    value >>>= 7;
   }
   out[at++] = value;
   return at;

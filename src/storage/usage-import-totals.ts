@@ -21,8 +21,10 @@ interface ImportedMember {
   direct: boolean;
   /** Its last stored row's bare totals before its first day in the file, if any. */
   base: Uint8Array | undefined;
-  /** Its latest running totals over the file (packed, by file model numbers): the next ones less these are new events. */
-  latest: { bytes: Uint8Array; start: number; end: number } | undefined;
+  /** Its latest running totals over the file (packed, by file model numbers), from `latestStart` to `latestEnd`: the next ones less these are new events. */
+  latest: Uint8Array | undefined;
+  latestStart: number;
+  latestEnd: number;
 }
 
 export class ImportRunningTotals {
@@ -47,7 +49,7 @@ export class ImportRunningTotals {
    */
   async add(frames: Uint8Array, memberKeys: ArrayLike<number>, modelIds: ArrayLike<number>, daySums: DaySums): Promise<void> {
     await this.meetNewMembers(frames, memberKeys);
-    const rows = new RowsByDay();
+    const rows = new RowsByDay(frames.length + (frames.length >> 3)); // cells take about the frames' bytes
     const touched = new Set<ImportedMember>();
     forEachFrame(frames, (fileMember, running, day, start, end) => {
       const memberKey = memberKeys[fileMember]!;
@@ -57,20 +59,26 @@ export class ImportRunningTotals {
         daySums.addPacked(memberKey, day, frames, start, end, modelIds);
         return;
       }
-      if (member.direct) {
-        rows.add(memberKey, day, runningCell(memberKey, frames, start, end, modelIds, member.base));
+      if (member.direct && member.base) {
+        const totals = new TotalsByModel();
+        totals.addPacked(frames, start, end, modelIds);
+        rows.add(memberKey, day, totals.packCell(memberKey, member.base));
+      } else if (member.direct) {
+        rows.addWritten(memberKey, day, CELL_HEADER_ROOM + 2 * (end - start), (out, at) => writeRunningCell(out, at, memberKey, frames, start, end, modelIds));
       } else {
         daySums.addPacked(memberKey, day, frames, start, end, modelIds);
-        const earlier = member.latest;
-        if (earlier) daySums.addPacked(memberKey, day, earlier.bytes, earlier.start, earlier.end, modelIds, -1);
+        if (member.latest) daySums.addPacked(memberKey, day, member.latest, member.latestStart, member.latestEnd, modelIds, -1);
       }
-      member.latest = { bytes: frames, start, end };
+      member.latest = frames;
+      member.latestStart = start;
+      member.latestEnd = end;
       touched.add(member);
     });
     // Copied: the frames' buffer (about 100 MB for an import's usual message) need not outlive this call.
     for (const member of touched) {
-      const { bytes, start, end } = member.latest!;
-      member.latest = { bytes: bytes.slice(start, end), start: 0, end: end - start };
+      member.latest = member.latest!.slice(member.latestStart, member.latestEnd);
+      member.latestEnd -= member.latestStart;
+      member.latestStart = 0;
     }
     await rows.write(this.database);
     await addToRunningTotals(this.database, daySums);
@@ -88,7 +96,7 @@ export class ImportRunningTotals {
       if (this.members.has(memberKey)) return;
       const repeated = this.repeating.delete(memberKey);
       const direct = running && !repeated;
-      this.members.set(memberKey, { direct, base: undefined, latest: undefined });
+      this.members.set(memberKey, { direct, base: undefined, latest: undefined, latestStart: 0, latestEnd: 0 });
       if (direct) firstDays.push([memberKey, day]);
     });
     for (const chunk of chunks(firstDays)) {
@@ -104,21 +112,17 @@ export class ImportRunningTotals {
 }
 
 /**
- * A row's cell (see CELL FRAMES in usage-totals.ts): running totals over the file (packed, by file
- * model numbers) with their models numbered by id, plus `base` (bare packed totals) if given. A
- * view of a reused buffer, valid until the next call.
+ * Writes a row's cell (see CELL FRAMES in usage-totals.ts) into `out` from `at`: running totals
+ * over the file (packed, by file model numbers) with their models numbered by id, copied byte by
+ * byte but for the model numbers (no decoding, no packing). Returns the offset after it. An entry is
+ * at least 6 bytes, and its model number grows by at most 4 (to a 32-bit id): the cell takes at
+ * most CELL_HEADER_ROOM + twice the totals' bytes.
  */
-function runningCell(memberKey: number, frames: Uint8Array, start: number, end: number, modelIds: ArrayLike<number>,
-  base: Uint8Array | undefined): Uint8Array {
-  if (base) {
-    const totals = new TotalsByModel();
-    totals.addPacked(frames, start, end, modelIds);
-    return totals.packCell(memberKey, base);
-  }
-  // The entries copied as they are but for the model number: no decoding, no packing. An entry is
-  // at least 6 bytes, and its model number grows by at most 4 (to a 32-bit id): twice the room is enough.
-  const out = scratchFor(CELL_HEADER_ROOM + 2 * (end - start));
-  let at = CELL_HEADER_ROOM;
+function writeRunningCell(out: Uint8Array, at: number, memberKey: number, frames: Uint8Array, start: number, end: number,
+  modelIds: ArrayLike<number>): number {
+  // The totals first, after room for the header: their length is part of it.
+  const totalsStart = at + CELL_HEADER_ROOM;
+  let to = totalsStart;
   let p = start;
   while (p < end) {
     let model = 0;
@@ -129,26 +133,19 @@ function runningCell(memberKey: number, frames: Uint8Array, start: number, end: 
       scale *= 128;
       if (!(byte >= 0x80)) break;
     }
-    at = writeVarint(out, at, modelIds[model]!);
+    to = writeVarint(out, to, modelIds[model]!);
     for (let i = 0; i < SUMS; i++) {
       let byte;
       do {
         byte = frames[p++]!;
-        out[at++] = byte;
+        out[to++] = byte;
       } while (byte >= 0x80);
     }
   }
-  const header = writeVarint(cellHeader, writeVarint(cellHeader, 0, memberKey), at - CELL_HEADER_ROOM);
-  out.set(cellHeader.subarray(0, header), CELL_HEADER_ROOM - header);
-  return out.subarray(CELL_HEADER_ROOM - header, at);
+  const headerEnd = writeVarint(out, writeVarint(out, at, memberKey), to - totalsStart);
+  out.copyWithin(headerEnd, totalsStart, to);
+  return headerEnd + (to - totalsStart);
 }
 
 /** Room for a cell's header: two varints below 2^53. */
 const CELL_HEADER_ROOM = 16;
-const cellHeader = new Uint8Array(CELL_HEADER_ROOM);
-
-let scratch = new Uint8Array(1 << 12);
-function scratchFor(bytes: number): Uint8Array {
-  if (scratch.length < bytes) scratch = new Uint8Array(bytes * 2);
-  return scratch;
-}

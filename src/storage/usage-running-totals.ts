@@ -72,21 +72,33 @@ export async function readStoredRows(database: Pick<Database, "db" | "dialect" |
  * CHUNK_ROWS rows.
  */
 export class RowsByDay {
-  private bytes = new Uint8Array(1 << 16);
+  private bytes: Uint8Array;
   private used = 0;
   private members: number[] = [];
   private days: number[] = [];
   private ends: number[] = [];
 
+  /** `expectedBytes`: about how many bytes the rows will take (the buffer grows past it). */
+  constructor(expectedBytes = 1 << 16) {
+    this.bytes = new Uint8Array(expectedBytes);
+  }
+
   /** Adds a row; `cell` (framed totals) is copied. */
   add(memberKey: number, day: number, cell: Uint8Array): void {
-    if (this.used + cell.length > this.bytes.length) {
-      const bytes = new Uint8Array(Math.max(2 * this.bytes.length, this.used + cell.length));
+    this.addWritten(memberKey, day, cell.length, (out, at) => {
+      out.set(cell, at);
+      return at + cell.length;
+    });
+  }
+
+  /** Adds a row whose cell `write` puts into `out` from `at` (at most `maxBytes`), returning the offset after it. */
+  addWritten(memberKey: number, day: number, maxBytes: number, write: (out: Uint8Array, at: number) => number): void {
+    if (this.used + maxBytes > this.bytes.length) {
+      const bytes = new Uint8Array(Math.max(2 * this.bytes.length, this.used + maxBytes));
       bytes.set(this.bytes.subarray(0, this.used));
       this.bytes = bytes;
     }
-    this.bytes.set(cell, this.used);
-    this.used += cell.length;
+    this.used = write(this.bytes, this.used);
     this.members.push(memberKey);
     this.days.push(day);
     this.ends.push(this.used);

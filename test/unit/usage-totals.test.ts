@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { CorruptTotalsError, SUM_LIMIT, SumLimitError, TotalsByModel, cellTotals } from "../../src/domain/usage-totals.js";
+import { CorruptTotalsError, SUM_LIMIT, SumLimitError, TotalsByModel, cellTotals, readBigVarint, readVarint, writeVarint } from "../../src/domain/usage-totals.js";
 
 /** The totals as plain bigints per model, for comparison. */
 const plain = (totals: TotalsByModel) =>
@@ -111,5 +111,27 @@ describe("packed usage totals", () => {
       expect(() => new TotalsByModel().addPacked(corrupt)).toThrow(CorruptTotalsError);
       expect(() => batch.packCell(1, corrupt)).toThrow(CorruptTotalsError);
     }
+  });
+});
+
+describe("varints", () => {
+  it("write and read back every integer below 2^53, the bytes LEB128's", () => {
+    const value = fc.oneof(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 2 ** 31 - 300, max: 2 ** 31 + 300 }),
+      fc.integer({ min: 0, max: 2 ** 31 + 2 ** 30 }), fc.maxSafeNat(), fc.constant(Number.MAX_SAFE_INTEGER), fc.constant(2 ** 28), fc.constant(2 ** 35));
+    fc.assert(fc.property(value, (n) => {
+      const out = new Uint8Array(10);
+      const end = writeVarint(out, 1, n);
+      expect(readVarint(out, 1)).toStrictEqual([n, end]);
+      expect(readBigVarint(out, 1)).toBe(BigInt(n));
+      // LEB128: seven bits a byte, low first, the high bit set on every byte but the last.
+      let rest = BigInt(n);
+      const expected: number[] = [];
+      do {
+        const low = Number(rest & 0x7fn);
+        rest >>= 7n;
+        expected.push(rest > 0n ? low | 0x80 : low);
+      } while (rest > 0n);
+      expect([...out.subarray(1, end)]).toStrictEqual(expected);
+    }), { numRuns: 2000 });
   });
 });
