@@ -135,6 +135,8 @@ export class DaySumFrames {
   private sums = new Float64Array(1024 * SUMS);
   /** The parts of sums past 2^53, by entry (rare). */
   private readonly big = new Map<number, bigint[]>();
+  /** The bytes of the last frames taken. */
+  private lastFramesBytes = 0;
 
   /** How many (member, day) sums are held. */
   get size(): number {
@@ -189,7 +191,8 @@ export class DaySumFrames {
    * through that day instead. One buffer, cheap to transfer. Throws SumLimitError for a sum past 2^64 - 1.
    */
   takeFrames(running?: FileRunningTotals): Uint8Array {
-    let out = new Uint8Array(this.slotCount * HEADER_ROOM + this.entries * MAX_ENTRY_BYTES); // room for day sums; grown as needed
+    // Room for the day sums, or about as much as the last frames took (running totals take more); grown as needed.
+    let out = new Uint8Array(Math.max(this.slotCount * HEADER_ROOM + this.entries * MAX_ENTRY_BYTES, this.lastFramesBytes + (this.lastFramesBytes >> 3)));
     let at = 0;
     for (let slot = 0; slot < this.slotCount; slot++) {
       const member = this.slots[3 * slot]!;
@@ -216,7 +219,8 @@ export class DaySumFrames {
     this.lastDay.fill(-1);
     this.entries = 0;
     this.big.clear();
-    return out.slice(0, at);
+    this.lastFramesBytes = at;
+    return out.subarray(0, at); // not a copy: the buffer is transferred whole
   }
 
   /** Writes the packed sums of a slot's entries into `out` from `at`; returns the offset after them. */
