@@ -129,12 +129,7 @@ export class DaySumFrames {
    */
   private lastDay = new Int32Array(1024).fill(-1);
   private lastFirst = new Int32Array(1024);
-  private entries = 0;
-  private model = new Int32Array(1024);
-  private next = new Int32Array(1024);
-  private sums = new Float64Array(1024 * SUMS);
-  /** The parts of sums past 2^53, by entry (rare). */
-  private readonly big = new Map<number, bigint[]>();
+  private readonly entries = new SumEntries();
   /** The bytes of the last frames taken. */
   private lastFramesBytes = 0;
 
@@ -145,19 +140,19 @@ export class DaySumFrames {
 
   add(member: number, model: number, day: number, inputTokens: number, outputTokens: number, basicMicros: number, payGoMicros: number): void {
     let entry = member < this.lastDay.length && this.lastDay[member] === day ? this.lastFirst[member]! : this.firstOf(member, day);
+    const entries = this.entries;
     let last = -1;
-    while (entry !== -1 && this.model[entry] !== model) entry = this.next[(last = entry)]!;
+    while (entry !== -1 && entries.model[entry] !== model) entry = entries.next[(last = entry)]!;
     if (entry === -1) {
-      entry = this.newEntry(model);
+      entry = entries.add(model, -1);
       if (last === -1) this.newSlot(member, day, entry);
-      else this.next[last] = entry;
+      else entries.next[last] = entry;
     }
-    const at = entry * SUMS;
-    this.addSum(entry, at, inputTokens);
-    this.addSum(entry, at + 1, outputTokens);
-    this.addSum(entry, at + 2, basicMicros);
-    this.addSum(entry, at + 3, payGoMicros);
-    this.addSum(entry, at + EVENTS, 1);
+    entries.addTo(entry, 0, inputTokens);
+    entries.addTo(entry, 1, outputTokens);
+    entries.addTo(entry, 2, basicMicros);
+    entries.addTo(entry, 3, payGoMicros);
+    entries.addTo(entry, EVENTS, 1);
   }
 
   /** The first entry of (member, day), or -1; remembered as the member's latest day. */
@@ -192,7 +187,8 @@ export class DaySumFrames {
    */
   takeFrames(running?: FileRunningTotals): Uint8Array {
     // Room for the day sums, or about as much as the last frames took (running totals take more); grown as needed.
-    let out = new Uint8Array(Math.max(this.slotCount * HEADER_ROOM + this.entries * MAX_ENTRY_BYTES, this.lastFramesBytes + (this.lastFramesBytes >> 3)));
+    const entries = this.entries;
+    let out = new Uint8Array(Math.max(this.slotCount * HEADER_ROOM + entries.count * MAX_ENTRY_BYTES, this.lastFramesBytes + (this.lastFramesBytes >> 3)));
     let at = 0;
     for (let slot = 0; slot < this.slotCount; slot++) {
       const member = this.slots[3 * slot]!;
@@ -200,8 +196,8 @@ export class DaySumFrames {
       const first = this.slots[3 * slot + 2]!;
       const cumulative = running?.inDayOrder(member) ?? false;
       let models = 0;
-      for (let entry = first; entry !== -1; entry = this.next[entry]!) {
-        if (cumulative) running!.add(member, this.model[entry]!, this.sums, entry * SUMS, this.bigOf(entry));
+      for (let entry = first; entry !== -1; entry = entries.next[entry]!) {
+        if (cumulative) running!.add(member, entries, entry);
         models++;
       }
       if (cumulative) models = running!.modelsOf(member);
@@ -217,51 +213,15 @@ export class DaySumFrames {
     this.firstEntry.clear();
     this.slotCount = 0;
     this.lastDay.fill(-1);
-    this.entries = 0;
-    this.big.clear();
+    entries.clear();
     this.lastFramesBytes = at;
     return out.subarray(0, at); // not a copy: the buffer is transferred whole
   }
 
   /** Writes the packed sums of a slot's entries into `out` from `at`; returns the offset after them. */
   private packSlot(first: number, out: Uint8Array, at: number): number {
-    for (let entry = first; entry !== -1; entry = this.next[entry]!) {
-      at = writeVarint(out, at, this.model[entry]!);
-      at = writeSums(out, at, this.sums, entry * SUMS, this.bigOf(entry));
-    }
+    for (let entry = first; entry !== -1; entry = this.entries.next[entry]!) at = this.entries.write(out, at, entry);
     return at;
-  }
-
-  /** An entry's parts past 2^53, if any (a lookup only once there are any: a Map lookup per entry cost the worker seconds). */
-  private bigOf(entry: number): bigint[] | undefined {
-    return this.big.size === 0 ? undefined : this.big.get(entry);
-  }
-
-  private newEntry(model: number): number {
-    const entry = this.entries++;
-    if (entry === this.model.length) {
-      this.model = growInts(this.model);
-      this.next = growInts(this.next);
-      const sums = new Float64Array(this.sums.length * 2);
-      sums.set(this.sums);
-      this.sums = sums;
-    }
-    this.model[entry] = model;
-    this.next[entry] = -1;
-    for (let at = entry * SUMS; at < entry * SUMS + SUMS; at++) this.sums[at] = 0;
-    return entry;
-  }
-
-  private addSum(entry: number, at: number, value: number): void {
-    const sum = this.sums[at]! + value;
-    if (sum <= Number.MAX_SAFE_INTEGER) {
-      this.sums[at] = sum;
-      return;
-    }
-    let big = this.big.get(entry);
-    if (!big) this.big.set(entry, (big = [0n, 0n, 0n, 0n, 0n]));
-    big[at - entry * SUMS]! += BigInt(this.sums[at]!) + BigInt(value);
-    this.sums[at] = 0;
   }
 }
 
@@ -281,11 +241,7 @@ export class FileRunningTotals {
   /** Per member: its first entry (-1 for none) and how many it has (one a model). */
   private firstEntry = new Int32Array(1024).fill(-1);
   private modelCount = new Int32Array(1024);
-  private entries = 0;
-  private model = new Int32Array(1024);
-  private next = new Int32Array(1024);
-  private sums = new Float64Array(1024 * SUMS);
-  private readonly big = new Map<number, bigint[]>();
+  private readonly entries = new SumEntries();
 
   /** Notes each event's member and day, in the file's order. */
   see(member: number, day: number): void {
@@ -304,56 +260,25 @@ export class FileRunningTotals {
     return member < this.modelCount.length ? this.modelCount[member]! : 0;
   }
 
-  /** Adds a model's sums (`sums` from `at`, SUMS of them, plus `big`'s parts past 2^53) to the member's running totals. */
-  add(member: number, model: number, sums: Float64Array, at: number, big: bigint[] | undefined): void {
+  /** Adds an entry of day sums (a model's) to the member's running totals. */
+  add(member: number, from: SumEntries, fromEntry: number): void {
     if (member >= this.latestDay.length) this.grow(member);
+    const entries = this.entries;
+    const model = from.model[fromEntry]!;
     let entry = this.firstEntry[member]!;
-    while (entry !== -1 && this.model[entry] !== model) entry = this.next[entry]!;
-    if (entry === -1) entry = this.newEntry(member, model);
-    for (let i = 0; i < SUMS; i++) {
-      const to = entry * SUMS + i;
-      const sum = this.sums[to]! + sums[at + i]!;
-      if (sum <= Number.MAX_SAFE_INTEGER) {
-        this.sums[to] = sum;
-      } else {
-        let parts = this.big.get(entry);
-        if (!parts) this.big.set(entry, (parts = [0n, 0n, 0n, 0n, 0n]));
-        parts[i]! += BigInt(this.sums[to]!) + BigInt(sums[at + i]!);
-        this.sums[to] = 0;
-      }
+    while (entry !== -1 && entries.model[entry] !== model) entry = entries.next[entry]!;
+    if (entry === -1) {
+      // Chained at the head: the order of a cell's models is free.
+      this.firstEntry[member] = entry = entries.add(model, this.firstEntry[member]!);
+      this.modelCount[member]!++;
     }
-    if (big) {
-      let parts = this.big.get(entry);
-      if (!parts) this.big.set(entry, (parts = [0n, 0n, 0n, 0n, 0n]));
-      for (let i = 0; i < SUMS; i++) parts[i]! += big[i]!;
-    }
+    entries.addEntry(entry, from, fromEntry);
   }
 
   /** Writes the member's running totals, packed, into `out` from `at`; returns the offset after them. */
   pack(member: number, out: Uint8Array, at: number): number {
-    const anyBig = this.big.size > 0;
-    for (let entry = this.firstEntry[member]!; entry !== -1; entry = this.next[entry]!) {
-      at = writeVarint(out, at, this.model[entry]!);
-      at = writeSums(out, at, this.sums, entry * SUMS, anyBig ? this.big.get(entry) : undefined);
-    }
+    for (let entry = this.firstEntry[member]!; entry !== -1; entry = this.entries.next[entry]!) at = this.entries.write(out, at, entry);
     return at;
-  }
-
-  private newEntry(member: number, model: number): number {
-    const entry = this.entries++;
-    if (entry === this.model.length) {
-      this.model = growInts(this.model);
-      this.next = growInts(this.next);
-      const sums = new Float64Array(this.sums.length * 2);
-      sums.set(this.sums);
-      this.sums = sums;
-    }
-    // Appended at the head: the order of a cell's models is free.
-    this.model[entry] = model;
-    this.next[entry] = this.firstEntry[member]!;
-    this.firstEntry[member] = entry;
-    this.modelCount[member]!++;
-    return entry;
   }
 
   private grow(member: number): void {
@@ -411,19 +336,88 @@ function varintAt(bytes: Uint8Array, at: number): number {
   }
 }
 
-/** Writes SUMS sums (`sums` from `from`, plus `big`'s parts past 2^53) as varints; throws SumLimitError past 2^64 - 1. */
-function writeSums(out: Uint8Array, at: number, sums: Float64Array, from: number, big: bigint[] | undefined): number {
-  for (let i = 0; i < SUMS; i++) {
-    const value = sums[from + i]!;
-    if (!big) {
-      at = writeVarint(out, at, value);
-      continue;
+/**
+ * Entries of SUMS sums each, in typed arrays (no object per entry: hundreds of thousands held cost
+ * the garbage collector nothing), each with a model number and the next entry of its chain (-1 ends
+ * it). Sums stay exact: past 2^53 a sum's excess moves into a bigint (rare).
+ */
+class SumEntries {
+  count = 0;
+  model = new Int32Array(1024);
+  next = new Int32Array(1024);
+  sums = new Float64Array(1024 * SUMS);
+  /** The parts of sums past 2^53, by entry. */
+  private readonly big = new Map<number, bigint[]>();
+
+  /** A new entry of zero sums for `model`, chained before `next`. */
+  add(model: number, next: number): number {
+    const entry = this.count++;
+    if (entry === this.model.length) {
+      this.model = growInts(this.model);
+      this.next = growInts(this.next);
+      const sums = new Float64Array(this.sums.length * 2);
+      sums.set(this.sums);
+      this.sums = sums;
     }
-    const total = big[i]! + BigInt(value);
-    if (total > SUM_LIMIT) throw new SumLimitError();
-    at = writeBigVarint(out, at, total);
+    this.model[entry] = model;
+    this.next[entry] = next;
+    for (let at = entry * SUMS; at < entry * SUMS + SUMS; at++) this.sums[at] = 0;
+    return entry;
   }
-  return at;
+
+  /** Adds `value` to the entry's sum `i`. */
+  addTo(entry: number, i: number, value: number): void {
+    const at = entry * SUMS + i;
+    const sum = this.sums[at]! + value;
+    if (sum <= Number.MAX_SAFE_INTEGER) {
+      this.sums[at] = sum;
+      return;
+    }
+    this.bigParts(entry)[i]! += BigInt(this.sums[at]!) + BigInt(value);
+    this.sums[at] = 0;
+  }
+
+  /** Adds the sums of another's entry to the entry's. */
+  addEntry(entry: number, from: SumEntries, fromEntry: number): void {
+    for (let i = 0; i < SUMS; i++) this.addTo(entry, i, from.sums[fromEntry * SUMS + i]!);
+    const big = from.bigOf(fromEntry);
+    if (!big) return;
+    const parts = this.bigParts(entry);
+    for (let i = 0; i < SUMS; i++) parts[i]! += big[i]!;
+  }
+
+  /** Writes the entry (its model number, then its sums) as varints; throws SumLimitError past 2^64 - 1. */
+  write(out: Uint8Array, at: number, entry: number): number {
+    at = writeVarint(out, at, this.model[entry]!);
+    const big = this.bigOf(entry);
+    for (let i = 0; i < SUMS; i++) {
+      const value = this.sums[entry * SUMS + i]!;
+      if (!big) {
+        at = writeVarint(out, at, value);
+        continue;
+      }
+      const total = big[i]! + BigInt(value);
+      if (total > SUM_LIMIT) throw new SumLimitError();
+      at = writeBigVarint(out, at, total);
+    }
+    return at;
+  }
+
+  clear(): void {
+    this.count = 0;
+    this.big.clear();
+  }
+
+  /** The entry's parts past 2^53, if any (looked up only once there are any: a Map lookup per entry cost the worker seconds). */
+  private bigOf(entry: number): bigint[] | undefined {
+    return this.big.size === 0 ? undefined : this.big.get(entry);
+  }
+
+  private bigParts(entry: number): bigint[] {
+    let parts = this.big.get(entry);
+    if (!parts) this.big.set(entry, (parts = [0n, 0n, 0n, 0n, 0n]));
+    return parts;
+  }
 }
 
 /** A copy of `from`'s first `used` bytes in a buffer of at least `room`. */
