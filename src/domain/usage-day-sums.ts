@@ -284,19 +284,17 @@ export class FileRunningTotals {
   private grow(member: number): void {
     let size = this.latestDay.length;
     while (size <= member) size *= 2;
-    const latestDay = new Int32Array(size).fill(-1);
-    latestDay.set(this.latestDay);
-    this.latestDay = latestDay;
-    const outOfOrder = new Uint8Array(size);
-    outOfOrder.set(this.outOfOrder);
-    this.outOfOrder = outOfOrder;
-    const firstEntry = new Int32Array(size).fill(-1);
-    firstEntry.set(this.firstEntry);
-    this.firstEntry = firstEntry;
-    const modelCount = new Int32Array(size);
-    modelCount.set(this.modelCount);
-    this.modelCount = modelCount;
+    this.latestDay = lengthened(this.latestDay, new Int32Array(size).fill(-1));
+    this.outOfOrder = lengthened(this.outOfOrder, new Uint8Array(size));
+    this.firstEntry = lengthened(this.firstEntry, new Int32Array(size).fill(-1));
+    this.modelCount = lengthened(this.modelCount, new Int32Array(size));
   }
+}
+
+/** `to` (longer, filled as new places should be) with `from` copied into its start. */
+function lengthened<T extends Int32Array<ArrayBuffer> | Uint8Array<ArrayBuffer>>(from: T, to: T): T {
+  to.set(from);
+  return to;
 }
 
 /**

@@ -145,6 +145,23 @@ describe("running totals across threads", () => {
     }), { numRuns: 300 });
   });
 
+  it("keeps each member's running totals as its numbers grow past the arrays' first sizes", () => {
+    const sender = new DaySumFrames();
+    const running = new FileRunningTotals();
+    const members = [0, 3_000, 70_000, 1_500];
+    for (let day = 20_000; day < 20_003; day++) {
+      members.forEach((member, i) => {
+        sender.add(member, i, day, 10 + i, 1, 0, 0);
+        running.see(member, day);
+      });
+      const frames = sender.takeFrames(running);
+      const got: unknown[] = [];
+      forEachFrame(frames, (member, isRunning, frameDay, start, end) => got.push([member, isRunning, frameDay, plainPacked(frames, start, end)]));
+      const through = BigInt(day - 20_000 + 1);
+      expect(got).toStrictEqual(members.map((member, i) => [member, true, day, { [i]: [through * BigInt(10 + i), through, 0n, 0n, through] }]));
+    }
+  });
+
   it("keeps running totals past 2^53 exact, and refuses one past 2^64 - 1", () => {
     const sender = new DaySumFrames();
     const running = new FileRunningTotals();
