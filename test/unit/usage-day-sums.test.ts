@@ -3,11 +3,14 @@ import fc from "fast-check";
 import { DaySumFrames, DaySums, FileRunningTotals, forEachFrame } from "../../src/domain/usage-day-sums.js";
 import { SumLimitError, TotalsByModel } from "../../src/domain/usage-totals.js";
 
+/** Totals as plain bigints: model id → [input, output, basic, pay-go, events]. */
+const plainTotals = (totals: TotalsByModel) => Object.fromEntries([...totals.models].sort((a, b) => a[0] - b[0]).map(([id, s]) => [id, [0, 1, 2, 3, 4].map((i) => s.total(i))]));
+
 /** Held sums as plain bigints: member key → day → model id → [input, output, basic, pay-go, events]. */
 const plain = (sums: DaySums) => Object.fromEntries(sums.drain().map(([member, days]) => [member, Object.fromEntries(days.map(([day, sum]) => {
   const totals = new TotalsByModel();
   sum.addTo(totals);
-  return [day, Object.fromEntries([...totals.models].sort((a, b) => a[0] - b[0]).map(([id, s]) => [id, [0, 1, 2, 3, 4].map((i) => s.total(i))]))];
+  return [day, plainTotals(totals)];
 }))]));
 
 /** Adds frames of day sums to `sums`, their numbers mapped as an import maps them; a frame of running totals fails the test. */
@@ -18,11 +21,11 @@ function receive(sums: DaySums, frames: Uint8Array, memberKeys: number[], modelI
   });
 }
 
-/** Packed totals as plain bigints: model → [input, output, basic, pay-go, events]. */
+/** Packed totals as plain bigints (see plainTotals). */
 function plainPacked(packed: Uint8Array, start = 0, end = packed.length) {
   const totals = new TotalsByModel();
   totals.addPacked(packed, start, end);
-  return Object.fromEntries([...totals.models].sort((a, b) => a[0] - b[0]).map(([id, s]) => [id, [0, 1, 2, 3, 4].map((i) => s.total(i))]));
+  return plainTotals(totals);
 }
 
 describe("day sums across threads", () => {
@@ -110,7 +113,7 @@ describe("running totals across threads", () => {
     for (const [m, model, d, ...v] of events) {
       if (m === member && (onlyThatDay ? d === day : d <= day)) totals.addEvent(model, v[0]!, v[1]!, v[2]!, v[3]!);
     }
-    return Object.fromEntries([...totals.models].sort((a, b) => a[0] - b[0]).map(([id, s]) => [id, [0, 1, 2, 3, 4].map((i) => s.total(i))]));
+    return plainTotals(totals);
   }
 
   it("sends a member's running totals through each day while its events come in day order, else its day sums", () => {
