@@ -7,6 +7,7 @@ export type AccessTokenRow = Selectable<AccessTokenTable>;
 
 export interface ActiveToken {
   enterprise_id: string;
+  app_id: string | null;
   permissions: string;
 }
 
@@ -44,7 +45,7 @@ export class AuthRepository {
   /** The token's enterprise and permissions if it exists, has not expired and is not revoked. */
   async findActiveToken(tokenHash: string, now: number): Promise<ActiveToken | undefined> {
     return this.db.selectFrom("access_token")
-      .select(["enterprise_id", "permissions"])
+      .select(["enterprise_id", "app_id", "permissions"])
       .where("token_hash", "=", tokenHash)
       .where("expires_at", ">", now)
       .where("revoked_at", "is", null)
