@@ -8,24 +8,27 @@ export async function up(db: Kysely<any>): Promise<void> {
     await sql`update access_token set token_id = 'tok_' || replace(gen_random_uuid()::text, '-', '')`.execute(db);
     await sql`alter table access_token alter column token_id set not null`.execute(db);
   } else {
-    // SQLite cannot add a NOT NULL column without a default: rebuild the table.
-    await db.schema
-      .createTable("access_token_with_id")
-      .addColumn("token_hash", "text", (c) => c.primaryKey())
-      .addColumn("token_id", "text", (c) => c.notNull())
-      .addColumn("app_id", "text", (c) => c.references("app.app_id").onDelete("cascade"))
-      .addColumn("enterprise_id", "text", (c) => c.notNull().references("enterprise.enterprise_id").onDelete("cascade"))
-      .addColumn("permissions", "text", (c) => c.notNull())
-      .addColumn("created_at", "bigint", (c) => c.notNull())
-      .addColumn("expires_at", "bigint", (c) => c.notNull())
-      .addColumn("revoked_at", "bigint")
-      .execute();
-    await sql`insert into access_token_with_id
-      select token_hash, 'tok_' || lower(hex(randomblob(16))), app_id, enterprise_id, permissions, created_at, expires_at, revoked_at
-      from access_token`.execute(db);
-    await db.schema.dropTable("access_token").execute();
-    await db.schema.alterTable("access_token_with_id").renameTo("access_token").execute();
-    await db.schema.createIndex("access_token_by_app").on("access_token").column("app_id").execute();
+    // SQLite cannot add a NOT NULL column without a default: rebuild the table, all or nothing (Kysely
+    // runs SQLite migrations outside a transaction).
+    await db.transaction().execute(async (trx) => {
+      await trx.schema
+        .createTable("access_token_with_id")
+        .addColumn("token_hash", "text", (c) => c.primaryKey())
+        .addColumn("token_id", "text", (c) => c.notNull())
+        .addColumn("app_id", "text", (c) => c.references("app.app_id").onDelete("cascade"))
+        .addColumn("enterprise_id", "text", (c) => c.notNull().references("enterprise.enterprise_id").onDelete("cascade"))
+        .addColumn("permissions", "text", (c) => c.notNull())
+        .addColumn("created_at", "bigint", (c) => c.notNull())
+        .addColumn("expires_at", "bigint", (c) => c.notNull())
+        .addColumn("revoked_at", "bigint")
+        .execute();
+      await sql`insert into access_token_with_id
+        select token_hash, 'tok_' || lower(hex(randomblob(16))), app_id, enterprise_id, permissions, created_at, expires_at, revoked_at
+        from access_token`.execute(trx);
+      await trx.schema.dropTable("access_token").execute();
+      await trx.schema.alterTable("access_token_with_id").renameTo("access_token").execute();
+      await trx.schema.createIndex("access_token_by_app").on("access_token").column("app_id").execute();
+    });
   }
   await db.schema.createIndex("access_token_id").on("access_token").column("token_id").unique().execute();
   await db.schema.createIndex("access_token_by_enterprise").on("access_token").columns(["enterprise_id", "created_at"]).execute();
