@@ -114,7 +114,7 @@ async function measureIngestion(dbPath: string, batches: number) {
   await database.close();
   const port = await freePort();
   const server = spawn(process.execPath, ["--max-semi-space-size=64", join(ROOT, "bin/enterprise-admin.mjs"), "serve", "--port", String(port), "--db", dbPath],
-    { env: { ...process.env, LOG_LEVEL: "warn" }, stdio: ["ignore", "ignore", "inherit"] });
+    { env: { ...process.env, LOG_LEVEL: "warn", RATE_LIMIT_RPS: "0" }, stdio: ["ignore", "ignore", "inherit"] });
   try {
     await waitForPort(port);
     const client = createClient(UsageService, createConnectTransport({ baseUrl: `http://127.0.0.1:${port}`, httpVersion: "1.1", useBinaryFormat: true }));
@@ -154,7 +154,7 @@ async function measureIngestion(dbPath: string, batches: number) {
 async function measureQueries(database: Database, label: string, members: number) {
   const usage = new UsageRepository(database);
   const handlers = usageHandlers(usage);
-  const call = { requestId: "bench", principal: { enterpriseId: ENTERPRISE_ID, permissions: new Set(["statistics:read"]) } };
+  const call = { requestId: "bench", principal: { enterpriseId: ENTERPRISE_ID, appId: null, permissions: new Set(["statistics:read"]) }, clientAddress: undefined };
   console.log(`(3) query on ${label}, 100 members, ${flags.queries} queries per window (handler: members, running totals and raw partial days, formatting):`);
   // A running service's page cache holds the tables the query reads; a fresh process's does not.
   // One pass over them stands for that. The events first: the store is larger than the 1 GiB cache,

@@ -8,6 +8,7 @@ import { Authenticator } from "./interceptors/auth.js";
 import { attachCallLog, callLogKey, callLogOf, type CallLog } from "./interceptors/call-log.js";
 import { CallPipeline } from "./interceptors/call-pipeline.js";
 import type { Logger } from "./interceptors/logging.js";
+import { RateLimits, type RateLimitSettings } from "./interceptors/rate-limit.js";
 import { resolveRequestId } from "./interceptors/request-id.js";
 import type { KeyProvider } from "./keys/key-provider.js";
 import { AccessAdmin } from "./operations/access-admin.js";
@@ -29,6 +30,7 @@ export interface AppDeps {
   logger: Logger;
   /** Wraps the per-environment data keys that seal secrets. */
   keys: KeyProvider;
+  rateLimits: RateLimitSettings;
 }
 
 export interface App {
@@ -39,15 +41,17 @@ export interface App {
   beginShutdown(): void;
 }
 
-export function createApp({ database, logger, keys }: AppDeps): App {
+export function createApp({ database, logger, keys, rateLimits: rateLimitSettings }: AppDeps): App {
   const authRepository = new AuthRepository(database.db);
+  const rateLimits = new RateLimits(rateLimitSettings);
   const services = businessServices({
     access: new AccessAdmin(authRepository, new DirectoryRepository(database.db)),
     departments: new DepartmentRepository(database.db),
     usage: new UsageRepository(database),
     environments: new EnvironmentConfigs(new EnvironmentConfigRepository(database.db), keys),
+    rateLimits,
   });
-  const pipeline = new CallPipeline(new Authenticator(authRepository));
+  const pipeline = new CallPipeline(new Authenticator(authRepository), rateLimits);
   const health = new HealthState(services.map((s) => s.service.typeName));
   const rest = new RestFacade(services, pipeline);
   const connectJson = new ConnectJsonUnary(services, pipeline);
@@ -71,7 +75,7 @@ export function createApp({ database, logger, keys }: AppDeps): App {
     const requestId = resolveRequestId(req.headers["x-request-id"]);
     req.headers["x-request-id"] = requestId; // Connect handlers read the resolved id from here
     res.setHeader("x-request-id", requestId);
-    const log: CallLog = { requestId };
+    const log: CallLog = { requestId, clientAddress: req.socket?.remoteAddress };
     attachCallLog(req, log);
     inFlight++;
     res.once("close", () => {

@@ -16,7 +16,7 @@ export async function startService(config: Config, logger: Logger = createLogger
   try {
     await migrateToLatest(database);
     const keys = await loadLocalKeyProvider({ databaseUrl: config.databaseUrl });
-    const app = createApp({ database, logger, keys });
+    const app = createApp({ database, logger, keys, rateLimits: config.rateLimits });
     const listener = await listen(app, config.port, config.host);
     logger.info({ port: listener.port, host: config.host, database: database.dialect }, "listening");
     return {

@@ -3,7 +3,7 @@
 import { readFile } from "node:fs/promises";
 import { Command, Option } from "commander";
 import { loadConfig } from "../config.js";
-import { parseDuration } from "../domain/credentials.js";
+import { MAX_ACCESS_TOKEN_TTL_SECONDS, parseDuration } from "../domain/credentials.js";
 import { parseDirectoryFile } from "../domain/directory-file.js";
 import { AppError } from "../domain/errors.js";
 import { PERMISSIONS, parsePermissions } from "../domain/permissions.js";
@@ -138,18 +138,35 @@ program.command("keys").description("the master key that wraps the secrets' data
     if (process.env.ENTERPRISE_ADMIN_MASTER_KEY) console.error("now set ENTERPRISE_ADMIN_MASTER_KEY to the new key before starting the service");
   });
 
-program.command("token").description("access tokens").command("create")
-  .description("print a ready access token (alone on stdout)")
+const tokenCommand = program.command("token").description("access tokens (never printed back once made)");
+tokenCommand.command("create")
+  .description("print a ready access token (alone on stdout; its token_id goes to stderr)")
   .requiredOption("--enterprise <id>", "enterprise id")
   .requiredOption("--scopes <list>", `comma-separated permissions: ${PERMISSIONS.join(", ")}`)
-  .option("--expires-in <duration>", "lifetime: 90s, 15m, 2h, 7d", "2h")
+  .option("--expires-in <duration>", "lifetime: 90s, 15m, 2h, 7d; at most 90d", "2h")
   .addOption(dbOption())
   .action(async (opts) => {
     const ttl = parseDuration(opts.expiresIn);
     if (ttl === undefined) throw new AppError(4001, `--expires-in: "${opts.expiresIn}" is not a duration like 90s, 15m, 2h or 7d`);
+    if (ttl > MAX_ACCESS_TOKEN_TTL_SECONDS) throw new AppError(4001, `--expires-in: "${opts.expiresIn}" is longer than the cap of ${MAX_ACCESS_TOKEN_TTL_SECONDS / 86400} days (${MAX_ACCESS_TOKEN_TTL_SECONDS / 86400}d)`);
     const permissions = parsePermissions(opts.scopes);
     const token = await withDatabase(opts.db, (database) => accessAdmin(database).createToken(opts.enterprise, permissions, ttl));
+    console.error(`token_id: ${token.tokenId}`);
     console.log(token.accessToken);
+  });
+tokenCommand.command("list").description("list an enterprise's tokens, live and ended within a day (never the tokens)")
+  .requiredOption("--enterprise <id>", "enterprise id")
+  .addOption(dbOption())
+  .action(async (opts) => {
+    const tokens = await withDatabase(opts.db, (database) => accessAdmin(database).listTokens(opts.enterprise));
+    console.log(JSON.stringify(tokens, null, 2));
+  });
+tokenCommand.command("revoke").argument("<token_id>").description("revoke a token; the next call with it gets 401 on every server")
+  .addOption(dbOption())
+  .action(async (tokenId: string, opts) => {
+    const found = await withDatabase(opts.db, (database) => accessAdmin(database).revokeToken(tokenId));
+    if (!found) throw new AppError(4001, `token "${tokenId}" not found`);
+    console.log(JSON.stringify({ token_id: tokenId, revoked: true }));
   });
 
 program.parseAsync(process.argv).catch((error: unknown) => {

@@ -3,10 +3,16 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 
 export const ACCESS_TOKEN_TTL_SECONDS = 7200;
+/** The longest lifetime `token create --expires-in` accepts: 90 days. */
+export const MAX_ACCESS_TOKEN_TTL_SECONDS = 90 * 86400;
+/** How long an expired or revoked token stays listed before it is purged: one day. */
+export const ENDED_TOKEN_RETENTION_SECONDS = 86400;
 
 export const newAppId = () => `app_${randomBytes(9).toString("base64url")}`;
 export const newAppSecret = () => `eas_${randomBytes(32).toString("base64url")}`;
 export const newAccessToken = () => `eat_${randomBytes(32).toString("base64url")}`;
+/** Names a token for operators; random, so it tells nothing about the token. */
+export const newTokenId = () => `tok_${randomBytes(16).toString("hex")}`;
 
 export function hashCredential(value: string): string {
   return createHash("sha256").update(value, "utf8").digest("hex");

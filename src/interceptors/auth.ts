@@ -8,6 +8,8 @@ import type { AuthRepository } from "../storage/auth-repository.js";
 
 export interface Principal {
   enterpriseId: string;
+  /** The app the token was obtained for; null for a token made by `token create`. */
+  appId: string | null;
   permissions: ReadonlySet<string>;
 }
 
@@ -25,6 +27,6 @@ export class Authenticator {
     if (!token) throw invalidToken("access token invalid, expired or revoked");
     const permissions = new Set(splitPermissions(token.permissions));
     if (!permissions.has(access.permission)) throw permissionDenied(access.permission);
-    return { enterpriseId: token.enterprise_id, permissions };
+    return { enterpriseId: token.enterprise_id, appId: token.app_id, permissions };
   }
 }

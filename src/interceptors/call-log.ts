@@ -5,6 +5,8 @@ import { createContextKey } from "@connectrpc/connect";
 
 export interface CallLog {
   requestId: string;
+  /** The peer's address (a proxy's, behind one); the token exchange is rate limited by it. */
+  clientAddress?: string;
   procedure?: string;
   enterpriseId?: string;
   /** The ErrorCode number when the call failed. */

@@ -1,5 +1,6 @@
 // The one path every business call takes, whatever its transport: authorize by the method's declared
-// access, validate by the proto rules, run the handler, record the outcome for the access log.
+// access, count the call against the caller's rate limit, validate by the proto rules, run the handler,
+// record the outcome for the access log.
 // The Connect services (bindService) and the REST facade both call `run`.
 import { getOption, type DescMethodUnary, type DescService, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
@@ -8,12 +9,15 @@ import { AppError, ErrorCode } from "../domain/errors.js";
 import type { Authenticator, Principal } from "./auth.js";
 import { callLogKey, type CallLog } from "./call-log.js";
 import { toConnectError } from "./connect-errors.js";
+import type { RateLimits } from "./rate-limit.js";
 import { validateRequest } from "./validation.js";
 
 export interface CallContext {
   requestId: string;
   /** Undefined only for public methods. */
   principal: Principal | undefined;
+  /** The peer's address, when the transport knows it. */
+  clientAddress: string | undefined;
 }
 
 export interface AuthedCallContext extends CallContext {
@@ -46,7 +50,7 @@ export function methodAccess(method: DescMethodUnary): MethodAccess {
 }
 
 export class CallPipeline {
-  constructor(private readonly authenticator: Authenticator) {}
+  constructor(private readonly authenticator: Authenticator, private readonly rateLimits: RateLimits) {}
 
   async run<I extends DescMethodUnary>(
     method: I,
@@ -59,9 +63,12 @@ export class CallPipeline {
     log.procedure = `/${method.parent.typeName}/${method.name}`;
     try {
       const principal = await this.authenticator.authorize(meta.authorization, access);
-      if (principal) log.enterpriseId = principal.enterpriseId;
+      if (principal) {
+        log.enterpriseId = principal.enterpriseId;
+        this.rateLimits.admitCall(principal);
+      }
       validateRequest(method.input, request);
-      return await handler(request, { requestId: log.requestId, principal: principal! });
+      return await handler(request, { requestId: log.requestId, principal: principal!, clientAddress: log.clientAddress });
     } catch (error) {
       if (error instanceof AppError) {
         log.code = error.code;

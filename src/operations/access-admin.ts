@@ -1,5 +1,9 @@
 // Enterprise apps and access tokens: create, list, revoke, exchange. Used by the CLI and AuthService.
-import { ACCESS_TOKEN_TTL_SECONDS, credentialMatches, hashCredential, newAccessToken, newAppId, newAppSecret, nowSeconds } from "../domain/credentials.js";
+// Issuing a token also purges the tokens that ended (expired or revoked) more than a day ago.
+import {
+  ACCESS_TOKEN_TTL_SECONDS, ENDED_TOKEN_RETENTION_SECONDS, credentialMatches, hashCredential, newAccessToken, newAppId, newAppSecret,
+  newTokenId, nowSeconds,
+} from "../domain/credentials.js";
 import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
 import { formatPermissions, type Permission } from "../domain/permissions.js";
 import type { AuthRepository } from "../storage/auth-repository.js";
@@ -43,17 +47,33 @@ export class AccessAdmin {
     if (!app || app.revoked_at !== null || !credentialMatches(appSecret, app.secret_hash)) {
       throw new AppError(ErrorCode.INVALID_APP_CREDENTIALS, "invalid app_id or app_secret");
     }
-    return this.issueToken(app.enterprise_id, app.app_id, app.permissions, ACCESS_TOKEN_TTL_SECONDS);
+    const { accessToken, expire } = await this.issueToken(app.enterprise_id, app.app_id, app.permissions, ACCESS_TOKEN_TTL_SECONDS);
+    return { accessToken, expire };
+  }
+
+  /** An enterprise's tokens, live and recently ended; never the tokens themselves. */
+  async listTokens(enterpriseId: string) {
+    const rows = await this.auth.listTokens(enterpriseId);
+    return rows.map((r) => ({
+      token_id: r.token_id, app_id: r.app_id, permissions: r.permissions.split(","),
+      created_at: Number(r.created_at), expires_at: Number(r.expires_at), revoked: r.revoked_at !== null,
+    }));
+  }
+
+  /** Revokes one token: the next call with it gets 401 on every server. False for an unknown token id. */
+  async revokeToken(tokenId: string): Promise<boolean> {
+    return this.auth.revokeToken(tokenId, nowSeconds());
   }
 
   private async issueToken(enterpriseId: string, appId: string | null, permissions: string, ttlSeconds: number) {
     const token = newAccessToken();
+    const tokenId = newTokenId();
     const now = nowSeconds();
     await this.auth.insertToken({
-      token_hash: hashCredential(token), app_id: appId, enterprise_id: enterpriseId, permissions,
+      token_hash: hashCredential(token), token_id: tokenId, app_id: appId, enterprise_id: enterpriseId, permissions,
       created_at: now, expires_at: now + ttlSeconds, revoked_at: null,
-    });
-    return { accessToken: token, expire: ttlSeconds };
+    }, now - ENDED_TOKEN_RETENTION_SECONDS);
+    return { accessToken: token, tokenId, expire: ttlSeconds };
   }
 
   private async requireEnterprise(enterpriseId: string) {

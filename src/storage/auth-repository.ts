@@ -5,8 +5,11 @@ import type { AccessTokenTable, AppTable, Schema } from "./schema.js";
 export type AppRow = Selectable<AppTable>;
 export type AccessTokenRow = Selectable<AccessTokenTable>;
 
+export type TokenListing = Omit<AccessTokenRow, "token_hash" | "enterprise_id">;
+
 export interface ActiveToken {
   enterprise_id: string;
+  app_id: string | null;
   permissions: string;
 }
 
@@ -37,14 +40,38 @@ export class AuthRepository {
     });
   }
 
-  async insertToken(row: AccessTokenRow): Promise<void> {
-    await this.db.insertInto("access_token").values(row).execute();
+  /** Stores a new token and, in the same transaction, deletes the tokens that ended before `purgeBefore`. */
+  async insertToken(row: AccessTokenRow, purgeBefore: number): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      await trx.deleteFrom("access_token")
+        .where((eb) => eb.or([eb("expires_at", "<", purgeBefore), eb("revoked_at", "<", purgeBefore)]))
+        .execute();
+      await trx.insertInto("access_token").values(row).execute();
+    });
+  }
+
+  /** An enterprise's tokens as an operator sees them: never their hashes. */
+  async listTokens(enterpriseId: string): Promise<TokenListing[]> {
+    return this.db.selectFrom("access_token")
+      .select(["token_id", "app_id", "permissions", "created_at", "expires_at", "revoked_at"])
+      .where("enterprise_id", "=", enterpriseId)
+      .orderBy("created_at").orderBy("token_id").execute();
+  }
+
+  /** Marks one token revoked; returns false for an unknown token id. */
+  async revokeToken(tokenId: string, now: number): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const result = await trx.updateTable("access_token").set({ revoked_at: now })
+        .where("token_id", "=", tokenId).where("revoked_at", "is", null).executeTakeFirst();
+      if (Number(result.numUpdatedRows) > 0) return true;
+      return (await trx.selectFrom("access_token").select("token_id").where("token_id", "=", tokenId).executeTakeFirst()) !== undefined;
+    });
   }
 
   /** The token's enterprise and permissions if it exists, has not expired and is not revoked. */
   async findActiveToken(tokenHash: string, now: number): Promise<ActiveToken | undefined> {
     return this.db.selectFrom("access_token")
-      .select(["enterprise_id", "permissions"])
+      .select(["enterprise_id", "app_id", "permissions"])
       .where("token_hash", "=", tokenHash)
       .where("expires_at", ">", now)
       .where("revoked_at", "is", null)

@@ -53,6 +53,8 @@ export interface AppTable {
 export interface AccessTokenTable {
   /** SHA-256 (hex) of the token; the token itself is never stored. */
   token_hash: string;
+  /** Random and unique, for listing and revoking; not derived from the token. */
+  token_id: string;
   /** The app that obtained it; null for a token made by `token create`. */
   app_id: string | null;
   enterprise_id: string;

@@ -7,6 +7,7 @@ import { Writable } from "node:stream";
 import type { Permission } from "../../src/domain/permissions.js";
 import { PERMISSIONS } from "../../src/domain/permissions.js";
 import { createLogger } from "../../src/interceptors/logging.js";
+import { DEFAULT_RATE_LIMITS, type RateLimitSettings } from "../../src/interceptors/rate-limit.js";
 import { startService } from "../../src/main.js";
 import { AccessAdmin } from "../../src/operations/access-admin.js";
 import { importDirectory } from "../../src/operations/import-directory.js";
@@ -30,7 +31,12 @@ export interface TestService {
   close(): Promise<void>;
 }
 
-export async function startTestService(dialect: DialectName): Promise<TestService> {
+export interface TestServiceOptions {
+  /** Rate limits to serve with, over the production defaults. */
+  rateLimits?: Partial<RateLimitSettings>;
+}
+
+export async function startTestService(dialect: DialectName, options: TestServiceOptions = {}): Promise<TestService> {
   // The master key of a PostgreSQL test service would default to ./data/master.key: keep it in a temp
   // folder instead (SQLite test databases keep theirs beside the database file, also temporary).
   process.env.ENTERPRISE_ADMIN_MASTER_KEY_FILE ??= join(mkdtempSync(join(tmpdir(), "eadmin-keys-")), "master.key");
@@ -49,7 +55,7 @@ export async function startTestService(dialect: DialectName): Promise<TestServic
     },
   });
   const service = await startService(
-    { port: 0, host: "127.0.0.1", databaseUrl: testDb.url, logLevel: "info" },
+    { port: 0, host: "127.0.0.1", databaseUrl: testDb.url, logLevel: "info", rateLimits: { ...DEFAULT_RATE_LIMITS, ...options.rateLimits } },
     createLogger({ level: "info", destination: sink }),
   );
   return {

@@ -3,12 +3,13 @@ import { describe, expect, it } from "vitest";
 import { MethodAccessSchema, access } from "../../gen/enterprise_admin/v1/options_pb.js";
 import { Authenticator } from "../../src/interceptors/auth.js";
 import { CallPipeline, bindService } from "../../src/interceptors/call-pipeline.js";
+import { DEFAULT_RATE_LIMITS, RateLimits } from "../../src/interceptors/rate-limit.js";
 import { RestFacade } from "../../src/rest/rest-facade.js";
 import type { AuthRepository } from "../../src/storage/auth-repository.js";
 import { serviceWithRule, syntheticService } from "../helpers/synthetic-service.js";
 
 // The token lookup is never reached: these checks happen while the server is being put together.
-const pipeline = new CallPipeline(new Authenticator({} as AuthRepository));
+const pipeline = new CallPipeline(new Authenticator({} as AuthRepository), new RateLimits(DEFAULT_RATE_LIMITS));
 const handlers = { getThing: async () => ({}) };
 
 describe("every business method declares who may call it", () => {
