@@ -13,6 +13,8 @@ const packageDir = (name) => dirname(require.resolve(`${name}/package.json`));
 const copies = [
   ["google-proto-files", "google/api/annotations.proto", "google/api/annotations.proto"],
   ["google-proto-files", "google/api/http.proto", "google/api/http.proto"],
+  // Not imported by our API: shipped so that a gRPC client can decode grpc-status-details-bin.
+  ["google-proto-files", "google/rpc/status.proto", "google/rpc/status.proto"],
   ["@grpc/reflection", "build/proto/grpc/reflection/v1/reflection.proto", "grpc/reflection/v1/reflection.proto"],
   ["@grpc/reflection", "build/proto/grpc/reflection/v1alpha/reflection.proto", "grpc/reflection/v1alpha/reflection.proto"],
   ["grpc-health-check", "proto/health/v1/health.proto", "grpc/health/v1/health.proto"],

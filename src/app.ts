@@ -7,6 +7,8 @@ import { AppError, ErrorCode } from "./domain/errors.js";
 import { Authenticator } from "./interceptors/auth.js";
 import { attachCallLog, callLogKey, callLogOf, type CallLog } from "./interceptors/call-log.js";
 import { CallPipeline } from "./interceptors/call-pipeline.js";
+import { encodeGrpcMessageBySpec } from "./interceptors/grpc-message-encoding.js";
+import { refuseMalformedProtobuf } from "./interceptors/protobuf-body-check.js";
 import type { Logger } from "./interceptors/logging.js";
 import { RateLimits, type RateLimitSettings } from "./interceptors/rate-limit.js";
 import { resolveRequestId } from "./interceptors/request-id.js";
@@ -56,7 +58,13 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
   const rest = new RestFacade(services, pipeline);
   const connectJson = new ConnectJsonUnary(services, pipeline);
   const rpc = connectNodeAdapter({
-    routes: routes(services, pipeline, health),
+    routes: (router) => {
+      routes(services, pipeline, health)(router);
+      // connect-es decodes RPC bodies and encodes grpc-message itself; these wrappers correct both.
+      router.handlers.forEach((handler, i) => {
+        router.handlers[i] = encodeGrpcMessageBySpec(refuseMalformedProtobuf(handler, MAX_BODY_BYTES));
+      });
+    },
     readMaxBytes: MAX_BODY_BYTES,
     // Unknown JSON fields are refused on Connect JSON as on REST: a misspelt field must not pass silently.
     jsonOptions: { useProtoFieldName: true, ignoreUnknownFields: false },

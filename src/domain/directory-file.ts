@@ -1,6 +1,7 @@
 // The directory import file (contracts section 5): one enterprise, its departments and members.
 // Parsing reports the JSON line or the path of the offending field; nothing is applied on error.
 import { z } from "zod";
+import { foldEmail } from "./email-match.js";
 import { invalidParameter } from "./errors.js";
 import { describeJsonError } from "./json-errors.js";
 
@@ -42,7 +43,7 @@ export function parseDirectoryFile(text: string): DirectoryFile {
   const file = result.data;
   assertUnique(file.departments.map((d) => d.department_id), "departments", "department_id");
   assertUnique(file.members.map((m) => m.user_id), "members", "user_id");
-  assertUnique(file.members.map((m) => m.email.toLowerCase()), "members", "email");
+  assertUnique(file.members.map((m) => foldEmail(m.email)), "members", "email");
   return file;
 }
 

@@ -3,6 +3,7 @@
 // decimals, and zero amounts for a Custom model. Errors name the event and the field.
 import { invalidParameter } from "./errors.js";
 import { parseMicros } from "./money.js";
+import { textProblem } from "./text-rules.js";
 
 export const MODEL_TYPES = ["Chat", "CUE"] as const;
 export const MODEL_SOURCES = ["Builtin", "Custom"] as const;
@@ -105,7 +106,12 @@ export function checkUsageEvent(raw: RawUsageEvent, where: string): UsageEventIn
 const at = (where: string, eventId: string | undefined) => (eventId === undefined ? where : `${where} (event_id ${JSON.stringify(eventId)})`);
 
 function text(value: unknown, field: string, where: string, eventId: string | undefined, maxLength: number, integerAllowed: boolean): string {
-  if (typeof value === "string" && value.length > 0 && value.length <= maxLength) return value;
+  if (typeof value === "string" && value.length > 0 && value.length <= maxLength) {
+    const problem = textProblem(value);
+    if (problem === undefined) return value;
+    // The event id itself may be the broken text: name the event only by a sound id.
+    throw invalidParameter(`${at(where, field === "event_id" ? undefined : eventId)}: ${field}: ${problem}`);
+  }
   if (integerAllowed && typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return String(value);
   if (typeof value !== "string" || value.length === 0) throw invalidParameter(`${at(where, eventId)}: ${field}: required, a non-empty string`);
   throw invalidParameter(`${at(where, eventId)}: ${field}: longer than ${maxLength} characters`);

@@ -49,26 +49,50 @@ export function methodAccess(method: DescMethodUnary): MethodAccess {
   return access;
 }
 
+/** The outcome of `authorize`: the caller, undefined for a public method. */
+export interface Authorized {
+  principal: Principal | undefined;
+}
+
 export class CallPipeline {
   constructor(private readonly authenticator: Authenticator, private readonly rateLimits: RateLimits) {}
 
+  /**
+   * The first step of `run` on its own, for transports that read the request body themselves:
+   * they authorize before parsing, so a caller without a valid token never has its body read.
+   */
+  authorize(method: DescMethodUnary, access: MethodAccess, meta: CallMeta): Promise<Authorized> {
+    return this.recorded(method, meta.log, async () => {
+      const principal = await this.authenticator.authorize(meta.authorization, access);
+      if (principal) {
+        meta.log.enterpriseId = principal.enterpriseId;
+        this.rateLimits.admitCall(principal);
+      }
+      return { principal };
+    });
+  }
+
+  /** Authorizes (unless `authorized` is given), validates and runs the handler. */
   async run<I extends DescMethodUnary>(
     method: I,
     access: MethodAccess,
     request: MessageShape<I["input"]>,
     meta: CallMeta,
     handler: (request: MessageShape<I["input"]>, call: AuthedCallContext) => Promise<MessageInitShape<I["output"]>>,
+    authorized?: Authorized,
   ): Promise<MessageInitShape<I["output"]>> {
-    const log = meta.log;
+    const { principal } = authorized ?? await this.authorize(method, access, meta);
+    return this.recorded(method, meta.log, () => {
+      validateRequest(method.input, request);
+      return handler(request, { requestId: meta.log.requestId, principal: principal!, clientAddress: meta.log.clientAddress });
+    });
+  }
+
+  /** Records the procedure and the outcome for the access log; a non-AppError becomes "internal error". */
+  private async recorded<T>(method: DescMethodUnary, log: CallLog, step: () => Promise<T>): Promise<T> {
     log.procedure = `/${method.parent.typeName}/${method.name}`;
     try {
-      const principal = await this.authenticator.authorize(meta.authorization, access);
-      if (principal) {
-        log.enterpriseId = principal.enterpriseId;
-        this.rateLimits.admitCall(principal);
-      }
-      validateRequest(method.input, request);
-      return await handler(request, { requestId: log.requestId, principal: principal!, clientAddress: log.clientAddress });
+      return await step();
     } catch (error) {
       if (error instanceof AppError) {
         log.code = error.code;

@@ -4,11 +4,12 @@ import { ScalarType, type DescMessage, type MessageShape } from "@bufbuild/proto
 import { pathToString } from "@bufbuild/protobuf/reflect";
 import { createValidator } from "@bufbuild/protovalidate";
 import { invalidParameter } from "../domain/errors.js";
+import { textProblem } from "../domain/text-rules.js";
 
 const validator = createValidator();
 
 export function validateRequest<Desc extends DescMessage>(schema: Desc, message: MessageShape<Desc>): void {
-  rejectNulCharacters(schema, message as unknown as Record<string, unknown>);
+  rejectUnstorableText(schema, message as unknown as Record<string, unknown>);
   const result = validator.validate(schema, message);
   if (result.kind === "valid") return;
   if (result.kind === "invalid") {
@@ -19,47 +20,51 @@ export function validateRequest<Desc extends DescMessage>(schema: Desc, message:
 }
 
 /**
- * No string may hold U+0000: PostgreSQL text cannot store it, and no name, id or script needs it.
- * Checked here for every transport, so SQLite and PostgreSQL accept exactly the same input.
+ * No string may hold U+0000 or a lone surrogate (see text-rules.ts). Checked here for every
+ * transport, so SQLite and PostgreSQL accept exactly the same input and return it unchanged.
  */
-function rejectNulCharacters(schema: DescMessage, message: Record<string, unknown>): void {
-  const at = nulPath(schema, message);
-  if (at !== undefined) throw invalidParameter(`${at}: must not contain the NUL character (U+0000)`);
+function rejectUnstorableText(schema: DescMessage, message: Record<string, unknown>): void {
+  const found = unstorableText(schema, message);
+  if (found !== undefined) throw invalidParameter(`${found.path}: ${found.problem}`);
+}
+
+interface Found {
+  path: string;
+  problem: string;
 }
 
 /**
- * The path of the first string in `message` holding U+0000, if any. It is spelled out only when
+ * The first string in `message` that cannot be stored, if any. Its path is spelled out only when
  * one is found: a batch of 1,000 events has 10,000 strings.
  */
-function nulPath(schema: DescMessage, message: Record<string, unknown>): string | undefined {
-  const nul = (text: unknown) => typeof text === "string" && text.includes("\u0000");
+function unstorableText(schema: DescMessage, message: Record<string, unknown>): Found | undefined {
+  const check = (text: unknown, path: () => string): Found | undefined => {
+    const problem = typeof text === "string" ? textProblem(text) : undefined;
+    return problem === undefined ? undefined : { path: path(), problem };
+  };
+  const inside = (found: Found | undefined, prefix: string) => found && { ...found, path: `${prefix}.${found.path}` };
   for (const field of schema.fields) {
     const value = message[field.localName];
+    let found: Found | undefined;
     if (field.fieldKind === "scalar") {
-      if (field.scalar === ScalarType.STRING && nul(value)) return field.name;
+      if (field.scalar === ScalarType.STRING) found = check(value, () => field.name);
     } else if (field.fieldKind === "message") {
-      const inner = value ? nulPath(field.message, value as Record<string, unknown>) : undefined;
-      if (inner !== undefined) return `${field.name}.${inner}`;
+      if (value) found = inside(unstorableText(field.message, value as Record<string, unknown>), field.name);
     } else if (field.fieldKind === "list") {
       const items = value as unknown[];
-      for (let i = 0; i < items.length; i++) {
-        if (field.listKind === "message") {
-          const inner = nulPath(field.message, items[i] as Record<string, unknown>);
-          if (inner !== undefined) return `${field.name}[${i}].${inner}`;
-        } else if (field.scalar === ScalarType.STRING && nul(items[i])) {
-          return `${field.name}[${i}]`;
-        }
+      for (let i = 0; i < items.length && !found; i++) {
+        if (field.listKind === "message") found = inside(unstorableText(field.message, items[i] as Record<string, unknown>), `${field.name}[${i}]`);
+        else if (field.scalar === ScalarType.STRING) found = check(items[i], () => `${field.name}[${i}]`);
       }
     } else if (field.fieldKind === "map") {
       for (const [key, item] of Object.entries(value as Record<string, unknown>)) {
-        if (nul(key)) return `${field.name} key`;
-        if (field.mapKind === "scalar" && field.scalar === ScalarType.STRING && nul(item)) return `${field.name}.${key}`;
-        if (field.mapKind === "message") {
-          const inner = nulPath(field.message, item as Record<string, unknown>);
-          if (inner !== undefined) return `${field.name}.${key}.${inner}`;
-        }
+        found = check(key, () => `${field.name} key ${JSON.stringify(key)}`);
+        if (!found && field.mapKind === "scalar" && field.scalar === ScalarType.STRING) found = check(item, () => `${field.name}.${key}`);
+        if (!found && field.mapKind === "message") found = inside(unstorableText(field.message, item as Record<string, unknown>), `${field.name}.${key}`);
+        if (found) break;
       }
     }
+    if (found) return found;
   }
   return undefined;
 }

@@ -38,17 +38,22 @@ export class ConnectJsonUnary {
   }
 
   private async serve(req: HttpRequest, res: HttpResponse, log: CallLog, { method, access, handler }: Endpoint): Promise<void> {
+    const meta = { authorization: req.headers.authorization, log };
     let response;
     try {
+      // Authentication comes first: without a valid token the body is drained, never parsed.
+      const authorized = await this.pipeline.authorize(method, access, meta).catch((error: unknown) => {
+        req.resume();
+        throw error;
+      });
       let request;
       try {
         request = messageFromRestJson(method.input, await readJsonBody(req));
       } catch (error) {
-        log.procedure = `/${method.parent.typeName}/${method.name}`;
         if (error instanceof AppError) log.code = error.code;
         throw error;
       }
-      response = await this.pipeline.run(method, access, request as never, { authorization: req.headers.authorization, log }, handler as never);
+      response = await this.pipeline.run(method, access, request as never, meta, handler as never, authorized);
     } catch (error) {
       if (error instanceof AppError) return writeError(res, log, error);
       throw error;

@@ -4,13 +4,14 @@
 import { create, type DescField, type DescMethodUnary } from "@bufbuild/protobuf";
 import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import { describeJsonError } from "../domain/json-errors.js";
-import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
+import { AppError, ErrorCode, invalidParameter, invalidToken } from "../domain/errors.js";
 import type { CallLog } from "../interceptors/call-log.js";
 import { endpointsOf, type CallPipeline, type Endpoint, type ServedService } from "../interceptors/call-pipeline.js";
 import { writeError, writeInternalError, writeSuccess, type HttpRequest, type HttpResponse } from "./envelope.js";
 import { parseJsonExact } from "./exact-json.js";
 import { RestRouter, type RestRoute } from "./http-rules.js";
 import { acceptsInteger, findField, messageFromRestJson, messageToRestJson, readScalar } from "./rest-json.js";
+import { decodeUtf8Body } from "./utf8-body.js";
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -54,6 +55,20 @@ export class RestFacade {
   private async serve(req: HttpRequest, res: HttpResponse, log: CallLog, route: RestRoute,
     pathValues: [DescField, string][], query: string): Promise<void> {
     const endpoint = this.endpoints.get(route.method)!;
+    const meta = { authorization: req.headers.authorization, log };
+    let authorized;
+    try {
+      // A token in the URL ends up in proxy logs and browser history: refuse it before anything else.
+      if (new URLSearchParams(query).has("access_token")) {
+        throw invalidToken("access_token: not accepted in the query string; send Authorization: Bearer <access_token>");
+      }
+      // Authentication comes first: without a valid token the body is drained, never parsed.
+      authorized = await this.pipeline.authorize(route.method, endpoint.access, meta);
+    } catch (error) {
+      req.resume();
+      if (error instanceof AppError) return this.fail(res, log, error);
+      throw error;
+    }
     let request;
     try {
       const body = route.body === "*" ? await readJsonBody(req) : {};
@@ -70,8 +85,7 @@ export class RestFacade {
     }
     let response;
     try {
-      response = await this.pipeline.run(route.method, endpoint.access, request as never,
-        { authorization: req.headers.authorization, log }, endpoint.handler as never);
+      response = await this.pipeline.run(route.method, endpoint.access, request as never, meta, endpoint.handler as never, authorized);
     } catch (error) {
       return writeError(res, log.requestId, error as AppError);
     }
@@ -84,7 +98,11 @@ export class RestFacade {
   }
 }
 
-/** Reads a JSON body: 415 unless application/json, 413 past 1 MiB, 4001 unless a JSON object. */
+/**
+ * Reads a JSON body: 415 unless application/json, 413 past 1 MiB, 4001 unless a JSON object, nested
+ * deeper than MAX_JSON_DEPTH or with a key twice. Invalid UTF-8 is kept (see utf8-body.ts) for the
+ * request check to refuse by field.
+ */
 export async function readJsonBody(req: HttpRequest): Promise<unknown> {
   const type = req.headers["content-type"];
   if (!type || !JSON_CONTENT_TYPE.test(type)) {
@@ -106,11 +124,12 @@ export async function readJsonBody(req: HttpRequest): Promise<unknown> {
     }
     chunks.push(chunk);
   }
-  const text = chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8");
+  const text = decodeUtf8Body(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
   if (text.trim() === "") throw invalidParameter("body: expected a JSON object, got an empty body");
   try {
     return parseJsonExact(text);
   } catch (error) {
+    if (error instanceof AppError) throw error;
     // The parser's own message quotes the text around the error, which may be a secret: give the place only.
     throw invalidParameter(`body: not valid JSON (${describeJsonError(text, error)})`);
   }

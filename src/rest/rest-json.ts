@@ -38,10 +38,15 @@ export function messageFromRestJson<Desc extends DescMessage>(schema: Desc, json
     throw invalidParameter(`${path || "body"}: expected a JSON object`);
   }
   const init: Fields = {};
+  const sentAs = new Map<DescField, string>();
   for (const [key, value] of Object.entries(json)) {
     const field = findField(schema, key);
     const fieldPath = path ? `${path}.${key}` : key;
     if (!field) throw invalidParameter(`${fieldPath}: unknown field`);
+    // proto JSON accepts both spellings of a name; both at once would silently keep the second.
+    const other = sentAs.get(field);
+    if (other !== undefined) throw invalidParameter(`${fieldPath}: the same field as ${other}; send it once`);
+    sentAs.set(field, key);
     if (value === null) continue; // null means "not set" in proto JSON
     init[field.localName] = readField(field, value, fieldPath);
   }
@@ -68,14 +73,13 @@ function readField(field: DescField, value: unknown, path: string): unknown {
     }
     case "map": {
       if (typeof value !== "object" || Array.isArray(value)) throw invalidParameter(`${path}: expected a JSON object`);
-      const out: Record<string, unknown> = {};
-      for (const [key, item] of Object.entries(value as object)) {
+      // Entries are built, not assigned: `out["__proto__"] = v` would set the prototype and drop the key.
+      return Object.fromEntries(Object.entries(value as object).map(([key, item]) => {
         const itemPath = `${path}.${key}`;
-        if (field.mapKind === "scalar") out[key] = readScalar(field.scalar, item, itemPath, false);
-        else if (field.mapKind === "enum") out[key] = readEnum(field.enum, item, itemPath);
-        else out[key] = messageFromRestJson(field.message, item, itemPath);
-      }
-      return out;
+        if (field.mapKind === "scalar") return [key, readScalar(field.scalar, item, itemPath, false)];
+        if (field.mapKind === "enum") return [key, readEnum(field.enum, item, itemPath)];
+        return [key, messageFromRestJson(field.message, item, itemPath)];
+      }));
     }
   }
 }
@@ -100,10 +104,7 @@ export function readScalar(type: ScalarType, given: unknown, path: string, integ
   switch (type) {
     case ScalarType.STRING:
       if (long !== undefined && integerAsString) return long;
-      if (typeof given === "string" && long === undefined) {
-        if (given.includes("\u0000")) throw invalidParameter(`${path}: must not contain the NUL character (U+0000)`);
-        return given;
-      }
+      if (typeof given === "string" && long === undefined) return given;
       if (integerAsString && typeof value === "number" && Number.isSafeInteger(value)) return String(value);
       throw invalidParameter(`${path}: expected a string${integerAsString ? " or an integer" : ""}`);
     case ScalarType.BOOL:

@@ -2,6 +2,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { UsageService, type MemberUsageSchema, type ModelUsageSchema } from "../../gen/enterprise_admin/v1/usage_pb.js";
 import { uniqueInOrder } from "../domain/batch.js";
+import { foldEmail } from "../domain/email-match.js";
 import { invalidParameter } from "../domain/errors.js";
 import { formatMicros } from "../domain/money.js";
 import { checkUsageEvent, compareCodePoints } from "../domain/usage-event.js";
@@ -31,7 +32,7 @@ export function usageHandlers(usage: UsageRepository): Handlers<typeof UsageServ
       const enterpriseId = principal.enterpriseId;
       const [byId, byEmail, currency] = await Promise.all([
         usage.membersByUserIds(enterpriseId, userIds),
-        usage.membersByFoldedEmails(enterpriseId, emails.map((e) => e.toLowerCase())),
+        usage.membersByFoldedEmails(enterpriseId, emails.map(foldEmail)),
         usage.currency(enterpriseId),
       ]);
       const memberById = new Map(byId.map((m) => [m.user_id, m]));
@@ -48,7 +49,7 @@ export function usageHandlers(usage: UsageRepository): Handlers<typeof UsageServ
       };
       const notFoundUserIds = userIds.filter((id) => (memberById.has(id) ? (add(memberById.get(id)!), false) : true));
       const notFoundEmails = emails.filter((e) => {
-        const member = memberByEmail.get(e.toLowerCase());
+        const member = memberByEmail.get(foldEmail(e));
         return member ? (add(member), false) : true;
       });
 
@@ -125,11 +126,11 @@ function exactSum(a: number | bigint, b: number | bigint): number | bigint {
   return BigInt(a) + BigInt(b);
 }
 
-/** De-duplicates e-mails case-insensitively, keeping the first spelling (it is what not_found echoes). */
+/** De-duplicates e-mails by the matching rule, keeping the first spelling (it is what not_found echoes). */
 function uniqueCaseInsensitive(emails: readonly string[]): string[] {
   const seen = new Set<string>();
   return emails.filter((email) => {
-    const folded = email.toLowerCase();
+    const folded = foldEmail(email);
     if (seen.has(folded)) return false;
     seen.add(folded);
     return true;

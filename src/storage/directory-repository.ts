@@ -1,5 +1,6 @@
 // Enterprises and members: the parts of the directory that are not the department tree.
 import type { Kysely, Selectable } from "kysely";
+import { foldEmail } from "../domain/email-match.js";
 import type { EnterpriseTable, Schema } from "./schema.js";
 
 export type EnterpriseRow = Selectable<EnterpriseTable>;
@@ -36,7 +37,7 @@ export class DirectoryRepository {
           enterprise_id: enterpriseId,
           user_id: m.user_id,
           email: m.email,
-          email_folded: m.email.toLowerCase(),
+          email_folded: foldEmail(m.email),
           account_type: m.account_type,
         })))
         .onConflict((oc) => oc.columns(["enterprise_id", "user_id"]).doUpdateSet((eb) => ({

@@ -27,7 +27,7 @@ export interface MemberTable {
   enterprise_id: string;
   user_id: string;
   email: string;
-  /** email.toLowerCase(): e-mails are matched case-insensitively. */
+  /** foldEmail(email) (domain/email-match.ts): ASCII letters lower-cased, nothing else folded. */
   email_folded: string;
   account_type: number;
 }

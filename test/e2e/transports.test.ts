@@ -141,8 +141,8 @@ function grpcJsClient(port: number): RpcClient {
             const [statusBin] = err.metadata.get("grpc-status-details-bin");
             if (!Buffer.isBuffer(statusBin)) return reject(new Error(`no grpc-status-details-bin trailer (${err.code} ${err.details})`));
             const status = decodeGoogleRpcStatus(statusBin);
-            // grpc-js reads grpc-message with decodeURI, which leaves %3A (":") encoded: decode it fully.
-            if (status.code !== err.code || status.message !== decodeURIComponent(err.details)) {
+            // grpc-message is percent-encoded as the gRPC spec says, so grpc-js reads ":" as ":".
+            if (status.code !== err.code || status.message !== err.details) {
               return reject(new Error(`google.rpc.Status ${status.code} "${status.message}" disagrees with grpc-status ${err.code} "${err.details}"`));
             }
             const details = status.details

@@ -57,3 +57,21 @@ describe("REST JSON of messages", () => {
     expect(messageFromRestJson(CreateAccessTokenResponseSchema, { expire: "7200" }).expire).toBe(7200);
   });
 });
+
+describe("JSON shape checks before any walk", () => {
+  it("names a key given twice by its path", () => {
+    expect(() => parseJsonExact('{"a":[{"b":1},{"c":1,"c":2}]}')).toThrow(new AppError(ErrorCode.INVALID_PARAMETER, "a[1].c: given twice; send it once"));
+    expect(() => parseJsonExact('{"a":1,"\\u0061":2}')).toThrow("a: given twice; send it once");
+    expect(parseJsonExact('{"a":{"a":1},"b":[{"a":1},{"a":2}]}')).toEqual({ a: { a: 1 }, b: [{ a: 1 }, { a: 2 }] });
+  });
+
+  it("counts only brackets outside strings toward the 64-level limit", () => {
+    expect(parseJsonExact(`{"s":"${"[".repeat(100)}"}`)).toEqual({ s: "[".repeat(100) });
+    expect(() => parseJsonExact("[".repeat(65) + "]".repeat(65))).toThrow("body: JSON nested deeper than 64 levels");
+  });
+
+  it("marks a caller's string holding U+0000 so it never reads as a long number; an escaped backslash is no NUL", () => {
+    expect(parseJsonExact('{"n":"\\u00001234567890123456"}')).toEqual({ n: "\u0000\u00001234567890123456" });
+    expect(parseJsonExact('{"s":"\\\\u0000"}')).toEqual({ s: "\\u0000" });
+  });
+});

@@ -9,6 +9,7 @@ import * as usageCellFrames from "./20261123T070500-usage-cell-frames.js";
 import * as usageRunningTotals from "./20261123T070600-usage-running-totals.js";
 import * as usageRunningTotalsByDay from "./20261124T070000-usage-running-totals-by-day.js";
 import * as addAccessTokenId from "./20261125T070000-add-access-token-id.js";
+import * as refoldMemberEmails from "./20261125T070100-refold-member-emails.js";
 
 export const migrations: Record<string, Migration> = {
   "20261123T070000-create-directory": createDirectory,
@@ -20,4 +21,5 @@ export const migrations: Record<string, Migration> = {
   "20261123T070600-usage-running-totals": usageRunningTotals,
   "20261124T070000-usage-running-totals-by-day": usageRunningTotalsByDay,
   "20261125T070000-add-access-token-id": addAccessTokenId,
+  "20261125T070100-refold-member-emails": refoldMemberEmails,
 };

@@ -1,0 +1,13 @@
+// What every string a caller sends must be: text that every database stores and returns unchanged.
+// PostgreSQL text cannot hold U+0000, and a lone surrogate (from a JSON "\ud800" escape, or an invalid
+// UTF-8 byte kept by the body decoder) has no UTF-8 form: the store would keep U+FFFD instead.
+
+// String.prototype.isWellFormed (ES2024) is native in Node 20; the compiler's lib is ES2023.
+const isWellFormed = (String.prototype as unknown as { isWellFormed: (this: string) => boolean }).isWellFormed;
+
+/** Why `text` cannot be stored as sent, or undefined when it can. */
+export function textProblem(text: string): string | undefined {
+  if (text.includes("\u0000")) return "must not contain the NUL character (U+0000)";
+  if (!isWellFormed.call(text)) return "not valid Unicode text (a lone surrogate or invalid UTF-8)";
+  return undefined;
+}

@@ -1,0 +1,170 @@
+// Binary request bodies checked before connect-es decodes them. connect-es answers a body that is not
+// a valid protobuf message with "internal", as if the server were at fault; here such a body is
+// refused as 4001 invalid_argument, in the caller's protocol, naming the field when a string is not
+// UTF-8. Compressed bodies are left to connect-es.
+import { isUtf8 } from "node:buffer";
+import { fromBinary, ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
+import type { ConnectError } from "@connectrpc/connect";
+import type { UniversalHandler, UniversalServerRequest } from "@connectrpc/connect/protocol";
+import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
+import { invalidParameter } from "../domain/errors.js";
+import { callLogKey } from "./call-log.js";
+import { toConnectError } from "./connect-errors.js";
+
+/** How a protocol carries the request message: the whole body, or gRPC length-prefixed envelopes. */
+type Framing = "whole" | "enveloped";
+
+const CONNECT_PROTO = /^application\/proto$/i;
+const GRPC_PROTO = /^application\/grpc(-web)?(\+proto)?$/i;
+const ENVELOPE_COMPRESSED = 0b1;
+const ENVELOPE_TRAILER = 0b1000_0000;
+
+/** Wraps a unary method's handler so that a malformed binary body is refused as 4001. */
+export function refuseMalformedProtobuf(handler: UniversalHandler, maxBytes: number): UniversalHandler {
+  if (handler.method.methodKind !== "unary") return handler;
+  const schema = handler.method.input;
+  const checking = (req: UniversalServerRequest) => {
+    const framing = framingOf(req.header);
+    if (framing === undefined || !isByteStream(req.body)) return handler(req);
+    const refuse = (problem: string) => {
+      const log = req.contextValues?.get(callLogKey);
+      const error = invalidParameter(problem);
+      if (log) {
+        log.procedure = `/${handler.service.typeName}/${handler.method.name}`;
+        log.code = error.code;
+      }
+      return toConnectError(error, log?.requestId ?? "");
+    };
+    return handler({ ...req, body: checkedBody(req.body, framing, schema, maxBytes, refuse) });
+  };
+  return Object.assign(checking, handler);
+}
+
+function framingOf(header: Headers): Framing | undefined {
+  const type = header.get("content-type") ?? "";
+  if (CONNECT_PROTO.test(type)) {
+    const encoding = header.get("content-encoding");
+    return encoding === null || encoding === "identity" ? "whole" : undefined;
+  }
+  return GRPC_PROTO.test(type) ? "enveloped" : undefined;
+}
+
+const isByteStream = (body: unknown): body is AsyncIterable<Uint8Array> =>
+  typeof body === "object" && body !== null && Symbol.asyncIterator in body;
+
+/**
+ * The body as it came, after its messages were checked. Past `maxBytes` (plus an envelope header) it
+ * is passed on unchecked: connect-es refuses it by its own size limit.
+ */
+async function* checkedBody(body: AsyncIterable<Uint8Array>, framing: Framing, schema: DescMessage, maxBytes: number,
+  refuse: (problem: string) => ConnectError): AsyncIterable<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const it = body[Symbol.asyncIterator]();
+  for (let next = await it.next(); !next.done; next = await it.next()) {
+    chunks.push(next.value);
+    size += next.value.byteLength;
+    if (size > maxBytes + 5) {
+      yield* chunks;
+      yield* { [Symbol.asyncIterator]: () => it };
+      return;
+    }
+  }
+  const bytes = Buffer.concat(chunks);
+  const messages = framing === "whole" ? [bytes] : uncompressedMessages(bytes);
+  for (const message of messages) {
+    const problem = messageProblem(schema, message);
+    if (problem !== undefined) throw refuse(problem);
+  }
+  yield bytes;
+}
+
+/** The uncompressed data messages of a complete envelope stream (an incomplete one is connect-es's to report). */
+function uncompressedMessages(bytes: Buffer): Buffer[] {
+  const messages: Buffer[] = [];
+  for (let at = 0; at + 5 <= bytes.length;) {
+    const flags = bytes[at]!;
+    const end = at + 5 + bytes.readUInt32BE(at + 1);
+    if (end > bytes.length) break;
+    if ((flags & (ENVELOPE_COMPRESSED | ENVELOPE_TRAILER)) === 0) messages.push(bytes.subarray(at + 5, end));
+    at = end;
+  }
+  return messages;
+}
+
+function messageProblem(schema: DescMessage, bytes: Uint8Array): string | undefined {
+  try {
+    fromBinary(schema, bytes);
+    return undefined;
+  } catch (error) {
+    const field = nonUtf8String(schema, bytes);
+    if (field !== undefined) return `${field}: not valid UTF-8`;
+    return `body: not a valid ${schema.typeName} message (${error instanceof Error ? error.message : "unreadable"})`;
+  }
+}
+
+/** The path of the first string field whose bytes are not UTF-8 (protobuf-es's error names none). */
+function nonUtf8String(schema: DescMessage, bytes: Uint8Array): string | undefined {
+  try {
+    const reader = new BinaryReader(bytes);
+    const seen = new Map<DescField, number>();
+    while (reader.pos < reader.len) {
+      const [number, wireType] = reader.tag();
+      const field = schema.fields.find((f) => f.number === number);
+      if (!field || wireType !== WireType.LengthDelimited) {
+        reader.skip(wireType, number);
+        continue;
+      }
+      const data = reader.bytes();
+      const index = seen.get(field) ?? 0;
+      seen.set(field, index + 1);
+      const found = nonUtf8InField(field, data, index);
+      if (found !== undefined) return found;
+    }
+  } catch {
+    // Broken framing: the caller reports the decoder's own error.
+  }
+  return undefined;
+}
+
+function nonUtf8InField(field: DescField, data: Uint8Array, index: number): string | undefined {
+  switch (field.fieldKind) {
+    case "scalar":
+      return field.scalar === ScalarType.STRING && !isUtf8(data) ? field.name : undefined;
+    case "message": {
+      const inner = nonUtf8String(field.message, data);
+      return inner === undefined ? undefined : `${field.name}.${inner}`;
+    }
+    case "list": {
+      if (field.listKind === "scalar") return field.scalar === ScalarType.STRING && !isUtf8(data) ? `${field.name}[${index}]` : undefined;
+      if (field.listKind !== "message") return undefined;
+      const inner = nonUtf8String(field.message, data);
+      return inner === undefined ? undefined : `${field.name}[${index}].${inner}`;
+    }
+    case "map": {
+      // A map entry is a message of key (field 1) and value (field 2).
+      const reader = new BinaryReader(data);
+      let key = "";
+      while (reader.pos < reader.len) {
+        const [number, wireType] = reader.tag();
+        if (wireType !== WireType.LengthDelimited) {
+          reader.skip(wireType, number);
+          continue;
+        }
+        const part = reader.bytes();
+        if (number === 1 && field.mapKey === ScalarType.STRING) {
+          if (!isUtf8(part)) return `${field.name} key`;
+          key = Buffer.from(part).toString("utf8");
+        } else if (number === 2 && field.mapKind === "scalar" && field.scalar === ScalarType.STRING && !isUtf8(part)) {
+          return `${field.name}.${key}`;
+        } else if (number === 2 && field.mapKind === "message") {
+          const inner = nonUtf8String(field.message, part);
+          if (inner !== undefined) return `${field.name}.${key}.${inner}`;
+        }
+      }
+      return undefined;
+    }
+    default:
+      return undefined;
+  }
+}
