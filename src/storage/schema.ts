@@ -134,6 +134,12 @@ export interface EnvironmentSecretTable {
   sealed_value: Buffer;
 }
 
+/** One row (id 1): the master key that wraps new data keys; every other key is retired. */
+export interface MasterKeyRingTable {
+  id: number;
+  current_master_key_id: string;
+}
+
 export interface Schema {
   enterprise: EnterpriseTable;
   department: DepartmentTable;
@@ -147,5 +153,6 @@ export interface Schema {
   environment_config: EnvironmentConfigTable;
   environment_data_key: EnvironmentDataKeyTable;
   environment_secret: EnvironmentSecretTable;
+  master_key_ring: MasterKeyRingTable;
 }
 

@@ -310,7 +310,8 @@ describe.each(dialects)("environment secrets at rest (%s)", (dialect: DialectNam
       const summary = await rotateMasterKey(env.repository, env.keys);
       expect(summary.rewrapped_data_keys).toBe(4);
       expect(summary.master_key_id).not.toBe(oldId);
-      expect(env.keys.currentKeyId).toBe(summary.master_key_id);
+      expect(await env.repository.currentMasterKey()).toBe(summary.master_key_id);
+      expect(summary.removed_master_key_ids).toStrictEqual([oldId]);
 
       // the key file: only the new key, still 0600, the old key's bytes nowhere in it
       const after = await env.readKeyFile();
@@ -398,7 +399,7 @@ describe.each(dialects)("environment secrets at rest (%s)", (dialect: DialectNam
       expect(await configs.revealSecrets("acme", id)).toStrictEqual(secrets);
 
       const newKey = randomBytes(32);
-      const summary = await rotateMasterKey(env.repository, keys, newKey);
+      const summary = await rotateMasterKey(env.repository, keys, { newKey });
       expect(summary.rewrapped_data_keys).toBe(1);
       expect(await new EnvironmentConfigs(env.repository, await fromEnv(newKey)).revealSecrets("acme", id)).toStrictEqual(secrets);
       await expect(new EnvironmentConfigs(env.repository, await fromEnv(oldKey)).revealSecrets("acme", id)).rejects.toBeInstanceOf(SecretDecryptionError);
