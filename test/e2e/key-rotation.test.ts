@@ -13,6 +13,7 @@ import { createLogger } from "../../src/interceptors/logging.js";
 import { loadLocalKeyProvider } from "../../src/keys/local-key-provider.js";
 import { startService } from "../../src/main.js";
 import { EnvironmentConfigs } from "../../src/operations/environment-configs.js";
+import { rotateMasterKey, type RotationStep } from "../../src/operations/rotate-master-key.js";
 import { EnvironmentConfigRepository } from "../../src/storage/environment-config-repository.js";
 import { dialects, type DialectName } from "../helpers/databases.js";
 import { startTestService } from "../helpers/service.js";
@@ -26,19 +27,24 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
     while (cleanups.length > 0) await cleanups.pop()!().catch(() => {});
   });
 
-  /** A server on a fresh database whose key file sits in a temp folder of this test alone. */
-  async function setup() {
+  /**
+   * A server on a fresh database whose key file sits in a temp folder of this test alone; with
+   * `masterKeys`, its keys come from ENTERPRISE_ADMIN_MASTER_KEY instead.
+   */
+  async function setup(masterKeys = "") {
     const keyDir = await mkdtemp(join(tmpdir(), "key-rotation-"));
     cleanups.push(() => rm(keyDir, { recursive: true, force: true }));
     const keyFile = join(keyDir, "master.key");
     process.env.ENTERPRISE_ADMIN_MASTER_KEY_FILE = keyFile;
+    process.env.ENTERPRISE_ADMIN_MASTER_KEY = masterKeys;
+    cleanups.push(async () => delete process.env.ENTERPRISE_ADMIN_MASTER_KEY);
     const svc = await startTestService(dialect);
     cleanups.push(() => svc.close());
     const token = await svc.token();
 
-    /** The real CLI, on this database and key file. */
-    const cli = async (...args: string[]) => {
-      const env = { ...process.env, DATABASE_URL: "", ENTERPRISE_ADMIN_MASTER_KEY_FILE: keyFile, ENTERPRISE_ADMIN_MASTER_KEY: "" };
+    /** The real CLI, on this database and key file (or the keys of ENTERPRISE_ADMIN_MASTER_KEY in `masterKeys`). */
+    const cliWith = async (masterKeys: string, ...args: string[]) => {
+      const env = { ...process.env, DATABASE_URL: "", ENTERPRISE_ADMIN_MASTER_KEY_FILE: keyFile, ENTERPRISE_ADMIN_MASTER_KEY: masterKeys };
       try {
         const { stdout, stderr } = await run(process.execPath, [bin, ...args, "--db", svc.databaseUrl], { env });
         return { code: 0, stdout, stderr };
@@ -47,6 +53,7 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
         return { code: e.code, stdout: e.stdout, stderr: e.stderr };
       }
     };
+    const cli = (...args: string[]) => cliWith(masterKeys, ...args);
     const expectCli = async (...args: string[]) => {
       const result = await cli(...args);
       expect(result.stderr).toBe("");
@@ -54,21 +61,26 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
       return JSON.parse(result.stdout);
     };
 
-    /** A second server on the same database and key file. */
-    const startSecondServer = async () => {
+    /** A second server on the same database and key file (or these keys in ENTERPRISE_ADMIN_MASTER_KEY). */
+    const startSecondServer = async (secondMasterKeys = masterKeys) => {
+      process.env.ENTERPRISE_ADMIN_MASTER_KEY = secondMasterKeys;
       const quiet = new Writable({ write: (_chunk, _encoding, done) => done() });
       const second = await startService({ port: 0, host: "127.0.0.1", databaseUrl: svc.databaseUrl, logLevel: "info" }, createLogger({ level: "info", destination: quiet }));
+      process.env.ENTERPRISE_ADMIN_MASTER_KEY = masterKeys;
       cleanups.push(() => second.close());
       return `http://127.0.0.1:${second.port}`;
     };
 
     const expected = new Map<string, Record<string, string>>(); // config id -> every secret it should hold
-    const send = async (baseUrl: string, method: string, path: string, body: unknown) => {
+    const call = async (baseUrl: string, method: string, path: string, body: unknown) => {
       const res = await fetch(baseUrl + path, {
         method, body: JSON.stringify(body), headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
       });
-      const json = (await res.json()) as { code: number; message: string; data: any };
-      expect({ status: res.status, code: json.code, message: json.message }).toStrictEqual({ status: 200, code: 0, message: "success" });
+      return { status: res.status, retryAfter: res.headers.get("retry-after"), json: (await res.json()) as { code: number; message: string; data: any } };
+    };
+    const send = async (baseUrl: string, method: string, path: string, body: unknown) => {
+      const { status, json } = await call(baseUrl, method, path, body);
+      expect({ status, code: json.code, message: json.message }).toStrictEqual({ status: 200, code: 0, message: "success" });
       return json.data;
     };
     const secret = () => `sk-${randomBytes(12).toString("hex")}`;
@@ -87,8 +99,8 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
       expect(data.secret_keys).toStrictEqual(Object.keys(expected.get(id)!).sort());
     };
     /** Every secret ever set still opens, with the key file as it is now. */
-    const expectSecretsOpen = async () => {
-      const keys = await loadLocalKeyProvider({ databaseUrl: svc.databaseUrl, env: { ENTERPRISE_ADMIN_MASTER_KEY_FILE: keyFile } });
+    const expectSecretsOpen = async (withKeys = masterKeys) => {
+      const keys = await loadLocalKeyProvider({ databaseUrl: svc.databaseUrl, env: { ENTERPRISE_ADMIN_MASTER_KEY_FILE: keyFile, ENTERPRISE_ADMIN_MASTER_KEY: withKeys } });
       const configs = new EnvironmentConfigs(new EnvironmentConfigRepository(svc.database.db), keys);
       for (const [id, secrets] of expected) expect(await configs.revealSecrets("acme", id)).toStrictEqual(secrets);
     };
@@ -96,7 +108,7 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
       const report = await expectCli("keys", "verify");
       expect(report).toMatchObject({ ok: true, data_keys: expected.size, unwrapped: expected.size, unreadable: [] });
     };
-    return { svc, keyFile, cli, expectCli, startSecondServer, create, addSecret, expectSecretsOpen, expectVerified, expected };
+    return { svc, keyFile, cli, cliWith, expectCli, startSecondServer, call, create, addSecret, expectSecretsOpen, expectVerified, expected };
   }
 
   it("keys rotate while a server runs: the server's later creates and updates stay readable, and a second rotation succeeds", async () => {
@@ -170,5 +182,69 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
     await t.expectCli("keys", "rotate");
     await t.expectVerified();
     await t.expectSecretsOpen();
+  });
+
+  it("a crash between any two rotation steps loses nothing: the server goes on, keys verify passes, keys rotate finishes", async () => {
+    const t = await setup();
+    const server = t.svc.baseUrl;
+    for (let i = 0; i < 5; i++) await t.create(server, `config-${i}`);
+    const repository = new EnvironmentConfigRepository(t.svc.database.db);
+    for (const step of ["key-added", "key-made-current", "batch-rewrapped", "all-rewrapped"] as const) {
+      const keys = await loadLocalKeyProvider({ databaseUrl: t.svc.databaseUrl, env: { ENTERPRISE_ADMIN_MASTER_KEY_FILE: t.keyFile } });
+      const crash = new Error(`crash after ${step}`);
+      const afterStep = (reached: RotationStep) => {
+        if (reached === step) throw crash;
+      };
+      await expect(rotateMasterKey(repository, keys, { batchSize: 2, afterStep })).rejects.toBe(crash);
+
+      const id = await t.create(server, `after-${step}`);
+      await t.addSecret(server, id);
+      await t.addSecret(server, [...t.expected.keys()][0]!);
+      await t.expectVerified();
+    }
+    const finished = await t.expectCli("keys", "rotate");
+    expect(finished.rewrapped_data_keys).toBe(t.expected.size);
+    const status = await t.expectCli("keys", "status");
+    expect(status.keys).toStrictEqual([{ id: finished.master_key_id, state: "current", held: true, data_keys: t.expected.size }]);
+    await t.expectVerified();
+    await t.expectSecretsOpen();
+  });
+
+  it("keys from ENTERPRISE_ADMIN_MASTER_KEY: after a rotation, a server without the new key refuses secrets with 503; one given both keys goes on", async () => {
+    const [oldKey, newKey] = [randomBytes(32).toString("base64"), randomBytes(32).toString("base64")];
+    const t = await setup(oldKey);
+    const oldOnly = t.svc.baseUrl;
+    const both = await t.startSecondServer(`${newKey},${oldKey}`);
+    const before = await t.create(oldOnly, "before");
+
+    const rotation = await t.cliWith(oldKey, "keys", "rotate", "--new-key", newKey);
+    expect(rotation.code).toBe(0);
+    const summary = JSON.parse(rotation.stdout);
+    expect(summary).toMatchObject({ rewrapped_data_keys: 1, removed_master_key_ids: [] });
+    expect(rotation.stderr).toContain("every instance needs the new key in ENTERPRISE_ADMIN_MASTER_KEY");
+
+    for (const [method, path, body] of [
+      ["POST", "/api/v1/environment_configs", { name: "refused", secrets: { K: "v" } }],
+      ["PATCH", `/api/v1/environment_configs/${before}`, { secrets: { K: "v" } }],
+    ] as const) {
+      const reply = await t.call(oldOnly, method, path, body);
+      expect({ status: reply.status, code: reply.json.code, retryAfter: reply.retryAfter }).toStrictEqual({ status: 503, code: 5030, retryAfter: "10" });
+      expect(reply.json.message).toBe(`secrets: master key "${summary.master_key_id}" is not available to this server; retry later`);
+    }
+    await t.create(both, "after");
+    await t.addSecret(both, before);
+
+    const stale = await t.cliWith(oldKey, "keys", "verify");
+    expect(stale.code).toBe(1);
+    expect(JSON.parse(stale.stdout)).toMatchObject({ ok: false, current_master_key_held: false, data_keys: 2, unwrapped: 0 });
+    expect(stale.stderr).toContain('environment config "before"');
+    expect(stale.stderr).toContain('environment config "after"');
+    for (const keys of [newKey, `${newKey},${oldKey}`]) {
+      const verified = await t.cliWith(keys, "keys", "verify");
+      expect({ code: verified.code, stderr: verified.stderr }).toStrictEqual({ code: 0, stderr: "" });
+    }
+    const status = JSON.parse((await t.cliWith(`${newKey},${oldKey}`, "keys", "status")).stdout);
+    expect(status.keys.map((k: { state: string; data_keys: number }) => [k.state, k.data_keys])).toStrictEqual([["current", 2], ["retired", 0]]);
+    await t.expectSecretsOpen(newKey);
   });
 });
