@@ -20,6 +20,8 @@ import { startTestService } from "../helpers/service.js";
 
 const run = promisify(execFile);
 const bin = new URL("../../bin/enterprise-admin.mjs", import.meta.url).pathname;
+// Each test spawns the CLI several times (a few seconds each on a busy machine).
+const CLI_TEST_TIMEOUT_MS = 120_000;
 
 describe.each(dialects)("master key rotation while servers run (%s)", (dialect: DialectName) => {
   const cleanups: (() => Promise<unknown>)[] = [];
@@ -134,7 +136,7 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
     await t.create(server, "after-second");
     await t.expectVerified();
     await t.expectSecretsOpen();
-  });
+  }, CLI_TEST_TIMEOUT_MS);
 
   it("two servers on one database and key file, rotations between their writes: every data key still unwraps", async () => {
     const t = await setup();
@@ -154,7 +156,7 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
     await t.expectCli("keys", "rotate");
     await t.expectVerified();
     await t.expectSecretsOpen();
-  });
+  }, CLI_TEST_TIMEOUT_MS);
 
   it("creates and updates on two servers during a rotation: none is wrapped under a key the rotation removes", async () => {
     const t = await setup();
@@ -182,7 +184,7 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
     await t.expectCli("keys", "rotate");
     await t.expectVerified();
     await t.expectSecretsOpen();
-  });
+  }, CLI_TEST_TIMEOUT_MS);
 
   it("a crash between any two rotation steps loses nothing: the server goes on, keys verify passes, keys rotate finishes", async () => {
     const t = await setup();
@@ -208,7 +210,7 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
     expect(status.keys).toStrictEqual([{ id: finished.master_key_id, state: "current", held: true, data_keys: t.expected.size }]);
     await t.expectVerified();
     await t.expectSecretsOpen();
-  });
+  }, CLI_TEST_TIMEOUT_MS);
 
   it("keys from ENTERPRISE_ADMIN_MASTER_KEY: after a rotation, a server without the new key refuses secrets with 503; one given both keys goes on", async () => {
     const [oldKey, newKey] = [randomBytes(32).toString("base64"), randomBytes(32).toString("base64")];
@@ -246,5 +248,5 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
     const status = JSON.parse((await t.cliWith(`${newKey},${oldKey}`, "keys", "status")).stdout);
     expect(status.keys.map((k: { state: string; data_keys: number }) => [k.state, k.data_keys])).toStrictEqual([["current", 2], ["retired", 0]]);
     await t.expectSecretsOpen(newKey);
-  });
+  }, CLI_TEST_TIMEOUT_MS);
 });
