@@ -29,7 +29,7 @@ export interface EnvironmentChanges {
 
 const notFound = (id: string) => new AppError(ErrorCode.ENVIRONMENT_CONFIG_NOT_FOUND, `environment config "${id}" not found`);
 const nameTaken = (name: string) => new AppError(ErrorCode.NAME_TAKEN, `name: ${JSON.stringify(name)} is already used by another environment config of this enterprise`);
-/** A server that lacks a master key gets it once the key file (or its variable) does: soon, or not without an operator. */
+/** When this server lacks a master key: it reads the key file again on the next call that needs the key. */
 const MASTER_KEY_RETRY_AFTER_SECONDS = 10;
 const staleEtag = () => new AppError(ErrorCode.ETAG_MISMATCH, "etag: the environment config changed since it was read; get it again and retry");
 

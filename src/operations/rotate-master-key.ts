@@ -5,7 +5,7 @@
 //   2. data keys not under the current key are re-wrapped, in batches, each under the ring's lock;
 //   3. under the ring's lock, the keys no stored data key refers to (counted then) leave the key file.
 // A crash between any two steps loses nothing: the key file only ever loses keys no data key needs,
-// and re-running the rotation finishes the work. Secrets themselves are not re-encrypted: they are
+// and re-running the rotation (with the same --new-key, or none) finishes the work. Secrets themselves are not re-encrypted: they are
 // sealed with the data keys, which do not change.
 import type { LocalKeyProvider } from "../keys/local-key-provider.js";
 import type { EnvironmentConfigRepository } from "../storage/environment-config-repository.js";
@@ -39,10 +39,10 @@ export async function rotateMasterKey(repository: EnvironmentConfigRepository, k
 
   const masterKeyId = await repository.transaction(async (tx) => {
     const current = await tx.lockCurrentMasterKey(keys.initialKeyId, "update");
-    if (newKey && keys.keyIdFor(newKey) === current) throw new Error(`master key "${current}" is already current: a rotation needs a new key`);
+    // A --new-key that is current already (a rotation to it was cut short) is only held again: this one resumes it.
     const added = await keys.addKey(newKey);
     await afterStep("key-added");
-    await tx.setCurrentMasterKey(added);
+    if (added !== current) await tx.setCurrentMasterKey(added);
     return added;
   });
   await afterStep("key-made-current");
