@@ -12,7 +12,8 @@ import { AccessAdmin } from "../operations/access-admin.js";
 import { importDirectory } from "../operations/import-directory.js";
 import { importUsage } from "../operations/import-usage.js";
 import { rotateMasterKey } from "../operations/rotate-master-key.js";
-import { loadLocalKeyProvider } from "../keys/local-key-provider.js";
+import { loadLocalKeyProvider, type LocalKeyProvider } from "../keys/local-key-provider.js";
+import { keyRingStatus, verifyDataKeys } from "../operations/inspect-master-keys.js";
 import { EnvironmentConfigRepository } from "../storage/environment-config-repository.js";
 import { UsageRepository } from "../storage/usage-repository.js";
 import { progressBar } from "./progress-bar.js";
@@ -123,19 +124,45 @@ appCommand.command("revoke").argument("<app_id>").description("revoke an app; it
     console.log(JSON.stringify({ app_id: appId, revoked: true }));
   });
 
-program.command("keys").description("the master key that wraps the secrets' data keys").command("rotate")
-  .description("re-wrap every data key under a new master key; the old key is then removed (run with the service stopped, or restart it after)")
+const keysCommand = program.command("keys").description("the master keys that wrap the secrets' data keys (every command is safe while servers run)");
+const withKeys = <T>(url: string | undefined, work: (repository: EnvironmentConfigRepository, keys: LocalKeyProvider) => Promise<T>) =>
+  withDatabase(url, async (database) =>
+    work(new EnvironmentConfigRepository(database.db), await loadLocalKeyProvider({ databaseUrl: loadConfig({ db: url }).databaseUrl })));
+
+keysCommand.command("rotate")
+  .description("make a new master key current, re-wrap every data key under it, then remove the retired keys no data key needs from the key file")
   .option("--new-key <base64>", "the new 32-byte master key, base64 (required when ENTERPRISE_ADMIN_MASTER_KEY is used; else one is generated into the key file)")
   .addOption(dbOption())
   .action(async (opts) => {
     const newKey = opts.newKey === undefined ? undefined : Buffer.from(opts.newKey, "base64");
     if (newKey !== undefined && newKey.length !== 32) throw new AppError(4001, "--new-key: must be the base64 of exactly 32 bytes");
-    const summary = await withDatabase(opts.db, async (database) => {
-      const keys = await loadLocalKeyProvider({ databaseUrl: loadConfig({ db: opts.db }).databaseUrl });
-      return rotateMasterKey(new EnvironmentConfigRepository(database.db), keys, newKey);
-    });
+    const { summary, source } = await withKeys(opts.db, async (repository, keys) =>
+      ({ summary: await rotateMasterKey(repository, keys, { newKey }), source: keys.source }));
     console.log(JSON.stringify(summary));
-    if (process.env.ENTERPRISE_ADMIN_MASTER_KEY) console.error("now set ENTERPRISE_ADMIN_MASTER_KEY to the new key before starting the service");
+    if (source.kind === "env") {
+      console.error(`new data keys are now wrapped under "${summary.master_key_id}": every instance needs the new key in ENTERPRISE_ADMIN_MASTER_KEY; ` +
+        "a retired key may leave the variable once `keys status` shows it wraps no data key");
+    }
+  });
+
+keysCommand.command("status").description("each master key, current or retired, whether it is held, and how many data keys it wraps")
+  .addOption(dbOption())
+  .action(async (opts) => {
+    console.log(JSON.stringify(await withKeys(opts.db, keyRingStatus)));
+  });
+
+keysCommand.command("verify").description("unwrap every data key; exit 1 naming each environment config that cannot be read")
+  .addOption(dbOption())
+  .action(async (opts) => {
+    const report = await withKeys(opts.db, verifyDataKeys);
+    console.log(JSON.stringify(report));
+    for (const config of report.unreadable) {
+      console.error(`error: environment config "${config.name}" (${config.environment_id}) of enterprise "${config.enterprise_id}" cannot be read: ${config.reason}`);
+    }
+    if (!report.current_master_key_held) {
+      console.error(`error: the current master key "${report.current_master_key_id}" is not held by this key source: new secrets would be refused`);
+    }
+    if (!report.ok) process.exitCode = 1;
   });
 
 const tokenCommand = program.command("token").description("access tokens (never printed back once made)");

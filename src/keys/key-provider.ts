@@ -13,11 +13,23 @@ export interface WrappedDataKey {
 }
 
 export interface KeyProvider {
-  /** Wraps (encrypts) a data key under the current master key. */
-  wrap(dataKey: Buffer, context: DataKeyContext): Promise<WrappedDataKey>;
+  /** The master key a store starts with when its key ring (master_key_ring) names none yet. */
+  readonly initialKeyId: string;
+  /**
+   * Wraps (encrypts) a data key under the named master key: the one the key ring names as current.
+   * Throws MasterKeyNotHeldError when this provider cannot get that key, never wraps under another.
+   */
+  wrap(dataKey: Buffer, context: DataKeyContext, masterKeyId: string): Promise<WrappedDataKey>;
   /** Unwraps with the master key named by wrapped.masterKeyId; throws SecretDecryptionError if unknown or tampered. */
   unwrap(wrapped: WrappedDataKey, context: DataKeyContext): Promise<Buffer>;
-  readonly currentKeyId: string;
+}
+
+/** The provider has no master key of that id (its source lacks it): a state of this server, not of the data. */
+export class MasterKeyNotHeldError extends SecretDecryptionError {
+  constructor(readonly masterKeyId: string, message: string) {
+    super(message);
+    this.name = "MasterKeyNotHeldError";
+  }
 }
 
 // Its own purpose label, so a wrapped data key can never be opened as a secret value or the reverse.

@@ -1,12 +1,14 @@
-// Master keys held locally: from ENTERPRISE_ADMIN_MASTER_KEY, or from a 0600 JSON key file (created on
-// first use beside the SQLite database). Rotation is three crash-safe steps; no step ever loses a key.
+// Master keys held locally: from ENTERPRISE_ADMIN_MASTER_KEY (one key, or several separated by commas),
+// or from a 0600 JSON key file (created on first use beside the SQLite database). Which key wraps new
+// data keys is the database's to say (master_key_ring); this ring only holds key material. A key named
+// there but not in memory is looked for in the key file again, since a rotation elsewhere adds keys.
 import { createHash, randomBytes } from "node:crypto";
 import { constants } from "node:fs";
 import { link, mkdir, open, readFile, rename, stat, unlink } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { KEY_BYTES, SecretDecryptionError } from "../domain/secret-crypto.js";
-import { unwrapWithMasterKey, wrapWithMasterKey, type DataKeyContext, type KeyProvider, type WrappedDataKey } from "./key-provider.js";
+import { KEY_BYTES } from "../domain/secret-crypto.js";
+import { MasterKeyNotHeldError, unwrapWithMasterKey, wrapWithMasterKey, type DataKeyContext, type KeyProvider, type WrappedDataKey } from "./key-provider.js";
 
 export const MASTER_KEY_ENV = "ENTERPRISE_ADMIN_MASTER_KEY";
 export const MASTER_KEY_FILE_ENV = "ENTERPRISE_ADMIN_MASTER_KEY_FILE";
@@ -19,7 +21,7 @@ interface MasterKey {
   created?: string;
 }
 
-/** The key file on disk. `created` is kept when present but not required of a hand-made file. */
+/** The key file on disk. `current` names the key a store with an empty key ring starts with. */
 interface KeyFile {
   current: string;
   keys: { id: string; key: string; created?: string }[];
@@ -27,72 +29,114 @@ interface KeyFile {
 
 export class LocalKeyProvider implements KeyProvider {
   readonly source: KeySource;
-  #keys: MasterKey[];
-  #currentId: string;
+  #initialKeyId: string;
+  #keys: Map<string, MasterKey>;
 
-  constructor(source: KeySource, keys: MasterKey[], currentId: string) {
-    if (!keys.some((k) => k.id === currentId)) throw new Error(`master key "${currentId}" is not among the keys held`);
+  constructor(source: KeySource, keys: MasterKey[], initialKeyId: string) {
+    if (!keys.some((k) => k.id === initialKeyId)) throw new Error(`master key "${initialKeyId}" is not among the keys held`);
     this.source = source;
-    this.#keys = keys;
-    this.#currentId = currentId;
+    this.#keys = new Map(keys.map((k) => [k.id, k]));
+    this.#initialKeyId = initialKeyId;
   }
 
-  get currentKeyId(): string {
-    return this.#currentId;
+  get initialKeyId(): string {
+    return this.#initialKeyId;
   }
 
-  async wrap(dataKey: Buffer, context: DataKeyContext): Promise<WrappedDataKey> {
-    return wrapWithMasterKey(this.#find(this.#currentId)!.key, this.#currentId, dataKey, context);
+  async wrap(dataKey: Buffer, context: DataKeyContext, masterKeyId: string): Promise<WrappedDataKey> {
+    const master = await this.#get(masterKeyId);
+    if (!master) throw new MasterKeyNotHeldError(masterKeyId, `cannot wrap: master key "${masterKeyId}" is current in the database but not held (${describeKeySource(this.source)})`);
+    return wrapWithMasterKey(master.key, masterKeyId, dataKey, context);
   }
 
   async unwrap(wrapped: WrappedDataKey, context: DataKeyContext): Promise<Buffer> {
-    const master = this.#find(wrapped.masterKeyId);
-    if (!master) throw new SecretDecryptionError(`cannot unwrap: master key "${wrapped.masterKeyId}" is not held (${describeSource(this.source)})`);
+    const master = await this.#get(wrapped.masterKeyId);
+    if (!master) throw new MasterKeyNotHeldError(wrapped.masterKeyId, `cannot unwrap: master key "${wrapped.masterKeyId}" is not held (${describeKeySource(this.source)})`);
     return unwrapWithMasterKey(master.key, wrapped, context);
   }
 
-  keyIds(): string[] {
-    return this.#keys.map((k) => k.id);
+  /** The ids held now, after reading the key file again. */
+  async keyIds(): Promise<string[]> {
+    await this.#reload();
+    return [...this.#keys.keys()];
   }
 
-  /** Step 1: adds a new random master key (or the given one) as current, persisting the key file with old AND new keys; returns the new id. For the env-var source, `newKey` is required (else throw an error saying to pass --new-key) and nothing is persisted (the operator sets the variable afterwards). */
-  async beginRotation(newKey?: Buffer): Promise<string> {
+  /** The id a key gets in this source: the same bytes get the same id in every process. */
+  keyIdFor(key: Buffer): string {
+    return keyId(this.source.kind === "env" ? "env" : "local", key);
+  }
+
+  /**
+   * Rotation, first step (the caller holds the key ring's lock, so no other rotation writes the file
+   * meanwhile): the key file, read afresh, gains `newKey` (or a new random key) as its "current", every
+   * other key kept; written durably before the caller makes it current in the database. From the
+   * variable, `newKey` is required and only held in memory: the operator gives it to the instances.
+   */
+  async addKey(newKey?: Buffer): Promise<string> {
     if (this.source.kind === "env" && !newKey) {
-      throw new Error(`the master key comes from ${MASTER_KEY_ENV}: pass --new-key with the base64 of a new ${KEY_BYTES}-byte key, then set ${MASTER_KEY_ENV} to it once the rotation has finished`);
+      throw new Error(`the master key comes from ${MASTER_KEY_ENV}: pass --new-key with the base64 of a new ${KEY_BYTES}-byte key (see docs/operations.md, Master keys and rotation)`);
     }
     const key = newKey ?? randomBytes(KEY_BYTES);
     if (key.length !== KEY_BYTES) throw new Error(`a new master key must be exactly ${KEY_BYTES} bytes, got ${key.length}`);
-    const id = keyId(this.source.kind === "env" ? "env" : "local", key);
-    if (this.#find(id)) throw new Error(`master key "${id}" is already held: a rotation needs a new key`);
-    const keys = [...this.#keys, { id, key: Buffer.from(key), created: new Date().toISOString() }];
-    // Persist before switching in memory, so nothing is ever wrapped under a key that is not on disk.
-    if (this.source.kind === "file") await writeKeyFile(this.source.path, keys, id);
-    this.#keys = keys;
-    this.#currentId = id;
-    return id;
+    const added: MasterKey = { id: this.keyIdFor(key), key: Buffer.from(key), created: new Date().toISOString() };
+    if (this.source.kind === "file") {
+      const onDisk = (await readKeyFile(this.source.path))?.keys ?? [...this.#keys.values()];
+      const keys = onDisk.some((k) => k.id === added.id) ? onDisk : [...onDisk, added];
+      await writeKeyFile(this.source.path, keys, added.id);
+    }
+    if (!this.#keys.has(added.id)) this.#keys.set(added.id, added);
+    this.#initialKeyId = added.id;
+    return added.id;
   }
 
-  /** Step 3 (after the caller re-wrapped every data key under the new current key and committed): removes every other key from the file. */
-  async finishRotation(): Promise<void> {
-    const keys = this.#keys.filter((k) => k.id === this.#currentId);
-    if (this.source.kind === "file") await writeKeyFile(this.source.path, keys, this.#currentId);
-    this.#keys = keys;
+  /**
+   * Rotation, last step (under the key ring's lock, with `needed` counted at that moment): every key
+   * of the key file that is not in `needed` leaves it. Returns the ids removed; from the variable,
+   * none (the operator edits it).
+   */
+  async removeKeysExcept(needed: ReadonlySet<string>, current: string): Promise<string[]> {
+    if (this.source.kind !== "file") return [];
+    const file = await readKeyFile(this.source.path);
+    // Not the file the rotation added the current key to: touch nothing.
+    if (!file?.keys.some((k) => k.id === current)) throw new Error(`key file ${this.source.path} does not hold the current master key "${current}": no key removed`);
+    const kept = file.keys.filter((k) => needed.has(k.id) || k.id === current);
+    const removed = file.keys.filter((k) => !kept.includes(k)).map((k) => k.id);
+    if (removed.length > 0 || file.currentId !== current) await writeKeyFile(this.source.path, kept, current);
+    for (const id of removed) this.#keys.delete(id);
+    return removed;
   }
 
-  #find(id: string): MasterKey | undefined {
-    return this.#keys.find((k) => k.id === id);
+  async #get(id: string): Promise<MasterKey | undefined> {
+    if (!this.#keys.has(id)) await this.#reload();
+    return this.#keys.get(id);
+  }
+
+  /** Adds the key file's keys to those held; never forgets one, so a key removed from the file by hand still opens what it wrapped here. */
+  async #reload(): Promise<void> {
+    if (this.source.kind !== "file") return;
+    for (const key of (await readKeyFile(this.source.path))?.keys ?? []) {
+      if (!this.#keys.has(key.id)) this.#keys.set(key.id, key);
+    }
   }
 }
 
-/** The env variable wins, then the named key file, then the default key file (created when missing). */
+/**
+ * The variable wins (one base64 key, or several separated by commas: the first is the one a new store
+ * starts with), then the named key file, then the default key file (created when missing).
+ */
 export async function loadLocalKeyProvider(options: { databaseUrl: string; env?: NodeJS.ProcessEnv }): Promise<LocalKeyProvider> {
   const env = options.env ?? process.env;
   // An empty variable counts as unset, as shells and .env files commonly leave them.
   const fromEnv = env[MASTER_KEY_ENV];
   if (fromEnv) {
-    const key = decodeKey(fromEnv, MASTER_KEY_ENV);
-    const id = keyId("env", key);
-    return new LocalKeyProvider({ kind: "env" }, [{ id, key }], id);
+    const texts = fromEnv.split(",");
+    const keys: MasterKey[] = [];
+    for (const [index, text] of texts.entries()) {
+      const key = decodeKey(text, texts.length === 1 ? MASTER_KEY_ENV : `${MASTER_KEY_ENV} (key ${index + 1} of ${texts.length})`);
+      const id = keyId("env", key);
+      if (!keys.some((k) => k.id === id)) keys.push({ id, key });
+    }
+    return new LocalKeyProvider({ kind: "env" }, keys, keys[0]!.id);
   }
   const path = resolve(env[MASTER_KEY_FILE_ENV] || defaultKeyFilePath(options.databaseUrl));
   const file = (await readKeyFile(path)) ?? (await createKeyFile(path));
@@ -109,7 +153,7 @@ export function defaultKeyFilePath(databaseUrl: string): string {
 // The id names the key without revealing it: 48 bits of a hash of 256 random bits.
 const keyId = (prefix: string, key: Buffer) => `${prefix}-${createHash("sha256").update(key).digest("hex").slice(0, 12)}`;
 
-const describeSource = (source: KeySource) => (source.kind === "env" ? MASTER_KEY_ENV : `key file ${source.path}`);
+export const describeKeySource = (source: KeySource) => (source.kind === "env" ? MASTER_KEY_ENV : `key file ${source.path}`);
 
 /** Strict base64 of exactly 32 bytes; the error names where the key came from, never its value. */
 function decodeKey(text: string, where: string): Buffer {

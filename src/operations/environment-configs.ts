@@ -7,7 +7,7 @@ import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
 import { decodePageToken, effectivePageSize, encodePageToken } from "../domain/page-token.js";
 import type { Packages } from "../domain/runtime-versions.js";
 import { newDataKey, openSecret, sealSecret } from "../domain/secret-crypto.js";
-import type { KeyProvider } from "../keys/key-provider.js";
+import { MasterKeyNotHeldError, type KeyProvider } from "../keys/key-provider.js";
 import { isNameConflict, type EnvironmentConfigRepository, type EnvironmentConfigRow } from "../storage/environment-config-repository.js";
 
 export interface EnvironmentView {
@@ -29,6 +29,8 @@ export interface EnvironmentChanges {
 
 const notFound = (id: string) => new AppError(ErrorCode.ENVIRONMENT_CONFIG_NOT_FOUND, `environment config "${id}" not found`);
 const nameTaken = (name: string) => new AppError(ErrorCode.NAME_TAKEN, `name: ${JSON.stringify(name)} is already used by another environment config of this enterprise`);
+/** When this server lacks a master key: it reads the key file again on the next call that needs the key. */
+const MASTER_KEY_RETRY_AFTER_SECONDS = 10;
 const staleEtag = () => new AppError(ErrorCode.ETAG_MISMATCH, "etag: the environment config changed since it was read; get it again and retry");
 
 export class EnvironmentConfigs {
@@ -48,9 +50,11 @@ export class EnvironmentConfigs {
     const now = Date.now();
     const row = toRow(enterpriseId, id, draft, now, now, 1);
     const dataKey = newDataKey();
-    const wrapped = await this.keys.wrap(dataKey, { enterpriseId, environmentId: id });
     return this.nameGuarded(draft.name, () => this.repository.transaction(async (tx) => {
+      // Wrapped under the key the ring names now, and stored before a rotation can retire that key.
+      const masterKeyId = await tx.lockCurrentMasterKey(this.keys.initialKeyId, "share");
       if (await tx.nameTaken(enterpriseId, draft.name)) throw nameTaken(draft.name);
+      const wrapped = await heldKey(() => this.keys.wrap(dataKey, { enterpriseId, environmentId: id }, masterKeyId));
       await tx.insert(row, { master_key_id: wrapped.masterKeyId, wrapped_key: wrapped.wrapped });
       await tx.putSecrets(id, seal(dataKey, enterpriseId, id, draft.secrets));
       return { row, secretKeys: Object.keys(draft.secrets).sort() };
@@ -107,7 +111,7 @@ export class EnvironmentConfigs {
       if (!(await tx.update(row, stored.revision))) throw staleEtag();
       const newSecrets = changes.secrets ?? {};
       if (Object.keys(newSecrets).length > 0) {
-        const dataKey = await this.dataKey(tx, enterpriseId, id);
+        const dataKey = await heldKey(() => this.dataKey(tx, enterpriseId, id));
         await tx.putSecrets(id, seal(dataKey, enterpriseId, id, newSecrets));
       }
       await tx.deleteSecrets(id, removals);
@@ -146,6 +150,21 @@ export class EnvironmentConfigs {
     const stored = await repository.dataKey(id);
     if (!stored) throw new Error(`environment ${id} has no data key`);
     return this.keys.unwrap({ masterKeyId: stored.master_key_id, wrapped: stored.wrapped_key }, { enterpriseId, environmentId: id });
+  }
+}
+
+/**
+ * A master key this server does not hold (the instances were not all given the new key, or it was
+ * removed from the key file by hand) is a state of the server, not the caller's fault: 503, retry.
+ */
+async function heldKey<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof MasterKeyNotHeldError) {
+      throw new AppError(ErrorCode.UNAVAILABLE, `secrets: master key "${error.masterKeyId}" is not available to this server; retry later`, { "Retry-After": String(MASTER_KEY_RETRY_AFTER_SECONDS) });
+    }
+    throw error;
   }
 }
 

@@ -1,6 +1,7 @@
-// Environment configurations of one enterprise, their sealed secrets and wrapped data keys. Rows
-// hold only ciphertexts; sealing and opening happen above (operations/environment-configs.ts).
-import type { Kysely, Selectable } from "kysely";
+// Environment configurations of one enterprise, their sealed secrets and wrapped data keys, and the
+// master key ring's state (which master key wraps new data keys). Rows hold only ciphertexts; sealing
+// and opening happen above (operations/environment-configs.ts).
+import { PostgresAdapter, type Kysely, type Selectable } from "kysely";
 import type { EnvironmentConfigTable, Schema } from "./schema.js";
 
 export type EnvironmentConfigRow = Selectable<EnvironmentConfigTable>;
@@ -13,6 +14,7 @@ export interface SealedSecret {
 export interface WrappedKeyRow {
   environment_id: string;
   enterprise_id: string;
+  name: string;
   master_key_id: string;
   wrapped_key: Buffer;
 }
@@ -109,9 +111,54 @@ export class EnvironmentConfigRepository {
   async allDataKeys(): Promise<WrappedKeyRow[]> {
     return this.db.selectFrom("environment_data_key")
       .innerJoin("environment_config", "environment_config.id", "environment_data_key.environment_id")
-      .select(["environment_data_key.environment_id", "environment_config.enterprise_id", "environment_data_key.master_key_id", "environment_data_key.wrapped_key"])
+      .select(["environment_data_key.environment_id", "environment_config.enterprise_id", "environment_config.name", "environment_data_key.master_key_id", "environment_data_key.wrapped_key"])
       .orderBy("environment_data_key.environment_id")
       .execute();
+  }
+
+  /** Up to `limit` wrapped data keys not wrapped under `masterKeyId`: for re-wrapping them in batches. */
+  async dataKeysNotUnder(masterKeyId: string, limit: number): Promise<WrappedKeyRow[]> {
+    return this.db.selectFrom("environment_data_key")
+      .innerJoin("environment_config", "environment_config.id", "environment_data_key.environment_id")
+      .select(["environment_data_key.environment_id", "environment_config.enterprise_id", "environment_config.name", "environment_data_key.master_key_id", "environment_data_key.wrapped_key"])
+      .where("environment_data_key.master_key_id", "!=", masterKeyId)
+      .orderBy("environment_data_key.environment_id")
+      .limit(limit)
+      .execute();
+  }
+
+  /** How many stored data keys each master key wraps. */
+  async dataKeyCounts(): Promise<Map<string, number>> {
+    const rows = await this.db.selectFrom("environment_data_key")
+      .select((eb) => ["master_key_id", eb.fn.countAll<number | string>().as("data_keys")])
+      .groupBy("master_key_id").execute();
+    return new Map(rows.map((r) => [r.master_key_id, Number(r.data_keys)]));
+  }
+
+  /**
+   * In a transaction: the master key that wraps new data keys, locked until the transaction ends, so a
+   * rotation cannot make another key current between this read and the commit of a key wrapped under
+   * it (`share`: writers side by side; `update`: a rotation step, alone). An empty ring starts with
+   * `initialKeyId`. The insert comes first on purpose: on SQLite it takes the database's one write
+   * lock at once, so what the transaction reads next stays current until it commits; on PostgreSQL
+   * the row lock does that, and `for share` waits for a rotation's update, then reads its new value.
+   */
+  async lockCurrentMasterKey(initialKeyId: string, mode: "share" | "update"): Promise<string> {
+    await this.db.insertInto("master_key_ring").values({ id: 1, current_master_key_id: initialKeyId })
+      .onConflict((oc) => oc.column("id").doNothing()).execute();
+    let query = this.db.selectFrom("master_key_ring").select("current_master_key_id").where("id", "=", 1);
+    if (this.db.getExecutor().adapter instanceof PostgresAdapter) query = mode === "share" ? query.forShare() : query.forUpdate();
+    return (await query.executeTakeFirstOrThrow()).current_master_key_id;
+  }
+
+  /** The current master key without locking or filling the ring: for reports. */
+  async currentMasterKey(): Promise<string | undefined> {
+    return (await this.db.selectFrom("master_key_ring").select("current_master_key_id").where("id", "=", 1).executeTakeFirst())?.current_master_key_id;
+  }
+
+  /** Only after lockCurrentMasterKey(…, "update") in the same transaction. */
+  async setCurrentMasterKey(masterKeyId: string): Promise<void> {
+    await this.db.updateTable("master_key_ring").set({ current_master_key_id: masterKeyId }).where("id", "=", 1).execute();
   }
 
   async replaceDataKey(environmentId: string, masterKeyId: string, wrapped: Buffer): Promise<void> {

@@ -136,6 +136,12 @@ export interface EnvironmentSecretTable {
   sealed_value: Buffer;
 }
 
+/** One row (id 1): the master key that wraps new data keys; every other key is retired. */
+export interface MasterKeyRingTable {
+  id: number;
+  current_master_key_id: string;
+}
+
 export interface Schema {
   enterprise: EnterpriseTable;
   department: DepartmentTable;
@@ -149,5 +155,6 @@ export interface Schema {
   environment_config: EnvironmentConfigTable;
   environment_data_key: EnvironmentDataKeyTable;
   environment_secret: EnvironmentSecretTable;
+  master_key_ring: MasterKeyRingTable;
 }
 

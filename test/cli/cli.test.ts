@@ -1,20 +1,24 @@
 import { execFile } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashCredential } from "../../src/domain/credentials.js";
-import { openDatabase, type Database } from "../../src/storage/database.js";
+import { loadLocalKeyProvider } from "../../src/keys/local-key-provider.js";
+import { EnvironmentConfigs } from "../../src/operations/environment-configs.js";
+import { importDirectory } from "../../src/operations/import-directory.js";
+import { migrateToLatest, openDatabase, type Database } from "../../src/storage/database.js";
+import { EnvironmentConfigRepository } from "../../src/storage/environment-config-repository.js";
 import { createTestDatabase, dialects, type TestDatabase } from "../helpers/databases.js";
 import { acme } from "../helpers/fixtures.js";
 
 const run = promisify(execFile);
 const bin = new URL("../../bin/enterprise-admin.mjs", import.meta.url).pathname;
 
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+async function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [bin, ...args], { env: { ...process.env, DATABASE_URL: "" } });
+    const { stdout, stderr } = await run(process.execPath, [bin, ...args], { env: { ...process.env, DATABASE_URL: "", ...env } });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code: number; stdout: string; stderr: string };
@@ -139,4 +143,60 @@ describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
     expect((await cli(["token", "create", "--enterprise", "nobody", "--scopes", "departments:read", "--db", testDb.url])).stderr)
       .toContain('enterprise "nobody" does not exist');
   });
+
+  it("keys status lists each master key (current or retired) with its data keys; keys verify names each config it cannot read and exits 1, else 0", async () => {
+    const keyFile = join(dir, "keys-test.key");
+    const keyEnv = { ENTERPRISE_ADMIN_MASTER_KEY_FILE: keyFile, ENTERPRISE_ADMIN_MASTER_KEY: "" };
+    const keysCli = (...args: string[]) => cli(["keys", ...args, "--db", testDb.url], keyEnv);
+    const expectOk = async (...args: string[]) => {
+      const result = await keysCli(...args);
+      expect({ code: result.code, stderr: result.stderr }).toStrictEqual({ code: 0, stderr: "" });
+      return JSON.parse(result.stdout);
+    };
+    await migrateToLatest(database);
+    await importDirectory(database, acme);
+    const keys = await loadLocalKeyProvider({ databaseUrl: testDb.url, env: keyEnv });
+    const configs = new EnvironmentConfigs(new EnvironmentConfigRepository(database.db), keys);
+    const a = (await configs.create("acme", { name: "keys-a", secrets: { K: "a" } })).row.id;
+    const b = (await configs.create("acme", { name: "keys-b", secrets: { K: "b" } })).row.id;
+    const first = keys.initialKeyId;
+
+    expect(await expectOk("status")).toStrictEqual({
+      key_source: `key file ${keyFile}`, current_master_key_id: first,
+      keys: [{ id: first, state: "current", held: true, data_keys: 2 }],
+    });
+    expect(await expectOk("verify")).toStrictEqual({ ok: true, current_master_key_id: first, current_master_key_held: true, data_keys: 2, unwrapped: 2, unreadable: [] });
+
+    // b's data key relabelled with a key that is not held: verify names b alone, status lists that key as retired, not held
+    await database.db.updateTable("environment_data_key").set({ master_key_id: "local-000000000000" }).where("environment_id", "=", b).execute();
+    const failed = await keysCli("verify");
+    expect(failed.code).toBe(1);
+    expect(JSON.parse(failed.stdout)).toStrictEqual({
+      ok: false, current_master_key_id: first, current_master_key_held: true, data_keys: 2, unwrapped: 1,
+      unreadable: [{ enterprise_id: "acme", environment_id: b, name: "keys-b", master_key_id: "local-000000000000", reason: `cannot unwrap: master key "local-000000000000" is not held (key file ${keyFile})` }],
+    });
+    expect(failed.stderr).toBe(`error: environment config "keys-b" (${b}) of enterprise "acme" cannot be read: cannot unwrap: master key "local-000000000000" is not held (key file ${keyFile})\n`);
+    expect((await expectOk("status")).keys).toStrictEqual([
+      { id: first, state: "current", held: true, data_keys: 1 },
+      { id: "local-000000000000", state: "retired", held: false, data_keys: 1 },
+    ]);
+    expect((await keysCli("rotate")).code).not.toBe(0); // an unreadable data key stops a rotation before any change
+    await database.db.updateTable("environment_data_key").set({ master_key_id: first }).where("environment_id", "=", b).execute();
+
+    const rotated = await expectOk("rotate");
+    expect(rotated).toStrictEqual({ master_key_id: expect.stringMatching(/^local-[0-9a-f]{12}$/), rewrapped_data_keys: 2, removed_master_key_ids: [first] });
+    expect((await expectOk("status")).keys).toStrictEqual([{ id: rotated.master_key_id, state: "current", held: true, data_keys: 2 }]);
+
+    // the current key removed from the key file by hand: both configs named, and the current key reported missing
+    const saved = readFileSync(keyFile, "utf8");
+    rmSync(keyFile);
+    const lost = await keysCli("verify");
+    expect(lost.code).toBe(1);
+    expect(JSON.parse(lost.stdout)).toMatchObject({ ok: false, current_master_key_id: rotated.master_key_id, current_master_key_held: false, unwrapped: 0 });
+    expect(lost.stderr).toContain(`environment config "keys-a" (${a})`);
+    expect(lost.stderr).toContain(`environment config "keys-b" (${b})`);
+    expect(lost.stderr).toContain(`error: the current master key "${rotated.master_key_id}" is not held by this key source: new secrets would be refused`);
+    writeFileSync(keyFile, saved, { mode: 0o600 });
+    await expectOk("verify");
+  }, 120_000); // ten CLI runs
 });

@@ -66,7 +66,7 @@ describe.each(dialects)("usage cell frames and running totals migrations (%s)", 
       await (database.db as Kysely<any>).insertInto("usage_cell").values({ tier_days: tierDays, period, member_key: member, totals: totals.pack() }).execute();
     }
 
-    // Later migrations (of other tables) may follow these three.
+    // The first three applied (later migrations follow them).
     expect((await migrateToLatest(database)).slice(0, 3))
       .toStrictEqual(["20261123T070500-usage-cell-frames", "20261123T070600-usage-running-totals", "20261124T070000-usage-running-totals-by-day"]);
     if (database.dialect === "sqlite") {

@@ -5,6 +5,7 @@ import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { newDataKey, SecretDecryptionError } from "../../src/domain/secret-crypto.js";
+import { MasterKeyNotHeldError } from "../../src/keys/key-provider.js";
 import { defaultKeyFilePath, loadLocalKeyProvider } from "../../src/keys/local-key-provider.js";
 
 const onWindows = process.platform === "win32";
@@ -27,22 +28,22 @@ describe("wrapping data keys", () => {
   it("a wrapped data key unwraps to the same bytes under the same context", async () => {
     const provider = await loadBesideDb();
     const dataKey = newDataKey();
-    const wrapped = await provider.wrap(dataKey, context);
-    expect(wrapped.masterKeyId).toBe(provider.currentKeyId);
+    const wrapped = await provider.wrap(dataKey, context, provider.initialKeyId);
+    expect(wrapped.masterKeyId).toBe(provider.initialKeyId);
     expect(wrapped.wrapped).toHaveLength(1 + 12 + 32 + 16);
     expect((await provider.unwrap(wrapped, context)).equals(dataKey)).toBe(true);
   });
 
   it("unwrapping under another environment or enterprise is refused", async () => {
     const provider = await loadBesideDb();
-    const wrapped = await provider.wrap(newDataKey(), context);
+    const wrapped = await provider.wrap(newDataKey(), context, provider.initialKeyId);
     await expect(provider.unwrap(wrapped, { ...context, environmentId: "env-2" })).rejects.toBeInstanceOf(SecretDecryptionError);
     await expect(provider.unwrap(wrapped, { ...context, enterpriseId: "ent-2" })).rejects.toBeInstanceOf(SecretDecryptionError);
   });
 
   it("an unknown master key id and a tampered wrap are refused", async () => {
     const provider = await loadBesideDb();
-    const wrapped = await provider.wrap(newDataKey(), context);
+    const wrapped = await provider.wrap(newDataKey(), context, provider.initialKeyId);
     await expect(provider.unwrap({ ...wrapped, masterKeyId: "local-000000000000" }, context)).rejects.toThrow(SecretDecryptionError);
     await expect(provider.unwrap({ ...wrapped, masterKeyId: "local-000000000000" }, context)).rejects.toThrow('master key "local-000000000000" is not held');
     const tampered = Buffer.from(wrapped.wrapped);
@@ -52,9 +53,17 @@ describe("wrapping data keys", () => {
 
   it("a wrap relabelled with another held master key's id is refused", async () => {
     const provider = await loadBesideDb();
-    const wrapped = await provider.wrap(newDataKey(), context);
-    const newId = await provider.beginRotation();
+    const wrapped = await provider.wrap(newDataKey(), context, provider.initialKeyId);
+    const newId = await provider.addKey();
     await expect(provider.unwrap({ ...wrapped, masterKeyId: newId }, context)).rejects.toBeInstanceOf(SecretDecryptionError);
+  });
+
+  it("wrapping under a master key that is not held is refused (MasterKeyNotHeldError), never done under another key", async () => {
+    const provider = await loadBesideDb();
+    const error = await provider.wrap(newDataKey(), context, "local-000000000000").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(MasterKeyNotHeldError);
+    expect((error as MasterKeyNotHeldError).masterKeyId).toBe("local-000000000000");
+    expect((error as Error).message).toContain('master key "local-000000000000" is current in the database but not held');
   });
 });
 
@@ -65,14 +74,14 @@ describe("the key file", () => {
     expect(first.source).toEqual({ kind: "file", path });
     if (!onWindows) expect(await modeOf(path)).toBe(0o600);
     const file = JSON.parse(await readFile(path, "utf8"));
-    expect(file.current).toBe(first.currentKeyId);
+    expect(file.current).toBe(first.initialKeyId);
     expect(file.keys).toHaveLength(1);
-    expect(file.keys[0]).toMatchObject({ id: first.currentKeyId, created: expect.any(String) });
+    expect(file.keys[0]).toMatchObject({ id: first.initialKeyId, created: expect.any(String) });
     expect(Buffer.from(file.keys[0].key, "base64")).toHaveLength(32);
 
-    const wrapped = await first.wrap(newDataKey(), context);
+    const wrapped = await first.wrap(newDataKey(), context, first.initialKeyId);
     const second = await loadBesideDb();
-    expect(second.currentKeyId).toBe(first.currentKeyId);
+    expect(second.initialKeyId).toBe(first.initialKeyId);
     expect((await second.unwrap(wrapped, context)).equals(await first.unwrap(wrapped, context))).toBe(true);
     expect((await readdir(dir)).filter((name) => name.endsWith(".tmp"))).toEqual([]);
   });
@@ -125,9 +134,9 @@ describe("the key file", () => {
 
   it("two processes creating the key file at once end up with one key", async () => {
     const [a, b, c] = await Promise.all([loadBesideDb(), loadBesideDb(), loadBesideDb()]);
-    expect(b.currentKeyId).toBe(a.currentKeyId);
-    expect(c.currentKeyId).toBe(a.currentKeyId);
-    const wrapped = await a.wrap(newDataKey(), context);
+    expect(b.initialKeyId).toBe(a.initialKeyId);
+    expect(c.initialKeyId).toBe(a.initialKeyId);
+    const wrapped = await a.wrap(newDataKey(), context, a.initialKeyId);
     await b.unwrap(wrapped, context);
   });
 });
@@ -140,9 +149,9 @@ describe("the ENTERPRISE_ADMIN_MASTER_KEY variable", () => {
       env: { ENTERPRISE_ADMIN_MASTER_KEY: key.toString("base64"), ENTERPRISE_ADMIN_MASTER_KEY_FILE: join(dir, "named.key") },
     });
     expect(provider.source).toEqual({ kind: "env" });
-    expect(provider.currentKeyId).toBe(envId(key));
+    expect(provider.initialKeyId).toBe(envId(key));
     const dataKey = newDataKey();
-    expect((await provider.unwrap(await provider.wrap(dataKey, context), context)).equals(dataKey)).toBe(true);
+    expect((await provider.unwrap(await provider.wrap(dataKey, context, provider.initialKeyId), context)).equals(dataKey)).toBe(true);
     expect(await readdir(dir)).toEqual([]);
   });
 
@@ -158,65 +167,106 @@ describe("the ENTERPRISE_ADMIN_MASTER_KEY variable", () => {
   });
 });
 
-describe("rotation", () => {
-  it("begin keeps both keys on disk, finish drops the old one", async () => {
-    const provider = await loadBesideDb();
-    const oldId = provider.currentKeyId;
-    const oldDataKey = newDataKey();
-    const oldWrap = await provider.wrap(oldDataKey, context);
+describe("the ENTERPRISE_ADMIN_MASTER_KEY variable with several keys", () => {
+  it("holds every key of a comma-separated list; the first is the one a new store starts with", async () => {
+    const [newer, older] = [randomBytes(32), randomBytes(32)];
+    const single = await loadLocalKeyProvider({ databaseUrl: join(dir, "admin.sqlite"), env: { ENTERPRISE_ADMIN_MASTER_KEY: older.toString("base64") } });
+    const oldWrap = await single.wrap(newDataKey(), context, envId(older));
+    const both = await loadLocalKeyProvider({ databaseUrl: join(dir, "admin.sqlite"), env: { ENTERPRISE_ADMIN_MASTER_KEY: `${newer.toString("base64")},${older.toString("base64")}` } });
+    expect(both.initialKeyId).toBe(envId(newer));
+    expect(await both.keyIds()).toEqual([envId(newer), envId(older)]);
+    await both.unwrap(oldWrap, context);
+    await both.wrap(newDataKey(), context, envId(newer));
+  });
 
-    const newId = await provider.beginRotation();
+  it("a bad key in the list is refused, naming its position, never its value", async () => {
+    const value = randomBytes(16).toString("base64");
+    const error = await loadLocalKeyProvider({ databaseUrl: join(dir, "admin.sqlite"), env: { ENTERPRISE_ADMIN_MASTER_KEY: `${randomBytes(32).toString("base64")},${value}` } }).catch((e: Error) => e);
+    expect((error as Error).message).toBe("ENTERPRISE_ADMIN_MASTER_KEY (key 2 of 2) must be the base64 encoding of exactly 32 bytes (it decodes to 16 bytes)");
+  });
+});
+
+describe("rotation steps on the key ring", () => {
+  it("addKey keeps every key on disk and names the new one current in the file; removeKeysExcept drops the rest", async () => {
+    const provider = await loadBesideDb();
+    const oldId = provider.initialKeyId;
+    const oldDataKey = newDataKey();
+    const oldWrap = await provider.wrap(oldDataKey, context, oldId);
+
+    const newId = await provider.addKey();
     expect(newId).not.toBe(oldId);
-    expect(provider.currentKeyId).toBe(newId);
-    expect(provider.keyIds()).toEqual([oldId, newId]);
-    expect((await provider.unwrap(oldWrap, context)).equals(oldDataKey)).toBe(true);
-    const newWrap = await provider.wrap(oldDataKey, context);
+    expect(provider.initialKeyId).toBe(newId);
+    expect(await provider.keyIds()).toEqual([oldId, newId]);
+    const newWrap = await provider.wrap(oldDataKey, context, newId);
     expect(newWrap.masterKeyId).toBe(newId);
 
-    // A crash here: a fresh load still holds both keys, the new one current.
+    // A crash here: a fresh load holds both keys, the new one the file's current.
     const afterCrash = await loadBesideDb();
-    expect(afterCrash.keyIds()).toEqual([oldId, newId]);
-    expect(afterCrash.currentKeyId).toBe(newId);
+    expect(await afterCrash.keyIds()).toEqual([oldId, newId]);
+    expect(afterCrash.initialKeyId).toBe(newId);
     expect((await afterCrash.unwrap(oldWrap, context)).equals(oldDataKey)).toBe(true);
     expect((await afterCrash.unwrap(newWrap, context)).equals(oldDataKey)).toBe(true);
 
-    await provider.finishRotation();
-    expect(provider.keyIds()).toEqual([newId]);
+    expect(await provider.removeKeysExcept(new Set([newId]), newId)).toEqual([oldId]);
+    expect(await provider.removeKeysExcept(new Set([newId]), newId)).toEqual([]);
     await expect(provider.unwrap(oldWrap, context)).rejects.toBeInstanceOf(SecretDecryptionError);
-    expect((await provider.unwrap(newWrap, context)).equals(oldDataKey)).toBe(true);
-
     const fresh = await loadBesideDb();
-    expect(fresh.keyIds()).toEqual([newId]);
-    expect(fresh.currentKeyId).toBe(newId);
+    expect(await fresh.keyIds()).toEqual([newId]);
     await expect(fresh.unwrap(oldWrap, context)).rejects.toBeInstanceOf(SecretDecryptionError);
+    expect((await fresh.unwrap(newWrap, context)).equals(oldDataKey)).toBe(true);
     if (!onWindows) expect(await modeOf(join(dir, "master.key"))).toBe(0o600);
     expect((await readdir(dir)).filter((name) => name.endsWith(".tmp"))).toEqual([]);
   });
 
-  it("a given new key is used as is, and a key already held is refused", async () => {
+  it("a key still needed, and the current key, stay in the file; a file without the current key is left alone", async () => {
+    const provider = await loadBesideDb();
+    const first = provider.initialKeyId;
+    const second = await provider.addKey();
+    const third = await provider.addKey();
+    expect(await provider.removeKeysExcept(new Set([first]), third)).toEqual([second]);
+    expect(await (await loadBesideDb()).keyIds()).toEqual([first, third]);
+    await expect(provider.removeKeysExcept(new Set(), "local-000000000000")).rejects.toThrow('does not hold the current master key "local-000000000000": no key removed');
+    expect(await (await loadBesideDb()).keyIds()).toEqual([first, third]);
+  });
+
+  it("a provider loaded before a rotation finds the new key in the file when asked for it, and never forgets the old one", async () => {
+    const server = await loadBesideDb();
+    const oldId = server.initialKeyId;
+    const oldWrap = await server.wrap(newDataKey(), context, oldId);
+    const rotation = await loadBesideDb();
+    const newId = await rotation.addKey();
+    const dataKey = newDataKey();
+    const newWrap = await server.wrap(dataKey, context, newId); // not held at load: read from the file again
+    expect((await rotation.unwrap(newWrap, context)).equals(dataKey)).toBe(true);
+    await rotation.removeKeysExcept(new Set([newId]), newId);
+    await server.unwrap(oldWrap, context);
+  });
+
+  it("a given new key is used as is; its id does not depend on the process", async () => {
     const provider = await loadBesideDb();
     const key = randomBytes(32);
-    const id = await provider.beginRotation(key);
+    const id = await provider.addKey(key);
     expect(id).toBe(`local-${envId(key).slice(4)}`);
-    await expect(provider.beginRotation(key)).rejects.toThrow("already held");
-    await expect(provider.beginRotation(Buffer.alloc(16))).rejects.toThrow("exactly 32 bytes");
+    expect(provider.keyIdFor(key)).toBe(id);
+    expect(await provider.addKey(key)).toBe(id);
+    expect(await provider.keyIds()).toHaveLength(2);
+    await expect(provider.addKey(Buffer.alloc(16))).rejects.toThrow("exactly 32 bytes");
   });
 
   it("from the variable, a new key must be passed and nothing is written", async () => {
     const oldKey = randomBytes(32);
     const provider = await loadLocalKeyProvider({ databaseUrl: join(dir, "admin.sqlite"), env: { ENTERPRISE_ADMIN_MASTER_KEY: oldKey.toString("base64") } });
-    await expect(provider.beginRotation()).rejects.toThrow("--new-key");
-    const oldWrap = await provider.wrap(newDataKey(), context);
+    await expect(provider.addKey()).rejects.toThrow("--new-key");
+    const oldWrap = await provider.wrap(newDataKey(), context, envId(oldKey));
 
     const newKey = randomBytes(32);
-    const newId = await provider.beginRotation(newKey);
+    const newId = await provider.addKey(newKey);
     expect(newId).toBe(envId(newKey));
-    expect(provider.keyIds()).toEqual([envId(oldKey), newId]);
+    expect(await provider.keyIds()).toEqual([envId(oldKey), newId]);
     await provider.unwrap(oldWrap, context);
-    const newWrap = await provider.wrap(newDataKey(), context);
-    await provider.finishRotation();
-    await expect(provider.unwrap(oldWrap, context)).rejects.toBeInstanceOf(SecretDecryptionError);
-    await provider.unwrap(newWrap, context);
+    await provider.wrap(newDataKey(), context, newId);
+    expect(await provider.removeKeysExcept(new Set([newId]), newId)).toEqual([]);
+    await provider.unwrap(oldWrap, context);
     expect(await readdir(dir)).toEqual([]);
   });
 });

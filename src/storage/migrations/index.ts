@@ -10,6 +10,7 @@ import * as usageRunningTotals from "./20261123T070600-usage-running-totals.js";
 import * as usageRunningTotalsByDay from "./20261124T070000-usage-running-totals-by-day.js";
 import * as addAccessTokenId from "./20261125T070000-add-access-token-id.js";
 import * as refoldMemberEmails from "./20261125T070100-refold-member-emails.js";
+import * as createMasterKeyRing from "./20261125T070200-create-master-key-ring.js";
 
 export const migrations: Record<string, Migration> = {
   "20261123T070000-create-directory": createDirectory,
@@ -22,4 +23,5 @@ export const migrations: Record<string, Migration> = {
   "20261124T070000-usage-running-totals-by-day": usageRunningTotalsByDay,
   "20261125T070000-add-access-token-id": addAccessTokenId,
   "20261125T070100-refold-member-emails": refoldMemberEmails,
+  "20261125T070200-create-master-key-ring": createMasterKeyRing,
 };

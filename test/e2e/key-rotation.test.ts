@@ -1,0 +1,253 @@
+// End to end: master key rotation (`keys rotate`, real CLI) while one or two real servers serve on the
+// same database and key file. Whatever the servers write before, between and after rotations, every
+// data key still unwraps (`keys verify`), a later rotation succeeds, and the secrets open.
+import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Writable } from "node:stream";
+import { promisify } from "node:util";
+import { afterEach, describe, expect, it } from "vitest";
+import { loadConfig } from "../../src/config.js";
+import { createLogger } from "../../src/interceptors/logging.js";
+import { loadLocalKeyProvider } from "../../src/keys/local-key-provider.js";
+import { startService } from "../../src/main.js";
+import { EnvironmentConfigs } from "../../src/operations/environment-configs.js";
+import { rotateMasterKey, type RotationStep } from "../../src/operations/rotate-master-key.js";
+import { EnvironmentConfigRepository } from "../../src/storage/environment-config-repository.js";
+import { dialects, type DialectName } from "../helpers/databases.js";
+import { startTestService } from "../helpers/service.js";
+
+const run = promisify(execFile);
+const bin = new URL("../../bin/enterprise-admin.mjs", import.meta.url).pathname;
+// Each test spawns the CLI several times (a few seconds each on a busy machine).
+const CLI_TEST_TIMEOUT_MS = 120_000;
+
+describe.each(dialects)("master key rotation while servers run (%s)", (dialect: DialectName) => {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    while (cleanups.length > 0) await cleanups.pop()!().catch(() => {});
+  });
+
+  /**
+   * A server on a fresh database whose key file sits in a temp folder of this test alone; with
+   * `masterKeys`, its keys come from ENTERPRISE_ADMIN_MASTER_KEY instead.
+   */
+  async function setup(masterKeys = "") {
+    const keyDir = await mkdtemp(join(tmpdir(), "key-rotation-"));
+    cleanups.push(() => rm(keyDir, { recursive: true, force: true }));
+    const keyFile = join(keyDir, "master.key");
+    process.env.ENTERPRISE_ADMIN_MASTER_KEY_FILE = keyFile;
+    process.env.ENTERPRISE_ADMIN_MASTER_KEY = masterKeys;
+    cleanups.push(async () => delete process.env.ENTERPRISE_ADMIN_MASTER_KEY);
+    const svc = await startTestService(dialect);
+    cleanups.push(() => svc.close());
+    const token = await svc.token();
+
+    /** The real CLI, on this database and key file (or the keys of ENTERPRISE_ADMIN_MASTER_KEY in `masterKeys`). */
+    const cliWith = async (masterKeys: string, ...args: string[]) => {
+      const env = { ...process.env, DATABASE_URL: "", ENTERPRISE_ADMIN_MASTER_KEY_FILE: keyFile, ENTERPRISE_ADMIN_MASTER_KEY: masterKeys };
+      try {
+        const { stdout, stderr } = await run(process.execPath, [bin, ...args, "--db", svc.databaseUrl], { env });
+        return { code: 0, stdout, stderr };
+      } catch (error) {
+        const e = error as { code: number; stdout: string; stderr: string };
+        return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+      }
+    };
+    const cli = (...args: string[]) => cliWith(masterKeys, ...args);
+    const expectCli = async (...args: string[]) => {
+      const result = await cli(...args);
+      expect(result.stderr).toBe("");
+      expect(result.code).toBe(0);
+      return JSON.parse(result.stdout);
+    };
+
+    /** A second server on the same database and key file (or these keys in ENTERPRISE_ADMIN_MASTER_KEY). */
+    const startSecondServer = async (secondMasterKeys = masterKeys) => {
+      process.env.ENTERPRISE_ADMIN_MASTER_KEY = secondMasterKeys;
+      const quiet = new Writable({ write: (_chunk, _encoding, done) => done() });
+      const second = await startService(loadConfig({ port: "0", host: "127.0.0.1", db: svc.databaseUrl }), createLogger({ level: "info", destination: quiet }));
+      process.env.ENTERPRISE_ADMIN_MASTER_KEY = masterKeys;
+      cleanups.push(() => second.close());
+      return `http://127.0.0.1:${second.port}`;
+    };
+
+    const expected = new Map<string, Record<string, string>>(); // config id -> every secret it should hold
+    const call = async (baseUrl: string, method: string, path: string, body: unknown) => {
+      const res = await fetch(baseUrl + path, {
+        method, body: JSON.stringify(body), headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      });
+      return { status: res.status, retryAfter: res.headers.get("retry-after"), json: (await res.json()) as { code: number; message: string; data: any } };
+    };
+    const send = async (baseUrl: string, method: string, path: string, body: unknown) => {
+      const { status, json } = await call(baseUrl, method, path, body);
+      expect({ status, code: json.code, message: json.message }).toStrictEqual({ status: 200, code: 0, message: "success" });
+      return json.data;
+    };
+    const secret = () => `sk-${randomBytes(12).toString("hex")}`;
+    const create = async (baseUrl: string, name: string) => {
+      const secrets = { API_KEY: secret() };
+      const data = await send(baseUrl, "POST", "/api/v1/environment_configs", { name, secrets });
+      expected.set(data.id, secrets);
+      return data.id as string;
+    };
+    /** A PATCH that adds a secret and keeps the others: it opens the stored data key. */
+    const addSecret = async (baseUrl: string, id: string) => {
+      const key = `K_${randomBytes(4).toString("hex").toUpperCase()}`;
+      const value = secret();
+      const data = await send(baseUrl, "PATCH", `/api/v1/environment_configs/${id}`, { secrets: { [key]: value } });
+      expected.get(id)![key] = value;
+      expect(data.secret_keys).toStrictEqual(Object.keys(expected.get(id)!).sort());
+    };
+    /** Every secret ever set still opens, with the key file as it is now. */
+    const expectSecretsOpen = async (withKeys = masterKeys) => {
+      const keys = await loadLocalKeyProvider({ databaseUrl: svc.databaseUrl, env: { ENTERPRISE_ADMIN_MASTER_KEY_FILE: keyFile, ENTERPRISE_ADMIN_MASTER_KEY: withKeys } });
+      const configs = new EnvironmentConfigs(new EnvironmentConfigRepository(svc.database.db), keys);
+      for (const [id, secrets] of expected) expect(await configs.revealSecrets("acme", id)).toStrictEqual(secrets);
+    };
+    const expectVerified = async () => {
+      const report = await expectCli("keys", "verify");
+      expect(report).toMatchObject({ ok: true, data_keys: expected.size, unwrapped: expected.size, unreadable: [] });
+    };
+    return { svc, keyFile, cli, cliWith, expectCli, startSecondServer, call, create, addSecret, expectSecretsOpen, expectVerified, expected };
+  }
+
+  it("keys rotate while a server runs: the server's later creates and updates stay readable, and a second rotation succeeds", async () => {
+    const t = await setup();
+    const server = t.svc.baseUrl;
+    const before = await t.create(server, "before");
+
+    const first = await t.expectCli("keys", "rotate");
+    expect(first.rewrapped_data_keys).toBe(1);
+
+    const after = await t.create(server, "after");
+    await t.addSecret(server, before);
+    await t.addSecret(server, after);
+    await t.expectVerified();
+
+    const second = await t.expectCli("keys", "rotate");
+    expect(second.master_key_id).not.toBe(first.master_key_id);
+    expect(second.rewrapped_data_keys).toBe(2);
+    expect(second.removed_master_key_ids).toStrictEqual([first.master_key_id]);
+
+    await t.addSecret(server, before);
+    await t.addSecret(server, after);
+    await t.create(server, "after-second");
+    await t.expectVerified();
+    await t.expectSecretsOpen();
+  }, CLI_TEST_TIMEOUT_MS);
+
+  it("two servers on one database and key file, rotations between their writes: every data key still unwraps", async () => {
+    const t = await setup();
+    const one = t.svc.baseUrl;
+    const two = await t.startSecondServer();
+
+    const a = await t.create(one, "a");
+    await t.expectCli("keys", "rotate");
+    const b = await t.create(two, "b");
+    await t.addSecret(two, a);
+    await t.addSecret(one, b);
+    await t.expectCli("keys", "rotate");
+    const c = await t.create(one, "c");
+    await t.addSecret(two, c);
+    await t.addSecret(one, a);
+    await t.expectVerified();
+    await t.expectCli("keys", "rotate");
+    await t.expectVerified();
+    await t.expectSecretsOpen();
+  }, CLI_TEST_TIMEOUT_MS);
+
+  it("creates and updates on two servers during a rotation: none is wrapped under a key the rotation removes", async () => {
+    const t = await setup();
+    const servers = [t.svc.baseUrl, await t.startSecondServer()];
+    // Each server updates configurations of its own (two servers updating one would race for its etag).
+    const seeded = [[] as string[], [] as string[]];
+    for (let i = 0; i < 4; i++) seeded[i % 2]!.push(await t.create(servers[i % 2]!, `seed-${i}`));
+    // Writes keep going on both servers until the rotation has finished (bounded: at most 40 each).
+    let rotating = true;
+    const writer = async (index: number) => {
+      for (let i = 0; rotating && i < 40; i++) {
+        await t.create(servers[index]!, `during-${index}-${i}`);
+        await t.addSecret(servers[index]!, seeded[index]![i % 2]!);
+      }
+    };
+    // Settled before the rotation's outcome is checked, so a writer's failure is reported, not left unhandled.
+    const writers = Promise.all([writer(0), writer(1)]).then(() => undefined, (error: unknown) => error);
+    const rotation = await t.cli("keys", "rotate");
+    rotating = false;
+    const writerFailure = await writers;
+    if (writerFailure) throw writerFailure;
+    expect(rotation.stderr).toBe("");
+    expect(rotation.code).toBe(0);
+    await t.expectVerified();
+    await t.expectCli("keys", "rotate");
+    await t.expectVerified();
+    await t.expectSecretsOpen();
+  }, CLI_TEST_TIMEOUT_MS);
+
+  it("a crash between any two rotation steps loses nothing: the server goes on, keys verify passes, keys rotate finishes", async () => {
+    const t = await setup();
+    const server = t.svc.baseUrl;
+    for (let i = 0; i < 5; i++) await t.create(server, `config-${i}`);
+    const repository = new EnvironmentConfigRepository(t.svc.database.db);
+    for (const step of ["key-added", "key-made-current", "batch-rewrapped", "all-rewrapped"] as const) {
+      const keys = await loadLocalKeyProvider({ databaseUrl: t.svc.databaseUrl, env: { ENTERPRISE_ADMIN_MASTER_KEY_FILE: t.keyFile } });
+      const crash = new Error(`crash after ${step}`);
+      const afterStep = (reached: RotationStep) => {
+        if (reached === step) throw crash;
+      };
+      await expect(rotateMasterKey(repository, keys, { batchSize: 2, afterStep })).rejects.toBe(crash);
+
+      const id = await t.create(server, `after-${step}`);
+      await t.addSecret(server, id);
+      await t.addSecret(server, [...t.expected.keys()][0]!);
+      await t.expectVerified();
+    }
+    const finished = await t.expectCli("keys", "rotate");
+    expect(finished.rewrapped_data_keys).toBe(t.expected.size);
+    const status = await t.expectCli("keys", "status");
+    expect(status.keys).toStrictEqual([{ id: finished.master_key_id, state: "current", held: true, data_keys: t.expected.size }]);
+    await t.expectVerified();
+    await t.expectSecretsOpen();
+  }, CLI_TEST_TIMEOUT_MS);
+
+  it("keys from ENTERPRISE_ADMIN_MASTER_KEY: after a rotation, a server without the new key refuses secrets with 503; one given both keys goes on", async () => {
+    const [oldKey, newKey] = [randomBytes(32).toString("base64"), randomBytes(32).toString("base64")];
+    const t = await setup(oldKey);
+    const oldOnly = t.svc.baseUrl;
+    const both = await t.startSecondServer(`${newKey},${oldKey}`);
+    const before = await t.create(oldOnly, "before");
+
+    const rotation = await t.cliWith(oldKey, "keys", "rotate", "--new-key", newKey);
+    expect(rotation.code).toBe(0);
+    const summary = JSON.parse(rotation.stdout);
+    expect(summary).toMatchObject({ rewrapped_data_keys: 1, removed_master_key_ids: [] });
+    expect(rotation.stderr).toContain("every instance needs the new key in ENTERPRISE_ADMIN_MASTER_KEY");
+
+    for (const [method, path, body] of [
+      ["POST", "/api/v1/environment_configs", { name: "refused", secrets: { K: "v" } }],
+      ["PATCH", `/api/v1/environment_configs/${before}`, { secrets: { K: "v" } }],
+    ] as const) {
+      const reply = await t.call(oldOnly, method, path, body);
+      expect({ status: reply.status, code: reply.json.code, retryAfter: reply.retryAfter }).toStrictEqual({ status: 503, code: 5030, retryAfter: "10" });
+      expect(reply.json.message).toBe(`secrets: master key "${summary.master_key_id}" is not available to this server; retry later`);
+    }
+    await t.create(both, "after");
+    await t.addSecret(both, before);
+
+    const stale = await t.cliWith(oldKey, "keys", "verify");
+    expect(stale.code).toBe(1);
+    expect(JSON.parse(stale.stdout)).toMatchObject({ ok: false, current_master_key_held: false, data_keys: 2, unwrapped: 0 });
+    expect(stale.stderr).toContain('environment config "before"');
+    expect(stale.stderr).toContain('environment config "after"');
+    for (const keys of [newKey, `${newKey},${oldKey}`]) {
+      const verified = await t.cliWith(keys, "keys", "verify");
+      expect({ code: verified.code, stderr: verified.stderr }).toStrictEqual({ code: 0, stderr: "" });
+    }
+    const status = JSON.parse((await t.cliWith(`${newKey},${oldKey}`, "keys", "status")).stdout);
+    expect(status.keys.map((k: { state: string; data_keys: number }) => [k.state, k.data_keys])).toStrictEqual([["current", 2], ["retired", 0]]);
+    await t.expectSecretsOpen(newKey);
+  }, CLI_TEST_TIMEOUT_MS);
+});
