@@ -4,6 +4,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
+import { loadConfig } from "../../src/config.js";
 import type { Permission } from "../../src/domain/permissions.js";
 import { PERMISSIONS } from "../../src/domain/permissions.js";
 import { createLogger } from "../../src/interceptors/logging.js";
@@ -30,7 +31,8 @@ export interface TestService {
   close(): Promise<void>;
 }
 
-export async function startTestService(dialect: DialectName): Promise<TestService> {
+/** `env` sets the server's limits as the environment would (MAX_CONNECTIONS, REQUEST_TIMEOUT_MS, …). */
+export async function startTestService(dialect: DialectName, env: Record<string, string> = {}): Promise<TestService> {
   // The master key of a PostgreSQL test service would default to ./data/master.key: keep it in a temp
   // folder instead (SQLite test databases keep theirs beside the database file, also temporary).
   process.env.ENTERPRISE_ADMIN_MASTER_KEY_FILE ??= join(mkdtempSync(join(tmpdir(), "eadmin-keys-")), "master.key");
@@ -49,7 +51,7 @@ export async function startTestService(dialect: DialectName): Promise<TestServic
     },
   });
   const service = await startService(
-    { port: 0, host: "127.0.0.1", databaseUrl: testDb.url, logLevel: "info" },
+    loadConfig({ port: "0", host: "127.0.0.1", db: testDb.url }, { LOG_LEVEL: "info", ...env }),
     createLogger({ level: "info", destination: sink }),
   );
   return {
