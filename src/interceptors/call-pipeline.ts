@@ -7,6 +7,7 @@ import { access as accessOption, type MethodAccess } from "../../gen/enterprise_
 import { AppError, ErrorCode } from "../domain/errors.js";
 import type { Authenticator, Principal } from "./auth.js";
 import { callLogKey, type CallLog } from "./call-log.js";
+import { callSignalKey, untilAborted } from "./call-signal.js";
 import { toConnectError } from "./connect-errors.js";
 import { validateRequest } from "./validation.js";
 
@@ -14,6 +15,8 @@ export interface CallContext {
   requestId: string;
   /** Undefined only for public methods. */
   principal: Principal | undefined;
+  /** Aborts when the call's deadline passes or its caller goes away: long work checks it. */
+  signal: AbortSignal;
 }
 
 export interface AuthedCallContext extends CallContext {
@@ -23,6 +26,8 @@ export interface AuthedCallContext extends CallContext {
 export interface CallMeta {
   authorization: string | null | undefined;
   log: CallLog;
+  /** See call-signal.ts. */
+  signal: AbortSignal;
 }
 
 type UnaryMethods<S extends DescService> = {
@@ -61,7 +66,8 @@ export class CallPipeline {
       const principal = await this.authenticator.authorize(meta.authorization, access);
       if (principal) log.enterpriseId = principal.enterpriseId;
       validateRequest(method.input, request);
-      return await handler(request, { requestId: log.requestId, principal: principal! });
+      // The answer is the deadline's error the moment it passes, whether or not the handler has stopped.
+      return await untilAborted(handler(request, { requestId: log.requestId, principal: principal!, signal: meta.signal }), meta.signal);
     } catch (error) {
       if (error instanceof AppError) {
         log.code = error.code;
@@ -82,10 +88,12 @@ export function bindService<S extends DescService>(service: S, handlers: Handler
     const method = candidate as DescMethodUnary;
     const access = methodAccess(method);
     const handler = (handlers as Record<string, Function>)[method.localName] as Parameters<CallPipeline["run"]>[4];
-    impl[method.localName] = async (request: never, ctx: { requestHeader: Headers; values: { get: Function } }) => {
+    impl[method.localName] = async (request: never, ctx: { requestHeader: Headers; values: { get: Function }; signal: AbortSignal }) => {
       const log: CallLog = ctx.values.get(callLogKey);
+      // Connect's signal carries the caller's deadline; the request's own carries the server's timeout.
+      const signal = AbortSignal.any([ctx.signal, ctx.values.get(callSignalKey) as AbortSignal]);
       try {
-        return await pipeline.run(method, access, request, { authorization: ctx.requestHeader.get("authorization"), log }, handler);
+        return await pipeline.run(method, access, request, { authorization: ctx.requestHeader.get("authorization"), log, signal }, handler);
       } catch (error) {
         throw toConnectError(error as AppError, log.requestId);
       }

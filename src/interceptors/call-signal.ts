@@ -1,0 +1,65 @@
+// The abort signal of one call. It fires when the call's deadline passes (the server's request
+// timeout, or the caller's own `grpc-timeout`/`connect-timeout-ms` when shorter) or when the caller
+// goes away; the pipeline then answers DEADLINE_EXCEEDED at once and handlers stop their long work.
+import type { IncomingMessage } from "node:http";
+import { Http2ServerResponse, type Http2ServerRequest } from "node:http2";
+import { Code, ConnectError, createContextKey } from "@connectrpc/connect";
+import { AppError, ErrorCode } from "../domain/errors.js";
+import type { HttpResponse } from "../rest/envelope.js";
+
+/**
+ * A signal that aborts with DEADLINE_EXCEEDED after `timeoutMs`, or with CANCELED when the response
+ * closes unanswered. Its timer ends with the response, so a flood of short calls holds no timers.
+ */
+export function responseSignal(res: HttpResponse, timeoutMs: number): AbortSignal {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(deadlineExceeded(timeoutMs)), timeoutMs);
+  res.once("close", () => {
+    clearTimeout(timer);
+    if (!controller.signal.aborted && !wasAnswered(res)) controller.abort(new AppError(ErrorCode.CANCELED, "the caller cancelled the call"));
+  });
+  return controller.signal;
+}
+
+/** Whether the whole answer was handed to the connection (false: the caller reset or closed first). */
+export function wasAnswered(res: HttpResponse): boolean {
+  // An HTTP/2 response to a stream the client reset still counts as finished for Node.
+  return res instanceof Http2ServerResponse ? res.writableEnded && !res.stream.aborted : res.writableFinished;
+}
+
+/** The AppError an aborted call ends with, whichever signal aborted it. */
+export function abortError(reason: unknown): AppError {
+  if (reason instanceof AppError) return reason;
+  if (reason instanceof ConnectError && reason.code === Code.DeadlineExceeded) return deadlineExceeded();
+  return new AppError(ErrorCode.CANCELED, "the caller cancelled the call");
+}
+
+/** Settles as `work` does, or rejects with the abort's AppError as soon as `signal` aborts. */
+export function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) {
+    work.catch(() => {}); // its outcome no longer matters
+    return Promise.reject(abortError(signal.reason));
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(abortError(signal.reason));
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+const deadlineExceeded = (timeoutMs?: number) =>
+  new AppError(ErrorCode.DEADLINE_EXCEEDED, timeoutMs === undefined ? "deadline exceeded" : `deadline exceeded: the call took longer than ${timeoutMs} ms`);
+
+const key = Symbol("callSignal");
+type WithSignal = (IncomingMessage | Http2ServerRequest) & { [key]?: AbortSignal };
+
+export function attachCallSignal(req: IncomingMessage | Http2ServerRequest, signal: AbortSignal): void {
+  (req as WithSignal)[key] = signal;
+}
+
+export function callSignalOf(req: IncomingMessage | Http2ServerRequest): AbortSignal {
+  return (req as WithSignal)[key] ?? new AbortController().signal;
+}
+
+/** Carries the request's signal (the server's request timeout) into Connect handlers. */
+export const callSignalKey = createContextKey<AbortSignal>(new AbortController().signal, { description: "call signal" });
