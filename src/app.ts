@@ -9,7 +9,7 @@ import { Authenticator } from "./interceptors/auth.js";
 import { AccessLog } from "./interceptors/access-log.js";
 import { attachCallLog, callLogKey, callLogOf, type CallLog } from "./interceptors/call-log.js";
 import { CallPipeline } from "./interceptors/call-pipeline.js";
-import { attachCallSignal, callSignalKey, callSignalOf, responseSignal } from "./interceptors/call-signal.js";
+import { attachCallSignal, callSignalKey, callSignalOf, endIncompleteBodyAtDeadline, endStreamAfterAnswer, responseSignal } from "./interceptors/call-signal.js";
 import type { Logger } from "./interceptors/logging.js";
 import { resolveRequestId } from "./interceptors/request-id.js";
 import type { KeyProvider } from "./keys/key-provider.js";
@@ -86,6 +86,8 @@ export function createApp({ database, logger, keys, requestTimeoutMs }: AppDeps)
     attachCallSignal(req, signal);
     inFlight.add(res);
     if (draining) closeAfterAnswer(res);
+    // A request body still arriving at the deadline: its stream must not outlive the answer.
+    signal.addEventListener("abort", () => req.complete || endStreamAfterAnswer(res), { once: true });
     res.once("close", () => {
       inFlight.delete(res);
       accessLog.write(req, res, log, performance.now() - started);
@@ -98,7 +100,9 @@ export function createApp({ database, logger, keys, requestTimeoutMs }: AppDeps)
       res.end(draining ? '{"status":"draining"}' : '{"status":"ok"}');
       return;
     }
-    if (!rest.handle(req, res, log, signal) && !connectJson.handle(req, res, log, signal)) rpc(req, res);
+    if (rest.handle(req, res, log, signal) || connectJson.handle(req, res, log, signal)) return;
+    endIncompleteBodyAtDeadline(req, res, signal, log);
+    rpc(req, res);
   };
 
   return {
