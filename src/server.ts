@@ -9,7 +9,7 @@ import type { App } from "./app.js";
 import type { ServerLimits } from "./config.js";
 
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
-const { NGHTTP2_ENHANCE_YOUR_CALM } = http2.constants;
+const { NGHTTP2_ENHANCE_YOUR_CALM, NGHTTP2_NO_ERROR } = http2.constants;
 const RESET_WINDOW_MS = 10_000;
 
 export interface Listener {
@@ -106,7 +106,7 @@ function superviseSession(session: http2.Http2Session, limits: ServerLimits): vo
     clearTimeout(idle);
     stream.once("close", () => {
       open--;
-      if (stream.aborted) {
+      if (stream.rstCode !== NGHTTP2_NO_ERROR) {
         const now = Date.now();
         if (now - windowStart >= RESET_WINDOW_MS) {
           windowStart = now;

@@ -27,8 +27,9 @@ export function responseSignal(res: HttpResponse, timeoutMs: number): AbortSigna
 
 /** Whether the whole answer was handed to the connection (false: the caller reset or closed first). */
 export function wasAnswered(res: HttpResponse): boolean {
-  // An HTTP/2 response to a stream the client reset still counts as finished for Node.
-  return res instanceof Http2ServerResponse ? res.writableEnded && !res.stream.aborted : res.writableFinished;
+  // Node counts an HTTP/2 response as finished even when the client reset its stream before the
+  // answer had gone out (RST_STREAM CANCEL): the stream's close code tells.
+  return res instanceof Http2ServerResponse ? res.writableEnded && !res.stream.aborted && (res.stream.rstCode ?? 0) === http2.constants.NGHTTP2_NO_ERROR : res.writableFinished;
 }
 
 /** The AppError an aborted call ends with, whichever signal aborted it. */
