@@ -7,7 +7,7 @@ import { access as accessOption, type MethodAccess } from "../../gen/enterprise_
 import { AppError, ErrorCode } from "../domain/errors.js";
 import type { Authenticator, Principal } from "./auth.js";
 import { callLogKey, type CallLog } from "./call-log.js";
-import { callSignalKey, untilAborted } from "./call-signal.js";
+import { abortError, callSignalKey, untilAborted } from "./call-signal.js";
 import { toConnectError } from "./connect-errors.js";
 import { validateRequest } from "./validation.js";
 
@@ -63,6 +63,10 @@ export class CallPipeline {
     const log = meta.log;
     log.procedure = `/${method.parent.typeName}/${method.name}`;
     try {
+      // A stream opened and reset at once (a rapid-reset flood) is seen reset only after the I/O
+      // that carried both frames: wait that out, and spend no database work on a call already gone.
+      await new Promise(setImmediate);
+      if (meta.signal.aborted) throw abortError(meta.signal.reason);
       const principal = await this.authenticator.authorize(meta.authorization, access);
       if (principal) log.enterpriseId = principal.enterpriseId;
       validateRequest(method.input, request);
