@@ -1,14 +1,17 @@
 // createApp(deps) -> { handler, close }: the whole service as one node request handler, for HTTP/1.1
 // and HTTP/2 alike. Never listens by itself (see server.ts).
+import { Http2ServerResponse } from "node:http2";
 import { performance } from "node:perf_hooks";
 import { createContextValues } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { AppError, ErrorCode } from "./domain/errors.js";
 import { Authenticator } from "./interceptors/auth.js";
+import { AccessLog } from "./interceptors/access-log.js";
 import { attachCallLog, callLogKey, callLogOf, type CallLog } from "./interceptors/call-log.js";
 import { CallPipeline } from "./interceptors/call-pipeline.js";
 import { encodeGrpcMessageBySpec } from "./interceptors/grpc-message-encoding.js";
 import { refuseMalformedProtobuf } from "./interceptors/protobuf-body-check.js";
+import { attachCallSignal, callSignalKey, callSignalOf, endIncompleteBodyAtDeadline, endStreamAfterAnswer, responseSignal } from "./interceptors/call-signal.js";
 import type { Logger } from "./interceptors/logging.js";
 import { RateLimits, type RateLimitSettings } from "./interceptors/rate-limit.js";
 import { resolveRequestId } from "./interceptors/request-id.js";
@@ -33,17 +36,22 @@ export interface AppDeps {
   /** Wraps the per-environment data keys that seal secrets. */
   keys: KeyProvider;
   rateLimits: RateLimitSettings;
+  /** The longest a call may run when its caller sets no shorter deadline. */
+  requestTimeoutMs: number;
 }
 
 export interface App {
   handler: (req: HttpRequest, res: HttpResponse) => void;
   /** Requests started and not yet answered. */
   inFlight(): number;
-  /** Starts draining: health turns NOT_SERVING and open Watch streams end. */
+  /**
+   * Starts draining: health turns NOT_SERVING, open Watch streams end, and every HTTP/1.1 answer not
+   * yet begun carries `Connection: close`.
+   */
   beginShutdown(): void;
 }
 
-export function createApp({ database, logger, keys, rateLimits: rateLimitSettings }: AppDeps): App {
+export function createApp({ database, logger, keys, rateLimits: rateLimitSettings, requestTimeoutMs }: AppDeps): App {
   const authRepository = new AuthRepository(database.db);
   const rateLimits = new RateLimits(rateLimitSettings);
   const services = businessServices({
@@ -68,14 +76,15 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
     readMaxBytes: MAX_BODY_BYTES,
     // Unknown JSON fields are refused on Connect JSON as on REST: a misspelt field must not pass silently.
     jsonOptions: { useProtoFieldName: true, ignoreUnknownFields: false },
-    contextValues: (req) => createContextValues().set(callLogKey, callLogOf(req)),
+    contextValues: (req) => createContextValues().set(callLogKey, callLogOf(req)).set(callSignalKey, callSignalOf(req)),
     fallback: (req, res) => {
       const log = callLogOf(req);
       log.code = ErrorCode.ROUTE_NOT_FOUND;
       writeError(res as HttpResponse, log.requestId, new AppError(ErrorCode.ROUTE_NOT_FOUND, `no route for ${req.method} ${(req.url ?? "").split("?")[0]}`));
     },
   });
-  let inFlight = 0;
+  const accessLog = new AccessLog(logger);
+  const inFlight = new Set<HttpResponse>();
   let draining = false;
 
   const handler = (req: HttpRequest, res: HttpResponse) => {
@@ -85,10 +94,15 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
     res.setHeader("x-request-id", requestId);
     const log: CallLog = { requestId, clientAddress: req.socket?.remoteAddress };
     attachCallLog(req, log);
-    inFlight++;
+    const signal = responseSignal(res, requestTimeoutMs);
+    attachCallSignal(req, signal);
+    inFlight.add(res);
+    if (draining) closeAfterAnswer(res);
+    // A request body still arriving at the deadline: its stream must not outlive the answer.
+    signal.addEventListener("abort", () => req.complete || endStreamAfterAnswer(res), { once: true });
     res.once("close", () => {
-      inFlight--;
-      writeAccessLog(logger, req, res, log, performance.now() - started);
+      inFlight.delete(res);
+      accessLog.write(req, res, log, performance.now() - started);
     });
 
     const path = (req.url ?? "/").split("?")[0];
@@ -98,31 +112,24 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
       res.end(draining ? '{"status":"draining"}' : '{"status":"ok"}');
       return;
     }
-    if (!rest.handle(req, res, log) && !connectJson.handle(req, res, log)) rpc(req, res);
+    if (rest.handle(req, res, log, signal) || connectJson.handle(req, res, log, signal)) return;
+    endIncompleteBodyAtDeadline(req, res, signal, log);
+    rpc(req, res);
   };
 
   return {
     handler,
-    inFlight: () => inFlight,
+    inFlight: () => inFlight.size,
     beginShutdown() {
       draining = true;
       health.setAllNotServing();
+      for (const res of inFlight) closeAfterAnswer(res);
+      accessLog.flush();
     },
   };
 }
 
-function writeAccessLog(logger: Logger, req: HttpRequest, res: HttpResponse, log: CallLog, durationMs: number): void {
-  const line = {
-    request_id: log.requestId,
-    method: req.method,
-    path: (req.url ?? "").split("?")[0],
-    // 499 (nginx's "client closed request"): the caller went away before the answer was written.
-    status: res.writableFinished ? res.statusCode : 499,
-    duration_ms: Math.round(durationMs * 100) / 100,
-    procedure: log.procedure,
-    enterprise_id: log.enterpriseId,
-    code: log.code,
-  };
-  if (log.cause !== undefined) logger.error({ ...line, err: log.cause }, "request failed");
-  else logger.info(line, "request");
+/** HTTP/1.1: the connection closes after this answer (HTTP/2 sessions get GOAWAY instead, server.ts). */
+function closeAfterAnswer(res: HttpResponse): void {
+  if (!(res instanceof Http2ServerResponse) && !res.headersSent) res.setHeader("connection", "close");
 }

@@ -8,9 +8,53 @@ export interface Config {
   databaseUrl: string;
   logLevel: string;
   rateLimits: RateLimitSettings;
+  limits: ServerLimits;
 }
 
-export function loadConfig(flags: { port?: string; host?: string; db?: string } = {}, env = process.env): Config {
+/** How long connections and calls may last, and how much one client may hold (docs/operations.md). */
+export interface ServerLimits {
+  /** An HTTP/1.1 request's headers must be complete this long after the connection's first byte. */
+  headersTimeoutMs: number;
+  /** An HTTP/1.1 keep-alive connection with no request in progress is closed after this. */
+  keepAliveTimeoutMs: number;
+  /** An HTTP/2 session with no open stream (or a connection that sends nothing) is closed after this. */
+  idleTimeoutMs: number;
+  /** The longest a call may run, body included, when its caller sets no shorter deadline. */
+  requestTimeoutMs: number;
+  /** Connections open at once; more are closed as they arrive. */
+  maxConnections: number;
+  /** HTTP/2 streams open at once on one session (SETTINGS_MAX_CONCURRENT_STREAMS). */
+  http2MaxConcurrentStreams: number;
+  /** Streams a client may reset on one session in 10 s before it gets GOAWAY (ENHANCE_YOUR_CALM). */
+  http2MaxResetsPer10s: number;
+  /** On SIGTERM/SIGINT, how long in-flight calls may take to finish before connections are closed. */
+  shutdownGraceMs: number;
+}
+
+export const DEFAULT_LIMITS: ServerLimits = {
+  headersTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+  idleTimeoutMs: 60_000,
+  requestTimeoutMs: 60_000,
+  maxConnections: 1_000,
+  http2MaxConcurrentStreams: 100,
+  http2MaxResetsPer10s: 200,
+  shutdownGraceMs: 10_000,
+};
+
+/** The environment variable of each limit. */
+const LIMIT_VARIABLES: Record<keyof ServerLimits, string> = {
+  headersTimeoutMs: "HEADERS_TIMEOUT_MS",
+  keepAliveTimeoutMs: "KEEP_ALIVE_TIMEOUT_MS",
+  idleTimeoutMs: "IDLE_TIMEOUT_MS",
+  requestTimeoutMs: "REQUEST_TIMEOUT_MS",
+  maxConnections: "MAX_CONNECTIONS",
+  http2MaxConcurrentStreams: "HTTP2_MAX_CONCURRENT_STREAMS",
+  http2MaxResetsPer10s: "HTTP2_MAX_RESETS_PER_10S",
+  shutdownGraceMs: "SHUTDOWN_GRACE_MS",
+};
+
+export function loadConfig(flags: { port?: string; host?: string; db?: string } = {}, env: NodeJS.ProcessEnv = process.env): Config {
   const portText = flags.port ?? env.PORT ?? "8080";
   const port = Number(portText);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port/PORT: "${portText}" is not a port number (0 to 65535)`);
@@ -20,6 +64,7 @@ export function loadConfig(flags: { port?: string; host?: string; db?: string } 
     databaseUrl: flags.db ?? env.DATABASE_URL ?? DEFAULT_DATABASE_URL,
     logLevel: env.LOG_LEVEL ?? "info",
     rateLimits: loadRateLimits(env),
+    limits: loadLimits(env),
   };
 }
 
@@ -40,4 +85,16 @@ function loadRateLimits(env: NodeJS.ProcessEnv): RateLimitSettings {
     exchangesPerMinutePerAppId: read("TOKEN_EXCHANGE_LIMIT_PER_APP_ID", DEFAULT_RATE_LIMITS.exchangesPerMinutePerAppId, true),
     exchangesPerMinutePerAddress: read("TOKEN_EXCHANGE_LIMIT_PER_ADDRESS", DEFAULT_RATE_LIMITS.exchangesPerMinutePerAddress, true),
   };
+}
+
+function loadLimits(env: NodeJS.ProcessEnv): ServerLimits {
+  const limits = { ...DEFAULT_LIMITS };
+  for (const [key, name] of Object.entries(LIMIT_VARIABLES) as [keyof ServerLimits, string][]) {
+    const text = env[name];
+    if (text === undefined || text === "") continue;
+    const value = Number(text);
+    if (!Number.isSafeInteger(value) || value < 1) throw new Error(`${name}: "${text}" is not a positive whole number`);
+    limits[key] = value;
+  }
+  return limits;
 }

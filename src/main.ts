@@ -1,4 +1,5 @@
-// config -> database -> migrate -> listen; SIGTERM/SIGINT drains in-flight calls and closes.
+// config -> database -> migrate -> listen; SIGTERM/SIGINT drains in-flight calls and closes; a second
+// signal exits at once.
 import { createApp } from "./app.js";
 import type { Config } from "./config.js";
 import { createLogger, type Logger } from "./interceptors/logging.js";
@@ -16,8 +17,8 @@ export async function startService(config: Config, logger: Logger = createLogger
   try {
     await migrateToLatest(database);
     const keys = await loadLocalKeyProvider({ databaseUrl: config.databaseUrl });
-    const app = createApp({ database, logger, keys, rateLimits: config.rateLimits });
-    const listener = await listen(app, config.port, config.host);
+    const app = createApp({ database, logger, keys, rateLimits: config.rateLimits, requestTimeoutMs: config.limits.requestTimeoutMs });
+    const listener = await listen(app, config.port, config.host, config.limits);
     logger.info({ port: listener.port, host: config.host, database: database.dialect }, "listening");
     return {
       port: listener.port,
@@ -36,14 +37,21 @@ export async function startService(config: Config, logger: Logger = createLogger
 export async function serveUntilSignal(config: Config): Promise<void> {
   const logger = createLogger({ level: config.logLevel });
   const service = await startService(config, logger);
+  let stopping = false;
   const stop = (signal: string) => {
-    logger.info({ signal }, "shutting down: draining in-flight calls");
+    if (stopping) {
+      logger.warn({ signal }, "second signal: exiting without draining");
+      logger.flush();
+      process.exit(1);
+    }
+    stopping = true;
+    logger.info({ signal, grace_ms: config.limits.shutdownGraceMs }, "shutting down: draining in-flight calls");
     service.close().then(() => {
       logger.info("stopped");
       logger.flush();
       process.exit(0);
     });
   };
-  process.once("SIGTERM", () => stop("SIGTERM"));
-  process.once("SIGINT", () => stop("SIGINT"));
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
 }

@@ -8,6 +8,7 @@ import { access as accessOption, type MethodAccess } from "../../gen/enterprise_
 import { AppError, ErrorCode } from "../domain/errors.js";
 import type { Authenticator, Principal } from "./auth.js";
 import { callLogKey, type CallLog } from "./call-log.js";
+import { abortError, callSignalKey, untilAborted } from "./call-signal.js";
 import { toConnectError } from "./connect-errors.js";
 import type { RateLimits } from "./rate-limit.js";
 import { validateRequest } from "./validation.js";
@@ -18,6 +19,8 @@ export interface CallContext {
   principal: Principal | undefined;
   /** The peer's address, when the transport knows it. */
   clientAddress: string | undefined;
+  /** Aborts when the call's deadline passes or its caller goes away: long work checks it. */
+  signal: AbortSignal;
 }
 
 export interface AuthedCallContext extends CallContext {
@@ -27,6 +30,8 @@ export interface AuthedCallContext extends CallContext {
 export interface CallMeta {
   authorization: string | null | undefined;
   log: CallLog;
+  /** See call-signal.ts. */
+  signal: AbortSignal;
 }
 
 type UnaryMethods<S extends DescService> = {
@@ -63,6 +68,10 @@ export class CallPipeline {
    */
   authorize(method: DescMethodUnary, access: MethodAccess, meta: CallMeta): Promise<Authorized> {
     return this.recorded(method, meta.log, async () => {
+      // A stream opened and reset at once (a rapid-reset flood) is seen reset only after the I/O
+      // that carried both frames: wait that out, and spend no database work on a call already gone.
+      await new Promise(setImmediate);
+      if (meta.signal.aborted) throw abortError(meta.signal.reason);
       const principal = await this.authenticator.authorize(meta.authorization, access);
       if (principal) {
         meta.log.enterpriseId = principal.enterpriseId;
@@ -84,7 +93,8 @@ export class CallPipeline {
     const { principal } = authorized ?? await this.authorize(method, access, meta);
     return this.recorded(method, meta.log, () => {
       validateRequest(method.input, request);
-      return handler(request, { requestId: meta.log.requestId, principal: principal!, clientAddress: meta.log.clientAddress });
+      // The answer is the deadline's error the moment it passes, whether or not the handler has stopped.
+      return untilAborted(handler(request, { requestId: meta.log.requestId, principal: principal!, clientAddress: meta.log.clientAddress, signal: meta.signal }), meta.signal);
     });
   }
 
@@ -113,10 +123,12 @@ export function bindService<S extends DescService>(service: S, handlers: Handler
     const method = candidate as DescMethodUnary;
     const access = methodAccess(method);
     const handler = (handlers as Record<string, Function>)[method.localName] as Parameters<CallPipeline["run"]>[4];
-    impl[method.localName] = async (request: never, ctx: { requestHeader: Headers; values: { get: Function } }) => {
+    impl[method.localName] = async (request: never, ctx: { requestHeader: Headers; values: { get: Function }; signal: AbortSignal }) => {
       const log: CallLog = ctx.values.get(callLogKey);
+      // Connect's signal carries the caller's deadline; the request's own carries the server's timeout.
+      const signal = AbortSignal.any([ctx.signal, ctx.values.get(callSignalKey) as AbortSignal]);
       try {
-        return await pipeline.run(method, access, request, { authorization: ctx.requestHeader.get("authorization"), log }, handler);
+        return await pipeline.run(method, access, request, { authorization: ctx.requestHeader.get("authorization"), log, signal }, handler);
       } catch (error) {
         throw toConnectError(error as AppError, log.requestId);
       }

@@ -57,12 +57,17 @@ export async function toRows(repository: UsageRepository, members: MemberKeys, e
   }));
 }
 
-/** Records one batch, all or nothing; a repeated event_id is counted as a duplicate, not recorded again. */
-export async function recordUsage(repository: UsageRepository, enterpriseId: string, events: readonly LabelledEvent[]) {
+/**
+ * Records one batch, all or nothing; a repeated event_id is counted as a duplicate, not recorded again.
+ * A call whose `signal` aborts (its deadline passed while it waited for the store) is rolled back.
+ */
+export async function recordUsage(repository: UsageRepository, enterpriseId: string, events: readonly LabelledEvent[], signal?: AbortSignal) {
   const recorded = await repository.ingest(async (tx) => {
+    signal?.throwIfAborted();
     const members = new MemberKeys(tx, enterpriseId);
     await members.resolve(events);
     await tx.insertEvents(enterpriseId, await toRows(tx, members, events));
+    signal?.throwIfAborted();
   });
   return { recorded, duplicates: events.length - recorded };
 }

@@ -4,9 +4,10 @@
 // through the same CallPipeline, and answered in the Connect protocol's unary JSON form. Binary,
 // compressed, GET and streaming calls, and gRPC and gRPC-Web, stay with the Connect adapter.
 import { create, toJson } from "@bufbuild/protobuf";
-import { codeToHttpStatus, errorToJson } from "@connectrpc/connect/protocol-connect";
-import { AppError, ErrorCode } from "../domain/errors.js";
+import { codeToHttpStatus, errorToJson, parseTimeout } from "@connectrpc/connect/protocol-connect";
+import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
 import type { CallLog } from "../interceptors/call-log.js";
+import { responseSignal, untilAborted } from "../interceptors/call-signal.js";
 import { endpointsOf, type CallPipeline, type Endpoint, type ServedService } from "../interceptors/call-pipeline.js";
 import { toConnectError } from "../interceptors/connect-errors.js";
 import type { HttpRequest, HttpResponse } from "./envelope.js";
@@ -23,13 +24,13 @@ export class ConnectJsonUnary {
   }
 
   /** Answers a Connect unary JSON POST to a business method; false for anything else. */
-  handle(req: HttpRequest, res: HttpResponse, log: CallLog): boolean {
+  handle(req: HttpRequest, res: HttpResponse, log: CallLog, signal: AbortSignal): boolean {
     if (req.method !== "POST") return false;
     const endpoint = this.endpoints.get((req.url ?? "").split("?")[0]!);
     if (!endpoint) return false;
     const encoding = req.headers["content-encoding"];
     if (!JSON_CONTENT_TYPE.test(req.headers["content-type"] ?? "") || (encoding && encoding !== "identity")) return false;
-    this.serve(req, res, log, endpoint).catch((error) => {
+    this.serve(req, res, log, signal, endpoint).catch((error) => {
       log.code = ErrorCode.INTERNAL;
       log.cause = error;
       if (!res.headersSent) writeError(res, log, new AppError(ErrorCode.INTERNAL, "internal error"));
@@ -37,10 +38,17 @@ export class ConnectJsonUnary {
     return true;
   }
 
-  private async serve(req: HttpRequest, res: HttpResponse, log: CallLog, { method, access, handler }: Endpoint): Promise<void> {
-    const meta = { authorization: req.headers.authorization, log };
+  private async serve(req: HttpRequest, res: HttpResponse, log: CallLog, serverSignal: AbortSignal, { method, access, handler }: Endpoint): Promise<void> {
     let response;
     try {
+      let signal;
+      try {
+        signal = withCallerTimeout(req, res, serverSignal);
+      } catch (error) {
+        if (error instanceof AppError) log.code = error.code;
+        throw error;
+      }
+      const meta = { authorization: req.headers.authorization, log, signal };
       // Authentication comes first: without a valid token the body is drained, never parsed.
       const authorized = await this.pipeline.authorize(method, access, meta).catch((error: unknown) => {
         req.resume();
@@ -48,7 +56,7 @@ export class ConnectJsonUnary {
       });
       let request;
       try {
-        request = messageFromRestJson(method.input, await readJsonBody(req));
+        request = messageFromRestJson(method.input, await untilAborted(readJsonBody(req), signal));
       } catch (error) {
         if (error instanceof AppError) log.code = error.code;
         throw error;
@@ -64,6 +72,18 @@ export class ConnectJsonUnary {
     res.setHeader("content-length", Buffer.byteLength(body));
     res.end(body);
   }
+}
+
+/** The call's signal: the server's, or sooner when the caller's `connect-timeout-ms` says so. */
+function withCallerTimeout(req: HttpRequest, res: HttpResponse, serverSignal: AbortSignal): AbortSignal {
+  const header = req.headers["connect-timeout-ms"];
+  if (header === undefined) return serverSignal;
+  const { timeoutMs, error } = parseTimeout(String(header), Number.MAX_SAFE_INTEGER);
+  if (error || timeoutMs === undefined) {
+    req.resume();
+    throw invalidParameter("connect-timeout-ms: expected a whole number of milliseconds (at most 10 digits)");
+  }
+  return AbortSignal.any([serverSignal, responseSignal(res, timeoutMs)]);
 }
 
 function writeError(res: HttpResponse, log: CallLog, error: AppError): void {

@@ -6,6 +6,7 @@ import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import { describeJsonError } from "../domain/json-errors.js";
 import { AppError, ErrorCode, invalidParameter, invalidToken } from "../domain/errors.js";
 import type { CallLog } from "../interceptors/call-log.js";
+import { untilAborted } from "../interceptors/call-signal.js";
 import { endpointsOf, type CallPipeline, type Endpoint, type ServedService } from "../interceptors/call-pipeline.js";
 import { writeError, writeInternalError, writeSuccess, type HttpRequest, type HttpResponse } from "./envelope.js";
 import { parseJsonExact } from "./exact-json.js";
@@ -28,7 +29,7 @@ export class RestFacade {
   }
 
   /** Answers the request if its path is a REST route (or under a REST prefix); false otherwise. */
-  handle(req: HttpRequest, res: HttpResponse, log: CallLog): boolean {
+  handle(req: HttpRequest, res: HttpResponse, log: CallLog, signal: AbortSignal): boolean {
     const url = req.url ?? "/";
     const queryAt = url.indexOf("?");
     const path = queryAt < 0 ? url : url.slice(0, queryAt);
@@ -43,7 +44,7 @@ export class RestFacade {
       req.resume();
       return true;
     }
-    this.serve(req, res, log, match.route, match.pathValues, queryAt < 0 ? "" : url.slice(queryAt + 1))
+    this.serve(req, res, log, signal, match.route, match.pathValues, queryAt < 0 ? "" : url.slice(queryAt + 1))
       .catch((error) => {
         log.code = ErrorCode.INTERNAL;
         log.cause = error;
@@ -52,10 +53,10 @@ export class RestFacade {
     return true;
   }
 
-  private async serve(req: HttpRequest, res: HttpResponse, log: CallLog, route: RestRoute,
+  private async serve(req: HttpRequest, res: HttpResponse, log: CallLog, signal: AbortSignal, route: RestRoute,
     pathValues: [DescField, string][], query: string): Promise<void> {
     const endpoint = this.endpoints.get(route.method)!;
-    const meta = { authorization: req.headers.authorization, log };
+    const meta = { authorization: req.headers.authorization, log, signal };
     let authorized;
     try {
       // A token in the URL ends up in proxy logs and browser history: refuse it before anything else.
@@ -71,7 +72,7 @@ export class RestFacade {
     }
     let request;
     try {
-      const body = route.body === "*" ? await readJsonBody(req) : {};
+      const body = route.body === "*" ? await untilAborted(readJsonBody(req), signal) : {};
       if (route.body === "") req.resume();
       request = messageFromRestJson(route.method.input, body);
       if (route.httpMethod === "PATCH") inferUpdateMask(route.method, request as Record<string, unknown>, body);

@@ -19,7 +19,7 @@ export const MAX_QUERY_MEMBERS = 100;
 
 export function usageHandlers(usage: UsageRepository): Handlers<typeof UsageService> {
   return {
-    async queryUserModelUsage(request, { principal }) {
+    async queryUserModelUsage(request, { principal, signal }) {
       const window = checkWindow(request.startTime, request.endTime);
       const userIds = uniqueInOrder(request.userIds);
       const emails = uniqueCaseInsensitive(request.emails);
@@ -54,6 +54,7 @@ export function usageHandlers(usage: UsageRepository): Handlers<typeof UsageServ
       });
 
       const plan = planWindow(window.start, window.end);
+      signal.throwIfAborted();
       const sums = await usage.sumUsage(members.map((m) => m.member_key), plan);
       const models = await usage.modelsById(sums.modelIds);
       const slots = slotsInOrder(models, sums.modelIds);
@@ -66,7 +67,7 @@ export function usageHandlers(usage: UsageRepository): Handlers<typeof UsageServ
       return { items, notFoundUserIds, notFoundEmails };
     },
 
-    async recordUsageEvents(request, { principal }) {
+    async recordUsageEvents(request, { principal, signal }) {
       const events = request.events.map((event, index) => ({
         event: checkUsageEvent({
           event_id: event.eventId, user_id: event.userId, model_name: event.modelName, model_type: event.modelType,
@@ -75,7 +76,7 @@ export function usageHandlers(usage: UsageRepository): Handlers<typeof UsageServ
         }, `events[${index}]`),
         where: `events[${index}]`,
       }));
-      return recordUsage(usage, principal.enterpriseId, events);
+      return recordUsage(usage, principal.enterpriseId, events, signal);
     },
   };
 }

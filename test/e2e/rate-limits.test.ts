@@ -22,9 +22,9 @@ const BATCH_GET = "/openapi/v1/departments/batch-get";
 const TOKEN = "/openapi/v1/auth/token";
 const RATE_LIMITED = 64290;
 /** One call a second regained, two at once: the third quick call is refused. */
-const CALL_LIMITS = { callsPerSecond: 1, callBurst: 2, exchangesPerMinutePerAppId: 0, exchangesPerMinutePerAddress: 0 };
+const CALL_LIMITS = { RATE_LIMIT_RPS: "1", RATE_LIMIT_BURST: "2", TOKEN_EXCHANGE_LIMIT_PER_APP_ID: "0", TOKEN_EXCHANGE_LIMIT_PER_ADDRESS: "0" };
 /** Two exchanges per app_id and three per address a minute; business calls unlimited. */
-const EXCHANGE_LIMITS = { callsPerSecond: 0, callBurst: 0, exchangesPerMinutePerAppId: 2, exchangesPerMinutePerAddress: 3 };
+const EXCHANGE_LIMITS = { RATE_LIMIT_RPS: "0", RATE_LIMIT_BURST: "0", TOKEN_EXCHANGE_LIMIT_PER_APP_ID: "2", TOKEN_EXCHANGE_LIMIT_PER_ADDRESS: "3" };
 
 interface Reply {
   status: number;
@@ -88,8 +88,8 @@ describe.each(dialects)("rate limits (%s)", (dialect) => {
 
   beforeAll(async () => {
     [calls, exchanges] = await Promise.all([
-      startTestService(dialect, { rateLimits: CALL_LIMITS }),
-      startTestService(dialect, { rateLimits: EXCHANGE_LIMITS }),
+      startTestService(dialect, CALL_LIMITS),
+      startTestService(dialect, EXCHANGE_LIMITS),
     ]);
   });
 

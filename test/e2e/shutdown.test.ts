@@ -11,7 +11,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
+import { rawHttp } from "../helpers/hostile-clients.js";
 
 const CLI = fileURLToPath(new URL("../../bin/enterprise-admin.mjs", import.meta.url));
 const run = promisify(execFile);
@@ -32,6 +36,8 @@ interface HttpResult {
   status: number;
   requestIdHeader: string | undefined;
   body: string;
+  /** HTTP/1.1 only: the Connection header of the answer. */
+  connection?: string;
 }
 
 /** A request whose handler has started (`ready`) but whose body is held back until `finish()`. */
@@ -83,7 +89,7 @@ function holdHttp1(name: string, port: number, path: string, token: string, requ
       let body = "";
       res.setEncoding("utf8");
       res.on("data", (chunk: string) => (body += chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, requestIdHeader: res.headers["x-request-id"] as string | undefined, body }));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, requestIdHeader: res.headers["x-request-id"] as string | undefined, body, connection: res.headers.connection }));
       res.on("error", reject);
     });
   });
@@ -117,6 +123,94 @@ function holdHttp2(name: string, session: http2.ClientHttp2Session, path: string
   return { name, requestId, ready, result, finish: () => stream.end(BODY) };
 }
 
+/** What a loop of calls on one kept-alive connection saw until the server ended it. */
+interface KeepAliveTraffic {
+  name: string;
+  statuses: number[];
+  /** Calls the server accepted that then failed (never a call refused before it reached the server). */
+  failures: string[];
+  lastConnectionHeader?: string;
+  goaway?: number;
+}
+
+const KEEP_ALIVE_BODY = JSON.stringify({ department_ids: ["111"] });
+
+/** REST calls one after another on one HTTP/1.1 keep-alive connection, until it is closed. */
+async function keepAliveHttp1(port: number, token: string, stop: AbortSignal): Promise<KeepAliveTraffic> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const traffic: KeepAliveTraffic = { name: "HTTP/1.1 keep-alive", statuses: [], failures: [] };
+  let sockets = 0;
+  agent.on("free", () => {});
+  while (!stop.aborted) {
+    const outcome = await new Promise<"next" | "end">((resolve) => {
+      const req = http.request({ host: "127.0.0.1", port, method: "POST", path: REST_PATH, agent,
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "content-length": Buffer.byteLength(KEEP_ALIVE_BODY) } });
+      req.once("socket", (socket) => {
+        if (!(socket as net.Socket & { counted?: true }).counted) {
+          (socket as net.Socket & { counted?: true }).counted = true;
+          sockets++;
+        }
+      });
+      req.once("response", (res) => {
+        res.resume();
+        res.once("end", () => {
+          traffic.statuses.push(res.statusCode ?? 0);
+          traffic.lastConnectionHeader = res.headers.connection;
+          resolve("next");
+        });
+      });
+      req.once("error", (error: NodeJS.ErrnoException) => {
+        // Not failures: a new connection refused (the server stopped accepting), or a call written
+        // to a kept-alive connection as the server closed it idle (Node's documented case for a
+        // retry: `reusedSocket` and ECONNRESET). Neither reached a handler.
+        const closedIdle = req.reusedSocket && error.code === "ECONNRESET";
+        if (error.code !== "ECONNREFUSED" && !closedIdle) traffic.failures.push(`${error.code ?? ""} ${error.message}`);
+        resolve("end");
+      });
+      req.end(KEEP_ALIVE_BODY);
+    });
+    if (outcome === "end") break;
+  }
+  agent.destroy();
+  if (sockets > 2) traffic.failures.push(`expected one kept-alive connection, then one refused; opened ${sockets}`);
+  return traffic;
+}
+
+/** REST calls one after another on one HTTP/2 session, until the server sends GOAWAY. */
+async function keepAliveHttp2(baseUrl: string, token: string, stop: AbortSignal): Promise<KeepAliveTraffic> {
+  const traffic: KeepAliveTraffic = { name: "HTTP/2 session", statuses: [], failures: [] };
+  const session = http2.connect(baseUrl);
+  session.on("error", () => {});
+  session.once("goaway", (code) => (traffic.goaway = code));
+  while (!stop.aborted && traffic.goaway === undefined && !session.closed && !session.destroyed) {
+    await new Promise<void>((resolve) => {
+      let stream: http2.ClientHttp2Stream;
+      try {
+        stream = session.request({ ":method": "POST", ":path": REST_PATH, authorization: `Bearer ${token}`, "content-type": "application/json" });
+      } catch {
+        return resolve(); // the session is going away: this call was never sent
+      }
+      let status = 0;
+      stream.once("response", (headers) => (status = Number(headers[":status"])));
+      stream.resume();
+      stream.once("end", () => {
+        traffic.statuses.push(status);
+        resolve();
+      });
+      stream.once("error", (error: NodeJS.ErrnoException) => {
+        // Refused or never sent after GOAWAY: not processed by the server, safe to retry elsewhere.
+        if (stream.rstCode !== http2.constants.NGHTTP2_REFUSED_STREAM && error.code !== "ERR_HTTP2_GOAWAY_SESSION") {
+          traffic.failures.push(`${error.code ?? ""} ${error.message}`);
+        }
+        resolve();
+      });
+      stream.end(KEEP_ALIVE_BODY);
+    });
+  }
+  session.destroy();
+  return traffic;
+}
+
 describe("serve: graceful shutdown on SIGTERM", () => {
   let dir = "";
   let token = "";
@@ -129,6 +223,12 @@ describe("serve: graceful shutdown on SIGTERM", () => {
   let readiness: PromiseSettledResult<void>[] = [];
   let outcomes: PromiseSettledResult<HttpResult>[] = [];
   let connectAfterSigterm: string | undefined;
+  let healthzAfterSigterm = "";
+  let watched: ServingStatus[] = [];
+  let watchEnded: Promise<unknown> = Promise.resolve();
+  let traffic: Promise<KeepAliveTraffic[]> = Promise.resolve([]);
+  let signalledAt = 0;
+  let exitedAt = 0;
 
   const logLines = () => stdout.split("\n").filter((line) => line.trim() !== "");
   const waitForLog = (predicate: (line: Record<string, unknown>) => boolean, what: string) =>
@@ -167,6 +267,7 @@ describe("serve: graceful shutdown on SIGTERM", () => {
     child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
     const closed = new Promise<void>((resolve) =>
       child!.once("close", (code, signal) => {
+        exitedAt = Date.now();
         exit = { code, signal };
         resolve();
       }),
@@ -193,8 +294,27 @@ describe("serve: graceful shutdown on SIGTERM", () => {
     ];
     readiness = await Promise.allSettled(held.map((h) => withTimeout(h.ready, 5_000, `${h.name}: 100 Continue`)));
 
+    // A gRPC health Watch, and a /healthz request on a kept-alive connection whose headers are
+    // completed only after the signal.
+    const health = createClient(Health, createGrpcTransport({ baseUrl }));
+    const watching = new AbortController();
+    watchEnded = (async () => {
+      for await (const { status } of health.watch({ service: "" }, { signal: watching.signal })) watched.push(status);
+    })().catch((error: unknown) => error);
+    const healthz = rawHttp(port);
+    await healthz.connected;
+    healthz.socket.write("GET /healthz HTTP/1.1\r\nHost: x\r\n");
+    // Keep-alive traffic on both protocols, running through the signal.
+    const stopTraffic = new AbortController();
+    traffic = Promise.all([keepAliveHttp1(port, token, stopTraffic.signal), keepAliveHttp2(baseUrl, token, stopTraffic.signal)]);
+    await withTimeout((async () => { while (watched.length === 0) await new Promise((r) => setTimeout(r, 10)); })(), 5_000, "the first Watch status");
+    await new Promise((r) => setTimeout(r, 300)); // the traffic is flowing
+
+    signalledAt = Date.now();
     child.kill("SIGTERM");
     await waitForLog((line) => typeof line.msg === "string" && line.msg.startsWith("shutting down"), "the 'shutting down' log line");
+    healthz.socket.write("\r\n");
+    healthzAfterSigterm = await withTimeout(new Promise<string>((resolve) => healthz.socket.once("close", () => resolve(healthz.received()))), 5_000, "/healthz after SIGTERM");
 
     // The listener is closed now: a new connection is refused while the old calls drain.
     connectAfterSigterm = await new Promise<string>((resolve) => {
@@ -206,10 +326,13 @@ describe("serve: graceful shutdown on SIGTERM", () => {
       socket.once("error", (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message));
     });
 
+    await withTimeout(watchEnded, 5_000, "the Watch stream to end");
     for (const h of held) h.finish();
     outcomes = await Promise.allSettled(held.map((h) => withTimeout(h.result, 15_000, `${h.name}: response`)));
     session.destroy();
     await withTimeout(closed, 20_000, "the serve process to exit");
+    stopTraffic.abort();
+    watching.abort();
   }, 90_000);
 
   afterAll(() => {
@@ -285,9 +408,98 @@ describe("serve: graceful shutdown on SIGTERM", () => {
     }
   });
 
+  it("turns /healthz to 503 with Connection: close and gRPC health to NOT_SERVING while calls are still held", () => {
+    expect(healthzAfterSigterm).toMatch(/^HTTP\/1\.1 503 /);
+    expect(healthzAfterSigterm).toMatch(/\r\nconnection: close\r\n/i);
+    expect(watched).toEqual([ServingStatus.SERVING, ServingStatus.NOT_SERVING]);
+  });
+
+  it("answers the held HTTP/1.1 calls with Connection: close", () => {
+    const h1 = held.map((h, i) => [h, outcomes[i]] as const).filter(([h]) => h.name.includes("HTTP/1.1"));
+    for (const [h, outcome] of h1) expect((outcome as PromiseFulfilledResult<HttpResult>).value.connection, h.name).toBe("close");
+  });
+
+  it("ends keep-alive traffic cleanly: every call sent is answered 200, later HTTP/1.1 answers say Connection: close, HTTP/2 gets GOAWAY", async () => {
+    const [h1, h2] = await traffic;
+    for (const t of [h1!, h2!]) {
+      expect(t.failures, t.name).toEqual([]);
+      expect(t.statuses.filter((status) => status !== 200), t.name).toEqual([]);
+    }
+    expect(h1!.statuses.length).toBeGreaterThan(5);
+    // The server's side: no call of the traffic was cut off (499) or failed.
+    const accessLines = logLines().map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === "request");
+    expect(accessLines.filter((line) => line.status !== 200 && line.path === REST_PATH)).toEqual([]);
+    expect(h2!.statuses.length).toBeGreaterThan(5);
+    expect(h2!.goaway).toBe(http2.constants.NGHTTP2_NO_ERROR);
+  });
+
+  it("exits within the shutdown grace once the held calls are answered", () => {
+    expect(exitedAt - signalledAt).toBeLessThan(10_000);
+  });
+
   it("never writes the access token to stdout or stderr", () => {
     expect(token.length).toBeGreaterThan(10);
     expect(logLines().filter((line) => line.includes(token))).toEqual([]);
     expect(stderr.includes(token)).toBe(false);
   });
+});
+
+describe("serve: the shutdown grace and a second signal", () => {
+  let dir = "";
+  let token = "";
+  const children: ChildProcess[] = [];
+
+  /** `serve` on a free port with extra environment; resolves once it is listening. */
+  async function serve(env: Record<string, string>) {
+    const port = await freePort();
+    const child = spawn(process.execPath, [CLI, "serve", "--port", String(port), "--db", join(dir, "demo.sqlite")], {
+      env: { ...process.env, LOG_LEVEL: "info", ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    children.push(child);
+    let stdout = "";
+    child.stdout!.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    const exited = new Promise<{ code: number | null; at: number }>((resolve) => child.once("close", (code) => resolve({ code, at: Date.now() })));
+    await withTimeout((async () => { while (!stdout.includes('"msg":"listening"')) await new Promise((r) => setTimeout(r, 20)); })(), 20_000, "listening");
+    return { child, port, exited, stdout: () => stdout };
+  }
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "eadmin-grace-"));
+    token = (await run(process.execPath, [CLI, "seed", "--demo", "--db", join(dir, "demo.sqlite")], { timeout: 60_000 })).stdout.trim();
+  }, 60_000);
+
+  afterAll(() => {
+    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("exits 0 once SHUTDOWN_GRACE_MS has passed, closing the connection of a call that never finishes", async () => {
+    const server = await serve({ SHUTDOWN_GRACE_MS: "1000" });
+    const stuck = holdHttp1("stuck", server.port, REST_PATH, token, "grace-stuck");
+    await withTimeout(stuck.ready, 5_000, "100 Continue");
+    const signalled = Date.now();
+    server.child.kill("SIGTERM");
+    const outcome = await withTimeout(stuck.result.then(() => "answered", (error: NodeJS.ErrnoException) => error.code ?? error.message), 5_000, "the stuck call to end");
+    const exit = await withTimeout(server.exited, 5_000, "the serve process to exit");
+    expect(outcome).toBe("ECONNRESET");
+    expect(exit.code).toBe(0);
+    expect(exit.at - signalled).toBeGreaterThanOrEqual(900);
+    expect(exit.at - signalled).toBeLessThan(4_000);
+  }, 30_000);
+
+  it("exits at once on a second signal, without waiting for the grace", async () => {
+    const server = await serve({ SHUTDOWN_GRACE_MS: "20000" });
+    const stuck = holdHttp1("stuck", server.port, REST_PATH, token, "second-signal-stuck");
+    stuck.result.catch(() => {});
+    await withTimeout(stuck.ready, 5_000, "100 Continue");
+    server.child.kill("SIGTERM");
+    await withTimeout((async () => { while (!server.stdout().includes("shutting down")) await new Promise((r) => setTimeout(r, 20)); })(), 5_000, "shutting down");
+    const second = Date.now();
+    server.child.kill("SIGTERM");
+    const exit = await withTimeout(server.exited, 5_000, "the serve process to exit");
+    expect(exit.at - second).toBeLessThan(1_000);
+    expect(exit.code).toBe(1);
+    expect(server.stdout()).toContain("second signal: exiting without draining");
+  }, 30_000);
 });

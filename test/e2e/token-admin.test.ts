@@ -7,7 +7,7 @@ import { Migrator, sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashCredential, nowSeconds } from "../../src/domain/credentials.js";
 import { createLogger } from "../../src/interceptors/logging.js";
-import { DEFAULT_RATE_LIMITS } from "../../src/interceptors/rate-limit.js";
+import { loadConfig } from "../../src/config.js";
 import { startService, type RunningService } from "../../src/main.js";
 import { openDatabase } from "../../src/storage/database.js";
 import { migrations } from "../../src/storage/migrations/index.js";
@@ -39,7 +39,7 @@ describe.each(dialects)("token administration (%s)", (dialect) => {
   beforeAll(async () => {
     svc = await startTestService(dialect);
     other = await startService(
-      { port: 0, host: "127.0.0.1", databaseUrl: svc.databaseUrl, logLevel: "silent", rateLimits: DEFAULT_RATE_LIMITS },
+      loadConfig({ port: "0", host: "127.0.0.1", db: svc.databaseUrl }, { LOG_LEVEL: "silent" }),
       createLogger({ level: "silent" }),
     );
   });

@@ -4,10 +4,10 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
+import { loadConfig } from "../../src/config.js";
 import type { Permission } from "../../src/domain/permissions.js";
 import { PERMISSIONS } from "../../src/domain/permissions.js";
 import { createLogger } from "../../src/interceptors/logging.js";
-import { DEFAULT_RATE_LIMITS, type RateLimitSettings } from "../../src/interceptors/rate-limit.js";
 import { startService } from "../../src/main.js";
 import { AccessAdmin } from "../../src/operations/access-admin.js";
 import { importDirectory } from "../../src/operations/import-directory.js";
@@ -31,12 +31,12 @@ export interface TestService {
   close(): Promise<void>;
 }
 
-export interface TestServiceOptions {
-  /** Rate limits to serve with, over the production defaults. */
-  rateLimits?: Partial<RateLimitSettings>;
-}
-
-export async function startTestService(dialect: DialectName, options: TestServiceOptions = {}): Promise<TestService> {
+/**
+ * `env` sets the server's limits as the environment would (MAX_CONNECTIONS, REQUEST_TIMEOUT_MS,
+ * RATE_LIMIT_RPS, …). Business-call rate limits are off unless `env` turns them on: a test's quick
+ * loop of calls must not meet a 429 meant for production traffic.
+ */
+export async function startTestService(dialect: DialectName, env: Record<string, string> = {}): Promise<TestService> {
   // The master key of a PostgreSQL test service would default to ./data/master.key: keep it in a temp
   // folder instead (SQLite test databases keep theirs beside the database file, also temporary).
   process.env.ENTERPRISE_ADMIN_MASTER_KEY_FILE ??= join(mkdtempSync(join(tmpdir(), "eadmin-keys-")), "master.key");
@@ -55,7 +55,7 @@ export async function startTestService(dialect: DialectName, options: TestServic
     },
   });
   const service = await startService(
-    { port: 0, host: "127.0.0.1", databaseUrl: testDb.url, logLevel: "info", rateLimits: { ...DEFAULT_RATE_LIMITS, ...options.rateLimits } },
+    loadConfig({ port: "0", host: "127.0.0.1", db: testDb.url }, { LOG_LEVEL: "info", RATE_LIMIT_RPS: "0", ...env }),
     createLogger({ level: "info", destination: sink }),
   );
   return {

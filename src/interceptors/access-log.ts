@@ -1,0 +1,63 @@
+// One structured line per request when it ends. Calls the caller cancelled (HTTP/2 streams reset,
+// connections closed before the answer) are logged as 499 / CANCELED, and at most
+// CANCELED_LINES_PER_SECOND of them a second: a reset flood must not fill the disk. The lines left out
+// are counted and reported as one "cancelled calls not logged" line per SUPPRESSED_REPORT_MS.
+import { ErrorCode } from "../domain/errors.js";
+import type { HttpRequest, HttpResponse } from "../rest/envelope.js";
+import type { CallLog } from "./call-log.js";
+import { wasAnswered } from "./call-signal.js";
+import type { Logger } from "./logging.js";
+
+export const CANCELED_LINES_PER_SECOND = 20;
+export const SUPPRESSED_REPORT_MS = 10_000;
+
+export class AccessLog {
+  private windowStart = 0;
+  private linesInWindow = 0;
+  private suppressed = 0;
+  private report: NodeJS.Timeout | undefined;
+
+  constructor(private readonly logger: Logger) {}
+
+  write(req: HttpRequest, res: HttpResponse, log: CallLog, durationMs: number): void {
+    const answered = wasAnswered(res);
+    if (!answered && !this.admitCanceled()) return;
+    const line = {
+      request_id: log.requestId,
+      method: req.method,
+      path: (req.url ?? "").split("?")[0],
+      // 499 (nginx's "client closed request"): the caller went away before the answer was written.
+      status: answered ? res.statusCode : 499,
+      duration_ms: Math.round(durationMs * 100) / 100,
+      procedure: log.procedure,
+      enterprise_id: log.enterpriseId,
+      code: answered ? log.code : ErrorCode.CANCELED,
+    };
+    if (log.cause !== undefined) this.logger.error({ ...line, err: log.cause }, "request failed");
+    else this.logger.info(line, "request");
+  }
+
+  /** Reports the lines left out so far, if any (at shutdown). */
+  flush(): void {
+    clearTimeout(this.report);
+    this.report = undefined;
+    if (this.suppressed === 0) return;
+    this.logger.warn({ suppressed: this.suppressed, limit_per_second: CANCELED_LINES_PER_SECOND }, "cancelled calls not logged");
+    this.suppressed = 0;
+  }
+
+  private admitCanceled(): boolean {
+    const now = Date.now();
+    if (now - this.windowStart >= 1_000) {
+      this.windowStart = now;
+      this.linesInWindow = 0;
+    }
+    if (this.linesInWindow < CANCELED_LINES_PER_SECOND) {
+      this.linesInWindow++;
+      return true;
+    }
+    this.suppressed++;
+    if (!this.report) this.report = setTimeout(() => this.flush(), SUPPRESSED_REPORT_MS).unref();
+    return false;
+  }
+}

@@ -1,0 +1,115 @@
+// The abort signal of one call. It fires when the call's deadline passes (the server's request
+// timeout, or the caller's own `grpc-timeout`/`connect-timeout-ms` when shorter) or when the caller
+// goes away; the pipeline then answers DEADLINE_EXCEEDED at once and handlers stop their long work.
+import type { IncomingMessage } from "node:http";
+import http2, { Http2ServerResponse, type Http2ServerRequest } from "node:http2";
+import { Code, ConnectError, createContextKey } from "@connectrpc/connect";
+import { parseTimeout as parseConnectTimeout } from "@connectrpc/connect/protocol-connect";
+import { parseTimeout as parseGrpcTimeout } from "@connectrpc/connect/protocol-grpc";
+import { AppError, ErrorCode } from "../domain/errors.js";
+import type { HttpRequest, HttpResponse } from "../rest/envelope.js";
+import type { CallLog } from "./call-log.js";
+import { toConnectError } from "./connect-errors.js";
+
+/**
+ * A signal that aborts with DEADLINE_EXCEEDED after `timeoutMs`, or with CANCELED when the response
+ * closes unanswered. Its timer ends with the response, so a flood of short calls holds no timers.
+ */
+export function responseSignal(res: HttpResponse, timeoutMs: number): AbortSignal {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(deadlineExceeded(timeoutMs)), timeoutMs);
+  res.once("close", () => {
+    clearTimeout(timer);
+    if (!controller.signal.aborted && !wasAnswered(res)) controller.abort(new AppError(ErrorCode.CANCELED, "the caller cancelled the call"));
+  });
+  return controller.signal;
+}
+
+/** Whether the whole answer was handed to the connection (false: the caller reset or closed first). */
+export function wasAnswered(res: HttpResponse): boolean {
+  // Node counts an HTTP/2 response as finished even when the client reset its stream before the
+  // answer had gone out (RST_STREAM CANCEL): the stream's close code tells.
+  return res instanceof Http2ServerResponse ? res.writableEnded && !res.stream.aborted && (res.stream.rstCode ?? 0) === http2.constants.NGHTTP2_NO_ERROR : res.writableFinished;
+}
+
+/** The AppError an aborted call ends with, whichever signal aborted it. */
+export function abortError(reason: unknown): AppError {
+  if (reason instanceof AppError) return reason;
+  if (reason instanceof ConnectError && reason.code === Code.DeadlineExceeded) return deadlineExceeded();
+  return new AppError(ErrorCode.CANCELED, "the caller cancelled the call");
+}
+
+/** Settles as `work` does, or rejects with the abort's AppError as soon as `signal` aborts. */
+export function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) {
+    work.catch(() => {}); // its outcome no longer matters
+    return Promise.reject(abortError(signal.reason));
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(abortError(signal.reason));
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+/**
+ * The caller's own deadline in milliseconds (`grpc-timeout`, else `connect-timeout-ms`), when the
+ * request carries a valid one. (connect-es reports an invalid one to the caller itself.)
+ */
+export function callerTimeoutMs(req: HttpRequest): number | undefined {
+  const grpc = req.headers["grpc-timeout"];
+  const connect = req.headers["connect-timeout-ms"];
+  const parsed = grpc !== undefined ? parseGrpcTimeout(String(grpc), Number.MAX_SAFE_INTEGER)
+    : connect !== undefined ? parseConnectTimeout(String(connect), Number.MAX_SAFE_INTEGER) : {};
+  return parsed.error ? undefined : parsed.timeoutMs;
+}
+
+/**
+ * For calls the Connect adapter serves: it reads a whole request body before the handler runs and
+ * does not watch the deadline meanwhile. A body still incomplete when the call's deadline passes (a
+ * stalled or hostile client) is ended with DEADLINE_EXCEEDED, which the adapter answers.
+ */
+export function endIncompleteBodyAtDeadline(req: HttpRequest, res: HttpResponse, serverSignal: AbortSignal, log: CallLog): void {
+  const callerMs = callerTimeoutMs(req);
+  const signal = callerMs === undefined ? serverSignal : AbortSignal.any([serverSignal, responseSignal(res, callerMs)]);
+  const onAbort = () => {
+    if (req.complete) return;
+    const error = abortError(signal.reason);
+    log.code = error.code;
+    req.destroy(toConnectError(error, log.requestId));
+    endStreamAfterAnswer(res);
+  };
+  signal.addEventListener("abort", onAbort, { once: true });
+  req.once("end", () => signal.removeEventListener("abort", onAbort));
+}
+
+/**
+ * HTTP/2: a call that ended at its deadline while its client was still sending leaves the stream half
+ * open (Node closes it only when no trailers were sent and the body was never read). The answer gets
+ * a moment to go out, then RST_STREAM NO_ERROR (RFC 9113 section 8.1) frees the stream.
+ */
+export function endStreamAfterAnswer(res: HttpResponse): void {
+  if (!(res instanceof Http2ServerResponse)) return;
+  const stream = res.stream;
+  const timer = setTimeout(() => stream.close(http2.constants.NGHTTP2_NO_ERROR), ANSWER_GRACE_MS);
+  stream.once("close", () => clearTimeout(timer));
+}
+
+const ANSWER_GRACE_MS = 100;
+
+const deadlineExceeded = (timeoutMs?: number) =>
+  new AppError(ErrorCode.DEADLINE_EXCEEDED, timeoutMs === undefined ? "deadline exceeded" : `deadline exceeded: the call took longer than ${timeoutMs} ms`);
+
+const key = Symbol("callSignal");
+type WithSignal = (IncomingMessage | Http2ServerRequest) & { [key]?: AbortSignal };
+
+export function attachCallSignal(req: IncomingMessage | Http2ServerRequest, signal: AbortSignal): void {
+  (req as WithSignal)[key] = signal;
+}
+
+export function callSignalOf(req: IncomingMessage | Http2ServerRequest): AbortSignal {
+  return (req as WithSignal)[key] ?? new AbortController().signal;
+}
+
+/** Carries the request's signal (the server's request timeout) into Connect handlers. */
+export const callSignalKey = createContextKey<AbortSignal>(new AbortController().signal, { description: "call signal" });

@@ -1,0 +1,190 @@
+// End to end over a real port: every connection ends (half-sent headers, silence, idle keep-alive,
+// idle HTTP/2 sessions, the connection cap) and every transport honours the call's deadline. The
+// limits are shortened through the same environment variables an operator sets.
+import http from "node:http";
+import http2 from "node:http2";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ErrorDetailSchema } from "../../gen/enterprise_admin/v1/errors_pb.js";
+import { QueryUserModelUsageRequestSchema, UsageService } from "../../gen/enterprise_admin/v1/usage_pb.js";
+import { dialects } from "../helpers/databases.js";
+import { startTestService, type TestService } from "../helpers/service.js";
+import { accessLines, rawHttp, sessionClosed, socketClosed } from "../helpers/hostile-clients.js";
+
+const LIMITS = { HEADERS_TIMEOUT_MS: "300", KEEP_ALIVE_TIMEOUT_MS: "300", IDLE_TIMEOUT_MS: "500", REQUEST_TIMEOUT_MS: "800" };
+const BATCH_GET = "/openapi/v1/departments/batch-get";
+const QUERY_CONNECT = "/enterprise_admin.v1.UsageService/QueryUserModelUsage";
+
+/** A POST whose headers are sent and whose body is held back: the call waits while its deadline runs. */
+function heldPost(port: number, path: string, headers: Record<string, string>): Promise<{ status: number; body: string; ms: number }> {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: "127.0.0.1", port, path, method: "POST", agent: false, headers: { "content-type": "application/json", "content-length": "100", ...headers } });
+    req.once("error", reject);
+    req.once("response", (res) => {
+      let body = "";
+      res.setEncoding("utf8").on("data", (c: string) => (body += c));
+      res.once("end", () => {
+        req.destroy();
+        resolve({ status: res.statusCode ?? 0, body, ms: performance.now() - started });
+      });
+    });
+    req.flushHeaders();
+  });
+}
+
+describe.each(dialects)("connections and deadlines (%s)", (dialect) => {
+  let svc: TestService;
+  let token = "";
+  beforeAll(async () => {
+    svc = await startTestService(dialect, LIMITS);
+    token = await svc.token();
+  }, 60_000);
+  afterAll(async () => svc?.close());
+
+  it("answers half-sent request headers with 408 and closes the connection after HEADERS_TIMEOUT_MS", async () => {
+    const conn = rawHttp(svc.port);
+    await conn.connected;
+    conn.socket.write("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ");
+    const { ms } = await socketClosed(conn.socket, 3_000);
+    expect(conn.received()).toMatch(/^HTTP\/1\.1 408 /);
+    expect(ms).toBeGreaterThanOrEqual(250);
+  });
+
+  it("closes a connection that sends nothing after HEADERS_TIMEOUT_MS", async () => {
+    const conn = rawHttp(svc.port);
+    await conn.connected;
+    const { ms } = await socketClosed(conn.socket, 3_000);
+    expect(ms).toBeGreaterThanOrEqual(250);
+  });
+
+  it("closes a connection that sends only part of the HTTP/2 preface after HEADERS_TIMEOUT_MS", async () => {
+    const conn = rawHttp(svc.port);
+    await conn.connected;
+    conn.socket.write("PRI * HTTP/2.0\r\n");
+    await socketClosed(conn.socket, 3_000);
+    expect(conn.received()).toBe("");
+  });
+
+  it("closes an idle HTTP/1.1 keep-alive connection after KEEP_ALIVE_TIMEOUT_MS", async () => {
+    const conn = rawHttp(svc.port);
+    await conn.connected;
+    conn.socket.write("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    const { ms } = await socketClosed(conn.socket, 3_000);
+    expect(conn.received()).toMatch(/^HTTP\/1\.1 200 /);
+    expect(conn.received()).toMatch(/keep-alive/i);
+    expect(ms).toBeGreaterThanOrEqual(250);
+  });
+
+  it("sends GOAWAY to an HTTP/2 session without open streams and closes it after IDLE_TIMEOUT_MS", async () => {
+    const session = http2.connect(svc.baseUrl);
+    session.on("error", () => {});
+    let goaway: number | undefined;
+    session.once("goaway", (code) => (goaway = code));
+    const stream = session.request({ ":path": "/healthz" });
+    stream.resume();
+    await new Promise((resolve) => stream.once("end", resolve));
+    const { ms } = await sessionClosed(session, 3_000);
+    expect(goaway).toBe(http2.constants.NGHTTP2_NO_ERROR);
+    expect(ms).toBeGreaterThanOrEqual(400);
+  });
+
+  it("answers a REST call still running after REQUEST_TIMEOUT_MS with 504 and code 5040", async () => {
+    const res = await heldPost(svc.port, BATCH_GET, { authorization: `Bearer ${token}` });
+    expect(res.status).toBe(504);
+    expect(JSON.parse(res.body)).toMatchObject({ code: 5040, data: null });
+    expect(JSON.parse(res.body).message).toMatch(/deadline exceeded/);
+    expect(res.ms).toBeGreaterThanOrEqual(750);
+    expect(res.ms).toBeLessThan(2_500);
+  });
+
+  it("answers a Connect JSON call past its connect-timeout-ms with deadline_exceeded (HTTP 504) and detail 5040", async () => {
+    const res = await heldPost(svc.port, QUERY_CONNECT, { authorization: `Bearer ${token}`, "connect-protocol-version": "1", "connect-timeout-ms": "200" });
+    expect(res.status).toBe(504);
+    const body = JSON.parse(res.body) as { code: string; details: { value: string }[] };
+    expect(body.code).toBe("deadline_exceeded");
+    expect(body.details).toHaveLength(1);
+    expect(res.ms).toBeGreaterThanOrEqual(150);
+    expect(res.ms).toBeLessThan(700); // the caller's deadline, not the server's 800 ms
+  });
+
+  it("answers a gRPC call whose body is still incomplete at its grpc-timeout with deadline_exceeded and ends the stream", async () => {
+    const session = http2.connect(svc.baseUrl);
+    session.on("error", () => {});
+    const started = performance.now();
+    const stream = session.request({
+      ":method": "POST", ":path": QUERY_CONNECT, "content-type": "application/grpc", te: "trailers",
+      "grpc-timeout": "200m", authorization: `Bearer ${token}`,
+    }, { endStream: false });
+    stream.on("error", () => {});
+    const message = toBinary(QueryUserModelUsageRequestSchema, create(QueryUserModelUsageRequestSchema, { userIds: ["7001"], endTime: 10n }));
+    const frame = Buffer.alloc(5 + message.length);
+    frame.writeUInt32BE(message.length + 10, 1); // announces more bytes than are ever sent
+    Buffer.from(message).copy(frame, 5);
+    stream.write(frame);
+    let status: unknown;
+    stream.once("trailers", (trailers) => (status = trailers["grpc-status"]));
+    stream.resume();
+    await new Promise((resolve) => stream.once("close", resolve));
+    const ms = performance.now() - started;
+    session.destroy();
+    expect(status).toBe(String(Code.DeadlineExceeded));
+    expect(ms).toBeGreaterThanOrEqual(150);
+    expect(ms).toBeLessThan(700); // the caller's deadline, not the server's 800 ms
+  });
+
+  it.skipIf(dialect !== "postgres")("stops an ingestion waiting for the store when its gRPC deadline passes: deadline_exceeded with 5040, nothing written", async () => {
+    // Another ingestion holds the store's ingestion lock (usage-repository.ts) for 1.5 s.
+    const holder = new pg.Client({ connectionString: svc.databaseUrl });
+    await holder.connect();
+    await holder.query("begin");
+    await holder.query("select pg_advisory_xact_lock(72001)");
+    const client = createClient(UsageService, createGrpcTransport({ baseUrl: svc.baseUrl }));
+    const event = {
+      eventId: "deadline-1", userId: "7001", modelName: "m", modelType: "Chat", modelSource: "Builtin",
+      timestamp: 1_730_000_000n, inputTokens: 1n, outputTokens: 1n, basicAmount: "0.000001", payGoAmount: "0",
+    };
+    const release = setTimeout(() => void holder.query("commit"), 1_500);
+    // The deadline travels as the header alone: the client sets no timer of its own, so the answer it
+    // gets is the server's.
+    const error = await client.recordUsageEvents({ events: [event] }, { headers: { authorization: `Bearer ${token}`, "grpc-timeout": "300m" } })
+      .then(() => undefined, (e: unknown) => ConnectError.from(e));
+    await new Promise((resolve) => setTimeout(resolve, 2_000)); // the lock is released; the server's ingestion has run on
+    clearTimeout(release);
+    await holder.end();
+    expect(error?.code).toBe(Code.DeadlineExceeded);
+    expect(error?.findDetails(ErrorDetailSchema).map((d) => d.code)).toEqual([5040]);
+    const stored = await svc.database.db.selectFrom("usage_event").select("event_id").where("event_id", "=", "deadline-1").execute();
+    expect(stored).toEqual([]);
+    expect(accessLines(svc.logs).filter((l) => l.procedure === "/enterprise_admin.v1.UsageService/RecordUsageEvents").map((l) => l.code)).toContain(5040);
+  }, 15_000);
+});
+
+describe("the connection cap (MAX_CONNECTIONS)", () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startTestService("sqlite", { MAX_CONNECTIONS: "3" });
+  }, 60_000);
+  afterAll(async () => svc?.close());
+
+  it("closes connections past the cap at once and accepts again when one ends", async () => {
+    const held = [rawHttp(svc.port), rawHttp(svc.port), rawHttp(svc.port)];
+    await Promise.all(held.map((c) => c.connected));
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the server has accepted them
+    const extra = rawHttp(svc.port);
+    await socketClosed(extra.socket, 1_000);
+    expect(extra.received()).toBe("");
+
+    held[0]!.socket.destroy();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const next = rawHttp(svc.port);
+    await next.connected;
+    next.socket.write("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    await socketClosed(next.socket, 2_000);
+    expect(next.received()).toMatch(/^HTTP\/1\.1 200 /);
+    for (const c of held) c.socket.destroy();
+  });
+});

@@ -1,0 +1,88 @@
+// End to end over a real port: an HTTP/2 rapid-reset flood (streams opened and cancelled at once)
+// gets GOAWAY (ENHANCE_YOUR_CALM), its cancelled calls are logged as 499 / 4990 at a bounded rate,
+// and a well-behaved client on its own connection keeps being served meanwhile.
+import http2 from "node:http2";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CANCELED_LINES_PER_SECOND } from "../../src/interceptors/access-log.js";
+import { dialects } from "../helpers/databases.js";
+import { accessLines, rapidResetFlood, type FloodResult } from "../helpers/hostile-clients.js";
+import { startTestService, type TestService } from "../helpers/service.js";
+
+const FLOOD_MS = 3_000;
+const MAX_RESETS = 100;
+const BATCH_GET = "/openapi/v1/departments/batch-get";
+
+describe.each(dialects)("HTTP/2 rapid-reset flood (%s)", (dialect) => {
+  let svc: TestService;
+  let flood: FloodResult;
+  let healthy: { ok: number; failed: number; slowestMs: number };
+  let logsBefore = 0;
+
+  beforeAll(async () => {
+    svc = await startTestService(dialect, { HTTP2_MAX_RESETS_PER_10S: String(MAX_RESETS) });
+    const token = await svc.token();
+    const headers = { ":method": "GET", ":path": "/api/v1/environment_configs/supported_versions", authorization: `Bearer ${token}` };
+    logsBefore = svc.logs.length;
+
+    // The well-behaved client: one batch-get after another on its own session while the flood runs.
+    const session = http2.connect(svc.baseUrl);
+    session.on("error", () => {});
+    healthy = { ok: 0, failed: 0, slowestMs: 0 };
+    const until = Date.now() + FLOOD_MS;
+    const wellBehaved = (async () => {
+      while (Date.now() < until) {
+        const started = performance.now();
+        const status = await new Promise<number>((resolve) => {
+          const stream = session.request({ ":method": "POST", ":path": BATCH_GET, authorization: `Bearer ${token}`, "content-type": "application/json" });
+          let code = 0;
+          stream.once("response", (h) => (code = Number(h[":status"])));
+          stream.on("error", () => resolve(0));
+          stream.resume();
+          stream.once("end", () => resolve(code));
+          stream.end(JSON.stringify({ department_ids: ["111"] }));
+        });
+        healthy.slowestMs = Math.max(healthy.slowestMs, performance.now() - started);
+        if (status === 200) healthy.ok++;
+        else healthy.failed++;
+      }
+    })();
+    [flood] = await Promise.all([rapidResetFlood(svc.baseUrl, headers, FLOOD_MS), wellBehaved]);
+    session.close();
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the last cancelled calls end and log
+  }, 60_000);
+  afterAll(async () => svc?.close());
+
+  it("ends each flooding session with GOAWAY ENHANCE_YOUR_CALM once it passes the reset limit", () => {
+    expect(flood.streams).toBeGreaterThan(MAX_RESETS * 2);
+    expect(flood.goaways.length).toBeGreaterThanOrEqual(1);
+    expect(new Set(flood.goaways)).toEqual(new Set([http2.constants.NGHTTP2_ENHANCE_YOUR_CALM]));
+    // No session carried many more resets than the limit before it was ended.
+    expect(flood.streams / flood.sessions).toBeLessThan(MAX_RESETS * 3);
+  });
+
+  it("logs cancelled calls as status 499 with code 4990, not 200", () => {
+    const lines = accessLines(svc.logs.slice(logsBefore)).filter((l) => l.path === "/api/v1/environment_configs/supported_versions");
+    const cancelled = lines.filter((l) => l.status === 499);
+    expect(cancelled.length).toBeGreaterThan(0);
+    expect(cancelled.filter((l) => l.code !== 4990)).toEqual([]);
+    // A stream whose whole answer went out before its reset arrived was served: a few such, at most
+    // one per session (the session ends around it).
+    expect(lines.length - cancelled.length).toBeLessThanOrEqual(flood.sessions);
+  });
+
+  it("bounds the lines a flood writes: at most the per-second budget of cancelled calls, the rest counted", () => {
+    const lines = svc.logs.slice(logsBefore).map((line) => JSON.parse(line) as Record<string, unknown>);
+    const cancelled = lines.filter((l) => l.msg === "request" && l.status === 499);
+    const seconds = Math.ceil(FLOOD_MS / 1000) + 1;
+    expect(cancelled.length).toBeLessThanOrEqual(CANCELED_LINES_PER_SECOND * seconds);
+    expect(lines.length).toBeLessThan(flood.streams / 4);
+    expect(lines.filter((l) => l.level === 50)).toEqual([]);
+  });
+
+  it("keeps serving a well-behaved client on another connection", () => {
+    // Bounds loose enough for a shared CI machine: the latency figures are the hostile benchmark's.
+    expect(healthy.failed).toBe(0);
+    expect(healthy.ok).toBeGreaterThanOrEqual(3);
+    expect(healthy.slowestMs).toBeLessThan(2_000);
+  });
+});
