@@ -27,6 +27,8 @@ export interface ServerLimits {
   http2MaxConcurrentStreams: number;
   /** Streams a client may reset on one session in 10 s before it gets GOAWAY (ENHANCE_YOUR_CALM). */
   http2MaxResetsPer10s: number;
+  /** After such a GOAWAY, how long new connections from the client's address are refused. */
+  abuseCooldownMs: number;
   /** On SIGTERM/SIGINT, how long in-flight calls may take to finish before connections are closed. */
   shutdownGraceMs: number;
 }
@@ -39,6 +41,7 @@ export const DEFAULT_LIMITS: ServerLimits = {
   maxConnections: 1_000,
   http2MaxConcurrentStreams: 100,
   http2MaxResetsPer10s: 200,
+  abuseCooldownMs: 30_000,
   shutdownGraceMs: 10_000,
 };
 
@@ -51,6 +54,7 @@ const LIMIT_VARIABLES: Record<keyof ServerLimits, string> = {
   maxConnections: "MAX_CONNECTIONS",
   http2MaxConcurrentStreams: "HTTP2_MAX_CONCURRENT_STREAMS",
   http2MaxResetsPer10s: "HTTP2_MAX_RESETS_PER_10S",
+  abuseCooldownMs: "ABUSE_COOLDOWN_MS",
   shutdownGraceMs: "SHUTDOWN_GRACE_MS",
 };
 

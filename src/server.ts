@@ -7,6 +7,7 @@ import http2 from "node:http2";
 import net from "node:net";
 import type { App } from "./app.js";
 import type { ServerLimits } from "./config.js";
+import { PeerCooldown } from "./peer-cooldown.js";
 
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 const { NGHTTP2_ENHANCE_YOUR_CALM, NGHTTP2_NO_ERROR } = http2.constants;
@@ -36,11 +37,13 @@ export async function listen(app: App, port: number, host: string, limits: Serve
 
   const h2 = http2.createServer({ settings: { maxConcurrentStreams: limits.http2MaxConcurrentStreams } }, app.handler);
   const sessions = new Set<http2.Http2Session>();
+  const cooldown = new PeerCooldown(limits.abuseCooldownMs);
   let draining = false;
   h2.on("session", (session) => {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
-    superviseSession(session, limits);
+    const address = session.socket.remoteAddress;
+    superviseSession(session, limits, () => cooldown.start(address));
     if (draining) session.close();
   });
 
@@ -48,6 +51,10 @@ export async function listen(app: App, port: number, host: string, limits: Serve
   /** Connections that have not yet sent enough to be routed. */
   const unrouted = new Set<net.Socket>();
   const server = net.createServer((socket) => {
+    if (cooldown.refuses(socket.remoteAddress)) {
+      socket.destroy();
+      return;
+    }
     sockets.add(socket);
     unrouted.add(socket);
     socket.once("close", () => {
@@ -93,9 +100,9 @@ export async function listen(app: App, port: number, host: string, limits: Serve
 /**
  * Closes an HTTP/2 session that has had no open stream for the idle timeout, and one whose client
  * resets more streams than the limit allows in 10 s (the "rapid reset" flood): GOAWAY with
- * ENHANCE_YOUR_CALM, then the connection is closed.
+ * ENHANCE_YOUR_CALM, then the connection is closed and `onAbuse` starts the address's cool-down.
  */
-function superviseSession(session: http2.Http2Session, limits: ServerLimits): void {
+function superviseSession(session: http2.Http2Session, limits: ServerLimits, onAbuse: () => void): void {
   let open = 0;
   let idle: NodeJS.Timeout | undefined;
   const armIdle = () => (idle = setTimeout(() => session.close(), limits.idleTimeoutMs));
@@ -114,6 +121,7 @@ function superviseSession(session: http2.Http2Session, limits: ServerLimits): vo
         }
         if (++resets > limits.http2MaxResetsPer10s && !session.destroyed) {
           session.goaway(NGHTTP2_ENHANCE_YOUR_CALM);
+          onAbuse();
           // Let the GOAWAY frame go out before the socket closes.
           setImmediate(() => session.destroy());
           return;

