@@ -10,7 +10,7 @@ import { CallPipeline } from "./interceptors/call-pipeline.js";
 import { encodeGrpcMessageBySpec } from "./interceptors/grpc-message-encoding.js";
 import { refuseMalformedProtobuf } from "./interceptors/protobuf-body-check.js";
 import type { Logger } from "./interceptors/logging.js";
-import { RateLimits, type RateLimitSettings } from "./interceptors/rate-limit.js";
+import { RateLimits, type RateLimitSettings } from "./domain/rate-limits.js";
 import { resolveRequestId } from "./interceptors/request-id.js";
 import type { KeyProvider } from "./keys/key-provider.js";
 import { AccessAdmin } from "./operations/access-admin.js";
@@ -122,6 +122,8 @@ function writeAccessLog(logger: Logger, req: HttpRequest, res: HttpResponse, log
     procedure: log.procedure,
     enterprise_id: log.enterpriseId,
     code: log.code,
+    // Rate limits count per address: a throttled call names its own, so it can be traced.
+    client_address: log.code === ErrorCode.RATE_LIMITED ? log.clientAddress : undefined,
   };
   if (log.cause !== undefined) logger.error({ ...line, err: log.cause }, "request failed");
   else logger.info(line, "request");

@@ -9,7 +9,7 @@ import { AppError, ErrorCode } from "../domain/errors.js";
 import type { Authenticator, Principal } from "./auth.js";
 import { callLogKey, type CallLog } from "./call-log.js";
 import { toConnectError } from "./connect-errors.js";
-import type { RateLimits } from "./rate-limit.js";
+import type { RateLimits } from "../domain/rate-limits.js";
 import { validateRequest } from "./validation.js";
 
 export interface CallContext {

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { Writable } from "node:stream";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
-import { loadConfig } from "../../src/config.js";
+import { loadServeConfig } from "../../src/config.js";
 import { createLogger } from "../../src/interceptors/logging.js";
 import { loadLocalKeyProvider } from "../../src/keys/local-key-provider.js";
 import { startService } from "../../src/main.js";
@@ -68,7 +68,7 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
     const startSecondServer = async (secondMasterKeys = masterKeys) => {
       process.env.ENTERPRISE_ADMIN_MASTER_KEY = secondMasterKeys;
       const quiet = new Writable({ write: (_chunk, _encoding, done) => done() });
-      const second = await startService(loadConfig({ port: "0", host: "127.0.0.1", db: svc.databaseUrl }), createLogger({ level: "info", destination: quiet }));
+      const second = await startService(loadServeConfig({ port: "0", host: "127.0.0.1", db: svc.databaseUrl }), createLogger({ level: "info", destination: quiet }));
       process.env.ENTERPRISE_ADMIN_MASTER_KEY = masterKeys;
       cleanups.push(() => second.close());
       return `http://127.0.0.1:${second.port}`;

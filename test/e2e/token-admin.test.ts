@@ -7,7 +7,7 @@ import { Migrator, sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashCredential, nowSeconds } from "../../src/domain/credentials.js";
 import { createLogger } from "../../src/interceptors/logging.js";
-import { DEFAULT_RATE_LIMITS } from "../../src/interceptors/rate-limit.js";
+import { DEFAULT_RATE_LIMITS } from "../../src/domain/rate-limits.js";
 import { startService, type RunningService } from "../../src/main.js";
 import { openDatabase } from "../../src/storage/database.js";
 import { migrations } from "../../src/storage/migrations/index.js";

@@ -6,8 +6,8 @@ import { join } from "node:path";
 import { Writable } from "node:stream";
 import type { Permission } from "../../src/domain/permissions.js";
 import { PERMISSIONS } from "../../src/domain/permissions.js";
+import type { RateLimitSettings } from "../../src/domain/rate-limits.js";
 import { createLogger } from "../../src/interceptors/logging.js";
-import { DEFAULT_RATE_LIMITS, type RateLimitSettings } from "../../src/interceptors/rate-limit.js";
 import { startService } from "../../src/main.js";
 import { AccessAdmin } from "../../src/operations/access-admin.js";
 import { importDirectory } from "../../src/operations/import-directory.js";
@@ -32,9 +32,12 @@ export interface TestService {
 }
 
 export interface TestServiceOptions {
-  /** Rate limits to serve with, over the production defaults. */
-  rateLimits?: Partial<RateLimitSettings>;
+  /** Rate limits to serve with; off unless given (rate-limits.test.ts turns them on). */
+  rateLimits?: RateLimitSettings;
 }
+
+/** Every limit off: tests that make many calls or exchanges quickly are not throttled. */
+const NO_RATE_LIMITS: RateLimitSettings = { callsPerSecond: 0, callBurst: 0, exchangesPerMinutePerAppId: 0, exchangesPerMinutePerAddress: 0 };
 
 export async function startTestService(dialect: DialectName, options: TestServiceOptions = {}): Promise<TestService> {
   // The master key of a PostgreSQL test service would default to ./data/master.key: keep it in a temp
@@ -55,7 +58,7 @@ export async function startTestService(dialect: DialectName, options: TestServic
     },
   });
   const service = await startService(
-    { port: 0, host: "127.0.0.1", databaseUrl: testDb.url, logLevel: "info", rateLimits: { ...DEFAULT_RATE_LIMITS, ...options.rateLimits } },
+    { port: 0, host: "127.0.0.1", databaseUrl: testDb.url, logLevel: "info", rateLimits: options.rateLimits ?? NO_RATE_LIMITS },
     createLogger({ level: "info", destination: sink }),
   );
   return {
