@@ -203,6 +203,15 @@ describe.each(dialects)("hostile input is refused, never a 500 (%s)", (dialect) 
       expect(err.details).toBe("department_ids[0]: must not contain the NUL character (U+0000)");
     });
 
+    it.each([
+      ["an unknown field", "/openapi/v1/departments/batch-get", '{"department_ids":["110"],"x\\u0000y":1}', "x\u0000y: unknown field"],
+      ["a map key", "/api/v1/environment_configs", '{"name":"nul-key","environment_variables":{"A\\u0000B":"v"}}', 'environment_variables key "A\\u0000B": must not contain the NUL character (U+0000)'],
+    ])("U+0000 inside %s: the message quotes the key as sent", async (_where, path, body, message) => {
+      const res = await post(path, body);
+      expect(res.status).toBe(400);
+      expect(json(res).message).toBe(message);
+    });
+
     it("a string starting with U+0000 is not read as a number", async () => {
       const res = await post("/openapi/v1/statistics/user-model-usage", '{"user_ids":["7001"],"start_time":"\\u00001730073600","end_time":1730160000}');
       expect(res.status).toBe(400);
