@@ -5,13 +5,14 @@ import { execFileSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { create, createFileRegistry, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { anyUnpack, FileDescriptorSetSchema, type Any } from "@bufbuild/protobuf/wkt";
+import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import { BinaryWriter } from "@bufbuild/protobuf/wire";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BatchGetDepartmentsRequestSchema } from "../../gen/enterprise_admin/v1/department_pb.js";
 import { importDirectory } from "../../src/operations/import-directory.js";
 import { dialects } from "../helpers/databases.js";
+import { decodeGoogleRpcStatus } from "../helpers/grpc-status.js";
 import { acme } from "../helpers/fixtures.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 
@@ -63,11 +64,9 @@ function decodeStatusDetails(bytes: Buffer) {
   const descriptorSet = execFileSync(BUF, ["build", PROTO_DIR, "--path", join(PROTO_DIR, "google/rpc/status.proto"),
     "--path", join(PROTO_DIR, "enterprise_admin/v1/errors.proto"), "-o", "-#format=binpb"]);
   const registry = createFileRegistry(fromBinary(FileDescriptorSetSchema, descriptorSet));
-  const statusType = registry.getMessage("google.rpc.Status")!;
-  const detailType = registry.getMessage("enterprise_admin.v1.ErrorDetail")!;
-  const status = fromBinary(statusType, bytes) as unknown as { code: number; message: string; details: Any[] };
-  const details = status.details.map((any) => anyUnpack(any, detailType) as unknown as { code: number; message: string; requestId: string });
-  return { code: status.code, message: status.message, details: details.map(({ code, message, requestId }) => ({ code, message, requestId })) };
+  return decodeGoogleRpcStatus(bytes, {
+    status: registry.getMessage("google.rpc.Status")!, errorDetail: registry.getMessage("enterprise_admin.v1.ErrorDetail")!,
+  });
 }
 
 /** The trailer frame (flag 0x80) of a gRPC-Web response body, as a header map. */

@@ -3,8 +3,6 @@
 // token exchange is counted per app_id and per client address, before the secret is checked.
 import http from "node:http";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { anyUnpack, AnySchema, type Any } from "@bufbuild/protobuf/wkt";
-import { BinaryReader } from "@bufbuild/protobuf/wire";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
@@ -16,6 +14,7 @@ import {
 } from "../../gen/enterprise_admin/v1/department_pb.js";
 import { ErrorDetailSchema } from "../../gen/enterprise_admin/v1/errors_pb.js";
 import { dialects } from "../helpers/databases.js";
+import { decodeGoogleRpcStatus } from "../helpers/grpc-status.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 
 const BATCH_GET = "/openapi/v1/departments/batch-get";
@@ -49,18 +48,6 @@ const retryAfterSeconds = (value: string | null | undefined) => {
   expect(value, "Retry-After").toMatch(/^[1-9]\d*$/);
   return Number(value);
 };
-
-/** google.rpc.Status {int32 code = 1; string message = 2; repeated google.protobuf.Any details = 3;}, read by hand. */
-function statusDetails(bytes: Uint8Array): Any[] {
-  const details: Any[] = [];
-  const reader = new BinaryReader(bytes);
-  while (reader.pos < reader.len) {
-    const [field, wireType] = reader.tag();
-    if (field === 3) details.push(fromBinary(AnySchema, reader.bytes()));
-    else reader.skip(wireType);
-  }
-  return details;
-}
 
 /** BatchGetDepartments through @grpc/grpc-js; resolves with the error (or null) it saw. */
 function grpcJsBatchGet(port: number, token: string): Promise<grpc.ServiceError | null> {
@@ -173,10 +160,7 @@ describe.each(dialects)("rate limits (%s)", (dialect) => {
       const error = await grpcJsBatchGet(calls.port, token);
       expect(error?.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
       const [statusBin] = error!.metadata.get("grpc-status-details-bin");
-      const details = statusDetails(statusBin as Buffer)
-        .filter((any) => any.typeUrl === `type.googleapis.com/${ErrorDetailSchema.typeName}`)
-        .map((any) => anyUnpack(any, ErrorDetailSchema)!.code);
-      expect(details).toStrictEqual([RATE_LIMITED]);
+      expect(decodeGoogleRpcStatus(statusBin as Buffer).details.map((d) => d.code)).toStrictEqual([RATE_LIMITED]);
       expect(retryAfterSeconds(error!.metadata.get("retry-after")[0]?.toString())).toBe(1);
     });
 
