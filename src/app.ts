@@ -13,7 +13,7 @@ import { encodeGrpcMessageBySpec } from "./interceptors/grpc-message-encoding.js
 import { refuseMalformedProtobuf } from "./interceptors/protobuf-body-check.js";
 import { attachCallSignal, callSignalKey, callSignalOf, endIncompleteBodyAtDeadline, endStreamAfterAnswer, responseSignal } from "./interceptors/call-signal.js";
 import type { Logger } from "./interceptors/logging.js";
-import { RateLimits, type RateLimitSettings } from "./interceptors/rate-limit.js";
+import { RateLimits, type RateLimitSettings } from "./domain/rate-limits.js";
 import { resolveRequestId } from "./interceptors/request-id.js";
 import type { KeyProvider } from "./keys/key-provider.js";
 import { AccessAdmin } from "./operations/access-admin.js";

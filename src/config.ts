@@ -1,5 +1,5 @@
 // One typed configuration from flags and environment: flag, else environment variable, else default.
-import { DEFAULT_RATE_LIMITS, type RateLimitSettings } from "./interceptors/rate-limit.js";
+import { DEFAULT_RATE_LIMITS, type RateLimitSettings } from "./domain/rate-limits.js";
 import { DEFAULT_DATABASE_URL } from "./storage/database.js";
 
 export interface Config {
@@ -7,6 +7,10 @@ export interface Config {
   host: string;
   databaseUrl: string;
   logLevel: string;
+}
+
+/** What `serve` needs besides: read only there, so a bad limit never stops an operator's other commands. */
+export interface ServeConfig extends Config {
   rateLimits: RateLimitSettings;
   limits: ServerLimits;
 }
@@ -67,9 +71,11 @@ export function loadConfig(flags: { port?: string; host?: string; db?: string } 
     host: flags.host ?? env.HOST ?? "127.0.0.1",
     databaseUrl: flags.db ?? env.DATABASE_URL ?? DEFAULT_DATABASE_URL,
     logLevel: env.LOG_LEVEL ?? "info",
-    rateLimits: loadRateLimits(env),
-    limits: loadLimits(env),
   };
+}
+
+export function loadServeConfig(flags: { port?: string; host?: string; db?: string } = {}, env = process.env): ServeConfig {
+  return { ...loadConfig(flags, env), rateLimits: loadRateLimits(env), limits: loadLimits(env) };
 }
 
 /** RATE_LIMIT_RPS, RATE_LIMIT_BURST, TOKEN_EXCHANGE_LIMIT_PER_APP_ID, TOKEN_EXCHANGE_LIMIT_PER_ADDRESS; 0 turns one off. */

@@ -1,7 +1,7 @@
 // config -> database -> migrate -> listen; SIGTERM/SIGINT drains in-flight calls and closes; a second
 // signal exits at once.
 import { createApp } from "./app.js";
-import type { Config } from "./config.js";
+import type { ServeConfig } from "./config.js";
 import { createLogger, type Logger } from "./interceptors/logging.js";
 import { loadLocalKeyProvider } from "./keys/local-key-provider.js";
 import { listen } from "./server.js";
@@ -12,7 +12,7 @@ export interface RunningService {
   close(): Promise<void>;
 }
 
-export async function startService(config: Config, logger: Logger = createLogger({ level: config.logLevel })): Promise<RunningService> {
+export async function startService(config: ServeConfig, logger: Logger = createLogger({ level: config.logLevel })): Promise<RunningService> {
   const database = openDatabase(config.databaseUrl, { backgroundCheckpoints: true });
   try {
     await migrateToLatest(database);
@@ -34,7 +34,7 @@ export async function startService(config: Config, logger: Logger = createLogger
 }
 
 /** Runs until SIGTERM or SIGINT, then drains and exits. */
-export async function serveUntilSignal(config: Config): Promise<void> {
+export async function serveUntilSignal(config: ServeConfig): Promise<void> {
   const logger = createLogger({ level: config.logLevel });
   const service = await startService(config, logger);
   let stopping = false;

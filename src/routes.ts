@@ -6,7 +6,7 @@ import { DepartmentService, file_enterprise_admin_v1_department } from "../gen/e
 import { UsageService, file_enterprise_admin_v1_usage } from "../gen/enterprise_admin/v1/usage_pb.js";
 import { EnvironmentConfigService, file_enterprise_admin_v1_environment } from "../gen/enterprise_admin/v1/environment_pb.js";
 import { bindService, type CallPipeline, type ServedService } from "./interceptors/call-pipeline.js";
-import type { RateLimits } from "./interceptors/rate-limit.js";
+import type { RateLimits } from "./domain/rate-limits.js";
 import type { AccessAdmin } from "./operations/access-admin.js";
 import { authHandlers } from "./services/auth-service.js";
 import { departmentHandlers } from "./services/department-service.js";

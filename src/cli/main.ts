@@ -2,7 +2,7 @@
 // --db (else DATABASE_URL, else ./data/enterprise-admin.sqlite), migrates it, and does one job.
 import { readFile } from "node:fs/promises";
 import { Command, Option } from "commander";
-import { loadConfig } from "../config.js";
+import { loadConfig, loadServeConfig } from "../config.js";
 import { MAX_ACCESS_TOKEN_TTL_SECONDS, parseDuration } from "../domain/credentials.js";
 import { parseDirectoryFile } from "../domain/directory-file.js";
 import { AppError } from "../domain/errors.js";
@@ -50,7 +50,7 @@ program.command("serve").description("migrate the database, then serve every tra
   .option("--port <n>", "port (default: $PORT, else 8080)")
   .option("--host <addr>", "address to bind (default: $HOST, else 127.0.0.1)")
   .addOption(dbOption())
-  .action(async (opts) => serveUntilSignal(loadConfig({ port: opts.port, host: opts.host, db: opts.db })));
+  .action(async (opts) => serveUntilSignal(loadServeConfig({ port: opts.port, host: opts.host, db: opts.db })));
 
 program.command("migrate").description("apply pending migrations").addOption(dbOption())
   .action(async (opts) => {

@@ -32,6 +32,8 @@ export class AccessLog {
       procedure: log.procedure,
       enterprise_id: log.enterpriseId,
       code: answered ? log.code : ErrorCode.CANCELED,
+      // Rate limits count per address: a throttled call names its own, so it can be traced.
+      client_address: log.code === ErrorCode.RATE_LIMITED ? log.clientAddress : undefined,
     };
     if (log.cause !== undefined) this.logger.error({ ...line, err: log.cause }, "request failed");
     else this.logger.info(line, "request");

@@ -10,7 +10,7 @@ import type { Authenticator, Principal } from "./auth.js";
 import { callLogKey, type CallLog } from "./call-log.js";
 import { abortError, callSignalKey, untilAborted } from "./call-signal.js";
 import { toConnectError } from "./connect-errors.js";
-import type { RateLimits } from "./rate-limit.js";
+import type { RateLimits } from "../domain/rate-limits.js";
 import { validateRequest } from "./validation.js";
 
 export interface CallContext {

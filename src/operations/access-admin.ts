@@ -1,11 +1,11 @@
 // Enterprise apps and access tokens: create, list, revoke, exchange. Used by the CLI and AuthService.
 // Issuing a token also purges the tokens that ended (expired or revoked) more than a day ago.
 import {
-  ACCESS_TOKEN_TTL_SECONDS, ENDED_TOKEN_RETENTION_SECONDS, credentialMatches, hashCredential, newAccessToken, newAppId, newAppSecret,
-  newTokenId, nowSeconds,
+  ACCESS_TOKEN_TTL_SECONDS, ENDED_TOKEN_RETENTION_SECONDS, MAX_ACCESS_TOKEN_TTL_SECONDS, credentialMatches, hashCredential, newAccessToken,
+  newAppId, newAppSecret, newTokenId, nowSeconds,
 } from "../domain/credentials.js";
 import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
-import { formatPermissions, type Permission } from "../domain/permissions.js";
+import { formatPermissions, splitPermissions, type Permission } from "../domain/permissions.js";
 import type { AuthRepository } from "../storage/auth-repository.js";
 import type { DirectoryRepository } from "../storage/directory-repository.js";
 
@@ -26,7 +26,7 @@ export class AccessAdmin {
   async listApps(enterpriseId: string) {
     const rows = await this.auth.listApps(enterpriseId);
     return rows.map((r) => ({
-      app_id: r.app_id, name: r.name, permissions: r.permissions.split(","),
+      app_id: r.app_id, name: r.name, permissions: splitPermissions(r.permissions),
       created_at: Number(r.created_at), revoked: r.revoked_at !== null,
     }));
   }
@@ -37,6 +37,9 @@ export class AccessAdmin {
 
   /** A token for scripts, made directly by an operator (no app). */
   async createToken(enterpriseId: string, permissions: Permission[], ttlSeconds = ACCESS_TOKEN_TTL_SECONDS) {
+    if (!(Number.isSafeInteger(ttlSeconds) && ttlSeconds > 0 && ttlSeconds <= MAX_ACCESS_TOKEN_TTL_SECONDS)) {
+      throw invalidParameter(`expires_in: ${ttlSeconds} s is not a whole number of seconds from 1 to the cap of ${MAX_ACCESS_TOKEN_TTL_SECONDS} (90 days)`);
+    }
     await this.requireEnterprise(enterpriseId);
     return this.issueToken(enterpriseId, null, formatPermissions(permissions), ttlSeconds);
   }
@@ -55,7 +58,7 @@ export class AccessAdmin {
   async listTokens(enterpriseId: string) {
     const rows = await this.auth.listTokens(enterpriseId);
     return rows.map((r) => ({
-      token_id: r.token_id, app_id: r.app_id, permissions: r.permissions.split(","),
+      token_id: r.token_id, app_id: r.app_id, permissions: splitPermissions(r.permissions),
       created_at: Number(r.created_at), expires_at: Number(r.expires_at), revoked: r.revoked_at !== null,
     }));
   }
@@ -72,7 +75,10 @@ export class AccessAdmin {
     await this.auth.insertToken({
       token_hash: hashCredential(token), token_id: tokenId, app_id: appId, enterprise_id: enterpriseId, permissions,
       created_at: now, expires_at: now + ttlSeconds, revoked_at: null,
-    }, now - ENDED_TOKEN_RETENTION_SECONDS);
+    });
+    // Best effort, after the token is stored: a failed purge (a lock wait, say) must not fail the
+    // exchange, and the next token issued tries again.
+    await this.auth.purgeEndedTokens(now - ENDED_TOKEN_RETENTION_SECONDS).catch(() => {});
     return { accessToken: token, tokenId, expire: ttlSeconds };
   }
 

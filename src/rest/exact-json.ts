@@ -2,9 +2,10 @@
 // - nesting deeper than MAX_JSON_DEPTH is refused (a deep body must not exhaust the stack later);
 // - a key given twice in one object is refused (JSON.parse would silently keep the second);
 // - 64-bit integers stay exact. JSON.parse turns 9007199254740993 into ...992, so integer literals
-//   longer than 15 digits are read as marked strings: U+0000 then the digits. A caller's
-//   own string that holds U+0000 gets one more U+0000 in front, so it never reads as a marked number
-//   (and is refused later anyway: no string may hold U+0000).
+//   longer than 15 digits are read as marked strings: U+0000 then the digits. A caller's own string
+//   value that starts with U+0000 gets one more U+0000 in front, so it never reads as a marked number
+//   (and is refused later anyway: no string may hold U+0000). Keys and other strings stay as sent, so
+//   messages quote them as the caller wrote them.
 // One linear scan does all three; the text is parsed by JSON.parse, rewritten only when needed.
 import { invalidParameter } from "../domain/errors.js";
 
@@ -39,14 +40,14 @@ export function parseJsonExact(text: string): unknown {
   const open: Container[] = [];
   let rewritten = "";
   let copied = 0;
-  let nextNulEscape = text.indexOf("\\u0000");
   let i = 0;
   while (i < text.length) {
     const c = text.charCodeAt(i);
     if (c === QUOTE) {
       const end = stringEnd(text, i);
       const top = open[open.length - 1];
-      if (top?.isObject && top.expectKey) {
+      const isKey = top?.isObject === true && top.expectKey;
+      if (isKey) {
         const key = keyText(text, i, end);
         top.keys ??= new Set();
         if (top.keys.has(key)) throw invalidParameter(`${pathOf(open, key)}: given twice; send it once`);
@@ -54,12 +55,7 @@ export function parseJsonExact(text: string): unknown {
         top.lastKey = key;
         top.expectKey = false;
       }
-      let holdsNul = false;
-      while (nextNulEscape >= 0 && nextNulEscape < end) {
-        if (nextNulEscape > i && isEscape(text, nextNulEscape)) holdsNul = true;
-        nextNulEscape = text.indexOf("\\u0000", nextNulEscape + 1);
-      }
-      if (holdsNul) {
+      if (!isKey && text.startsWith("\\u0000", i + 1)) {
         rewritten += text.slice(copied, i + 1) + "\\u0000";
         copied = i + 1;
       }
@@ -102,13 +98,6 @@ function stringEnd(text: string, start: number): number {
     if (backslashes % 2 === 0) return quote + 1;
     j = quote + 1;
   }
-}
-
-/** Whether the backslash at `at` starts an escape (is not itself escaped by an odd run before it). */
-function isEscape(text: string, at: number): boolean {
-  let before = 0;
-  while (text.charCodeAt(at - 1 - before) === BACKSLASH) before++;
-  return before % 2 === 0;
 }
 
 function keyText(text: string, start: number, end: number): string {

@@ -22,7 +22,7 @@ export function usageHandlers(usage: UsageRepository): Handlers<typeof UsageServ
     async queryUserModelUsage(request, { principal, signal }) {
       const window = checkWindow(request.startTime, request.endTime);
       const userIds = uniqueInOrder(request.userIds);
-      const emails = uniqueCaseInsensitive(request.emails);
+      const emails = uniqueByFoldedEmail(request.emails);
       const named = userIds.length + emails.length;
       if (named === 0) throw invalidParameter("user_ids, emails: at least one of them must name a member");
       if (named > MAX_QUERY_MEMBERS) {
@@ -128,7 +128,7 @@ function exactSum(a: number | bigint, b: number | bigint): number | bigint {
 }
 
 /** De-duplicates e-mails by the matching rule, keeping the first spelling (it is what not_found echoes). */
-function uniqueCaseInsensitive(emails: readonly string[]): string[] {
+function uniqueByFoldedEmail(emails: readonly string[]): string[] {
   const seen = new Set<string>();
   return emails.filter((email) => {
     const folded = foldEmail(email);

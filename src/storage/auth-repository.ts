@@ -40,14 +40,15 @@ export class AuthRepository {
     });
   }
 
-  /** Stores a new token and, in the same transaction, deletes the tokens that ended before `purgeBefore`. */
-  async insertToken(row: AccessTokenRow, purgeBefore: number): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
-      await trx.deleteFrom("access_token")
-        .where((eb) => eb.or([eb("expires_at", "<", purgeBefore), eb("revoked_at", "<", purgeBefore)]))
-        .execute();
-      await trx.insertInto("access_token").values(row).execute();
-    });
+  async insertToken(row: AccessTokenRow): Promise<void> {
+    await this.db.insertInto("access_token").values(row).execute();
+  }
+
+  /** Deletes the tokens that ended (expired or revoked) before `before`: a statement of its own. */
+  async purgeEndedTokens(before: number): Promise<void> {
+    await this.db.deleteFrom("access_token")
+      .where((eb) => eb.or([eb("expires_at", "<", before), eb("revoked_at", "<", before)]))
+      .execute();
   }
 
   /** An enterprise's tokens as an operator sees them: never their hashes. */

@@ -27,7 +27,7 @@ export interface MemberTable {
   enterprise_id: string;
   user_id: string;
   email: string;
-  /** foldEmail(email) (domain/email-match.ts): ASCII letters lower-cased, nothing else folded. */
+  /** foldEmail(email) (domain/email-match.ts): letters lower-cased by one-to-one case pairs only. */
   email_folded: string;
   account_type: number;
 }

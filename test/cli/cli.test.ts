@@ -1,8 +1,6 @@
-import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashCredential } from "../../src/domain/credentials.js";
 import { loadLocalKeyProvider } from "../../src/keys/local-key-provider.js";
@@ -10,21 +8,9 @@ import { EnvironmentConfigs } from "../../src/operations/environment-configs.js"
 import { importDirectory } from "../../src/operations/import-directory.js";
 import { migrateToLatest, openDatabase, type Database } from "../../src/storage/database.js";
 import { EnvironmentConfigRepository } from "../../src/storage/environment-config-repository.js";
+import { cli } from "../helpers/cli.js";
 import { createTestDatabase, dialects, type TestDatabase } from "../helpers/databases.js";
 import { acme } from "../helpers/fixtures.js";
-
-const run = promisify(execFile);
-const bin = new URL("../../bin/enterprise-admin.mjs", import.meta.url).pathname;
-
-async function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [bin, ...args], { env: { ...process.env, DATABASE_URL: "", ...env } });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
 
 describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
   let testDb: TestDatabase;

@@ -1,28 +1,14 @@
 // The real CLI's `import usage` refuses text that no database would store as sent (U+0000, a lone
 // surrogate), naming the line and the field, and writes nothing of the file, on SQLite and PostgreSQL.
-import { execFile } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { importDirectory } from "../../src/operations/import-directory.js";
 import { migrateToLatest, openDatabase, type Database } from "../../src/storage/database.js";
+import { cli } from "../helpers/cli.js";
 import { createTestDatabase, dialects, type TestDatabase } from "../helpers/databases.js";
 import { acme } from "../helpers/fixtures.js";
-
-const run = promisify(execFile);
-const bin = new URL("../../bin/enterprise-admin.mjs", import.meta.url).pathname;
-
-async function importUsage(file: string, db: string): Promise<{ code: number; stderr: string }> {
-  try {
-    const { stderr } = await run(process.execPath, [bin, "import", "usage", file, "--enterprise", "acme", "--db", db], { env: { ...process.env, DATABASE_URL: "" } });
-    return { code: 0, stderr };
-  } catch (error) {
-    const e = error as { code: number; stderr: string };
-    return { code: e.code, stderr: e.stderr };
-  }
-}
 
 /** One NDJSON line; `modelName` is JSON text (escapes included) placed inside the quotes. */
 const line = (eventId: string, modelNameJson = "gpt-x") =>
@@ -50,7 +36,7 @@ describe.each(dialects)("import usage refuses unstorable text (%s)", (dialect) =
   ])("%s in model_name: the line and the field are named, nothing is written", async (_name, modelName, message) => {
     const path = join(dir, "events.ndjson");
     writeFileSync(path, [line("t-1"), line("t-2", modelName), line("t-3")].join("\n"));
-    const result = await importUsage(path, testDb.url);
+    const result = await cli(["import", "usage", path, "--enterprise", "acme", "--db", testDb.url]);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain(message);
     expect(await database.db.selectFrom("usage_event").select("event_id").execute()).toEqual([]);

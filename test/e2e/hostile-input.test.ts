@@ -5,13 +5,14 @@ import { execFileSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { create, createFileRegistry, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { anyUnpack, FileDescriptorSetSchema, type Any } from "@bufbuild/protobuf/wkt";
+import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import { BinaryWriter } from "@bufbuild/protobuf/wire";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BatchGetDepartmentsRequestSchema } from "../../gen/enterprise_admin/v1/department_pb.js";
 import { importDirectory } from "../../src/operations/import-directory.js";
 import { dialects } from "../helpers/databases.js";
+import { decodeGoogleRpcStatus } from "../helpers/grpc-status.js";
 import { acme } from "../helpers/fixtures.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 
@@ -63,11 +64,9 @@ function decodeStatusDetails(bytes: Buffer) {
   const descriptorSet = execFileSync(BUF, ["build", PROTO_DIR, "--path", join(PROTO_DIR, "google/rpc/status.proto"),
     "--path", join(PROTO_DIR, "enterprise_admin/v1/errors.proto"), "-o", "-#format=binpb"]);
   const registry = createFileRegistry(fromBinary(FileDescriptorSetSchema, descriptorSet));
-  const statusType = registry.getMessage("google.rpc.Status")!;
-  const detailType = registry.getMessage("enterprise_admin.v1.ErrorDetail")!;
-  const status = fromBinary(statusType, bytes) as unknown as { code: number; message: string; details: Any[] };
-  const details = status.details.map((any) => anyUnpack(any, detailType) as unknown as { code: number; message: string; requestId: string });
-  return { code: status.code, message: status.message, details: details.map(({ code, message, requestId }) => ({ code, message, requestId })) };
+  return decodeGoogleRpcStatus(bytes, {
+    status: registry.getMessage("google.rpc.Status")!, errorDetail: registry.getMessage("enterprise_admin.v1.ErrorDetail")!,
+  });
 }
 
 /** The trailer frame (flag 0x80) of a gRPC-Web response body, as a header map. */
@@ -203,6 +202,15 @@ describe.each(dialects)("hostile input is refused, never a 500 (%s)", (dialect) 
       expect(err.details).toBe("department_ids[0]: must not contain the NUL character (U+0000)");
     });
 
+    it.each([
+      ["an unknown field", "/openapi/v1/departments/batch-get", '{"department_ids":["110"],"x\\u0000y":1}', "x\u0000y: unknown field"],
+      ["a map key", "/api/v1/environment_configs", '{"name":"nul-key","environment_variables":{"A\\u0000B":"v"}}', 'environment_variables key "A\\u0000B": must not contain the NUL character (U+0000)'],
+    ])("U+0000 inside %s: the message quotes the key as sent", async (_where, path, body, message) => {
+      const res = await post(path, body);
+      expect(res.status).toBe(400);
+      expect(json(res).message).toBe(message);
+    });
+
     it("a string starting with U+0000 is not read as a number", async () => {
       const res = await post("/openapi/v1/statistics/user-model-usage", '{"user_ids":["7001"],"start_time":"\\u00001730073600","end_time":1730160000}');
       expect(res.status).toBe(400);
@@ -249,17 +257,19 @@ describe.each(dialects)("hostile input is refused, never a 500 (%s)", (dialect) 
     });
   });
 
-  describe("e-mail matching is ASCII case-insensitive, with no cross-character folds", () => {
-    it("the Kelvin sign does not match k; ASCII case does", async () => {
+  describe("e-mail matching is case-insensitive by one-to-one case pairs, with no cross-character folds", () => {
+    it("the Kelvin sign does not match k; ASCII case does, and so does É with é", async () => {
       await importDirectory(svc.database, {
-        ...acme, members: [...acme.members, { user_id: "7003", email: "kate@acme.example", account_type: 1, department_ids: ["111"] }],
+        ...acme, members: [...acme.members,
+          { user_id: "7003", email: "kate@acme.example", account_type: 1, department_ids: ["111"] },
+          { user_id: "7004", email: "\u00E9lodie@acme.example", account_type: 1, department_ids: ["111"] }],
       });
       const kelvin = "\u212Aate@acme.example";
       const res = await post("/openapi/v1/statistics/user-model-usage",
-        JSON.stringify({ emails: [kelvin, "KATE@ACME.EXAMPLE"], start_time: 1_730_073_600, end_time: 1_730_160_000 }));
+        JSON.stringify({ emails: [kelvin, "KATE@ACME.EXAMPLE", "\u00C9LODIE@ACME.EXAMPLE"], start_time: 1_730_073_600, end_time: 1_730_160_000 }));
       expect(res.status).toBe(200);
       const data = json(res).data as { items: { user_id: string }[]; not_found_emails: string[] };
-      expect(data.items.map((i) => i.user_id)).toEqual(["7003"]);
+      expect(data.items.map((i) => i.user_id)).toEqual(["7003", "7004"]);
       expect(data.not_found_emails).toEqual([kelvin]);
     });
   });

@@ -1,26 +1,23 @@
 // End to end: master key rotation (`keys rotate`, real CLI) while one or two real servers serve on the
 // same database and key file. Whatever the servers write before, between and after rotations, every
 // data key still unwraps (`keys verify`), a later rotation succeeds, and the secrets open.
-import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
-import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
-import { loadConfig } from "../../src/config.js";
+import { loadServeConfig } from "../../src/config.js";
 import { createLogger } from "../../src/interceptors/logging.js";
 import { loadLocalKeyProvider } from "../../src/keys/local-key-provider.js";
 import { startService } from "../../src/main.js";
 import { EnvironmentConfigs } from "../../src/operations/environment-configs.js";
 import { rotateMasterKey, type RotationStep } from "../../src/operations/rotate-master-key.js";
 import { EnvironmentConfigRepository } from "../../src/storage/environment-config-repository.js";
+import { cli as runCli } from "../helpers/cli.js";
 import { dialects, type DialectName } from "../helpers/databases.js";
 import { startTestService } from "../helpers/service.js";
 
-const run = promisify(execFile);
-const bin = new URL("../../bin/enterprise-admin.mjs", import.meta.url).pathname;
 // Each test spawns the CLI several times (a few seconds each on a busy machine).
 const CLI_TEST_TIMEOUT_MS = 120_000;
 
@@ -46,16 +43,8 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
     const token = await svc.token();
 
     /** The real CLI, on this database and key file (or the keys of ENTERPRISE_ADMIN_MASTER_KEY in `masterKeys`). */
-    const cliWith = async (masterKeys: string, ...args: string[]) => {
-      const env = { ...process.env, DATABASE_URL: "", ENTERPRISE_ADMIN_MASTER_KEY_FILE: keyFile, ENTERPRISE_ADMIN_MASTER_KEY: masterKeys };
-      try {
-        const { stdout, stderr } = await run(process.execPath, [bin, ...args, "--db", svc.databaseUrl], { env });
-        return { code: 0, stdout, stderr };
-      } catch (error) {
-        const e = error as { code: number; stdout: string; stderr: string };
-        return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-      }
-    };
+    const cliWith = (masterKeys: string, ...args: string[]) =>
+      runCli([...args, "--db", svc.databaseUrl], { ENTERPRISE_ADMIN_MASTER_KEY_FILE: keyFile, ENTERPRISE_ADMIN_MASTER_KEY: masterKeys });
     const cli = (...args: string[]) => cliWith(masterKeys, ...args);
     const expectCli = async (...args: string[]) => {
       const result = await cli(...args);
@@ -68,7 +57,7 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
     const startSecondServer = async (secondMasterKeys = masterKeys) => {
       process.env.ENTERPRISE_ADMIN_MASTER_KEY = secondMasterKeys;
       const quiet = new Writable({ write: (_chunk, _encoding, done) => done() });
-      const second = await startService(loadConfig({ port: "0", host: "127.0.0.1", db: svc.databaseUrl }), createLogger({ level: "info", destination: quiet }));
+      const second = await startService(loadServeConfig({ port: "0", host: "127.0.0.1", db: svc.databaseUrl }), createLogger({ level: "info", destination: quiet }));
       process.env.ENTERPRISE_ADMIN_MASTER_KEY = masterKeys;
       cleanups.push(() => second.close());
       return `http://127.0.0.1:${second.port}`;

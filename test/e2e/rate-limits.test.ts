@@ -3,8 +3,6 @@
 // token exchange is counted per app_id and per client address, before the secret is checked.
 import http from "node:http";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { anyUnpack, AnySchema, type Any } from "@bufbuild/protobuf/wkt";
-import { BinaryReader } from "@bufbuild/protobuf/wire";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
@@ -16,6 +14,7 @@ import {
 } from "../../gen/enterprise_admin/v1/department_pb.js";
 import { ErrorDetailSchema } from "../../gen/enterprise_admin/v1/errors_pb.js";
 import { dialects } from "../helpers/databases.js";
+import { decodeGoogleRpcStatus } from "../helpers/grpc-status.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 
 const BATCH_GET = "/openapi/v1/departments/batch-get";
@@ -49,18 +48,6 @@ const retryAfterSeconds = (value: string | null | undefined) => {
   expect(value, "Retry-After").toMatch(/^[1-9]\d*$/);
   return Number(value);
 };
-
-/** google.rpc.Status {int32 code = 1; string message = 2; repeated google.protobuf.Any details = 3;}, read by hand. */
-function statusDetails(bytes: Uint8Array): Any[] {
-  const details: Any[] = [];
-  const reader = new BinaryReader(bytes);
-  while (reader.pos < reader.len) {
-    const [field, wireType] = reader.tag();
-    if (field === 3) details.push(fromBinary(AnySchema, reader.bytes()));
-    else reader.skip(wireType);
-  }
-  return details;
-}
 
 /** BatchGetDepartments through @grpc/grpc-js; resolves with the error (or null) it saw. */
 function grpcJsBatchGet(port: number, token: string): Promise<grpc.ServiceError | null> {
@@ -116,7 +103,7 @@ describe.each(dialects)("rate limits (%s)", (dialect) => {
       expect((await batchGet(calls, token)).status).toBe(200);
       const refused = await batchGet(calls, token);
       expect(refused.status).toBe(429);
-      expect(refused.json).toStrictEqual({ code: RATE_LIMITED, message: expect.stringMatching(/^rate limited: more than 1 calls a second \(burst 2\) for this app; retry after 1 s$/), request_id: refused.headers["x-request-id"], data: null });
+      expect(refused.json).toStrictEqual({ code: RATE_LIMITED, message: expect.stringMatching(/^rate limited: more than 1 call a second \(burst 2\) for this app; retry after 1 s$/), request_id: refused.headers["x-request-id"], data: null });
       expect(retryAfterSeconds(refused.headers["retry-after"] as string)).toBe(1);
     });
 
@@ -144,7 +131,9 @@ describe.each(dialects)("rate limits (%s)", (dialect) => {
       const other = await calls.token(["departments:read"], "acme");
       expect((await batchGet(calls, one)).status).toBe(200);
       expect((await batchGet(calls, two)).status).toBe(200);
-      expect((await batchGet(calls, one)).status).toBe(429);
+      const refused = await batchGet(calls, one);
+      expect(refused.status).toBe(429);
+      expect(refused.json.message).toMatch(/^rate limited: more than 1 call a second \(burst 2\) for this enterprise's tokens made by `token create`; retry after 1 s$/);
       expect((await batchGet(calls, two)).status).toBe(429);
       expect((await batchGet(calls, other)).status).toBe(200);
     });
@@ -171,10 +160,7 @@ describe.each(dialects)("rate limits (%s)", (dialect) => {
       const error = await grpcJsBatchGet(calls.port, token);
       expect(error?.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
       const [statusBin] = error!.metadata.get("grpc-status-details-bin");
-      const details = statusDetails(statusBin as Buffer)
-        .filter((any) => any.typeUrl === `type.googleapis.com/${ErrorDetailSchema.typeName}`)
-        .map((any) => anyUnpack(any, ErrorDetailSchema)!.code);
-      expect(details).toStrictEqual([RATE_LIMITED]);
+      expect(decodeGoogleRpcStatus(statusBin as Buffer).details.map((d) => d.code)).toStrictEqual([RATE_LIMITED]);
       expect(retryAfterSeconds(error!.metadata.get("retry-after")[0]?.toString())).toBe(1);
     });
 
@@ -185,18 +171,21 @@ describe.each(dialects)("rate limits (%s)", (dialect) => {
   });
 
   describe("the token exchange, per app_id and per client address", () => {
-    it("past the app_id's limit the exchange gets 429 before the secret is checked", async () => {
+    it("only failed exchanges count against the app_id: past its limit even the right secret gets 429", async () => {
       const app = await exchanges.access.createApp("acme", ["departments:read"], "guessed");
-      const from = "127.0.0.2";
-      expect((await post(exchanges.port, TOKEN, { app_id: app.app_id, app_secret: app.app_secret }, {}, from)).status).toBe(200);
-      expect((await post(exchanges.port, TOKEN, { app_id: app.app_id, app_secret: "eas_guess" }, {}, from)).json.code).toBe(1001);
-      const refused = await post(exchanges.port, TOKEN, { app_id: app.app_id, app_secret: app.app_secret }, {}, "127.0.0.3");
+      const exchange = (appSecret: string, from: string) => post(exchanges.port, TOKEN, { app_id: app.app_id, app_secret: appSecret }, {}, from);
+      for (const from of ["127.0.0.2", "127.0.0.3", "127.0.0.6"]) expect((await exchange(app.app_secret, from)).status).toBe(200);
+      for (const from of ["127.0.0.7", "127.0.0.8"]) expect((await exchange("eas_guess", from)).json.code).toBe(1001);
+      const refused = await exchange(app.app_secret, "127.0.0.9");
       expect(refused.status).toBe(429);
       expect(refused.json.code).toBe(RATE_LIMITED);
-      expect(refused.json.message).toMatch(/^rate limited: more than 2 token requests a minute for this app_id; retry after \d+ s$/);
+      expect(refused.json.message).toMatch(/^rate limited: more than 2 failed token requests a minute for this app_id; retry after \d+ s$/);
       // Two a minute: the next token is about 30 s away.
       expect(retryAfterSeconds(refused.headers["retry-after"] as string)).toBeGreaterThan(25);
       expect(Number(refused.headers["retry-after"])).toBeLessThanOrEqual(30);
+      // The access log names the address of a throttled call, so it can be traced.
+      const logged = exchanges.logs.map((line) => JSON.parse(line)).find((line) => line.request_id === refused.headers["x-request-id"]);
+      expect(logged).toMatchObject({ code: RATE_LIMITED, status: 429, client_address: "127.0.0.9" });
     });
 
     it("past the address's limit every app_id is refused from that address, and only from it", async () => {

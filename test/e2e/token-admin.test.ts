@@ -1,35 +1,18 @@
 // End to end: tokens an operator manages with the real CLI (contracts 5: `token create`, `token list`,
 // `token revoke`): ids that are not the token, listing that never prints a token, revocation seen at once
-// by every running server, the --expires-in cap, and the purge of tokens that ended over a day ago.
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
-import { Migrator, sql } from "kysely";
+// by every running server, the --expires-in cap, rate-limit variables read only by `serve`, and the purge
+// of tokens that ended over a day ago.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashCredential, nowSeconds } from "../../src/domain/credentials.js";
 import { createLogger } from "../../src/interceptors/logging.js";
-import { loadConfig } from "../../src/config.js";
+import { loadServeConfig } from "../../src/config.js";
 import { startService, type RunningService } from "../../src/main.js";
-import { openDatabase } from "../../src/storage/database.js";
-import { migrations } from "../../src/storage/migrations/index.js";
-import { createTestDatabase, dialects } from "../helpers/databases.js";
-import { acme } from "../helpers/fixtures.js";
+import { cli } from "../helpers/cli.js";
+import { dialects } from "../helpers/databases.js";
 import { startTestService, type TestService } from "../helpers/service.js";
-import { importDirectory } from "../../src/operations/import-directory.js";
 
-const run = promisify(execFile);
-const bin = new URL("../../bin/enterprise-admin.mjs", import.meta.url).pathname;
 const TOKEN_ID = /^tok_[0-9a-f]{32}$/;
 const DAY = 86_400;
-
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [bin, ...args], { env: { ...process.env, DATABASE_URL: "" } });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
 
 describe.each(dialects)("token administration (%s)", (dialect) => {
   let svc: TestService;
@@ -39,7 +22,7 @@ describe.each(dialects)("token administration (%s)", (dialect) => {
   beforeAll(async () => {
     svc = await startTestService(dialect);
     other = await startService(
-      loadConfig({ port: "0", host: "127.0.0.1", db: svc.databaseUrl }, { LOG_LEVEL: "silent" }),
+      loadServeConfig({ port: "0", host: "127.0.0.1", db: svc.databaseUrl }, { LOG_LEVEL: "silent" }),
       createLogger({ level: "silent" }),
     );
   });
@@ -141,6 +124,27 @@ describe.each(dialects)("token administration (%s)", (dialect) => {
     }
   });
 
+  it("the 90-day cap holds for every caller of AccessAdmin.createToken, not only the CLI", async () => {
+    await expect(svc.access.createToken("acme", ["departments:read"], 91 * DAY)).rejects.toMatchObject({
+      code: 4001, message: "expires_in: 7862400 s is not a whole number of seconds from 1 to the cap of 7776000 (90 days)",
+    });
+    await expect(svc.access.createToken("acme", ["departments:read"], 0)).rejects.toMatchObject({ code: 4001 });
+    expect((await svc.access.createToken("acme", ["departments:read"], 90 * DAY)).expire).toBe(90 * DAY);
+  });
+
+  it("a bad RATE_LIMIT_* value stops only `serve`: token list and revoke still work", async () => {
+    const { tokenId } = await createToken();
+    const bad = { RATE_LIMIT_RPS: "abc" };
+    const listed = await cli(["token", "list", "--enterprise", "acme", ...db()], bad);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(JSON.parse(listed.stdout).some((t: { token_id: string }) => t.token_id === tokenId)).toBe(true);
+    const revoked = await cli(["token", "revoke", tokenId, ...db()], bad);
+    expect(revoked.code, revoked.stderr).toBe(0);
+    const served = await cli(["serve", "--port", "0", ...db()], bad);
+    expect(served.code).not.toBe(0);
+    expect(served.stderr).toContain('RATE_LIMIT_RPS: "abc" is not a number >= 0');
+  });
+
   it("issuing a token purges the tokens that expired or were revoked over a day ago, and keeps the rest", async () => {
     const now = nowSeconds();
     const row = (tokenId: string, expiresAt: number, revokedAt: number | null) => ({
@@ -152,38 +156,11 @@ describe.each(dialects)("token administration (%s)", (dialect) => {
       row("tok_revoked_two_days_ago", now + 30 * DAY, now - 2 * DAY),
       row("tok_expired_an_hour_ago", now - 3600, null),
       row("tok_revoked_an_hour_ago", now + 30 * DAY, now - 3600),
+      row("tok_live_for_a_month_ago", now + 30 * DAY, null),
     ]).execute();
-    await createToken();
+    const { token } = await createToken();
     const left = await svc.database.db.selectFrom("access_token").select("token_id").where("token_id", "like", "tok_%_ago").orderBy("token_id").execute();
-    expect(left.map((r) => r.token_id)).toStrictEqual(["tok_expired_an_hour_ago", "tok_revoked_an_hour_ago"]);
-  });
-});
-
-describe.each(dialects)("migration 20261125T070000-add-access-token-id (%s)", (dialect) => {
-  it("gives every existing token a distinct random token_id and keeps it working", async () => {
-    const testDb = await createTestDatabase(dialect);
-    const database = openDatabase(testDb.url);
-    try {
-      const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
-      const { error } = await migrator.migrateTo("20261124T070000-usage-running-totals-by-day");
-      if (error) throw error;
-      await importDirectory(database, acme);
-      for (const hash of ["h1", "h2", "h3"]) {
-        await sql`insert into access_token (token_hash, app_id, enterprise_id, permissions, created_at, expires_at, revoked_at)
-          values (${hash}, null, 'acme', 'departments:read', 1, ${nowSeconds() + DAY}, null)`.execute(database.db);
-      }
-      const after = await migrator.migrateToLatest();
-      if (after.error) throw after.error;
-      const rows = await database.db.selectFrom("access_token").select(["token_hash", "token_id"]).orderBy("token_hash").execute();
-      expect(rows.map((r) => r.token_hash)).toStrictEqual(["h1", "h2", "h3"]);
-      expect(rows.every((r) => TOKEN_ID.test(r.token_id))).toBe(true);
-      expect(new Set(rows.map((r) => r.token_id)).size).toBe(3);
-      await expect(database.db.insertInto("access_token").values({
-        token_hash: "h4", token_id: rows[0]!.token_id, app_id: null, enterprise_id: "acme", permissions: "departments:read", created_at: 1, expires_at: 2, revoked_at: null,
-      }).execute()).rejects.toThrow();
-    } finally {
-      await database.close();
-      await testDb.drop();
-    }
+    expect(left.map((r) => r.token_id)).toStrictEqual(["tok_expired_an_hour_ago", "tok_live_for_a_month_ago", "tok_revoked_an_hour_ago"]);
+    expect(await statusOn(svc.port, token)).toStrictEqual({ status: 200, code: 0 });
   });
 });

@@ -5,8 +5,7 @@
 import { execFile } from "node:child_process";
 import http2 from "node:http2";
 import { create, fromBinary, fromJson, toBinary, toJson } from "@bufbuild/protobuf";
-import { anyUnpack, AnySchema, type Any } from "@bufbuild/protobuf/wkt";
-import { base64Decode, BinaryReader } from "@bufbuild/protobuf/wire";
+import { base64Decode } from "@bufbuild/protobuf/wire";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
@@ -27,6 +26,7 @@ import {
   type HealthCheckResponse,
 } from "../../gen/grpc/health/v1/health_pb.js";
 import { dialects } from "../helpers/databases.js";
+import { decodeGoogleRpcStatus } from "../helpers/grpc-status.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 
 const BUF = new URL("../../node_modules/.bin/buf", import.meta.url).pathname;
@@ -103,20 +103,6 @@ function connectClient(transport: Transport): RpcClient {
   };
 }
 
-/** google.rpc.Status {int32 code = 1; string message = 2; repeated google.protobuf.Any details = 3;}, read by hand. */
-function decodeGoogleRpcStatus(bytes: Uint8Array): { code: number; message: string; details: Any[] } {
-  const status = { code: 0, message: "", details: [] as Any[] };
-  const reader = new BinaryReader(bytes);
-  while (reader.pos < reader.len) {
-    const [field, wireType] = reader.tag();
-    if (field === 1) status.code = reader.int32();
-    else if (field === 2) status.message = reader.string();
-    else if (field === 3) status.details.push(fromBinary(AnySchema, reader.bytes()));
-    else reader.skip(wireType);
-  }
-  return status;
-}
-
 /** @grpc/grpc-js as an independent gRPC client: its own HTTP/2 stack, serializers from the generated schemas. */
 function grpcJsClient(port: number): RpcClient {
   const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
@@ -145,11 +131,7 @@ function grpcJsClient(port: number): RpcClient {
             if (status.code !== err.code || status.message !== err.details) {
               return reject(new Error(`google.rpc.Status ${status.code} "${status.message}" disagrees with grpc-status ${err.code} "${err.details}"`));
             }
-            const details = status.details
-              .filter((any) => any.typeUrl === `type.googleapis.com/${ErrorDetailSchema.typeName}`)
-              .map((any) => anyUnpack(any, ErrorDetailSchema)!)
-              .map(({ code, message, requestId }) => ({ code, message, requestId }));
-            resolve({ error: { rpcCode: err.code, message: status.message, details }, requestIdHeader: requestId(header) ?? requestId(err.metadata) });
+            resolve({ error: { rpcCode: err.code, message: status.message, details: status.details }, requestIdHeader: requestId(header) ?? requestId(err.metadata) });
           },
         );
         call.on("metadata", (m) => (header = m));

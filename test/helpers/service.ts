@@ -4,7 +4,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
-import { loadConfig } from "../../src/config.js";
+import { loadServeConfig } from "../../src/config.js";
 import type { Permission } from "../../src/domain/permissions.js";
 import { PERMISSIONS } from "../../src/domain/permissions.js";
 import { createLogger } from "../../src/interceptors/logging.js";
@@ -33,9 +33,11 @@ export interface TestService {
 
 /**
  * `env` sets the server's limits as the environment would (MAX_CONNECTIONS, REQUEST_TIMEOUT_MS,
- * RATE_LIMIT_RPS, …). Business-call rate limits are off unless `env` turns them on: a test's quick
- * loop of calls must not meet a 429 meant for production traffic.
+ * RATE_LIMIT_RPS, …). Rate limits are off unless `env` turns them on (rate-limits.test.ts does): a
+ * test's quick loop of calls or token exchanges must not meet a 429 meant for production traffic.
  */
+const NO_RATE_LIMITS = { RATE_LIMIT_RPS: "0", TOKEN_EXCHANGE_LIMIT_PER_APP_ID: "0", TOKEN_EXCHANGE_LIMIT_PER_ADDRESS: "0" };
+
 export async function startTestService(dialect: DialectName, env: Record<string, string> = {}): Promise<TestService> {
   // The master key of a PostgreSQL test service would default to ./data/master.key: keep it in a temp
   // folder instead (SQLite test databases keep theirs beside the database file, also temporary).
@@ -55,7 +57,7 @@ export async function startTestService(dialect: DialectName, env: Record<string,
     },
   });
   const service = await startService(
-    loadConfig({ port: "0", host: "127.0.0.1", db: testDb.url }, { LOG_LEVEL: "info", RATE_LIMIT_RPS: "0", ...env }),
+    loadServeConfig({ port: "0", host: "127.0.0.1", db: testDb.url }, { LOG_LEVEL: "info", ...NO_RATE_LIMITS, ...env }),
     createLogger({ level: "info", destination: sink }),
   );
   return {

@@ -74,4 +74,8 @@ describe("JSON shape checks before any walk", () => {
     expect(parseJsonExact('{"n":"\\u00001234567890123456"}')).toEqual({ n: "\u0000\u00001234567890123456" });
     expect(parseJsonExact('{"s":"\\\\u0000"}')).toEqual({ s: "\\u0000" });
   });
+
+  it("leaves keys, and strings holding U+0000 past their start, as sent", () => {
+    expect(parseJsonExact('{"a\\u0000b":"x\\u0000y","\\u0000k":["\\u0000v"]}')).toEqual({ "a\u0000b": "x\u0000y", "\u0000k": ["\u0000\u0000v"] });
+  });
 });

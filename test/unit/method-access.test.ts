@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { MethodAccessSchema, access } from "../../gen/enterprise_admin/v1/options_pb.js";
 import { Authenticator } from "../../src/interceptors/auth.js";
 import { CallPipeline, bindService } from "../../src/interceptors/call-pipeline.js";
-import { DEFAULT_RATE_LIMITS, RateLimits } from "../../src/interceptors/rate-limit.js";
+import { DEFAULT_RATE_LIMITS, RateLimits } from "../../src/domain/rate-limits.js";
 import { RestFacade } from "../../src/rest/rest-facade.js";
 import type { AuthRepository } from "../../src/storage/auth-repository.js";
 import { serviceWithRule, syntheticService } from "../helpers/synthetic-service.js";

@@ -1,17 +1,17 @@
 // Rate limits, held in memory by each server instance: business calls per app once the caller is known,
-// and the token exchange per app_id and per client address before the app secret is checked. Over a
+// and the token exchange per client address (every exchange) and per app_id (failed exchanges only, so
+// an app's own successful exchanges never spend the budget that slows guessing its secret). Over a
 // limit the caller gets 64290 (HTTP 429, RPC resource_exhausted) with Retry-After in seconds.
 import { performance } from "node:perf_hooks";
-import { AppError, ErrorCode } from "../domain/errors.js";
-import { TokenBuckets } from "../domain/token-buckets.js";
-import type { Principal } from "./auth.js";
+import { AppError, ErrorCode } from "./errors.js";
+import { TokenBuckets } from "./token-buckets.js";
 
 export interface RateLimitSettings {
   /** Business calls a second per app (tokens of `token create` count per enterprise); 0 turns it off. */
   callsPerSecond: number;
   /** Calls an idle app may make at once; 0 turns the call limit off. */
   callBurst: number;
-  /** Token exchanges a minute (and at once) per app_id; 0 turns it off. */
+  /** Failed token exchanges a minute (and at once) per app_id; 0 turns it off. */
   exchangesPerMinutePerAppId: number;
   /** Token exchanges a minute (and at once) per client address; 0 turns it off. */
   exchangesPerMinutePerAddress: number;
@@ -23,6 +23,12 @@ export const DEFAULT_RATE_LIMITS: RateLimitSettings = {
   exchangesPerMinutePerAppId: 10,
   exchangesPerMinutePerAddress: 30,
 };
+
+/** Whom a business call counts against: the app, or the enterprise for an app-less token. */
+export interface Caller {
+  enterpriseId: string;
+  appId: string | null;
+}
 
 export class RateLimits {
   private readonly calls: TokenBuckets | undefined;
@@ -37,19 +43,36 @@ export class RateLimits {
   }
 
   /** Counts one business call against the caller's app (or enterprise, for an app-less token). */
-  admitCall(principal: Principal): void {
-    const key = principal.appId === null ? `enterprise:${principal.enterpriseId}` : `app:${principal.appId}`;
+  admitCall(caller: Caller): void {
     const { callsPerSecond, callBurst } = this.settings;
-    admit(this.calls, key, `more than ${callsPerSecond} calls a second (burst ${callBurst}) for this app`);
+    const [key, whose] = caller.appId === null
+      ? [`enterprise:${caller.enterpriseId}`, "for this enterprise's tokens made by `token create`"]
+      : [`app:${caller.appId}`, "for this app"];
+    admit(this.calls, key, `more than ${count(callsPerSecond, "call")} a second (burst ${callBurst}) ${whose}`);
   }
 
-  /** Counts one token exchange against the app_id asked for and the caller's address. */
-  admitExchange(appId: string, clientAddress: string | undefined): void {
-    admit(this.exchangesByAddress, clientAddress ?? "unknown",
-      `more than ${this.settings.exchangesPerMinutePerAddress} token requests a minute from this address`);
-    admit(this.exchangesByAppId, appId, `more than ${this.settings.exchangesPerMinutePerAppId} token requests a minute for this app_id`);
+  /**
+   * Runs one token exchange: counted against the caller's address, and against the app_id unless it
+   * succeeds. The app_id's token is taken before the secret is checked and given back after a success,
+   * so guesses running at once are held to the limit too.
+   */
+  async exchange<T>(appId: string, clientAddress: string | undefined, exchange: () => Promise<T>): Promise<T> {
+    const { exchangesPerMinutePerAddress: perAddress, exchangesPerMinutePerAppId: perAppId } = this.settings;
+    admit(this.exchangesByAddress, clientAddress ?? "unknown", `more than ${count(perAddress, "token request")} a minute from this address`);
+    admit(this.exchangesByAppId, appId, `more than ${count(perAppId, "failed token request")} a minute for this app_id`);
+    let failed = false;
+    try {
+      return await exchange();
+    } catch (error) {
+      failed = error instanceof AppError && error.code === ErrorCode.INVALID_APP_CREDENTIALS;
+      throw error;
+    } finally {
+      if (!failed) this.exchangesByAppId?.giveBack(appId, performance.now());
+    }
   }
 }
+
+const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? "" : "s"}`;
 
 function admit(buckets: TokenBuckets | undefined, key: string, what: string): void {
   const wait = buckets?.take(key, performance.now()) ?? 0;
