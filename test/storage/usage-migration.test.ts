@@ -66,8 +66,8 @@ describe.each(dialects)("usage cell frames and running totals migrations (%s)", 
       await (database.db as Kysely<any>).insertInto("usage_cell").values({ tier_days: tierDays, period, member_key: member, totals: totals.pack() }).execute();
     }
 
-    expect(await migrateToLatest(database))
-      .toStrictEqual(["20261123T070500-usage-cell-frames", "20261123T070600-usage-running-totals", "20261124T070000-usage-running-totals-by-day"]);
+    expect(await migrateToLatest(database)).toStrictEqual(["20261123T070500-usage-cell-frames", "20261123T070600-usage-running-totals",
+      "20261124T070000-usage-running-totals-by-day", "20261125T070000-create-usage-ingestion-count"]);
     if (database.dialect === "sqlite") {
       const { rows: schema } = await sql<{ name: string; sql: string }>`select name, sql from sqlite_master where tbl_name = 'usage_running_total'`.execute(database.db);
       expect(schema.find((r) => r.name === "usage_running_total")?.sql).toMatch(/primary key \(day, member_key\)\) without rowid$/);

@@ -8,6 +8,7 @@ import * as usageByDay from "./20261123T070400-usage-by-day.js";
 import * as usageCellFrames from "./20261123T070500-usage-cell-frames.js";
 import * as usageRunningTotals from "./20261123T070600-usage-running-totals.js";
 import * as usageRunningTotalsByDay from "./20261124T070000-usage-running-totals-by-day.js";
+import * as createUsageIngestionCount from "./20261125T070000-create-usage-ingestion-count.js";
 
 export const migrations: Record<string, Migration> = {
   "20261123T070000-create-directory": createDirectory,
@@ -18,4 +19,5 @@ export const migrations: Record<string, Migration> = {
   "20261123T070500-usage-cell-frames": usageCellFrames,
   "20261123T070600-usage-running-totals": usageRunningTotals,
   "20261124T070000-usage-running-totals-by-day": usageRunningTotalsByDay,
+  "20261125T070000-create-usage-ingestion-count": createUsageIngestionCount,
 };
