@@ -47,7 +47,7 @@ export function createApp({ database, logger, keys }: AppDeps): App {
     usage: new UsageRepository(database),
     environments: new EnvironmentConfigs(new EnvironmentConfigRepository(database.db), keys),
   });
-  const pipeline = new CallPipeline(new Authenticator(authRepository));
+  const pipeline = new CallPipeline(new Authenticator(authRepository), database.faultOf);
   const health = new HealthState(services.map((s) => s.service.typeName));
   const rest = new RestFacade(services, pipeline);
   const connectJson = new ConnectJsonUnary(services, pipeline);
@@ -112,5 +112,6 @@ function writeAccessLog(logger: Logger, req: HttpRequest, res: HttpResponse, log
     code: log.code,
   };
   if (log.cause !== undefined) logger.error({ ...line, err: log.cause }, "request failed");
+  else if (log.storeFault !== undefined) logger.warn({ ...line, store_fault: log.storeFault }, "store unavailable");
   else logger.info(line, "request");
 }

@@ -9,6 +9,8 @@ import type { Authenticator, Principal } from "./auth.js";
 import { callLogKey, type CallLog } from "./call-log.js";
 import { toConnectError } from "./connect-errors.js";
 import { validateRequest } from "./validation.js";
+import { storeFaultError } from "./store-faults.js";
+import type { StoreFault } from "../storage/store-faults.js";
 
 export interface CallContext {
   requestId: string;
@@ -46,7 +48,11 @@ export function methodAccess(method: DescMethodUnary): MethodAccess {
 }
 
 export class CallPipeline {
-  constructor(private readonly authenticator: Authenticator) {}
+  constructor(
+    private readonly authenticator: Authenticator,
+    /** The busy or full store an error is, if it is one (Database.faultOf): the caller may retry it. */
+    private readonly storeFaultOf: (error: unknown) => StoreFault | undefined = () => undefined,
+  ) {}
 
   async run<I extends DescMethodUnary>(
     method: I,
@@ -67,6 +73,8 @@ export class CallPipeline {
         log.code = error.code;
         throw error;
       }
+      const fault = this.storeFaultOf(error);
+      if (fault) throw storeFaultError(fault, log);
       log.code = ErrorCode.INTERNAL;
       log.cause = error;
       throw new AppError(ErrorCode.INTERNAL, "internal error");
