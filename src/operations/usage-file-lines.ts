@@ -13,6 +13,14 @@ const OPEN_BRACE = 123;
 export function parseUsageLine(line: string, where: string): UsageEventInput | undefined {
   // A blank line is skipped; one that opens an object is not blank (and trimming every line cost 3% of this thread).
   if (line.charCodeAt(0) !== OPEN_BRACE && line.trim() === "") return undefined;
+  const canonical = CANONICAL_EVENT.exec(line);
+  if (canonical) {
+    const [, eventId, userId, modelName, modelType, modelSource, timestamp, inputTokens, outputTokens, basicAmount, payGoAmount] = canonical;
+    return checkUsageEvent({
+      event_id: eventId, user_id: userId, model_name: modelName, model_type: modelType, model_source: modelSource, timestamp: Number(timestamp),
+      input_tokens: Number(inputTokens), output_tokens: Number(outputTokens), basic_amount: basicAmount, pay_go_amount: payGoAmount,
+    }, where);
+  }
   let json: unknown;
   try {
     json = JSON.parse(line);
@@ -22,6 +30,19 @@ export function parseUsageLine(line: string, where: string): UsageEventInput | u
   if (json === null || typeof json !== "object" || Array.isArray(json)) throw invalidParameter(`${where}: expected a JSON object`);
   return checkUsageEvent(json, where);
 }
+
+/** A JSON string without escapes (no `"`, backslash or control character): its text is its value. */
+const PLAIN_STRING = String.raw`"([^"\\\u0000-\u001f]*)"`;
+/** A JSON integer (no fraction or exponent): Number() of its text is what JSON.parse makes of it. */
+const INTEGER = "(-?(?:0|[1-9][0-9]*))";
+/**
+ * An event line as exporters write it: every field, in the contract's order, no spaces, plain
+ * strings and integers. Read by this expression, its values are exactly JSON.parse's, at a third of
+ * the cost (the parse was most of an import's reading); any other line goes through JSON.parse.
+ */
+const CANONICAL_EVENT = new RegExp(`^\\{"event_id":${PLAIN_STRING},"user_id":${PLAIN_STRING},"model_name":${PLAIN_STRING},` +
+  `"model_type":${PLAIN_STRING},"model_source":${PLAIN_STRING},"timestamp":${INTEGER},"input_tokens":${INTEGER},` +
+  `"output_tokens":${INTEGER},"basic_amount":${PLAIN_STRING},"pay_go_amount":${PLAIN_STRING}\\}$`);
 
 /**
  * The lines of a byte stream, decoded as UTF-8, one array per read ("\n" or "\r\n" ends a line; a
