@@ -21,7 +21,7 @@ export function loadConfig(flags: { port?: string; host?: string; db?: string } 
   };
 }
 
-/** `import usage`'s sizes: IMPORT_CHUNK_EVENTS (default 25,000) events a commit, at most. */
+/** `import usage`'s sizes: IMPORT_CHUNK_EVENTS (default 20,000) events a commit, at most. */
 export function usageImportTuning(env = process.env): UsageFileTuning {
   const text = env.IMPORT_CHUNK_EVENTS;
   if (text === undefined || text === "") return DEFAULT_TUNING;

@@ -7,6 +7,8 @@
 // summed here per (user, day), for the running totals (by user and model index), and while a user's
 // events come in day order (a file in time order) made into its running totals here as well; the
 // sums follow the batches they cover, so the main thread has inserted those, and knows their repeats, first.
+// A sums message ends a chunk of the import (every `chunkEvents` events): the main thread commits
+// the chunk's events and their sums together.
 // Messages to the main thread: `UsageFileMessage`; from it: "more" (one batch consumed).
 import { createReadStream } from "node:fs";
 import { parentPort, workerData } from "node:worker_threads";
@@ -73,7 +75,7 @@ export interface UsageFileTuning {
   daySumsPerMessage: number;
 }
 
-export const DEFAULT_TUNING: UsageFileTuning = { batchEvents: 5000, chunkEvents: 25_000, daySumsPerMessage: 100_000 };
+export const DEFAULT_TUNING: UsageFileTuning = { batchEvents: 5000, chunkEvents: 20_000, daySumsPerMessage: 100_000 };
 
 export interface UsageFileWorkerData {
   path: string;

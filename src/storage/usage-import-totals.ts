@@ -10,6 +10,10 @@
 // - one of its events was a repeat, skipped (its sums include the repeat: taken away as day sums).
 // Running totals that arrive for such a member are turned back into day sums: each minus the
 // member's running totals that came before it.
+// The import commits in chunks, and this state lasts across them. Another ingestion committed
+// between two chunks may have written rows of the file's members that a direct row would then leave
+// out: from such a chunk on, every member goes the general way (the store's count of ingestions,
+// usage_ingestion_count, tells).
 import { DaySums, forEachFrame } from "../domain/usage-day-sums.js";
 import { SUMS, TotalsByModel, writeVarint } from "../domain/usage-totals.js";
 import type { Database } from "./database.js";
