@@ -61,7 +61,7 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
     environments: new EnvironmentConfigs(new EnvironmentConfigRepository(database.db), keys),
     rateLimits,
   });
-  const pipeline = new CallPipeline(new Authenticator(authRepository), rateLimits);
+  const pipeline = new CallPipeline(new Authenticator(authRepository), rateLimits, database.faultOf);
   const health = new HealthState(services.map((s) => s.service.typeName));
   const rest = new RestFacade(services, pipeline);
   const connectJson = new ConnectJsonUnary(services, pipeline);

@@ -1,6 +1,7 @@
 // One typed configuration from flags and environment: flag, else environment variable, else default.
 import { DEFAULT_RATE_LIMITS, type RateLimitSettings } from "./domain/rate-limits.js";
 import { DEFAULT_DATABASE_URL } from "./storage/database.js";
+import { DEFAULT_TUNING, type UsageFileTuning } from "./operations/usage-file-worker.js";
 
 export interface Config {
   port: number;
@@ -107,4 +108,15 @@ function loadLimits(env: NodeJS.ProcessEnv): ServerLimits {
     limits[key] = value;
   }
   return limits;
+}
+
+/** `import usage`'s sizes: IMPORT_CHUNK_EVENTS (default 20,000) events a commit, at most. */
+export function usageImportTuning(env = process.env): UsageFileTuning {
+  const text = env.IMPORT_CHUNK_EVENTS;
+  if (text === undefined || text === "") return DEFAULT_TUNING;
+  const chunkEvents = Number(text);
+  if (!Number.isInteger(chunkEvents) || chunkEvents < 1 || chunkEvents > 10_000_000) {
+    throw new Error(`IMPORT_CHUNK_EVENTS: "${text}" is not a whole number of events from 1 to 10000000`);
+  }
+  return { ...DEFAULT_TUNING, chunkEvents, batchEvents: Math.min(DEFAULT_TUNING.batchEvents, chunkEvents) };
 }

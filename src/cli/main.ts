@@ -2,7 +2,7 @@
 // --db (else DATABASE_URL, else ./data/enterprise-admin.sqlite), migrates it, and does one job.
 import { readFile } from "node:fs/promises";
 import { Command, Option } from "commander";
-import { loadConfig, loadServeConfig } from "../config.js";
+import { loadConfig, loadServeConfig, usageImportTuning } from "../config.js";
 import { MAX_ACCESS_TOKEN_TTL_SECONDS, parseDuration } from "../domain/credentials.js";
 import { parseDirectoryFile } from "../domain/directory-file.js";
 import { AppError } from "../domain/errors.js";
@@ -34,6 +34,9 @@ async function withDatabase<T>(url: string | undefined, work: (database: Databas
   try {
     if (migrate) await migrateToLatest(database);
     return await work(database);
+  } catch (error) {
+    // A full disk or a busy store is said as such, with the store's location, not as the driver's words alone.
+    throw database.faultOf(error) ?? error;
   } finally {
     await database.close();
   }
@@ -90,12 +93,12 @@ importCommand.command("directory").argument("<file>", "directory JSON file (see 
   });
 
 importCommand.command("usage").argument("<file>", "NDJSON usage events, one per line (see README)")
-  .description("load usage events; idempotent by event_id; all or nothing; progress bar on a TTY")
+  .description("load usage events; idempotent by event_id; progress bar on a TTY; checks the whole file before writing, then commits in short chunks (re-run after a crash to complete)")
   .requiredOption("--enterprise <id>", "enterprise id")
   .addOption(dbOption())
   .action(async (file: string, opts) => {
     const summary = await withDatabase(opts.db, (database) =>
-      importUsage(new UsageRepository(database), opts.enterprise, file, process.stderr.isTTY ? progressBar() : undefined));
+      importUsage(new UsageRepository(database), opts.enterprise, file, process.stderr.isTTY ? progressBar() : undefined, usageImportTuning()));
     console.log(JSON.stringify(summary));
   });
 

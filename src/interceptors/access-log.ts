@@ -36,6 +36,7 @@ export class AccessLog {
       client_address: log.code === ErrorCode.RATE_LIMITED ? log.clientAddress : undefined,
     };
     if (log.cause !== undefined) this.logger.error({ ...line, err: log.cause }, "request failed");
+    else if (log.storeFault !== undefined) this.logger.warn({ ...line, store_fault: log.storeFault }, "store unavailable");
     else this.logger.info(line, "request");
   }
 

@@ -13,6 +13,8 @@ export interface CallLog {
   code?: number;
   /** A server fault, kept for the log only; never sent to the caller. */
   cause?: unknown;
+  /** A busy or full store that failed the call (503): what and where, for the log only. */
+  storeFault?: string;
 }
 
 const key = Symbol("callLog");

@@ -12,6 +12,8 @@ import { abortError, callSignalKey, untilAborted } from "./call-signal.js";
 import { toConnectError } from "./connect-errors.js";
 import type { RateLimits } from "../domain/rate-limits.js";
 import { validateRequest } from "./validation.js";
+import { storeFaultError } from "./store-faults.js";
+import type { StoreFault } from "../storage/store-faults.js";
 
 export interface CallContext {
   requestId: string;
@@ -60,7 +62,12 @@ export interface Authorized {
 }
 
 export class CallPipeline {
-  constructor(private readonly authenticator: Authenticator, private readonly rateLimits: RateLimits) {}
+  constructor(
+    private readonly authenticator: Authenticator,
+    private readonly rateLimits: RateLimits,
+    /** The busy or full store an error is, if it is one (Database.faultOf): the caller may retry it. */
+    private readonly storeFaultOf: (error: unknown) => StoreFault | undefined = () => undefined,
+  ) {}
 
   /**
    * The first step of `run` on its own, for transports that read the request body themselves:
@@ -108,6 +115,8 @@ export class CallPipeline {
         log.code = error.code;
         throw error;
       }
+      const fault = this.storeFaultOf(error);
+      if (fault) throw storeFaultError(fault, log);
       log.code = ErrorCode.INTERNAL;
       log.cause = error;
       throw new AppError(ErrorCode.INTERNAL, "internal error");

@@ -1,15 +1,20 @@
-// Streams an NDJSON file of usage events into the store in one ingestion. A worker thread reads,
-// parses, checks and sums the lines (usage-file-worker.ts) while this thread resolves members and
-// models and writes the events and the worker's sums; an error names the line and rolls back the
-// whole file, and the file is never held in memory (the worker stays at most 64 batches ahead).
+// Loads an NDJSON file of usage events in two passes. The first checks every line, on two worker
+// threads over the file's halves (usage-file-check.ts), and looks up every user_id it names: a bad
+// line or an unknown member rejects the file before anything is written. The second streams the file
+// again: a worker thread reads, parses and sums the lines (usage-file-worker.ts) while this thread
+// resolves models and writes, one chunk (a few tens of thousands of events, with their running
+// totals) per transaction, so live ingestion goes on between chunks; a crash leaves whole chunks,
+// which a second run skips as repeats and completes. The file is never held in memory (the worker
+// stays at most 64 batches ahead).
 import { stat } from "node:fs/promises";
 import { on } from "node:events";
 import { Worker } from "node:worker_threads";
 import { invalidParameter } from "../domain/errors.js";
 import { modelOfKey } from "../domain/usage-event.js";
 import { dayOf } from "../domain/usage-window.js";
+import { ImportRunningTotals } from "../storage/usage-import-totals.js";
 import type { UsageEventRow, UsageRepository } from "../storage/usage-repository.js";
-import { MemberKeys } from "./record-usage.js";
+import { checkUsageFile } from "./usage-file-check.js";
 import { DEFAULT_TUNING, VALUES_PER_EVENT, type EventColumns, type UsageFileMessage, type UsageFileTuning, type UsageFileWorkerData } from "./usage-file-worker.js";
 
 export interface ImportProgress {
@@ -31,36 +36,61 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
     throw invalidParameter(`enterprise "${enterpriseId}" does not exist (import a directory file first)`);
   }
   const totalBytes = (await stat(path)).size;
+  const memberKeys = await memberKeysOf(repository, enterpriseId, await checkUsageFile(path, totalBytes));
   const worker = new Worker(new URL("./usage-file-worker.mjs", import.meta.url), { workerData: { path, tuning } satisfies UsageFileWorkerData });
-  let lines = 0;
+  const messages = on(worker, "message")[Symbol.asyncIterator]() as AsyncIterator<[UsageFileMessage]>;
+  const next = async (): Promise<Exclude<UsageFileMessage, { kind: "invalid" | "failed" }>> => {
+    const [message] = (await messages.next()).value as [UsageFileMessage];
+    if (message.kind === "invalid") throw invalidParameter(message.message); // only a sum past its limit gets here
+    if (message.kind === "failed") throw new Error(`reading ${path}: ${message.message}`);
+    return message;
+  };
+  const keys = new FileKeys(memberKeys);
+  const importTotals = new ImportRunningTotals();
   let events = 0;
+  let recorded = 0;
   progress?.start(totalBytes);
   try {
-    const recorded = await repository.ingest(async (tx) => {
-      const keys = new FileKeys(tx, new MemberKeys(tx, enterpriseId));
-      for await (const [message] of on(worker, "message") as AsyncIterable<[UsageFileMessage]>) {
-        if (message.kind === "invalid") throw invalidParameter(message.message);
-        if (message.kind === "failed") throw new Error(`reading ${path}: ${message.message}`);
-        if (message.kind === "sums") {
-          await tx.addSumFrames(message.frames, keys.memberKeys, keys.modelIds);
-          continue;
+    // A chunk: the batches of events up to a sums message, and those sums (the worker ends each chunk so).
+    let message = await next();
+    while (message.kind !== "done") {
+      recorded += await repository.ingestImportChunk(importTotals, async (tx) => {
+        for (; message.kind === "events"; message = await next()) {
+          worker.postMessage("more");
+          await tx.insertEvents(enterpriseId, await keys.toRows(tx, message.events), { summed: true });
+          events += message.events.count;
+          progress?.update(message.bytesRead, events);
         }
-        if (message.kind === "done") {
-          lines = message.lines;
-          return;
-        }
-        worker.postMessage("more");
-        await tx.insertEvents(enterpriseId, await keys.toRows(message.events), { summed: true });
-        events += message.events.count;
-        progress?.update(message.bytesRead, events);
-      }
-    });
-    return { enterprise_id: enterpriseId, lines, recorded, duplicates: events - recorded };
+        if (message.kind === "sums") await tx.addSumFrames(message.frames, keys.memberKeys, keys.modelIds);
+      });
+      message = await next();
+    }
+    return { enterprise_id: enterpriseId, lines: message.lines, recorded, duplicates: events - recorded };
   } finally {
     await worker.terminate();
     progress?.stop();
   }
 }
+
+/** The member key of each user_id of the file; an unknown one rejects the file, named by its first line. */
+async function memberKeysOf(repository: UsageRepository, enterpriseId: string, users: ReadonlyMap<string, { line: number; eventId: string }>) {
+  const userIds = [...users.keys()];
+  const keys = new Map<string, number>();
+  for (let at = 0; at < userIds.length; at += MEMBERS_PER_LOOKUP) {
+    for (const row of await repository.memberKeysByUserIds(enterpriseId, userIds.slice(at, at + MEMBERS_PER_LOOKUP))) keys.set(row.user_id, row.member_key);
+  }
+  let first: string | undefined;
+  for (const userId of userIds) {
+    if (!keys.has(userId) && (first === undefined || users.get(userId)!.line < users.get(first)!.line)) first = userId;
+  }
+  if (first !== undefined) {
+    const { line, eventId } = users.get(first)!;
+    throw invalidParameter(`line ${line} (event_id ${JSON.stringify(eventId)}): user_id: "${first}" is not a member of enterprise ${enterpriseId}`);
+  }
+  return keys;
+}
+
+const MEMBERS_PER_LOOKUP = 10_000;
 
 /** The file's user and model dictionaries (see EventColumns), resolved to member keys and model ids as they grow. */
 class FileKeys {
@@ -69,21 +99,13 @@ class FileKeys {
   /** By the file's model index. */
   readonly modelIds: number[] = [];
 
-  constructor(private readonly repository: UsageRepository, private readonly members: MemberKeys) {}
+  constructor(private readonly memberKeyOf: ReadonlyMap<string, number>) {}
 
-  /** Rows for a batch of checked events: new members (an unknown one rejects the file) and models resolved. */
-  async toRows(batch: EventColumns): Promise<UsageEventRow[]> {
-    if (batch.newUserIds.length > 0) {
-      const firstUser = this.memberKeys.length;
-      // An unknown member is named by the first event that has it: a new user_id's first event is in this batch.
-      await this.members.resolveIds(batch.newUserIds, (j) => {
-        const i = batch.users.indexOf(firstUser + j);
-        return `line ${batch.lines[i]} (event_id ${JSON.stringify(batch.eventIds[i])})`;
-      });
-      for (const userId of batch.newUserIds) this.memberKeys.push(this.members.key(userId));
-    }
+  /** Rows for a batch of checked events, its new models resolved (made, when new to the store, in `tx`). */
+  async toRows(tx: UsageRepository, batch: EventColumns): Promise<UsageEventRow[]> {
+    for (const userId of batch.newUserIds) this.memberKeys.push(this.memberKeyOf.get(userId)!);
     if (batch.newModelKeys.length > 0) {
-      const models = await this.repository.resolveModels(batch.newModelKeys, (i) => modelOfKey(batch.newModelKeys[i]!));
+      const models = await tx.resolveModels(batch.newModelKeys, (i) => modelOfKey(batch.newModelKeys[i]!));
       for (const key of batch.newModelKeys) this.modelIds.push(models.get(key)!);
     }
     const rows: UsageEventRow[] = new Array(batch.count);

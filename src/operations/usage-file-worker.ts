@@ -7,16 +7,17 @@
 // summed here per (user, day), for the running totals (by user and model index), and while a user's
 // events come in day order (a file in time order) made into its running totals here as well; the
 // sums follow the batches they cover, so the main thread has inserted those, and knows their repeats, first.
+// A sums message ends a chunk of the import (every `chunkEvents` events): the main thread commits
+// the chunk's events and their sums together.
 // Messages to the main thread: `UsageFileMessage`; from it: "more" (one batch consumed).
 import { createReadStream } from "node:fs";
-import { StringDecoder } from "node:string_decoder";
 import { parentPort, workerData } from "node:worker_threads";
-import { describeJsonError } from "../domain/json-errors.js";
-import { checkUsageEvent, modelKey } from "../domain/usage-event.js";
+import { modelKey } from "../domain/usage-event.js";
 import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
 import { DaySumFrames, FileRunningTotals } from "../domain/usage-day-sums.js";
 import { SUM_LIMIT_MESSAGE, SumLimitError } from "../domain/usage-totals.js";
 import { dayOf } from "../domain/usage-window.js";
+import { lineBatches, parseUsageLine } from "./usage-file-lines.js";
 
 /** Checked events of consecutive lines, in columns. Every value is a number (at most 10^12). */
 export interface EventColumns {
@@ -50,7 +51,6 @@ export type UsageFileMessage =
   | { kind: "failed"; message: string };
 
 export const VALUES_PER_EVENT = 5;
-const OPEN_BRACE = 123;
 /**
  * Batches sent and not yet consumed at most: bounds the memory ahead of the database (an estimated
  * 25 MB). Enough that neither thread waits for the other while it writes or packs a sums message.
@@ -62,6 +62,11 @@ export interface UsageFileTuning {
   /** Events per batch. */
   batchEvents: number;
   /**
+   * Send the sums when this many events have been sent since the last sums, at the end of a batch:
+   * the events and the sums between two sums messages are one chunk of the import, one commit.
+   */
+  chunkEvents: number;
+  /**
    * Send the sums when this many (user, day) sums have gathered, at the end of a batch. Packing
    * them stops the worker's reading: with running totals for every model a day, 400,000 took longer
    * than the main thread's 64 batches ahead lasted (it waited about 1.8 s for each of four messages
@@ -70,7 +75,7 @@ export interface UsageFileTuning {
   daySumsPerMessage: number;
 }
 
-export const DEFAULT_TUNING: UsageFileTuning = { batchEvents: 5000, daySumsPerMessage: 100_000 };
+export const DEFAULT_TUNING: UsageFileTuning = { batchEvents: 5000, chunkEvents: 20_000, daySumsPerMessage: 100_000 };
 
 export interface UsageFileWorkerData {
   path: string;
@@ -88,20 +93,12 @@ async function readUsageFile(path: string, tuning: UsageFileTuning, send: (messa
     const daySums = new DaySumFrames();
     const running = new FileRunningTotals();
     const sendSums = () => send({ kind: "sums", frames: daySums.takeFrames(running) });
+    let eventsInChunk = 0;
     for await (const lines of lineBatches(stream)) {
       for (const line of lines) {
         lineNumber++;
-        // A blank line is skipped; one that opens an object is not blank (and trimming every line cost 3% of this thread).
-        if (line.charCodeAt(0) !== OPEN_BRACE && line.trim() === "") continue;
-        const where = `line ${lineNumber}`;
-        let json: unknown;
-        try {
-          json = JSON.parse(line);
-        } catch (error) {
-          return send({ kind: "invalid", message: `${where}: not valid JSON (${describeJsonError(line, error)})` });
-        }
-        if (json === null || typeof json !== "object" || Array.isArray(json)) return send({ kind: "invalid", message: `${where}: expected a JSON object` });
-        const event = checkUsageEvent(json, where);
+        const event = parseUsageLine(line, `line ${lineNumber}`);
+        if (event === undefined) continue;
         const i = batch.count++;
         batch.eventIds.push(event.eventId);
         let user = userIndex.get(event.userId);
@@ -130,7 +127,11 @@ async function readUsageFile(path: string, tuning: UsageFileTuning, send: (messa
         if (batch.count === tuning.batchEvents) {
           await send({ kind: "events", events: batch, bytesRead: stream.bytesRead });
           batch = newBatch();
-          if (daySums.size >= tuning.daySumsPerMessage) await sendSums();
+          eventsInChunk += tuning.batchEvents;
+          if (eventsInChunk >= tuning.chunkEvents || daySums.size >= tuning.daySumsPerMessage) {
+            await sendSums();
+            eventsInChunk = 0;
+          }
         }
       }
     }
@@ -147,28 +148,6 @@ function emptyBatch(size: number): EventColumns {
     eventIds: [], newUserIds: [], newModelKeys: [], count: 0, users: new Int32Array(size), models: new Int32Array(size),
     lines: new Int32Array(size), values: new Float64Array(size * VALUES_PER_EVENT),
   };
-}
-
-/**
- * The lines of a byte stream, decoded as UTF-8, one array per read ("\n" or "\r\n" ends a line; a
- * last line without one counts). Split by hand: several times cheaper per line than node:readline.
- */
-export async function* lineBatches(stream: AsyncIterable<Buffer>): AsyncGenerator<string[]> {
-  const decoder = new StringDecoder("utf8");
-  let carry = "";
-  for await (const bytes of stream) {
-    const text = carry + decoder.write(bytes);
-    const batch: string[] = [];
-    let start = 0;
-    for (let end = text.indexOf("\n"); end !== -1; end = text.indexOf("\n", start)) {
-      batch.push(text.charCodeAt(end - 1) === 13 && end > start ? text.slice(start, end - 1) : text.slice(start, end));
-      start = end + 1;
-    }
-    carry = text.slice(start);
-    yield batch;
-  }
-  const rest = carry + decoder.end();
-  if (rest !== "") yield [rest.endsWith("\r") ? rest.slice(0, -1) : rest];
 }
 
 if (parentPort) {

@@ -1,14 +1,17 @@
 // Opens the database named by a URL: a file path or file: URL is SQLite (the embedded default),
 // postgres:// is PostgreSQL. Sets the SQLite pragmas and runs migrations; the only place that knows the driver.
 import { mkdirSync } from "node:fs";
+import { performance } from "node:perf_hooks";
+import { setTimeout as sleep } from "node:timers/promises";
 import { Worker } from "node:worker_threads";
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import SqliteDatabase from "better-sqlite3";
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, type MigrationProvider } from "kysely";
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type MigrationProvider } from "kysely";
 import pg from "pg";
 import { migrations } from "./migrations/index.js";
 import type { Schema } from "./schema.js";
+import { StoreFault, storeFaultOf } from "./store-faults.js";
 
 export type Dialect = "sqlite" | "postgres";
 
@@ -21,6 +24,18 @@ export interface Database {
    * statement run many times costs less than a multi-row one, and far less than a Kysely round trip.
    */
   readonly direct?: DirectStatement;
+  /** The store, for operators: a SQLite file's path, or a PostgreSQL server and database (no credentials). */
+  readonly location: string;
+  /**
+   * Runs `work` in a transaction that holds the store's write lock from its start (SQLite: BEGIN
+   * IMMEDIATE, so no read inside can fail to upgrade), waiting for the lock at most the busy timeout
+   * (STORE_BUSY_TIMEOUT_MS), else throwing a busy StoreFault before `work` runs; `unbounded` waits as
+   * long as it takes. On an error the first one is thrown: a ROLLBACK after SQLite rolled back by
+   * itself (a full disk) is not run, and a failing one never replaces it.
+   */
+  writeTransaction<T>(work: (trx: Kysely<Schema>) => Promise<T>, options?: { unbounded?: boolean }): Promise<T>;
+  /** The busy or full fault `error` is, if it is one (see store-faults.ts). */
+  faultOf(error: unknown): StoreFault | undefined;
   close(): Promise<void>;
 }
 
@@ -61,7 +76,15 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
     // would end the process. The pool discards that client and the next query connects anew.
     pool.on("error", () => {});
     const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
-    return { db, dialect: "postgres", close: () => db.destroy() };
+    const location = postgresLocation(url);
+    const busyTimeout = busyTimeoutMs();
+    const writeTransaction: Database["writeTransaction"] = (work, options = {}) => db.connection().execute(async (connection) => {
+      await sql`begin`.execute(connection);
+      // Bounds the wait for the ingestion lock (and any row lock) inside this transaction.
+      if (!options.unbounded) await sql`select set_config('lock_timeout', ${`${busyTimeout}ms`}, true)`.execute(connection);
+      return commitOrRollBack(connection, work, () => true);
+    });
+    return { db, dialect: "postgres", location, writeTransaction, faultOf: (error) => storeFaultOf(error, location), close: () => db.destroy() };
   }
   const path = url.startsWith("file:") ? fileURLToPath(url) : url;
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
@@ -75,7 +98,8 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
   sqlite.pragma(`page_size = ${NEW_STORE_PAGE_BYTES}`);
   sqlite.pragma("journal_mode = WAL");
   sqlite.pragma("synchronous = NORMAL");
-  sqlite.pragma("busy_timeout = 5000");
+  const busyTimeout = busyTimeoutMs();
+  sqlite.pragma(`busy_timeout = ${busyTimeout}`);
   sqlite.pragma("foreign_keys = ON");
   // A page cache of up to 1 GiB (SQLite's default is 2 MiB): the usage query reads a few hundred
   // pages of running totals and raw events per call, and a page in this cache costs no read. (The
@@ -100,7 +124,61 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
     await db.destroy();
     await checkpointer?.stop();
   };
-  return { db, dialect: "sqlite", direct, close };
+  const location = path;
+  const writeTransaction: Database["writeTransaction"] = async (work, options = {}) => {
+    const deadline = performance.now() + busyTimeout;
+    for (;;) {
+      // The lock is tried without SQLite's busy wait, which would block this thread (and every other
+      // request of the server) while it sleeps; between tries the connection is free for reads.
+      const outcome = await db.connection().execute(async (connection) =>
+        (beginImmediate(sqlite, busyTimeout) ? { value: await commitOrRollBack(connection, work, () => sqlite.inTransaction) } : undefined));
+      if (outcome) return outcome.value;
+      if (!options.unbounded && performance.now() >= deadline) {
+        throw new StoreFault("busy", location, `another writer held the write lock past the ${busyTimeout} ms busy timeout`);
+      }
+      await sleep(LOCK_POLL_MS);
+    }
+  };
+  return { db, dialect: "sqlite", direct, location, writeTransaction, faultOf: (error) => storeFaultOf(error, location), close };
+}
+
+/** How often a writer waiting for SQLite's write lock tries it again. */
+const LOCK_POLL_MS = 1;
+
+/** BEGIN IMMEDIATE: takes the write lock now, or returns false at once when another connection holds it. */
+function beginImmediate(sqlite: SqliteDatabase.Database, busyTimeout: number): boolean {
+  sqlite.pragma("busy_timeout = 0");
+  try {
+    sqlite.exec("begin immediate");
+    return true;
+  } catch (error) {
+    if (String((error as { code?: unknown }).code).startsWith("SQLITE_BUSY")) return false;
+    throw error;
+  } finally {
+    sqlite.pragma(`busy_timeout = ${busyTimeout}`);
+  }
+}
+
+/**
+ * Runs `work` in the transaction just begun on `connection` and commits it; on an error rolls back
+ * (when `inTransaction` says there is still a transaction: SQLite rolls back by itself on a full
+ * disk) and throws that first error, whatever the ROLLBACK does.
+ */
+async function commitOrRollBack<T>(connection: Kysely<Schema>, work: (trx: Kysely<Schema>) => Promise<T>, inTransaction: () => boolean): Promise<T> {
+  try {
+    const value = await work(connection);
+    await sql`commit`.execute(connection);
+    return value;
+  } catch (error) {
+    if (inTransaction()) await sql`rollback`.execute(connection).catch(() => {});
+    throw error;
+  }
+}
+
+/** A PostgreSQL URL without its credentials or parameters: postgres://host:port/database. */
+function postgresLocation(url: string): string {
+  const parsed = new URL(url);
+  return `${parsed.protocol}//${parsed.host}${parsed.pathname}`;
 }
 
 /** How often the background checkpointer copies the log back (a no-op when nothing is new). */
@@ -159,6 +237,18 @@ function cacheMiB(): number {
   const mib = Number(text);
   if (!Number.isInteger(mib) || mib < 2 || mib > 65536) throw new Error(`SQLITE_CACHE_MIB: "${text}" is not a whole number of MiB from 2 to 65536`);
   return mib;
+}
+
+/**
+ * STORE_BUSY_TIMEOUT_MS (default 5000): how long a write waits for the store's write lock (SQLite's,
+ * or PostgreSQL's ingestion lock) before it gives up with a busy fault (503 to a caller).
+ */
+function busyTimeoutMs(): number {
+  const text = process.env.STORE_BUSY_TIMEOUT_MS;
+  if (text === undefined || text === "") return 5000;
+  const ms = Number(text);
+  if (!Number.isInteger(ms) || ms < 0 || ms > 600_000) throw new Error(`STORE_BUSY_TIMEOUT_MS: "${text}" is not a whole number of milliseconds from 0 to 600000`);
+  return ms;
 }
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -142,6 +142,12 @@ export interface MasterKeyRingTable {
   current_master_key_id: string;
 }
 
+/** One row (id 1): the usage ingestions committed so far, each chunk of an import included. */
+export interface UsageIngestionCountTable {
+  id: number;
+  ingestions: number;
+}
+
 export interface Schema {
   enterprise: EnterpriseTable;
   department: DepartmentTable;
@@ -152,6 +158,7 @@ export interface Schema {
   usage_model: UsageModelTable;
   usage_event: UsageEventTable;
   usage_running_total: UsageRunningTotalTable;
+  usage_ingestion_count: UsageIngestionCountTable;
   environment_config: EnvironmentConfigTable;
   environment_data_key: EnvironmentDataKeyTable;
   environment_secret: EnvironmentSecretTable;

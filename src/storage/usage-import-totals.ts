@@ -10,6 +10,10 @@
 // - one of its events was a repeat, skipped (its sums include the repeat: taken away as day sums).
 // Running totals that arrive for such a member are turned back into day sums: each minus the
 // member's running totals that came before it.
+// The import commits in chunks, and this state lasts across them. Another ingestion committed
+// between two chunks may have written rows of the file's members that a direct row would then leave
+// out: from such a chunk on, every member goes the general way (the store's count of ingestions,
+// usage_ingestion_count, tells).
 import { DaySums, forEachFrame } from "../domain/usage-day-sums.js";
 import { SUMS, TotalsByModel, writeVarint } from "../domain/usage-totals.js";
 import type { Database } from "./database.js";
@@ -32,8 +36,20 @@ export class ImportRunningTotals {
   private readonly members = new Map<number, ImportedMember>();
   /** Members with a repeat skipped, before their first frame. */
   private readonly repeating = new Set<number>();
+  /** The store's count of ingestions after this import's last chunk. */
+  private ingestions: number | undefined;
 
-  constructor(private readonly database: Pick<Database, "db" | "dialect" | "direct">) {}
+  /**
+   * A chunk of the import begins, `ingestions` the store's count of ingestions with this chunk. When
+   * another ingestion committed since the import's last chunk, it may have written rows of the
+   * import's members that a direct row would now ignore: every member goes the general way.
+   */
+  beginChunk(ingestions: number): void {
+    if (this.ingestions !== undefined && ingestions !== this.ingestions + 1) {
+      for (const member of this.members.values()) member.direct = false;
+    }
+    this.ingestions = ingestions;
+  }
 
   /** One of the member's events was a repeat and skipped (and taken away from the day sums): it goes the general way. */
   repeated(memberKey: number): void {
@@ -47,8 +63,9 @@ export class ImportRunningTotals {
    * member keys and model ids by `memberKeys` and `modelIds`. `daySums` holds the day sums already
    * taken away for repeats; it is drained into the stored rows here.
    */
-  async add(frames: Uint8Array, memberKeys: ArrayLike<number>, modelIds: ArrayLike<number>, daySums: DaySums): Promise<void> {
-    await this.meetNewMembers(frames, memberKeys);
+  async add(database: Pick<Database, "db" | "dialect" | "direct">, frames: Uint8Array, memberKeys: ArrayLike<number>, modelIds: ArrayLike<number>,
+    daySums: DaySums): Promise<void> {
+    await this.meetNewMembers(database, frames, memberKeys);
     const rows = new RowsByDay(frames.length + (frames.length >> 3)); // cells take about the frames' bytes
     const touched = new Set<ImportedMember>();
     forEachFrame(frames, (fileMember, running, day, start, end) => {
@@ -80,8 +97,8 @@ export class ImportRunningTotals {
       member.latestEnd -= member.latestStart;
       member.latestStart = 0;
     }
-    await rows.write(this.database);
-    await addToRunningTotals(this.database, daySums);
+    await rows.write(database);
+    await addToRunningTotals(database, daySums);
   }
 
   /**
@@ -89,7 +106,7 @@ export class ImportRunningTotals {
    * row before its first day in the file as the base, unless the store holds a row on or after that
    * day, or it repeated an event, or its first frame is a day's sums.
    */
-  private async meetNewMembers(frames: Uint8Array, memberKeys: ArrayLike<number>): Promise<void> {
+  private async meetNewMembers(database: Pick<Database, "db" | "dialect" | "direct">, frames: Uint8Array, memberKeys: ArrayLike<number>): Promise<void> {
     const firstDays: Array<[memberKey: number, day: number]> = [];
     forEachFrame(frames, (fileMember, running, day) => {
       const memberKey = memberKeys[fileMember]!;
@@ -100,7 +117,7 @@ export class ImportRunningTotals {
       if (direct) firstDays.push([memberKey, day]);
     });
     for (const chunk of chunks(firstDays)) {
-      const stored = await readStoredRows(this.database, chunk);
+      const stored = await readStoredRows(database, chunk);
       for (const [memberKey, firstDay] of chunk) {
         const rows = stored.get(memberKey) ?? [];
         const member = this.members.get(memberKey)!;

@@ -1,6 +1,7 @@
 // Usage storage: members and models resolved to compact keys, raw events inserted idempotently, the
 // members' running totals (see usage-running-totals.ts) maintained from exactly the events an
 // ingestion added, and the windowed sums.
+import { setTimeout as sleep } from "node:timers/promises";
 import { CompiledQuery, sql, type Kysely } from "kysely";
 import { invalidParameter } from "../domain/errors.js";
 import { modelKey, type EventValue, type ModelIdentity } from "../domain/usage-event.js";
@@ -11,7 +12,7 @@ import type { Schema } from "./schema.js";
 import type { Database, Dialect } from "./database.js";
 import { DaySums } from "../domain/usage-day-sums.js";
 import { addToRunningTotals, chunks } from "./usage-running-totals.js";
-import { ImportRunningTotals } from "./usage-import-totals.js";
+import type { ImportRunningTotals } from "./usage-import-totals.js";
 
 export interface MemberKeyRow {
   member_key: number;
@@ -57,7 +58,7 @@ export class UsageRepository {
   private readonly insertStatements: Map<number, string>;
 
   constructor(
-    private readonly database: Pick<Database, "db" | "dialect" | "direct">,
+    private readonly database: Pick<Database, "db" | "dialect" | "direct" | "writeTransaction">,
     private readonly caches: SharedCaches = { modelIds: new Map(), models: new Map(), insertStatements: new Map() },
   ) {
     this.db = database.db;
@@ -146,19 +147,40 @@ export class UsageRepository {
    * transaction (SQLite has one connection: a read outside it would wait forever) and adds raw rows
    * with `insertEvents`; a repeated event_id is skipped. The events actually inserted are summed per
    * (member, day) in memory and added to the stored running totals at the end (or when many are
-   * held), so duplicates never count twice. Returns how many events were added.
+   * held), so duplicates never count twice. Returns how many events were added. Waits for the write
+   * lock at most the busy timeout (then a busy StoreFault, nothing done).
    */
   async ingest(work: (tx: UsageRepository) => Promise<void>): Promise<number> {
+    return this.ingestOnce(work, undefined);
+  }
+
+  /**
+   * One chunk of an import (operations/import-usage.ts): an ingestion as `ingest`, whose rows come
+   * summed (`insertEvents` with `summed`, then `addSumFrames`) into `importTotals`, which lasts the
+   * whole import. Waits for the write lock as long as it takes. After the commit the lock is left
+   * free a moment: SQLite hands it to whoever asks first, and the next chunk would always be first.
+   */
+  async ingestImportChunk(importTotals: ImportRunningTotals, work: (tx: UsageRepository) => Promise<void>): Promise<number> {
+    const added = await this.ingestOnce(work, importTotals);
+    if (this.dialect === "sqlite") await sleep(CHUNK_PAUSE_MS);
+    return added;
+  }
+
+  private async ingestOnce(work: (tx: UsageRepository) => Promise<void>, importTotals: ImportRunningTotals | undefined): Promise<number> {
     try {
-      return await this.db.transaction().execute(async (trx) => {
+      return await this.database.writeTransaction(async (trx) => {
         // PostgreSQL: one ingestion at a time, so that two never read and rewrite the same row at once.
         if (this.dialect === "postgres") await sql`select pg_advisory_xact_lock(72001)`.execute(trx);
-        const tx = new UsageRepository({ db: trx, dialect: this.dialect, direct: this.database.direct }, this.caches);
+        const { ingestions } = await trx.updateTable("usage_ingestion_count").set((eb) => ({ ingestions: eb("ingestions", "+", 1) }))
+          .where("id", "=", 1).returning("ingestions").executeTakeFirstOrThrow();
+        importTotals?.beginChunk(Number(ingestions));
+        const tx = new UsageRepository({ ...this.database, db: trx }, this.caches);
         tx.daySums = new DaySums();
+        tx.importTotals = importTotals;
         await work(tx);
         await addToRunningTotals(tx.database, tx.daySums);
         return tx.added;
-      });
+      }, { unbounded: importTotals !== undefined });
     } catch (error) {
       // Models made inside a rolled-back transaction no longer exist: forget every cached id.
       this.modelIds.clear();
@@ -171,7 +193,7 @@ export class UsageRepository {
   }
 
   private daySums: DaySums | undefined;
-  /** An import's running totals from its frames (addSumFrames). */
+  /** An import's running totals from its frames (addSumFrames), in an import's chunk. */
   private importTotals: ImportRunningTotals | undefined;
   private added = 0;
 
@@ -186,9 +208,9 @@ export class UsageRepository {
     const fresh = this.database.direct ? this.insertSorted(enterpriseId, rows) : await this.insertChunks(enterpriseId, rows);
     this.added += fresh.length;
     if (options.summed) {
+      if (!this.importTotals) throw new Error("summed rows go in only inside ingestImportChunk()");
       if (fresh.length === rows.length) return;
       const inserted = new Set(fresh);
-      this.importTotals ??= new ImportRunningTotals(this.database);
       for (const row of rows) {
         if (inserted.has(row)) continue;
         daySums.subtract(row.memberKey, row.modelId, row.day, row.inputTokens, row.outputTokens, row.basicMicros, row.payGoMicros);
@@ -209,9 +231,8 @@ export class UsageRepository {
    */
   async addSumFrames(frames: Uint8Array, memberKeys: ArrayLike<number>, modelIds: ArrayLike<number>): Promise<void> {
     const daySums = this.daySums;
-    if (!daySums) throw new Error("addSumFrames runs only inside ingest()");
-    this.importTotals ??= new ImportRunningTotals(this.database);
-    await this.importTotals.add(frames, memberKeys, modelIds, daySums);
+    if (!daySums || !this.importTotals) throw new Error("addSumFrames runs only inside ingestImportChunk()");
+    await this.importTotals.add(this.database, frames, memberKeys, modelIds, daySums);
   }
 
   /**
@@ -486,6 +507,9 @@ function setEventParameters(parameters: unknown[], at: number, enterpriseId: str
 
 /** Rows per SQLite INSERT of events (2,560 parameters). */
 const INSERT_ROWS = 256;
+
+/** How long an import leaves SQLite's write lock free after each chunk: longer than a waiting writer's poll (1 ms). */
+const CHUNK_PAUSE_MS = 5;
 
 /** Write the held day sums when this many (member, day) sums have gathered. */
 const FLUSH_DAY_SUMS = 50_000;

@@ -98,7 +98,7 @@ describe.each(dialects)("connections and deadlines (%s)", (dialect) => {
     expect(JSON.parse(res.body)).toMatchObject({ code: 5040, data: null });
     expect(JSON.parse(res.body).message).toMatch(/deadline exceeded/);
     expect(res.ms).toBeGreaterThanOrEqual(750);
-    expect(res.ms).toBeLessThan(2_500);
+    expect(res.ms).toBeLessThan(10_000); // far below the 60 s default: the configured timeout fired (loose for a loaded CI machine)
   });
 
   it("answers a Connect JSON call past its connect-timeout-ms with deadline_exceeded (HTTP 504) and detail 5040", async () => {

@@ -11,6 +11,7 @@ import * as usageRunningTotalsByDay from "./20261124T070000-usage-running-totals
 import * as addAccessTokenId from "./20261125T070000-add-access-token-id.js";
 import * as refoldMemberEmails from "./20261125T070100-refold-member-emails.js";
 import * as createMasterKeyRing from "./20261125T070200-create-master-key-ring.js";
+import * as createUsageIngestionCount from "./20261125T070300-create-usage-ingestion-count.js";
 
 export const migrations: Record<string, Migration> = {
   "20261123T070000-create-directory": createDirectory,
@@ -24,4 +25,5 @@ export const migrations: Record<string, Migration> = {
   "20261125T070000-add-access-token-id": addAccessTokenId,
   "20261125T070100-refold-member-emails": refoldMemberEmails,
   "20261125T070200-create-master-key-ring": createMasterKeyRing,
+  "20261125T070300-create-usage-ingestion-count": createUsageIngestionCount,
 };

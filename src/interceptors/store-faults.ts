@@ -1,0 +1,16 @@
+// A busy or full store (storage/store-faults.ts) as a caller sees it: 503 unavailable with
+// Retry-After, never a server fault; what and where go to the call's log line only.
+import { AppError, ErrorCode } from "../domain/errors.js";
+import type { StoreFault } from "../storage/store-faults.js";
+import type { CallLog } from "./call-log.js";
+
+/** The Retry-After of a busy or full store, in seconds. */
+export const STORE_RETRY_AFTER_SECONDS = 1;
+
+/** The caller's error for a store fault; the log gets the fault's own message (the store's location included). */
+export function storeFaultError(fault: StoreFault, log: CallLog): AppError {
+  log.code = ErrorCode.UNAVAILABLE;
+  log.storeFault = fault.message;
+  const message = fault.kind === "full" ? "the store is out of disk space; retry later" : "the store is busy; retry later";
+  return new AppError(ErrorCode.UNAVAILABLE, message, { "retry-after": String(STORE_RETRY_AFTER_SECONDS) });
+}

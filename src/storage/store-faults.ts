@@ -1,0 +1,33 @@
+// Faults of the store that pass by themselves: busy (another writer held the write lock past the
+// bounded wait) and full (no disk space). Told apart from the drivers' errors here, the only place
+// that knows their codes; callers get "retry later" for them instead of a server fault.
+
+export type StoreFaultKind = "busy" | "full";
+
+/** A busy or full store, with what an operator needs to act: which store, and the driver's own words. */
+export class StoreFault extends Error {
+  constructor(
+    readonly kind: StoreFaultKind,
+    /** The store: a SQLite file's path, or a PostgreSQL server and database (never its credentials). */
+    readonly location: string,
+    readonly detail: string,
+  ) {
+    super(kind === "full" ? `disk full: the database ${location} cannot grow (${detail})` : `database busy: ${location} (${detail})`);
+    this.name = "StoreFault";
+  }
+}
+
+/** SQLite's result codes (better-sqlite3's `code`) and PostgreSQL's SQLSTATEs (pg's `code`) of each kind. */
+const BUSY_CODES = new Set(["SQLITE_BUSY", "SQLITE_BUSY_RECOVERY", "SQLITE_BUSY_SNAPSHOT", "SQLITE_BUSY_TIMEOUT", "SQLITE_LOCKED", "55P03"]);
+const FULL_CODES = new Set(["SQLITE_FULL", "53100"]);
+
+/** The fault `error` is, if it is a busy or full store's; `location` names the store. */
+export function storeFaultOf(error: unknown, location: string): StoreFault | undefined {
+  if (error instanceof StoreFault) return error;
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== "string") return undefined;
+  const detail = `${code}: ${(error as Error).message}`;
+  if (FULL_CODES.has(code)) return new StoreFault("full", location, detail);
+  if (BUSY_CODES.has(code)) return new StoreFault("busy", location, detail);
+  return undefined;
+}

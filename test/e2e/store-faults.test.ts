@@ -1,0 +1,201 @@
+// End to end: a busy store (another writer holds the write lock past STORE_BUSY_TIMEOUT_MS) and a
+// full disk (SQLite on a small tmpfs) are 503 unavailable with Retry-After for the caller, never 500;
+// the log says what and where; nothing acknowledged is lost, and writes resume by themselves.
+import { execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, rmSync, statfsSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Writable } from "node:stream";
+import { fileURLToPath } from "node:url";
+import SqliteDatabase from "better-sqlite3";
+import { sql } from "kysely";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadServeConfig } from "../../src/config.js";
+import { createLogger } from "../../src/interceptors/logging.js";
+import { startService, type RunningService } from "../../src/main.js";
+import { AccessAdmin } from "../../src/operations/access-admin.js";
+import { importDirectory } from "../../src/operations/import-directory.js";
+import { AuthRepository } from "../../src/storage/auth-repository.js";
+import { migrateToLatest, openDatabase, type Database } from "../../src/storage/database.js";
+import { DirectoryRepository } from "../../src/storage/directory-repository.js";
+import { dialects, type DialectName } from "../helpers/databases.js";
+import { acme } from "../helpers/fixtures.js";
+import { startTestService, type TestService } from "../helpers/service.js";
+
+const CLI = fileURLToPath(new URL("../../bin/enterprise-admin.mjs", import.meta.url));
+const RECORD = "/openapi/v1/usage/events/batch-record";
+
+function events(prefix: string, count: number) {
+  return Array.from({ length: count }, (_, i) => ({
+    event_id: `${prefix}-${i}`, user_id: "7001", model_name: "model-a", model_type: "Chat", model_source: "Builtin",
+    timestamp: 1_735_689_600 + i, input_tokens: 1000 + i, output_tokens: 7, basic_amount: "0.012345", pay_go_amount: "0",
+  }));
+}
+
+async function record(baseUrl: string, token: string, batch: unknown[]) {
+  const reply = await fetch(`${baseUrl}${RECORD}`, {
+    method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify({ events: batch }),
+  });
+  return { status: reply.status, retryAfter: reply.headers.get("retry-after"), body: (await reply.json()) as { code: number; message: string; data: { recorded: number } | null } };
+}
+
+/** The number of events of `enterpriseId` stored, and the sum of their input tokens. */
+async function storedEvents(database: Database) {
+  const row = await database.db.selectFrom("usage_event").select((eb) => [eb.fn.countAll<number | string>().as("n"), sql<string>`cast(sum(input_tokens) as text)`.as("tokens")])
+    .where("enterprise_id", "=", "acme").executeTakeFirstOrThrow();
+  return { count: Number(row.n), tokens: row.tokens ?? "0" };
+}
+
+describe.each(dialects)("a busy store on %s", (dialect: DialectName) => {
+  let svc: TestService;
+  const busyTimeout = process.env.STORE_BUSY_TIMEOUT_MS;
+
+  beforeAll(async () => {
+    process.env.STORE_BUSY_TIMEOUT_MS = "300";
+    svc = await startTestService(dialect);
+  });
+  afterAll(async () => {
+    await svc?.close();
+    if (busyTimeout === undefined) delete process.env.STORE_BUSY_TIMEOUT_MS;
+    else process.env.STORE_BUSY_TIMEOUT_MS = busyTimeout;
+  });
+
+  /** Holds the store's write lock (SQLite's, or PostgreSQL's ingestion lock) from another connection until released. */
+  async function holdWriteLock(): Promise<() => Promise<void>> {
+    if (dialect === "sqlite") {
+      const other = new SqliteDatabase(svc.databaseUrl);
+      other.exec("begin immediate");
+      return async () => {
+        other.exec("rollback");
+        other.close();
+      };
+    }
+    const client = new pg.Client({ connectionString: svc.databaseUrl });
+    await client.connect();
+    await client.query("select pg_advisory_lock(72001)");
+    return async () => {
+      await client.query("select pg_advisory_unlock(72001)");
+      await client.end();
+    };
+  }
+
+  it("a write that waits past the busy timeout gets 503 with Retry-After, then 200 once the lock is free", async () => {
+    const token = await svc.token(["usage:write"]);
+    const release = await holdWriteLock();
+    const started = performance.now();
+    let reply;
+    try {
+      reply = await record(svc.baseUrl, token, events("busy", 10));
+    } finally {
+      await release();
+    }
+    const waited = performance.now() - started;
+    expect(reply.status).toBe(503);
+    expect(reply.retryAfter).toBe("1");
+    expect(reply.body).toMatchObject({ code: 5030, message: "the store is busy; retry later", data: null });
+    expect(waited).toBeGreaterThanOrEqual(290);
+    expect(waited).toBeLessThan(3000);
+    const logged = svc.logs.map((line) => JSON.parse(line)).find((line) => line.path === RECORD && line.status === 503);
+    expect(logged).toMatchObject({ level: 40, code: 5030, store_fault: expect.stringContaining("database busy") });
+    expect(JSON.stringify(logged)).not.toContain("stack");
+
+    const retried = await record(svc.baseUrl, token, events("busy", 10));
+    expect(retried).toMatchObject({ status: 200, body: { code: 0, data: { recorded: 10 } } });
+    expect(await storedEvents(svc.database)).toMatchObject({ count: 10 });
+  }, 60_000);
+});
+
+describe.runIf(dialects.includes("sqlite"))("a full disk under SQLite", () => {
+  const dir = mkdtempSync(join(tmpdir(), "eadmin-full-"));
+  const dbPath = join(dir, "store.sqlite");
+  const ballast = join(dir, "ballast");
+  let mounted = false;
+  let database: Database | undefined;
+  let service: RunningService | undefined;
+  const logs: string[] = [];
+
+  beforeAll(async () => {
+    try {
+      execFileSync("mount", ["-t", "tmpfs", "-o", "size=24m", "tmpfs", dir], { stdio: "pipe" });
+      mounted = true;
+    } catch (error) {
+      console.warn(`full-disk test skipped: cannot mount a tmpfs here (${String((error as { stderr?: unknown }).stderr ?? error).trim()})`);
+      return;
+    }
+    database = openDatabase(dbPath);
+    await migrateToLatest(database);
+    await importDirectory(database, acme);
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        logs.push(...String(chunk).split("\n").filter(Boolean));
+        done();
+      },
+    });
+    service = await startService(loadServeConfig({ port: "0", host: "127.0.0.1", db: dbPath }, { LOG_LEVEL: "info" }), createLogger({ level: "info", destination: sink }));
+  });
+  afterAll(async () => {
+    await service?.close();
+    await database?.close();
+    if (mounted) execFileSync("umount", [dir]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("callers get 503 with Retry-After and the log says disk full and where; nothing acknowledged is lost; writes resume when space returns", async (ctx) => {
+    if (!mounted) ctx.skip();
+    const baseUrl = `http://127.0.0.1:${service!.port}`;
+    const token = (await new AccessAdmin(new AuthRepository(database!.db), new DirectoryRepository(database!.db))
+      .createToken("acme", ["usage:write"], 3600)).accessToken;
+    // Leave about 256 KiB free: a few batches fit, then the disk is full.
+    const { bavail, bsize } = statfsSync(dir);
+    writeFileSync(ballast, Buffer.alloc(Math.max(0, bavail * bsize - 256 * 1024)));
+
+    let acknowledged = 0;
+    let acknowledgedTokens = 0n;
+    let full;
+    for (let batch = 0; batch < 400 && !full; batch++) {
+      const sent = events(`full-${batch}`, 200);
+      const reply = await record(baseUrl, token, sent);
+      expect([200, 503]).toContain(reply.status);
+      if (reply.status === 503) {
+        full = reply;
+        break;
+      }
+      acknowledged += reply.body.data!.recorded;
+      acknowledgedTokens += sent.reduce((sum, e) => sum + BigInt(e.input_tokens), 0n);
+    }
+    expect(full).toMatchObject({ status: 503, retryAfter: "1", body: { code: 5030, message: "the store is out of disk space; retry later" } });
+    expect(acknowledged).toBeGreaterThan(0);
+    const logged = logs.map((line) => JSON.parse(line)).find((line) => line.path === RECORD && line.status === 503);
+    expect(logged).toMatchObject({ level: 40, code: 5030 });
+    expect(logged.store_fault).toContain("disk full");
+    expect(logged.store_fault).toContain(dbPath);
+    expect(logs.join("\n")).not.toContain("cannot rollback");
+
+    // The CLI on the full disk: says so, and where.
+    const file = join(tmpdir(), `eadmin-full-${process.pid}.ndjson`);
+    writeFileSync(file, events("cli", 5000).map((e) => JSON.stringify(e)).join("\n"));
+    const imported = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, [CLI, "import", "usage", file, "--enterprise", "acme", "--db", dbPath], { env: { ...process.env, DATABASE_URL: "" } });
+      let stderr = "";
+      child.stderr.on("data", (chunk) => (stderr += chunk));
+      child.on("exit", (code) => resolve({ code, stderr }));
+    });
+    rmSync(file, { force: true });
+    expect(imported.code).not.toBe(0);
+    expect(imported.stderr).toContain("disk full");
+    expect(imported.stderr).toContain(dbPath);
+    expect(imported.stderr).not.toContain("cannot rollback");
+
+    // Nothing acknowledged is lost, and no more than that is stored.
+    expect(await storedEvents(database!)).toEqual({ count: acknowledged, tokens: String(acknowledgedTokens) });
+
+    // Space returns: the same batch goes in, without a restart.
+    rmSync(ballast);
+    const again = await record(baseUrl, token, events("full-after", 200));
+    expect(again).toMatchObject({ status: 200, body: { code: 0, data: { recorded: 200 } } });
+    expect(await storedEvents(database!)).toMatchObject({ count: acknowledged + 200 });
+    const { rows } = await sql<{ integrity_check: string }>`pragma integrity_check`.execute(database!.db);
+    expect(rows).toEqual([{ integrity_check: "ok" }]);
+  }, 120_000);
+});
