@@ -5,7 +5,7 @@
 // and a key wraps only while it is in the key file on disk, so nothing is wrapped under a key that a
 // rotation or a hand edit has removed. Every change of the key file happens under its lock file.
 import { createHash, randomBytes } from "node:crypto";
-import { constants } from "node:fs";
+import { constants, readFileSync, statSync } from "node:fs";
 import { link, mkdir, open, readFile, rename, stat, unlink } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -64,7 +64,7 @@ export class LocalKeyProvider implements KeyProvider {
     const master = await this.#get(masterKeyId);
     if (!master) throw new MasterKeyNotHeldError(masterKeyId, `cannot wrap: master key "${masterKeyId}" is current in the database but not held (${describeKeySource(this.source)})`);
     // Held in memory is not enough: a key gone from the file would be lost when this process ends.
-    if (!(await this.#isOnDisk(master))) {
+    if (!this.#isOnDisk(master)) {
       throw new MasterKeyNotHeldError(masterKeyId, `cannot wrap: master key "${masterKeyId}" is current in the database but no longer in ${describeKeySource(this.source)}`);
     }
     return wrapWithMasterKey(master.key, masterKeyId, dataKey, context);
@@ -156,19 +156,23 @@ export class LocalKeyProvider implements KeyProvider {
     }
   }
 
-  /** Whether the key file on disk holds this very key (always, from the variable). */
-  async #isOnDisk(master: MasterKey): Promise<boolean> {
+  /**
+   * Whether the key file on disk holds this very key (always, from the variable). Synchronous on
+   * purpose: it runs inside the transaction that holds the ring's lock (SQLite: the write lock), which
+   * must not wait on the event loop.
+   */
+  #isOnDisk(master: MasterKey): boolean {
     if (this.source.kind !== "file") return true;
     let stamp: string;
     try {
-      const s = await stat(this.source.path);
+      const s = statSync(this.source.path);
       stamp = `${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}:${s.ctimeMs}`;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
       throw error;
     }
     if (this.#onDisk?.stamp !== stamp) {
-      const file = await readKeyFile(this.source.path);
+      const file = parseKeyFileText(readFileSync(this.source.path, "utf8"), this.source.path);
       this.#onDisk = { stamp, keys: new Map((file?.keys ?? []).map((k) => [k.id, k.key])) };
     }
     return this.#onDisk.keys.get(master.id)?.equals(master.key) ?? false;
@@ -239,9 +243,13 @@ async function readKeyFile(path: string): Promise<{ keys: MasterKey[]; currentId
     const octal = (mode & 0o777).toString(8).padStart(3, "0");
     throw new Error(`key file ${path} is accessible to group or others (mode ${octal}); restrict it with: chmod 600 ${path}`);
   }
+  return parseKeyFileText(await readFile(path, "utf8"), path);
+}
+
+function parseKeyFileText(text: string, path: string): { keys: MasterKey[]; currentId: string } {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(await readFile(path, "utf8"));
+    parsed = JSON.parse(text);
   } catch {
     // JSON.parse quotes the text around a syntax error, which here could be key material: say no more.
     throw new Error(`key file ${path} is not valid JSON`);
