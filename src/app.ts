@@ -58,7 +58,7 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
     access: new AccessAdmin(authRepository, new DirectoryRepository(database.db)),
     departments: new DepartmentRepository(database.db),
     usage: new UsageRepository(database),
-    environments: new EnvironmentConfigs(new EnvironmentConfigRepository(database.db), keys),
+    environments: new EnvironmentConfigs(new EnvironmentConfigRepository(database.db), keys, logger),
     rateLimits,
   });
   const pipeline = new CallPipeline(new Authenticator(authRepository), rateLimits, database.faultOf);

@@ -12,7 +12,7 @@ import { AccessAdmin } from "../operations/access-admin.js";
 import { importDirectory } from "../operations/import-directory.js";
 import { importUsage } from "../operations/import-usage.js";
 import { rotateMasterKey } from "../operations/rotate-master-key.js";
-import { loadLocalKeyProvider, type LocalKeyProvider } from "../keys/local-key-provider.js";
+import { decodeKey, loadLocalKeyProvider, type LocalKeyProvider } from "../keys/local-key-provider.js";
 import { keyRingStatus, verifyDataKeys } from "../operations/inspect-master-keys.js";
 import { EnvironmentConfigRepository } from "../storage/environment-config-repository.js";
 import { UsageRepository } from "../storage/usage-repository.js";
@@ -128,18 +128,31 @@ appCommand.command("revoke").argument("<app_id>").description("revoke an app; it
   });
 
 const keysCommand = program.command("keys").description("the master keys that wrap the secrets' data keys (every command is safe while servers run)");
-const withKeys = <T>(url: string | undefined, work: (repository: EnvironmentConfigRepository, keys: LocalKeyProvider) => Promise<T>) =>
+/** `create`: whether a missing key file is created (serve and rotate) or an error (commands that only read). */
+const withKeys = <T>(url: string | undefined, create: boolean, work: (repository: EnvironmentConfigRepository, keys: LocalKeyProvider) => Promise<T>) =>
   withDatabase(url, async (database) =>
-    work(new EnvironmentConfigRepository(database.db), await loadLocalKeyProvider({ databaseUrl: loadConfig({ db: url }).databaseUrl })));
+    work(new EnvironmentConfigRepository(database.db), await loadLocalKeyProvider({ databaseUrl: loadConfig({ db: url }).databaseUrl, create })));
+
+/** The new key of --new-key-file or --new-key, strictly decoded; the error never quotes it. */
+async function newKeyOption(opts: { newKey?: string; newKeyFile?: string }): Promise<Buffer | undefined> {
+  if (opts.newKey !== undefined && opts.newKeyFile !== undefined) throw new AppError(4001, "--new-key and --new-key-file: pass one of them, not both");
+  try {
+    if (opts.newKeyFile !== undefined) return decodeKey(await readFile(opts.newKeyFile, "utf8"), `--new-key-file: ${opts.newKeyFile}`);
+    if (opts.newKey !== undefined) return decodeKey(opts.newKey, "--new-key");
+  } catch (error) {
+    throw new AppError(4001, (error as Error).message);
+  }
+  return undefined;
+}
 
 keysCommand.command("rotate")
-  .description("make a new master key current, re-wrap every data key under it, then remove the retired keys no data key needs from the key file")
-  .option("--new-key <base64>", "the new 32-byte master key, base64 (required when ENTERPRISE_ADMIN_MASTER_KEY is used; else one is generated into the key file)")
+  .description("make a new master key current, re-wrap every data key under it, then move the retired keys this database added and no data key needs out of the key file")
+  .option("--new-key-file <path>", "a file holding the new 32-byte master key, base64 (required when ENTERPRISE_ADMIN_MASTER_KEY is used; else one is generated into the key file)")
+  .option("--new-key <base64>", "the same given on the command line, where other users may see it (process list, shell history): prefer --new-key-file")
   .addOption(dbOption())
   .action(async (opts) => {
-    const newKey = opts.newKey === undefined ? undefined : Buffer.from(opts.newKey, "base64");
-    if (newKey !== undefined && newKey.length !== 32) throw new AppError(4001, "--new-key: must be the base64 of exactly 32 bytes");
-    const { summary, source } = await withKeys(opts.db, async (repository, keys) =>
+    const newKey = await newKeyOption(opts);
+    const { summary, source } = await withKeys(opts.db, true, async (repository, keys) =>
       ({ summary: await rotateMasterKey(repository, keys, { newKey }), source: keys.source }));
     console.log(JSON.stringify(summary));
     if (source.kind === "env") {
@@ -151,13 +164,13 @@ keysCommand.command("rotate")
 keysCommand.command("status").description("each master key, current or retired, whether it is held, and how many data keys it wraps")
   .addOption(dbOption())
   .action(async (opts) => {
-    console.log(JSON.stringify(await withKeys(opts.db, keyRingStatus)));
+    console.log(JSON.stringify(await withKeys(opts.db, false, keyRingStatus)));
   });
 
 keysCommand.command("verify").description("unwrap every data key; exit 1 naming each environment config that cannot be read")
   .addOption(dbOption())
   .action(async (opts) => {
-    const report = await withKeys(opts.db, verifyDataKeys);
+    const report = await withKeys(opts.db, false, verifyDataKeys);
     console.log(JSON.stringify(report));
     for (const config of report.unreadable) {
       console.error(`error: environment config "${config.name}" (${config.environment_id}) of enterprise "${config.enterprise_id}" cannot be read: ${config.reason}`);

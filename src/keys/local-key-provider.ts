@@ -1,13 +1,16 @@
 // Master keys held locally: from ENTERPRISE_ADMIN_MASTER_KEY (one key, or several separated by commas),
 // or from a 0600 JSON key file (created on first use beside the SQLite database). Which key wraps new
 // data keys is the database's to say (master_key_ring); this ring only holds key material. A key named
-// there but not in memory is looked for in the key file again, since a rotation elsewhere adds keys.
+// there but not in memory is looked for in the key file again, since a rotation elsewhere adds keys,
+// and a key wraps only while it is in the key file on disk, so nothing is wrapped under a key that a
+// rotation or a hand edit has removed. Every change of the key file happens under its lock file.
 import { createHash, randomBytes } from "node:crypto";
-import { constants } from "node:fs";
+import { constants, readFileSync, statSync } from "node:fs";
 import { link, mkdir, open, readFile, rename, stat, unlink } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { KEY_BYTES } from "../domain/secret-crypto.js";
+import { withFileLock } from "./file-lock.js";
 import { MasterKeyNotHeldError, unwrapWithMasterKey, wrapWithMasterKey, type DataKeyContext, type KeyProvider, type WrappedDataKey } from "./key-provider.js";
 
 export const MASTER_KEY_ENV = "ENTERPRISE_ADMIN_MASTER_KEY";
@@ -21,16 +24,30 @@ interface MasterKey {
   created?: string;
 }
 
-/** The key file on disk. `current` names the key a store with an empty key ring starts with. */
+/**
+ * The key file on disk. `current` names the key a store with an empty key ring starts with: set when
+ * the file is created and never moved, so no rotation can remove a key another database sharing the
+ * file may have started with.
+ */
 interface KeyFile {
   current: string;
   keys: { id: string; key: string; created?: string }[];
 }
 
+/** The key file's path is set but no file is there (commands that only read do not create one). */
+export class KeyFileMissingError extends Error {
+  constructor(readonly path: string) {
+    super(`key file ${path} does not exist; set ${MASTER_KEY_FILE_ENV} (or ${MASTER_KEY_ENV}) as the servers have it`);
+    this.name = "KeyFileMissingError";
+  }
+}
+
 export class LocalKeyProvider implements KeyProvider {
   readonly source: KeySource;
-  #initialKeyId: string;
+  readonly #initialKeyId: string;
   #keys: Map<string, MasterKey>;
+  /** The key file as last read, by its stat stamp: a wrap stats the file and reads it again only when it changed. */
+  #onDisk: { stamp: string; keys: Map<string, Buffer> } | undefined;
 
   constructor(source: KeySource, keys: MasterKey[], initialKeyId: string) {
     if (!keys.some((k) => k.id === initialKeyId)) throw new Error(`master key "${initialKeyId}" is not among the keys held`);
@@ -46,6 +63,10 @@ export class LocalKeyProvider implements KeyProvider {
   async wrap(dataKey: Buffer, context: DataKeyContext, masterKeyId: string): Promise<WrappedDataKey> {
     const master = await this.#get(masterKeyId);
     if (!master) throw new MasterKeyNotHeldError(masterKeyId, `cannot wrap: master key "${masterKeyId}" is current in the database but not held (${describeKeySource(this.source)})`);
+    // Held in memory is not enough: a key gone from the file would be lost when this process ends.
+    if (!this.#isOnDisk(master)) {
+      throw new MasterKeyNotHeldError(masterKeyId, `cannot wrap: master key "${masterKeyId}" is current in the database but no longer in ${describeKeySource(this.source)}`);
+    }
     return wrapWithMasterKey(master.key, masterKeyId, dataKey, context);
   }
 
@@ -66,44 +87,60 @@ export class LocalKeyProvider implements KeyProvider {
     return keyId(this.source.kind === "env" ? "env" : "local", key);
   }
 
-  /**
-   * Rotation, first step (the caller holds the key ring's lock, so no other rotation writes the file
-   * meanwhile): the key file, read afresh, gains `newKey` (or a new random key) as its "current", every
-   * other key kept; written durably before the caller makes it current in the database. From the
-   * variable, `newKey` is required and only held in memory: the operator gives it to the instances.
-   */
-  async addKey(newKey?: Buffer): Promise<string> {
-    if (this.source.kind === "env" && !newKey) {
-      throw new Error(`the master key comes from ${MASTER_KEY_ENV}: pass --new-key with the base64 of a new ${KEY_BYTES}-byte key (see docs/operations.md, Master keys and rotation)`);
-    }
-    const key = newKey ?? randomBytes(KEY_BYTES);
+  /** Whether the key file on disk holds this id now (never, from the variable). */
+  async inKeyFile(id: string): Promise<boolean> {
+    return this.source.kind === "file" && ((await readKeyFile(this.source.path))?.keys.some((k) => k.id === id) ?? false);
+  }
+
+  /** Holds `key` in memory only (it opens what it wrapped; it wraps only once it is in the key file). Returns its id. */
+  hold(key: Buffer): string {
     if (key.length !== KEY_BYTES) throw new Error(`a new master key must be exactly ${KEY_BYTES} bytes, got ${key.length}`);
-    const added: MasterKey = { id: this.keyIdFor(key), key: Buffer.from(key), created: new Date().toISOString() };
-    if (this.source.kind === "file") {
-      const onDisk = (await readKeyFile(this.source.path))?.keys ?? [...this.#keys.values()];
-      const keys = onDisk.some((k) => k.id === added.id) ? onDisk : [...onDisk, added];
-      await writeKeyFile(this.source.path, keys, added.id);
-    }
-    if (!this.#keys.has(added.id)) this.#keys.set(added.id, added);
-    this.#initialKeyId = added.id;
-    return added.id;
+    const id = this.keyIdFor(key);
+    if (!this.#keys.has(id)) this.#keys.set(id, { id, key: Buffer.from(key), created: new Date().toISOString() });
+    return id;
   }
 
   /**
-   * Rotation, last step (under the key ring's lock, with `needed` counted at that moment): every key
-   * of the key file that is not in `needed` leaves it. Returns the ids removed; from the variable,
-   * none (the operator edits it).
+   * Rotation, first step: under the key file's lock, the file read afresh gains `key` (every other key
+   * and its "current" kept), written durably before the caller makes it current in the database. From
+   * the variable, the key is only held in memory: the operator gives it to the instances.
    */
-  async removeKeysExcept(needed: ReadonlySet<string>, current: string): Promise<string[]> {
+  async addKey(key: Buffer): Promise<string> {
+    const id = this.hold(key);
+    const added = this.#keys.get(id)!;
+    if (this.source.kind === "file") {
+      const path = this.source.path;
+      await withFileLock(lockPathOf(path), async () => {
+        const file = await readKeyFile(path);
+        if (!file) throw new KeyFileMissingError(path);
+        if (!file.keys.some((k) => k.id === id)) await writeKeyFile(path, [...file.keys, added], file.currentId);
+      });
+    }
+    return id;
+  }
+
+  /**
+   * Rotation, last step: under the key file's lock, the keys named leave the file read afresh (the
+   * file's "current", which a new store starts with, never does); they go to `<key file>.retired`
+   * (mode 0600), so a backup of the database from before the rotation can still be opened. Returns the
+   * ids removed; from the variable, none (the operator edits it).
+   */
+  async removeKeys(ids: ReadonlySet<string>): Promise<string[]> {
     if (this.source.kind !== "file") return [];
-    const file = await readKeyFile(this.source.path);
-    // Not the file the rotation added the current key to: touch nothing.
-    if (!file?.keys.some((k) => k.id === current)) throw new Error(`key file ${this.source.path} does not hold the current master key "${current}": no key removed`);
-    const kept = file.keys.filter((k) => needed.has(k.id) || k.id === current);
-    const removed = file.keys.filter((k) => !kept.includes(k)).map((k) => k.id);
-    if (removed.length > 0 || file.currentId !== current) await writeKeyFile(this.source.path, kept, current);
-    for (const id of removed) this.#keys.delete(id);
-    return removed;
+    const path = this.source.path;
+    return withFileLock(lockPathOf(path), async () => {
+      const file = await readKeyFile(path);
+      if (!file) return [];
+      const removed = file.keys.filter((k) => ids.has(k.id) && k.id !== file.currentId);
+      if (removed.length === 0) return [];
+      const retiredPath = retiredPathOf(path);
+      const retired = (await readKeyFile(retiredPath))?.keys ?? [];
+      const keepRetired = [...retired.filter((r) => !removed.some((k) => k.id === r.id)), ...removed];
+      // The retired file first: a crash between the two writes leaves a key in both, never in neither.
+      await writeKeyFile(retiredPath, keepRetired, keepRetired[0]!.id);
+      await writeKeyFile(path, file.keys.filter((k) => !removed.includes(k)), file.currentId);
+      return removed.map((k) => k.id);
+    });
   }
 
   async #get(id: string): Promise<MasterKey | undefined> {
@@ -118,13 +155,36 @@ export class LocalKeyProvider implements KeyProvider {
       if (!this.#keys.has(key.id)) this.#keys.set(key.id, key);
     }
   }
+
+  /**
+   * Whether the key file on disk holds this very key (always, from the variable). Synchronous on
+   * purpose: it runs inside the transaction that holds the ring's lock (SQLite: the write lock), which
+   * must not wait on the event loop.
+   */
+  #isOnDisk(master: MasterKey): boolean {
+    if (this.source.kind !== "file") return true;
+    let stamp: string;
+    try {
+      const s = statSync(this.source.path);
+      stamp = `${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}:${s.ctimeMs}`;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
+      throw error;
+    }
+    if (this.#onDisk?.stamp !== stamp) {
+      const file = parseKeyFileText(readFileSync(this.source.path, "utf8"), this.source.path);
+      this.#onDisk = { stamp, keys: new Map((file?.keys ?? []).map((k) => [k.id, k.key])) };
+    }
+    return this.#onDisk.keys.get(master.id)?.equals(master.key) ?? false;
+  }
 }
 
 /**
  * The variable wins (one base64 key, or several separated by commas: the first is the one a new store
- * starts with), then the named key file, then the default key file (created when missing).
+ * starts with), then the named key file, then the default key file (created when missing, unless
+ * `create` is false: then KeyFileMissingError).
  */
-export async function loadLocalKeyProvider(options: { databaseUrl: string; env?: NodeJS.ProcessEnv }): Promise<LocalKeyProvider> {
+export async function loadLocalKeyProvider(options: { databaseUrl: string; env?: NodeJS.ProcessEnv; create?: boolean }): Promise<LocalKeyProvider> {
   const env = options.env ?? process.env;
   // An empty variable counts as unset, as shells and .env files commonly leave them.
   const fromEnv = env[MASTER_KEY_ENV];
@@ -139,7 +199,9 @@ export async function loadLocalKeyProvider(options: { databaseUrl: string; env?:
     return new LocalKeyProvider({ kind: "env" }, keys, keys[0]!.id);
   }
   const path = resolve(env[MASTER_KEY_FILE_ENV] || defaultKeyFilePath(options.databaseUrl));
-  const file = (await readKeyFile(path)) ?? (await createKeyFile(path));
+  const found = await readKeyFile(path);
+  if (!found && options.create === false) throw new KeyFileMissingError(path);
+  const file = found ?? (await createKeyFile(path));
   return new LocalKeyProvider({ kind: "file", path }, file.keys, file.currentId);
 }
 
@@ -150,13 +212,17 @@ export function defaultKeyFilePath(databaseUrl: string): string {
   return join(dirname(resolve(dbPath)), "master.key");
 }
 
+const lockPathOf = (keyFilePath: string) => `${keyFilePath}.lock`;
+/** Where a rotation moves the keys it removes: same format (its "current" means nothing there). */
+export const retiredPathOf = (keyFilePath: string) => `${keyFilePath}.retired`;
+
 // The id names the key without revealing it: 48 bits of a hash of 256 random bits.
 const keyId = (prefix: string, key: Buffer) => `${prefix}-${createHash("sha256").update(key).digest("hex").slice(0, 12)}`;
 
 export const describeKeySource = (source: KeySource) => (source.kind === "env" ? MASTER_KEY_ENV : `key file ${source.path}`);
 
 /** Strict base64 of exactly 32 bytes; the error names where the key came from, never its value. */
-function decodeKey(text: string, where: string): Buffer {
+export function decodeKey(text: string, where: string): Buffer {
   const trimmed = text.trim();
   const expected = `must be the base64 encoding of exactly ${KEY_BYTES} bytes`;
   if (!/^[A-Za-z0-9+/]*={0,2}$/.test(trimmed) || trimmed.length % 4 !== 0) throw new Error(`${where} ${expected} (it is not valid base64)`);
@@ -177,9 +243,13 @@ async function readKeyFile(path: string): Promise<{ keys: MasterKey[]; currentId
     const octal = (mode & 0o777).toString(8).padStart(3, "0");
     throw new Error(`key file ${path} is accessible to group or others (mode ${octal}); restrict it with: chmod 600 ${path}`);
   }
+  return parseKeyFileText(await readFile(path, "utf8"), path);
+}
+
+function parseKeyFileText(text: string, path: string): { keys: MasterKey[]; currentId: string } {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(await readFile(path, "utf8"));
+    parsed = JSON.parse(text);
   } catch {
     // JSON.parse quotes the text around a syntax error, which here could be key material: say no more.
     throw new Error(`key file ${path} is not valid JSON`);

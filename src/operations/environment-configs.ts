@@ -33,8 +33,13 @@ const nameTaken = (name: string) => new AppError(ErrorCode.NAME_TAKEN, `name: ${
 const MASTER_KEY_RETRY_AFTER_SECONDS = 10;
 const staleEtag = () => new AppError(ErrorCode.ETAG_MISMATCH, "etag: the environment config changed since it was read; get it again and retry");
 
+/** Where a refusal for want of a master key is logged, with the key's id (the caller is not told it). */
+export interface KeyWarnings {
+  warn(fields: object, message: string): void;
+}
+
 export class EnvironmentConfigs {
-  constructor(private readonly repository: EnvironmentConfigRepository, private readonly keys: KeyProvider) {}
+  constructor(private readonly repository: EnvironmentConfigRepository, private readonly keys: KeyProvider, private readonly log?: KeyWarnings) {}
 
   async create(enterpriseId: string, changes: EnvironmentChanges): Promise<EnvironmentView> {
     const draft: EnvironmentDraft = {
@@ -54,7 +59,7 @@ export class EnvironmentConfigs {
       // Wrapped under the key the ring names now, and stored before a rotation can retire that key.
       const masterKeyId = await tx.lockCurrentMasterKey(this.keys.initialKeyId, "share");
       if (await tx.nameTaken(enterpriseId, draft.name)) throw nameTaken(draft.name);
-      const wrapped = await heldKey(() => this.keys.wrap(dataKey, { enterpriseId, environmentId: id }, masterKeyId));
+      const wrapped = await this.heldKey(() => this.keys.wrap(dataKey, { enterpriseId, environmentId: id }, masterKeyId));
       await tx.insert(row, { master_key_id: wrapped.masterKeyId, wrapped_key: wrapped.wrapped });
       await tx.putSecrets(id, seal(dataKey, enterpriseId, id, draft.secrets));
       return { row, secretKeys: Object.keys(draft.secrets).sort() };
@@ -111,7 +116,7 @@ export class EnvironmentConfigs {
       if (!(await tx.update(row, stored.revision))) throw staleEtag();
       const newSecrets = changes.secrets ?? {};
       if (Object.keys(newSecrets).length > 0) {
-        const dataKey = await heldKey(() => this.dataKey(tx, enterpriseId, id));
+        const dataKey = await this.heldKey(() => this.dataKey(tx, enterpriseId, id));
         await tx.putSecrets(id, seal(dataKey, enterpriseId, id, newSecrets));
       }
       await tx.deleteSecrets(id, removals);
@@ -146,25 +151,40 @@ export class EnvironmentConfigs {
     return Object.fromEntries(sealed.map((s) => [s.key, openSecret(dataKey, { enterpriseId, environmentId: id, key: s.key }, s.sealed_value)]));
   }
 
+  /**
+   * The environment's data key, unwrapped. A rotation may re-wrap it and remove its old master key
+   * between the read and the unwrap (a server that never held that key then cannot get it): the row
+   * is read once more, and what it names now is used.
+   */
   private async dataKey(repository: EnvironmentConfigRepository, enterpriseId: string, id: string): Promise<Buffer> {
-    const stored = await repository.dataKey(id);
-    if (!stored) throw new Error(`environment ${id} has no data key`);
-    return this.keys.unwrap({ masterKeyId: stored.master_key_id, wrapped: stored.wrapped_key }, { enterpriseId, environmentId: id });
-  }
-}
-
-/**
- * A master key this server does not hold (the instances were not all given the new key, or it was
- * removed from the key file by hand) is a state of the server, not the caller's fault: 503, retry.
- */
-async function heldKey<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (error) {
-    if (error instanceof MasterKeyNotHeldError) {
-      throw new AppError(ErrorCode.UNAVAILABLE, `secrets: master key "${error.masterKeyId}" is not available to this server; retry later`, { "Retry-After": String(MASTER_KEY_RETRY_AFTER_SECONDS) });
+    const unwrapStored = async () => {
+      const stored = await repository.dataKey(id);
+      if (!stored) throw new Error(`environment ${id} has no data key`);
+      return this.keys.unwrap({ masterKeyId: stored.master_key_id, wrapped: stored.wrapped_key }, { enterpriseId, environmentId: id });
+    };
+    try {
+      return await unwrapStored();
+    } catch (error) {
+      if (!(error instanceof MasterKeyNotHeldError)) throw error;
+      return unwrapStored();
     }
-    throw error;
+  }
+
+  /**
+   * A master key this server does not hold (the instances were not all given the new key, or it was
+   * removed from the key file by hand) is a state of the server, not the caller's fault: 503, retry.
+   * The key's id goes to the log, not to the caller.
+   */
+  private async heldKey<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      if (error instanceof MasterKeyNotHeldError) {
+        this.log?.warn({ master_key_id: error.masterKeyId, reason: error.message }, "secrets refused: master key not available to this server");
+        throw new AppError(ErrorCode.UNAVAILABLE, "secrets: the master key they need is not available to this server; retry later", { "Retry-After": String(MASTER_KEY_RETRY_AFTER_SECONDS) });
+      }
+      throw error;
+    }
   }
 }
 

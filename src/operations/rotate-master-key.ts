@@ -1,13 +1,20 @@
 // Master key rotation, safe while any number of servers run: every environment's data key is
 // re-wrapped under a new master key. The steps, each committed before the next:
-//   1. under the key ring's lock, the key file gains the new key (old keys kept), then the database
-//      makes it current: from then on every server wraps new data keys under it (or refuses, 503);
-//   2. data keys not under the current key are re-wrapped, in batches, each under the ring's lock;
-//   3. under the ring's lock, the keys no stored data key refers to (counted then) leave the key file.
-// A crash between any two steps loses nothing: the key file only ever loses keys no data key needs,
-// and re-running the rotation (with the same --new-key, or none) finishes the work. Secrets themselves are not re-encrypted: they are
-// sealed with the data keys, which do not change.
-import type { LocalKeyProvider } from "../keys/local-key-provider.js";
+//   1. the database records the new key as added by its rotation; the key file gains it (under the
+//      key file's lock, read afresh, every key kept); under the key ring's lock the database makes it
+//      current: from then on every server wraps new data keys under it (or refuses, 503);
+//   2. data keys not under the current key are re-wrapped, in batches, each under the ring's lock
+//      (a wrap checks that the key is in the key file on disk, not only in memory);
+//   3. under the ring's lock, the keys this database's rotations added that are not current and that
+//      no stored data key refers to (counted then) are marked removed, committed durably; then they
+//      leave the key file for `<key file>.retired`. A key this database did not add (the key file's
+//      starting key, another database's key) is never removed.
+// A crash between any two steps loses nothing, and re-running the rotation (with the same --new-key,
+// or none) finishes the work. Secrets themselves are not re-encrypted: they are sealed with the data
+// keys, which do not change.
+import { randomBytes } from "node:crypto";
+import { KEY_BYTES } from "../domain/secret-crypto.js";
+import { MASTER_KEY_ENV, type LocalKeyProvider } from "../keys/local-key-provider.js";
 import type { EnvironmentConfigRepository } from "../storage/environment-config-repository.js";
 
 export interface RotationSummary {
@@ -31,19 +38,40 @@ export interface RotationOptions {
 const DEFAULT_BATCH_SIZE = 500;
 
 export async function rotateMasterKey(repository: EnvironmentConfigRepository, keys: LocalKeyProvider, options: RotationOptions = {}): Promise<RotationSummary> {
-  const { newKey, batchSize = DEFAULT_BATCH_SIZE, afterStep = () => {} } = options;
+  const { batchSize = DEFAULT_BATCH_SIZE, afterStep = () => {} } = options;
+  if (keys.source.kind === "env" && !options.newKey) {
+    throw new Error(`the master key comes from ${MASTER_KEY_ENV}: pass --new-key-file (or --new-key) with the base64 of a new ${KEY_BYTES}-byte key (see docs/operations.md, Master keys and rotation)`);
+  }
+  const newKey = options.newKey ?? randomBytes(KEY_BYTES);
+  // Held before the check below: resuming a rotation cut short, some data keys are under it already.
+  const newId = keys.hold(newKey);
   // Unwrap everything first: a data key that cannot be opened stops the rotation before any change.
   for (const row of await repository.allDataKeys()) {
     await keys.unwrap({ masterKeyId: row.master_key_id, wrapped: row.wrapped_key }, { enterpriseId: row.enterprise_id, environmentId: row.environment_id });
   }
 
-  const masterKeyId = await repository.transaction(async (tx) => {
+  // Recorded (committed) before the key file changes, so a key this rotation adds is always one the
+  // database knows it may remove later. A --new-key that is current already (a rotation to it was cut
+  // short) is only held again: this one resumes it.
+  await repository.transaction(async (tx) => {
     const current = await tx.lockCurrentMasterKey(keys.initialKeyId, "update");
-    // A --new-key that is current already (a rotation to it was cut short) is only held again: this one resumes it.
-    const added = await keys.addKey(newKey);
-    await afterStep("key-added");
-    if (added !== current) await tx.setCurrentMasterKey(added);
-    return added;
+    if (newId === current) return;
+    const recorded = await tx.addedMasterKey(newId);
+    refuseRetired(newId, recorded);
+    if (!recorded && (await keys.inKeyFile(newId))) {
+      throw new Error(`the new master key "${newId}" is in the key file already but was not added by a rotation of this database (another database sharing the key file uses it): pass a new key`);
+    }
+    await tx.recordAddedMasterKey(newId, Date.now());
+  });
+  // Also when resuming: a current key missing from the key file goes back into it.
+  await keys.addKey(newKey);
+  await afterStep("key-added");
+  await repository.transaction(async (tx) => {
+    const current = await tx.lockCurrentMasterKey(keys.initialKeyId, "update");
+    if (current === newId) return;
+    // A concurrent rotation may have retired or removed it meanwhile.
+    refuseRetired(newId, await tx.addedMasterKey(newId));
+    await tx.setCurrentMasterKey(newId, Date.now());
   });
   await afterStep("key-made-current");
 
@@ -67,10 +95,21 @@ export async function rotateMasterKey(repository: EnvironmentConfigRepository, k
   }
   await afterStep("all-rewrapped");
 
-  const removed = await repository.transaction(async (tx) => {
+  // From the variable nothing is removed: the operator edits it (keys status shows what is unneeded).
+  if (keys.source.kind !== "file") return { master_key_id: newId, rewrapped_data_keys: rewrapped, removed_master_key_ids: [] };
+  const removable = await repository.durableTransaction(async (tx) => {
     const current = await tx.lockCurrentMasterKey(keys.initialKeyId, "update");
-    const needed = new Set((await tx.dataKeyCounts()).keys());
-    return keys.removeKeysExcept(needed, current);
+    const needed = await tx.dataKeyCounts();
+    const ids = (await tx.addedMasterKeysExcept(current)).filter((id) => !needed.has(id));
+    await tx.markMasterKeysRemoved(ids, Date.now());
+    return ids;
   });
-  return { master_key_id: masterKeyId, rewrapped_data_keys: rewrapped, removed_master_key_ids: removed };
+  const removed = await keys.removeKeys(new Set(removable));
+  return { master_key_id: newId, rewrapped_data_keys: rewrapped, removed_master_key_ids: removed };
+}
+
+function refuseRetired(id: string, recorded: { retired_at_ms: number | null; removed_at_ms: number | null } | undefined): void {
+  if (recorded && (recorded.retired_at_ms !== null || recorded.removed_at_ms !== null)) {
+    throw new Error(`the new master key "${id}" was retired by an earlier rotation of this database and is not made current again: pass a new key`);
+  }
 }

@@ -1,8 +1,8 @@
 // Environment configurations of one enterprise, their sealed secrets and wrapped data keys, and the
 // master key ring's state (which master key wraps new data keys). Rows hold only ciphertexts; sealing
 // and opening happen above (operations/environment-configs.ts).
-import { PostgresAdapter, type Kysely, type Selectable } from "kysely";
-import type { EnvironmentConfigTable, Schema } from "./schema.js";
+import { PostgresAdapter, sql, type Kysely, type Selectable } from "kysely";
+import type { EnvironmentConfigTable, MasterKeyTable, Schema } from "./schema.js";
 
 export type EnvironmentConfigRow = Selectable<EnvironmentConfigTable>;
 
@@ -19,12 +19,41 @@ export interface WrappedKeyRow {
   wrapped_key: Buffer;
 }
 
+/** SQLite's `pragma synchronous` values by number, to set one back as it was. */
+const SQLITE_SYNCHRONOUS_LEVELS = ["off", "normal", "full", "extra"] as const;
+
 export class EnvironmentConfigRepository {
   constructor(readonly db: Kysely<Schema>) {}
 
   /** Runs `work` in one transaction with a repository bound to it. */
   async transaction<T>(work: (tx: EnvironmentConfigRepository) => Promise<T>): Promise<T> {
     return this.db.transaction().execute((trx) => work(new EnvironmentConfigRepository(trx)));
+  }
+
+  /**
+   * A transaction whose commit is on disk, with every commit before it, when this returns, whatever
+   * the store's settings: what must hold before a key file loses a key. PostgreSQL: a synchronous
+   * commit (the WAL is flushed in order, so earlier commits made with synchronous_commit=off are
+   * flushed with it). SQLite (WAL with synchronous=NORMAL does not sync commits one by one): the
+   * connection commits with synchronous=FULL, which syncs the log, and with it every earlier commit.
+   * Only a transaction that writes syncs anything. (A FULL checkpoint would do it too, but it holds
+   * the write lock while it waits for readers, and servers' writes then time out.)
+   */
+  async durableTransaction<T>(work: (tx: EnvironmentConfigRepository) => Promise<T>): Promise<T> {
+    if (this.#isPostgres()) {
+      return this.db.transaction().execute(async (trx) => {
+        await sql`set local synchronous_commit = on`.execute(trx);
+        return work(new EnvironmentConfigRepository(trx));
+      });
+    }
+    const { rows } = await sql<{ synchronous: number }>`pragma synchronous`.execute(this.db);
+    const previous = SQLITE_SYNCHRONOUS_LEVELS[rows[0]?.synchronous ?? 1] ?? "normal";
+    await sql`pragma synchronous = full`.execute(this.db);
+    try {
+      return await this.transaction(work);
+    } finally {
+      await sql.raw(`pragma synchronous = ${previous}`).execute(this.db);
+    }
   }
 
   async find(enterpriseId: string, id: string): Promise<EnvironmentConfigRow | undefined> {
@@ -147,7 +176,7 @@ export class EnvironmentConfigRepository {
     await this.db.insertInto("master_key_ring").values({ id: 1, current_master_key_id: initialKeyId })
       .onConflict((oc) => oc.column("id").doNothing()).execute();
     let query = this.db.selectFrom("master_key_ring").select("current_master_key_id").where("id", "=", 1);
-    if (this.db.getExecutor().adapter instanceof PostgresAdapter) query = mode === "share" ? query.forShare() : query.forUpdate();
+    if (this.#isPostgres()) query = mode === "share" ? query.forShare() : query.forUpdate();
     return (await query.executeTakeFirstOrThrow()).current_master_key_id;
   }
 
@@ -156,9 +185,38 @@ export class EnvironmentConfigRepository {
     return (await this.db.selectFrom("master_key_ring").select("current_master_key_id").where("id", "=", 1).executeTakeFirst())?.current_master_key_id;
   }
 
-  /** Only after lockCurrentMasterKey(…, "update") in the same transaction. */
-  async setCurrentMasterKey(masterKeyId: string): Promise<void> {
+  /** Only after lockCurrentMasterKey(…, "update") in the same transaction; every other recorded key is retired. */
+  async setCurrentMasterKey(masterKeyId: string, nowMs: number): Promise<void> {
     await this.db.updateTable("master_key_ring").set({ current_master_key_id: masterKeyId }).where("id", "=", 1).execute();
+    await this.db.updateTable("master_key").set({ retired_at_ms: nowMs })
+      .where("id", "!=", masterKeyId).where("retired_at_ms", "is", null).execute();
+  }
+
+  /** What this database recorded of a master key its rotation added; undefined when it added none of that id. */
+  async addedMasterKey(masterKeyId: string): Promise<Selectable<MasterKeyTable> | undefined> {
+    return this.db.selectFrom("master_key").selectAll().where("id", "=", masterKeyId).executeTakeFirst();
+  }
+
+  /** Records that a rotation of this database adds this key to the key source (before it does). */
+  async recordAddedMasterKey(masterKeyId: string, nowMs: number): Promise<void> {
+    await this.db.insertInto("master_key").values({ id: masterKeyId, added_at_ms: nowMs, retired_at_ms: null, removed_at_ms: null })
+      .onConflict((oc) => oc.column("id").doNothing()).execute();
+  }
+
+  /** The keys this database's rotations added that are not `current`: the only ones a rotation may remove. */
+  async addedMasterKeysExcept(current: string): Promise<string[]> {
+    const rows = await this.db.selectFrom("master_key").select("id").where("id", "!=", current).orderBy("id").execute();
+    return rows.map((r) => r.id);
+  }
+
+  /** Marks keys as removed from the key file: none of them is made current again. */
+  async markMasterKeysRemoved(masterKeyIds: readonly string[], nowMs: number): Promise<void> {
+    if (masterKeyIds.length === 0) return;
+    await this.db.updateTable("master_key").set({ removed_at_ms: nowMs }).where("id", "in", masterKeyIds).execute();
+  }
+
+  #isPostgres(): boolean {
+    return this.db.getExecutor().adapter instanceof PostgresAdapter;
   }
 
   async replaceDataKey(environmentId: string, masterKeyId: string, wrapped: Buffer): Promise<void> {

@@ -148,6 +148,17 @@ export interface UsageIngestionCountTable {
   ingestions: number;
 }
 
+/**
+ * A master key a rotation of this database added to the key source (made current, or about to be).
+ * Retired when another key is made current; removed from the key file once no data key needs it.
+ */
+export interface MasterKeyTable {
+  id: string;
+  added_at_ms: number;
+  retired_at_ms: number | null;
+  removed_at_ms: number | null;
+}
+
 export interface Schema {
   enterprise: EnterpriseTable;
   department: DepartmentTable;
@@ -163,5 +174,6 @@ export interface Schema {
   environment_data_key: EnvironmentDataKeyTable;
   environment_secret: EnvironmentSecretTable;
   master_key_ring: MasterKeyRingTable;
+  master_key: MasterKeyTable;
 }
 

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -170,12 +170,26 @@ describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
     await database.db.updateTable("environment_data_key").set({ master_key_id: first }).where("environment_id", "=", b).execute();
 
     const rotated = await expectOk("rotate");
-    expect(rotated).toStrictEqual({ master_key_id: expect.stringMatching(/^local-[0-9a-f]{12}$/), rewrapped_data_keys: 2, removed_master_key_ids: [first] });
-    expect((await expectOk("status")).keys).toStrictEqual([{ id: rotated.master_key_id, state: "current", held: true, data_keys: 2 }]);
+    // the key file's starting key is never removed (a database sharing the file may have started with it)
+    expect(rotated).toStrictEqual({ master_key_id: expect.stringMatching(/^local-[0-9a-f]{12}$/), rewrapped_data_keys: 2, removed_master_key_ids: [] });
+    expect((await expectOk("status")).keys).toStrictEqual([
+      { id: rotated.master_key_id, state: "current", held: true, data_keys: 2 },
+      { id: first, state: "retired", held: true, data_keys: 0 },
+    ]);
 
-    // the current key removed from the key file by hand: both configs named, and the current key reported missing
+    // the key file moved away: status and verify say so, exit 1, and create no key file in its place
     const saved = readFileSync(keyFile, "utf8");
     rmSync(keyFile);
+    for (const command of ["status", "verify"]) {
+      const missing = await keysCli(command);
+      expect({ code: missing.code, stdout: missing.stdout }).toStrictEqual({ code: 1, stdout: "" });
+      expect(missing.stderr).toBe(`error: key file ${keyFile} does not exist; set ENTERPRISE_ADMIN_MASTER_KEY_FILE (or ENTERPRISE_ADMIN_MASTER_KEY) as the servers have it\n`);
+      expect(existsSync(keyFile)).toBe(false);
+    }
+
+    // the current key removed from the key file by hand: both configs named, and the current key reported missing
+    const withoutCurrent = JSON.parse(saved) as { current: string; keys: { id: string }[] };
+    writeFileSync(keyFile, JSON.stringify({ current: first, keys: withoutCurrent.keys.filter((k) => k.id !== rotated.master_key_id) }), { mode: 0o600 });
     const lost = await keysCli("verify");
     expect(lost.code).toBe(1);
     expect(JSON.parse(lost.stdout)).toMatchObject({ ok: false, current_master_key_id: rotated.master_key_id, current_master_key_held: false, unwrapped: 0 });

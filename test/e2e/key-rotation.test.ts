@@ -2,10 +2,12 @@
 // same database and key file. Whatever the servers write before, between and after rotations, every
 // data key still unwraps (`keys verify`), a later rotation succeeds, and the secrets open.
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { execFile, execFileSync } from "node:child_process";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { Writable } from "node:stream";
+import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadServeConfig } from "../../src/config.js";
 import { createLogger } from "../../src/interceptors/logging.js";
@@ -17,7 +19,22 @@ import { EnvironmentConfigRepository } from "../../src/storage/environment-confi
 import { cli as runCli } from "../helpers/cli.js";
 import { dialects, type DialectName } from "../helpers/databases.js";
 import { startTestService } from "../helpers/service.js";
+import { importDirectory } from "../../src/operations/import-directory.js";
+import { migrateToLatest, openDatabase } from "../../src/storage/database.js";
+import { createTestDatabase } from "../helpers/databases.js";
+import { acme } from "../helpers/fixtures.js";
 
+const run = promisify(execFile);
+const hasStrace = () => {
+  try {
+    execFileSync("strace", ["-V"], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+};
+/** The real CLI's entry, for the strace test (other tests run it through test/helpers/cli.ts). */
+const bin = new URL("../../bin/enterprise-admin.mjs", import.meta.url).pathname;
 // Each test spawns the CLI several times (a few seconds each on a busy machine).
 const CLI_TEST_TIMEOUT_MS = 120_000;
 
@@ -197,7 +214,12 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
     const finished = await t.expectCli("keys", "rotate");
     expect(finished.rewrapped_data_keys).toBe(t.expected.size);
     const status = await t.expectCli("keys", "status");
-    expect(status.keys).toStrictEqual([{ id: finished.master_key_id, state: "current", held: true, data_keys: t.expected.size }]);
+    // every key the crashed rotations added is gone; the key file's starting key stays (retired, unneeded)
+    const startingKey = JSON.parse(await readFile(t.keyFile, "utf8")).current;
+    expect(status.keys).toStrictEqual([
+      { id: finished.master_key_id, state: "current", held: true, data_keys: t.expected.size },
+      { id: startingKey, state: "retired", held: true, data_keys: 0 },
+    ]);
     await t.expectVerified();
     await t.expectSecretsOpen();
   }, CLI_TEST_TIMEOUT_MS);
@@ -221,7 +243,9 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
     ] as const) {
       const reply = await t.call(oldOnly, method, path, body);
       expect({ status: reply.status, code: reply.json.code, retryAfter: reply.retryAfter }).toStrictEqual({ status: 503, code: 5030, retryAfter: "10" });
-      expect(reply.json.message).toBe(`secrets: master key "${summary.master_key_id}" is not available to this server; retry later`);
+      // the caller is not told the key's id; the server's log line names it
+      expect(reply.json.message).toBe("secrets: the master key they need is not available to this server; retry later");
+      expect(t.svc.logs.some((line) => line.includes("master key not available") && line.includes(summary.master_key_id))).toBe(true);
     }
     await t.create(both, "after");
     await t.addSecret(both, before);
@@ -238,5 +262,93 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
     const status = JSON.parse((await t.cliWith(`${newKey},${oldKey}`, "keys", "status")).stdout);
     expect(status.keys.map((k: { state: string; data_keys: number }) => [k.state, k.data_keys])).toStrictEqual([["current", 2], ["retired", 0]]);
     await t.expectSecretsOpen(newKey);
+  }, CLI_TEST_TIMEOUT_MS);
+
+  it("two databases sharing one key file (as the defaults allow): rotations of each, side by side, never remove a key the other needs", async () => {
+    const t = await setup();
+    const other = await createTestDatabase(dialect);
+    cleanups.push(() => other.drop());
+    const otherDb = openDatabase(other.url);
+    cleanups.push(() => otherDb.close());
+    await migrateToLatest(otherDb);
+    await importDirectory(otherDb, acme);
+    const otherKeys = await loadLocalKeyProvider({ databaseUrl: other.url, env: { ENTERPRISE_ADMIN_MASTER_KEY_FILE: t.keyFile } });
+    const otherConfigs = new EnvironmentConfigs(new EnvironmentConfigRepository(otherDb.db), otherKeys);
+    const otherSecrets = { API_KEY: `sk-${randomBytes(8).toString("hex")}` };
+    const otherId = (await otherConfigs.create("acme", { name: "other", secrets: otherSecrets })).row.id;
+    const otherCli = (...args: string[]) =>
+      runCli([...args, "--db", other.url], { ENTERPRISE_ADMIN_MASTER_KEY: "", ENTERPRISE_ADMIN_MASTER_KEY_FILE: t.keyFile });
+
+    await t.create(t.svc.baseUrl, "mine");
+    for (let round = 0; round < 2; round++) {
+      // Both rotations at once: each adds its key to the one file, under its lock.
+      const [mine, theirs] = await Promise.all([t.cli("keys", "rotate"), otherCli("keys", "rotate")]);
+      expect({ code: mine.code, stderr: mine.stderr }).toStrictEqual({ code: 0, stderr: "" });
+      expect({ code: theirs.code, stderr: theirs.stderr }).toStrictEqual({ code: 0, stderr: "" });
+      await t.create(t.svc.baseUrl, `mine-${round}`);
+      await otherConfigs.update("acme", otherId, { secrets: { [`K${round}`]: "v" } });
+      Object.assign(otherSecrets, { [`K${round}`]: "v" });
+    }
+    await t.expectVerified();
+    expect(JSON.parse((await otherCli("keys", "verify")).stdout)).toMatchObject({ ok: true, data_keys: 1, unwrapped: 1 });
+    await t.expectSecretsOpen();
+    const fresh = new EnvironmentConfigs(new EnvironmentConfigRepository(otherDb.db), await loadLocalKeyProvider({ databaseUrl: other.url, env: { ENTERPRISE_ADMIN_MASTER_KEY_FILE: t.keyFile } }));
+    expect(await fresh.revealSecrets("acme", otherId)).toStrictEqual(otherSecrets);
+  }, CLI_TEST_TIMEOUT_MS);
+
+  it("keys from ENTERPRISE_ADMIN_MASTER_KEY: a rotation cut short after a batch resumes in a fresh CLI with the old key and --new-key-file NEW; --new-key must be strict base64", async () => {
+    const [oldKey, newKey] = [randomBytes(32).toString("base64"), randomBytes(32).toString("base64")];
+    const t = await setup(oldKey);
+    for (let i = 0; i < 3; i++) await t.create(t.svc.baseUrl, `config-${i}`);
+    const crash = new Error("crash after a batch");
+    const keys = await loadLocalKeyProvider({ databaseUrl: t.svc.databaseUrl, env: { ENTERPRISE_ADMIN_MASTER_KEY: oldKey } });
+    await expect(rotateMasterKey(new EnvironmentConfigRepository(t.svc.database.db), keys, {
+      newKey: Buffer.from(newKey, "base64"), batchSize: 1, afterStep: (step) => { if (step === "batch-rewrapped") throw crash; },
+    })).rejects.toBe(crash);
+
+    const resumed = await t.cliWith(oldKey, "keys", "rotate", "--new-key", newKey);
+    expect({ code: resumed.code, stderr: resumed.stderr }).toMatchObject({ code: 0, stderr: expect.stringContaining("every instance needs the new key") });
+    expect(JSON.parse(resumed.stdout)).toMatchObject({ rewrapped_data_keys: 2, removed_master_key_ids: [] });
+    const verified = await t.cliWith(newKey, "keys", "verify");
+    expect({ code: verified.code, stderr: verified.stderr }).toStrictEqual({ code: 0, stderr: "" });
+    expect(JSON.parse(verified.stdout)).toMatchObject({ ok: true, data_keys: 3, unwrapped: 3 });
+
+    // Buffer.from(…, "base64") would take these; the strict decoder refuses them without quoting them.
+    for (const bad of [`${newKey.slice(0, -2)}!!`, `${newKey} trailing`]) {
+      const refused = await t.cliWith(oldKey, "keys", "rotate", "--new-key", bad);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toBe("error: --new-key must be the base64 encoding of exactly 32 bytes (it is not valid base64)\n");
+    }
+    // The file form, which keeps the key out of the process list and shell history.
+    const thirdKey = randomBytes(32).toString("base64");
+    const keyDir = await mkdtemp(join(tmpdir(), "key-rotation-new-"));
+    cleanups.push(() => rm(keyDir, { recursive: true, force: true }));
+    const newKeyFile = join(keyDir, "new.key");
+    await writeFile(newKeyFile, `${thirdKey}\n`, { mode: 0o600 });
+    expect((await t.cliWith(`${newKey},${oldKey}`, "keys", "rotate", "--new-key-file", newKeyFile)).code).toBe(0);
+    expect(JSON.parse((await t.cliWith(thirdKey, "keys", "verify")).stdout)).toMatchObject({ ok: true, data_keys: 3, unwrapped: 3 });
+    await t.expectSecretsOpen(thirdKey);
+  }, CLI_TEST_TIMEOUT_MS);
+
+  it.skipIf(dialect !== "sqlite" || !hasStrace())("SQLite: the database's commits are synced to disk before the key file loses a key (strace of the real CLI)", async () => {
+    const t = await setup();
+    for (let i = 0; i < 3; i++) await t.create(t.svc.baseUrl, `config-${i}`);
+    await t.expectCli("keys", "rotate");
+    const trace = join(dirname(t.keyFile), "strace.txt");
+    const env = { ...process.env, DATABASE_URL: "", ENTERPRISE_ADMIN_MASTER_KEY: "", ENTERPRISE_ADMIN_MASTER_KEY_FILE: t.keyFile };
+    const { stdout } = await run("strace", ["-f", "-y", "-qq", "-o", trace, "-e", "trace=fsync,fdatasync,rename,renameat,renameat2,write,pwrite64,pwritev", process.execPath, bin, "keys", "rotate", "--db", t.svc.databaseUrl], { env });
+    expect(JSON.parse(stdout).removed_master_key_ids).toHaveLength(1);
+    const lines = (await readFile(trace, "utf8")).split("\n");
+    const ontoKeyFile = lines.flatMap((line, i) => (/rename.*, "[^"]*\/master\.key"/.test(line) ? [i] : []));
+    expect(ontoKeyFile.length).toBeGreaterThanOrEqual(1);
+    const removal = ontoKeyFile[ontoKeyFile.length - 1]!;
+    // Whatever was last written to the log before the removal (the re-wraps, the removal's own
+    // commit) is synced before the removal's rename (SQLite syncs a restarted log's header anyway,
+    // so only a sync after the last write counts).
+    const onWal = (pattern: RegExp) => lines.flatMap((line, i) => (i < removal && pattern.test(line) ? [i] : []));
+    const lastWalWrite = Math.max(...onWal(/^\d+ +p?writev?(64)?\(\d+<[^>]*\.sqlite-wal>/));
+    expect(lastWalWrite).toBeGreaterThan(0);
+    expect(onWal(/^\d+ +f(data)?sync\(\d+<[^>]*\.sqlite-wal>/).filter((i) => i > lastWalWrite)).not.toHaveLength(0);
+    await t.expectVerified();
   }, CLI_TEST_TIMEOUT_MS);
 });

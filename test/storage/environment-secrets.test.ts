@@ -302,7 +302,7 @@ describe.each(dialects)("environment secrets at rest (%s)", (dialect: DialectNam
 
   // -------------------------------------------------------------------------------------------
   describe("master key rotation (rotateMasterKey: enterprise-admin keys rotate)", () => {
-    it("re-wraps every data key; every secret reveals with a provider loaded fresh from the key file; the old key is gone and unwraps nothing", async () => {
+    it("re-wraps every data key; every secret reveals with a provider loaded fresh from the key file; a key the rotation added is gone once retired, and unwraps nothing", async () => {
       const env = await setup();
       const expected = new Map<string, { enterpriseId: string; secrets: Record<string, string> }>();
       for (const [enterpriseId, name] of [["acme", "one"], ["acme", "two"], ["globex", "one"], ["globex", "empty"]] as const) {
@@ -317,20 +317,30 @@ describe.each(dialects)("environment secrets at rest (%s)", (dialect: DialectNam
       const dataKeysBefore = await env.repository.allDataKeys();
       const sealedBefore = await env.database.db.selectFrom("environment_secret").selectAll().orderBy("environment_id").orderBy("key").execute();
 
+      // The first rotation keeps the key file's starting key (a database sharing the file may use it);
+      // the second removes the key the first added, to the retired file.
+      const first = await rotateMasterKey(env.repository, env.keys);
+      expect(first).toMatchObject({ rewrapped_data_keys: 4, removed_master_key_ids: [] });
+      expect(first.master_key_id).not.toBe(oldId);
+      const firstKey = (await env.readKeyFile()).keys.find((k) => k.id === first.master_key_id)!.key;
+      const dataKeysBetween = await env.repository.allDataKeys();
       const summary = await rotateMasterKey(env.repository, env.keys);
       expect(summary.rewrapped_data_keys).toBe(4);
-      expect(summary.master_key_id).not.toBe(oldId);
       expect(await env.repository.currentMasterKey()).toBe(summary.master_key_id);
-      expect(summary.removed_master_key_ids).toStrictEqual([oldId]);
+      expect(summary.removed_master_key_ids).toStrictEqual([first.master_key_id]);
 
-      // the key file: only the new key, still 0600, the old key's bytes nowhere in it
+      // the key file: the starting key (still its "current") and the new key, still 0600, the removed key's bytes nowhere in it
       const after = await env.readKeyFile();
-      expect(after.current).toBe(summary.master_key_id);
-      expect(after.keys.map((k) => k.id)).toStrictEqual([summary.master_key_id]);
+      expect(after.current).toBe(oldId);
+      expect(after.keys.map((k) => k.id)).toStrictEqual([oldId, summary.master_key_id]);
       const fileText = await readFile(env.keyFile, "utf8");
-      expect(fileText).not.toContain(before.keys[0]!.key);
-      expect(fileText).not.toContain(oldId);
+      expect(fileText).not.toContain(firstKey);
+      expect(fileText).not.toContain(first.master_key_id);
       if (process.platform !== "win32") expect((await stat(env.keyFile)).mode & 0o777).toBe(0o600);
+      // the removed key is in the retired file (0600), for backups from before the rotation
+      const retiredText = await readFile(`${env.keyFile}.retired`, "utf8");
+      expect(retiredText).toContain(firstKey);
+      if (process.platform !== "win32") expect((await stat(`${env.keyFile}.retired`)).mode & 0o777).toBe(0o600);
 
       // every data key re-wrapped under the new id; the sealed secrets themselves are unchanged
       const dataKeysAfter = await env.repository.allDataKeys();
@@ -338,6 +348,7 @@ describe.each(dialects)("environment secrets at rest (%s)", (dialect: DialectNam
       for (const [i, row] of dataKeysAfter.entries()) {
         expect(row.master_key_id).toBe(summary.master_key_id);
         expect(Buffer.compare(row.wrapped_key, dataKeysBefore[i]!.wrapped_key)).not.toBe(0);
+        expect(Buffer.compare(row.wrapped_key, dataKeysBetween[i]!.wrapped_key)).not.toBe(0);
       }
       expect(await env.database.db.selectFrom("environment_secret").selectAll().orderBy("environment_id").orderBy("key").execute()).toStrictEqual(sealedBefore);
 
@@ -345,10 +356,10 @@ describe.each(dialects)("environment secrets at rest (%s)", (dialect: DialectNam
       const fresh = new EnvironmentConfigs(new EnvironmentConfigRepository(env.database.db), await env.loadKeys());
       for (const [id, { enterpriseId, secrets }] of expected) expect(await fresh.revealSecrets(enterpriseId, id)).toStrictEqual(secrets);
 
-      // a provider holding only the old key can no longer unwrap, under its own id or relabelled as the new one
+      // a provider holding only a retired key can no longer unwrap, under its own id or relabelled as the new one
       const otherDir = await mkdtemp(join(tmpdir(), "env-secrets-old-"));
       cleanups.push(() => rm(otherDir, { recursive: true, force: true }));
-      for (const id of [oldId, summary.master_key_id]) {
+      for (const id of [oldId, first.master_key_id, summary.master_key_id]) {
         const oldOnly = new LocalKeyProvider({ kind: "file", path: join(otherDir, "old.key") }, [{ id, key: oldKey }], id);
         const stale = new EnvironmentConfigs(new EnvironmentConfigRepository(env.database.db), oldOnly);
         for (const [configId, { enterpriseId }] of expected) {
@@ -413,7 +424,8 @@ describe.each(dialects)("environment secrets at rest (%s)", (dialect: DialectNam
       const second = await rotateMasterKey(env.repository, env.keys);
       expect(second.master_key_id).not.toBe(first.master_key_id);
       expect(second.rewrapped_data_keys).toBe(1);
-      expect((await env.readKeyFile()).keys.map((k) => k.id)).toStrictEqual([second.master_key_id]);
+      expect(second.removed_master_key_ids).toStrictEqual([first.master_key_id]);
+      expect((await env.readKeyFile()).keys.map((k) => k.id).sort()).toStrictEqual([env.keys.initialKeyId, second.master_key_id].sort());
       const fresh = new EnvironmentConfigs(new EnvironmentConfigRepository(env.database.db), await env.loadKeys());
       expect(await fresh.revealSecrets("acme", id)).toStrictEqual(secrets);
     });

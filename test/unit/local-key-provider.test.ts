@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -54,7 +54,7 @@ describe("wrapping data keys", () => {
   it("a wrap relabelled with another held master key's id is refused", async () => {
     const provider = await loadBesideDb();
     const wrapped = await provider.wrap(newDataKey(), context, provider.initialKeyId);
-    const newId = await provider.addKey();
+    const newId = await provider.addKey(randomBytes(32));
     await expect(provider.unwrap({ ...wrapped, masterKeyId: newId }, context)).rejects.toBeInstanceOf(SecretDecryptionError);
   });
 
@@ -187,59 +187,90 @@ describe("the ENTERPRISE_ADMIN_MASTER_KEY variable with several keys", () => {
 });
 
 describe("rotation steps on the key ring", () => {
-  it("addKey keeps every key on disk and names the new one current in the file; removeKeysExcept drops the rest", async () => {
+  it("addKey keeps every key on disk and the file's starting key its current; removeKeys moves the named keys to the retired file", async () => {
     const provider = await loadBesideDb();
     const oldId = provider.initialKeyId;
-    const oldDataKey = newDataKey();
-    const oldWrap = await provider.wrap(oldDataKey, context, oldId);
-
-    const newId = await provider.addKey();
-    expect(newId).not.toBe(oldId);
-    expect(provider.initialKeyId).toBe(newId);
-    expect(await provider.keyIds()).toEqual([oldId, newId]);
-    const newWrap = await provider.wrap(oldDataKey, context, newId);
-    expect(newWrap.masterKeyId).toBe(newId);
-
-    // A crash here: a fresh load holds both keys, the new one the file's current.
-    const afterCrash = await loadBesideDb();
-    expect(await afterCrash.keyIds()).toEqual([oldId, newId]);
-    expect(afterCrash.initialKeyId).toBe(newId);
-    expect((await afterCrash.unwrap(oldWrap, context)).equals(oldDataKey)).toBe(true);
-    expect((await afterCrash.unwrap(newWrap, context)).equals(oldDataKey)).toBe(true);
-
-    expect(await provider.removeKeysExcept(new Set([newId]), newId)).toEqual([oldId]);
-    expect(await provider.removeKeysExcept(new Set([newId]), newId)).toEqual([]);
-    await expect(provider.unwrap(oldWrap, context)).rejects.toBeInstanceOf(SecretDecryptionError);
-    const fresh = await loadBesideDb();
-    expect(await fresh.keyIds()).toEqual([newId]);
-    await expect(fresh.unwrap(oldWrap, context)).rejects.toBeInstanceOf(SecretDecryptionError);
-    expect((await fresh.unwrap(newWrap, context)).equals(oldDataKey)).toBe(true);
-    if (!onWindows) expect(await modeOf(join(dir, "master.key"))).toBe(0o600);
-    expect((await readdir(dir)).filter((name) => name.endsWith(".tmp"))).toEqual([]);
-  });
-
-  it("a key still needed, and the current key, stay in the file; a file without the current key is left alone", async () => {
-    const provider = await loadBesideDb();
-    const first = provider.initialKeyId;
-    const second = await provider.addKey();
-    const third = await provider.addKey();
-    expect(await provider.removeKeysExcept(new Set([first]), third)).toEqual([second]);
-    expect(await (await loadBesideDb()).keyIds()).toEqual([first, third]);
-    await expect(provider.removeKeysExcept(new Set(), "local-000000000000")).rejects.toThrow('does not hold the current master key "local-000000000000": no key removed');
-    expect(await (await loadBesideDb()).keyIds()).toEqual([first, third]);
-  });
-
-  it("a provider loaded before a rotation finds the new key in the file when asked for it, and never forgets the old one", async () => {
-    const server = await loadBesideDb();
-    const oldId = server.initialKeyId;
-    const oldWrap = await server.wrap(newDataKey(), context, oldId);
-    const rotation = await loadBesideDb();
-    const newId = await rotation.addKey();
     const dataKey = newDataKey();
-    const newWrap = await server.wrap(dataKey, context, newId); // not held at load: read from the file again
+    const oldWrap = await provider.wrap(dataKey, context, oldId);
+
+    const secondId = await provider.addKey(randomBytes(32));
+    const newId = await provider.addKey(randomBytes(32));
+    expect(provider.initialKeyId).toBe(oldId);
+    expect(await provider.keyIds()).toEqual([oldId, secondId, newId]);
+    const secondWrap = await provider.wrap(dataKey, context, secondId);
+
+    // A crash here: a fresh load holds every key; the file's current is still the starting key.
+    const afterCrash = await loadBesideDb();
+    expect(await afterCrash.keyIds()).toEqual([oldId, secondId, newId]);
+    expect(afterCrash.initialKeyId).toBe(oldId);
+    expect((await afterCrash.unwrap(secondWrap, context)).equals(dataKey)).toBe(true);
+
+    // The starting key is never removed, even when named; the others go to master.key.retired.
+    expect(await provider.removeKeys(new Set([oldId, secondId]))).toEqual([secondId]);
+    expect(await provider.removeKeys(new Set([secondId]))).toEqual([]);
+    const fresh = await loadBesideDb();
+    expect(await fresh.keyIds()).toEqual([oldId, newId]);
+    await expect(fresh.unwrap(secondWrap, context)).rejects.toBeInstanceOf(SecretDecryptionError);
+    expect((await fresh.unwrap(oldWrap, context)).equals(dataKey)).toBe(true);
+    const retired = await loadLocalKeyProvider({ databaseUrl: "x.sqlite", env: { ENTERPRISE_ADMIN_MASTER_KEY_FILE: join(dir, "master.key.retired") }, create: false });
+    expect((await retired.unwrap(secondWrap, context)).equals(dataKey)).toBe(true);
+    if (!onWindows) {
+      expect(await modeOf(join(dir, "master.key"))).toBe(0o600);
+      expect(await modeOf(join(dir, "master.key.retired"))).toBe(0o600);
+    }
+    expect((await readdir(dir)).filter((name) => name.endsWith(".tmp") || name.endsWith(".lock"))).toEqual([]);
+  });
+
+  it("a key gone from the key file on disk does not wrap, though held in memory: MasterKeyNotHeldError; back in the file, it wraps again", async () => {
+    const provider = await loadBesideDb();
+    const newId = await provider.addKey(randomBytes(32));
+    await provider.wrap(newDataKey(), context, newId);
+    const saved = await readFile(join(dir, "master.key"), "utf8");
+    const file = JSON.parse(saved) as { current: string; keys: { id: string }[] };
+    await writeFile(join(dir, "master.key"), JSON.stringify({ current: file.current, keys: file.keys.filter((k) => k.id !== newId) }), { mode: 0o600 });
+    const error = await provider.wrap(newDataKey(), context, newId).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(MasterKeyNotHeldError);
+    expect((error as Error).message).toContain(`master key "${newId}" is current in the database but no longer in key file`);
+    await writeFile(join(dir, "master.key"), saved, { mode: 0o600 });
+    await provider.wrap(newDataKey(), context, newId);
+  });
+
+  it("two rotations adding keys to one key file at once lose neither key (the lock file serialises them)", async () => {
+    await loadBesideDb();
+    const providers = await Promise.all(Array.from({ length: 8 }, () => loadBesideDb()));
+    const ids = await Promise.all(providers.map((p) => p.addKey(randomBytes(32))));
+    const fresh = await loadBesideDb();
+    for (const id of ids) expect(await fresh.keyIds()).toContain(id);
+    expect(await readdir(dir)).not.toContain("master.key.lock");
+  });
+
+  it("a lock file left by a process that is gone is broken; one held by a live process is waited for", async () => {
+    const provider = await loadBesideDb();
+    const lock = join(dir, "master.key.lock");
+    await writeFile(lock, JSON.stringify({ host: hostname(), pid: 2 ** 22 + 12345, token: "dead" }), { mode: 0o600 });
+    const id = await provider.addKey(randomBytes(32));
+    expect(await (await loadBesideDb()).keyIds()).toContain(id);
+    await writeFile(lock, JSON.stringify({ host: hostname(), pid: process.pid, token: "live" }), { mode: 0o600 });
+    let added = false;
+    const adding = provider.addKey(randomBytes(32)).then(() => { added = true; });
+    await new Promise((r) => setTimeout(r, 200));
+    expect(added).toBe(false);
+    await rm(lock);
+    await adding;
+    expect(added).toBe(true);
+  });
+
+  it("a provider loaded before a rotation finds the new key in the file when asked for it, and never forgets a key it read", async () => {
+    const server = await loadBesideDb();
+    const rotation = await loadBesideDb();
+    const firstId = await rotation.addKey(randomBytes(32));
+    const firstWrap = await server.wrap(newDataKey(), context, firstId); // not held at load: read from the file again
+    const newId = await rotation.addKey(randomBytes(32));
+    const dataKey = newDataKey();
+    const newWrap = await server.wrap(dataKey, context, newId);
     expect((await rotation.unwrap(newWrap, context)).equals(dataKey)).toBe(true);
-    await rotation.removeKeysExcept(new Set([newId]), newId);
-    await server.unwrap(oldWrap, context);
+    await rotation.removeKeys(new Set([firstId]));
+    await server.unwrap(firstWrap, context);
   });
 
   it("a given new key is used as is; its id does not depend on the process", async () => {
@@ -253,10 +284,9 @@ describe("rotation steps on the key ring", () => {
     await expect(provider.addKey(Buffer.alloc(16))).rejects.toThrow("exactly 32 bytes");
   });
 
-  it("from the variable, a new key must be passed and nothing is written", async () => {
+  it("from the variable, the new key is only held and nothing is written", async () => {
     const oldKey = randomBytes(32);
     const provider = await loadLocalKeyProvider({ databaseUrl: join(dir, "admin.sqlite"), env: { ENTERPRISE_ADMIN_MASTER_KEY: oldKey.toString("base64") } });
-    await expect(provider.addKey()).rejects.toThrow("--new-key");
     const oldWrap = await provider.wrap(newDataKey(), context, envId(oldKey));
 
     const newKey = randomBytes(32);
@@ -265,7 +295,7 @@ describe("rotation steps on the key ring", () => {
     expect(await provider.keyIds()).toEqual([envId(oldKey), newId]);
     await provider.unwrap(oldWrap, context);
     await provider.wrap(newDataKey(), context, newId);
-    expect(await provider.removeKeysExcept(new Set([newId]), newId)).toEqual([]);
+    expect(await provider.removeKeys(new Set([envId(oldKey)]))).toEqual([]);
     await provider.unwrap(oldWrap, context);
     expect(await readdir(dir)).toEqual([]);
   });
