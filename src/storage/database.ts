@@ -11,6 +11,7 @@ import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type MigrationPr
 import pg from "pg";
 import { migrations } from "./migrations/index.js";
 import type { Schema } from "./schema.js";
+import { makeMissingRunningTotals } from "./usage-running-totals.js";
 import { StoreFault, storeFaultOf } from "./store-faults.js";
 
 export type Dialect = "sqlite" | "postgres";
@@ -253,7 +254,10 @@ function busyTimeoutMs(): number {
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
 
-/** Applies every pending migration; throws with the failing migration's name. */
+/**
+ * Applies every pending migration, then makes the derived data a migration left to the live code
+ * (the usage running totals); throws with the failing migration's name.
+ */
 export async function migrateToLatest(database: Database): Promise<string[]> {
   const migrator = new Migrator({ db: database.db, provider });
   const { error, results } = await migrator.migrateToLatest();
@@ -261,5 +265,6 @@ export async function migrateToLatest(database: Database): Promise<string[]> {
     const failed = results?.find((r) => r.status === "Error")?.migrationName ?? "unknown";
     throw new Error(`migration ${failed} failed: ${error instanceof Error ? error.message : String(error)}`);
   }
+  await makeMissingRunningTotals(database);
   return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
 }

@@ -231,10 +231,20 @@ function upsertStatement(db: Kysely<Schema>, dialect: Dialect, rows: number): st
 }
 
 /**
- * Makes every running total anew from the stored events, a week of events at a time (through the
- * day-first order): for migrations that create or change them.
+ * Running totals are derived from the raw events, so migrations never compute them (a migration is
+ * frozen text): a store that has events and no running totals, as a migration that makes the table
+ * anew leaves it, gets them made here, in one transaction, before it serves. Returns whether it did.
  */
-export async function rebuildRunningTotals(database: Pick<Database, "db" | "dialect">): Promise<void> {
+export async function makeMissingRunningTotals(database: Pick<Database, "db" | "dialect">): Promise<boolean> {
+  const { db, dialect } = database;
+  if (!(await db.selectFrom("usage_event").select("day").limit(1).executeTakeFirst())) return false;
+  if (await db.selectFrom("usage_running_total").select("day").limit(1).executeTakeFirst()) return false;
+  await db.transaction().execute((trx) => rebuildRunningTotals({ db: trx, dialect }));
+  return true;
+}
+
+/** Makes every running total anew from the stored events, a week of events at a time (through the day-first order). */
+async function rebuildRunningTotals(database: Pick<Database, "db" | "dialect">): Promise<void> {
   const { db } = database;
   await db.deleteFrom("usage_running_total").execute();
   const bounds = await db.selectFrom("usage_event").select((eb) => [eb.fn.min("day").as("first"), eb.fn.max("day").as("last")]).executeTakeFirst();

@@ -1,7 +1,8 @@
 // Migrations 20261123T070500 (framed usage cells), 20261123T070600 (running totals instead of
 // cells) and 20261124T070000 (SQLite: running totals ordered by day) on a store written before them:
 // the cells they find hold bare packed totals; afterwards the cells are gone, each member has one
-// running-total row per day with events, and every window's sums are still those of the raw events.
+// running-total row per day with events (made from the raw events once the migrations are done),
+// and every window's sums are still those of the raw events.
 import { Migrator, sql, type Kysely } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TotalsByModel } from "../../src/domain/usage-totals.js";
@@ -9,13 +10,15 @@ import { dayOf, planWindow } from "../../src/domain/usage-window.js";
 import { importDirectory } from "../../src/operations/import-directory.js";
 import { migrateToLatest, openDatabase, type Database } from "../../src/storage/database.js";
 import { migrations } from "../../src/storage/migrations/index.js";
-import { ROLLUP_TIERS, periodOf } from "../../src/storage/migrations/legacy-usage-cells.js";
 import { UsageRepository } from "../../src/storage/usage-repository.js";
 import { createTestDatabase, dialects, type TestDatabase } from "../helpers/databases.js";
 import { acme } from "../helpers/fixtures.js";
 import { sumRows } from "../helpers/window-sums.js";
 
 const DAY = 86_400;
+/** The cells' tiers and periods as 20261123T070400 defined them (1970-01-05, day 4, was a Monday). */
+const ROLLUP_TIERS = [49, 7, 1] as const;
+const periodOf = (tierDays: number, day: number) => Math.floor((day + 3) / tierDays);
 const MONDAY = 1_735_516_800; // 2024-12-30T00:00:00Z
 
 describe.each(dialects)("usage cell frames and running totals migrations (%s)", (dialect) => {

@@ -1,11 +1,10 @@
 // Usage storage ordered for writing as well as reading: raw events by (day, member_key, ts) instead of
 // a member-first index (a batch of events for random members wrote one random page per event; now
 // they land in the current day's pages), and the per-model rollup rows replaced by one usage_cell per
-// (tier, period, member) holding every model's totals, in tiers of 49, 7 and 1 days, so that
-// a 180-day query reads a few dozen rows per member. The cells are rebuilt from the raw events.
+// (tier, period, member) holding every model's totals, in tiers of 49, 7 and 1 days. The cells are
+// left empty: migration 20261123T070600 drops them, and the running totals that replaced them are
+// made from the raw events after the migrations (storage/database.ts, migrateToLatest).
 import { PostgresAdapter, sql, type Kysely } from "kysely";
-import { rebuildCells } from "./legacy-usage-cells.js";
-import type { Schema } from "../schema.js";
 
 export async function up(db: Kysely<any>): Promise<void> {
   const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
@@ -43,8 +42,6 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addPrimaryKeyConstraint("usage_cell_pk", ["tier_days", "period", "member_key"])
     .$call((t) => (postgres ? t : t.modifyEnd(sql`without rowid`)))
     .execute();
-
-  await rebuildCells({ db: db as Kysely<Schema>, dialect: postgres ? "postgres" : "sqlite" });
 }
 
 export async function down(): Promise<void> {

@@ -2,10 +2,9 @@
 // day with events, holding the member's totals per model over every event up to the end of that day,
 // ordered by (member_key, day). A window's whole days are then two rows a member (the cells needed
 // about 10.5 for 180 days), and an ingestion of current events rewrites one row a member instead of
-// three cells. Built from the raw events; usage_cell is dropped.
+// three cells. The table is made empty and usage_cell is dropped; the running totals are derived
+// data, made from the raw events after the migrations (storage/database.ts, migrateToLatest).
 import { PostgresAdapter, sql, type Kysely } from "kysely";
-import { rebuildRunningTotals } from "../usage-running-totals.js";
-import type { Schema } from "../schema.js";
 
 export async function up(db: Kysely<any>): Promise<void> {
   const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
@@ -17,7 +16,6 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addPrimaryKeyConstraint("usage_running_total_pk", ["member_key", "day"])
     .$call((t) => (postgres ? t : t.modifyEnd(sql`without rowid`)))
     .execute();
-  await rebuildRunningTotals({ db: db as Kysely<Schema>, dialect: postgres ? "postgres" : "sqlite" });
   await db.schema.dropTable("usage_cell").execute();
 }
 
