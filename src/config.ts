@@ -1,5 +1,6 @@
 // One typed configuration from flags and environment: flag, else environment variable, else default.
 import { DEFAULT_RATE_LIMITS, type RateLimitSettings } from "./domain/rate-limits.js";
+import { envNumber } from "./env-number.js";
 import { DEFAULT_DATABASE_URL } from "./storage/database.js";
 import { DEFAULT_TUNING, type UsageFileTuning } from "./operations/usage-file-worker.js";
 
@@ -81,42 +82,25 @@ export function loadServeConfig(flags: { port?: string; host?: string; db?: stri
 
 /** RATE_LIMIT_RPS, RATE_LIMIT_BURST, TOKEN_EXCHANGE_LIMIT_PER_APP_ID, TOKEN_EXCHANGE_LIMIT_PER_ADDRESS; 0 turns one off. */
 function loadRateLimits(env: NodeJS.ProcessEnv): RateLimitSettings {
-  const read = (name: string, fallback: number, integer: boolean) => {
-    const text = env[name];
-    if (text === undefined || text.trim() === "") return fallback;
-    const value = Number(text);
-    if (!Number.isFinite(value) || value < 0 || (integer && !Number.isInteger(value))) {
-      throw new Error(`${name}: "${text}" is not ${integer ? "a whole number" : "a number"} >= 0 (0 turns the limit off)`);
-    }
-    return value;
-  };
+  const note = "(0 turns the limit off)";
   return {
-    callsPerSecond: read("RATE_LIMIT_RPS", DEFAULT_RATE_LIMITS.callsPerSecond, false),
-    callBurst: read("RATE_LIMIT_BURST", DEFAULT_RATE_LIMITS.callBurst, true),
-    exchangesPerMinutePerAppId: read("TOKEN_EXCHANGE_LIMIT_PER_APP_ID", DEFAULT_RATE_LIMITS.exchangesPerMinutePerAppId, true),
-    exchangesPerMinutePerAddress: read("TOKEN_EXCHANGE_LIMIT_PER_ADDRESS", DEFAULT_RATE_LIMITS.exchangesPerMinutePerAddress, true),
+    callsPerSecond: envNumber(env, "RATE_LIMIT_RPS", { fallback: DEFAULT_RATE_LIMITS.callsPerSecond, min: 0, fraction: true, note }),
+    callBurst: envNumber(env, "RATE_LIMIT_BURST", { fallback: DEFAULT_RATE_LIMITS.callBurst, min: 0, note }),
+    exchangesPerMinutePerAppId: envNumber(env, "TOKEN_EXCHANGE_LIMIT_PER_APP_ID", { fallback: DEFAULT_RATE_LIMITS.exchangesPerMinutePerAppId, min: 0, note }),
+    exchangesPerMinutePerAddress: envNumber(env, "TOKEN_EXCHANGE_LIMIT_PER_ADDRESS", { fallback: DEFAULT_RATE_LIMITS.exchangesPerMinutePerAddress, min: 0, note }),
   };
 }
 
 function loadLimits(env: NodeJS.ProcessEnv): ServerLimits {
   const limits = { ...DEFAULT_LIMITS };
   for (const [key, name] of Object.entries(LIMIT_VARIABLES) as [keyof ServerLimits, string][]) {
-    const text = env[name];
-    if (text === undefined || text === "") continue;
-    const value = Number(text);
-    if (!Number.isSafeInteger(value) || value < 1) throw new Error(`${name}: "${text}" is not a positive whole number`);
-    limits[key] = value;
+    limits[key] = envNumber(env, name, { fallback: DEFAULT_LIMITS[key], min: 1 });
   }
   return limits;
 }
 
 /** `import usage`'s sizes: IMPORT_CHUNK_EVENTS (default 20,000) events a commit, at most. */
 export function usageImportTuning(env = process.env): UsageFileTuning {
-  const text = env.IMPORT_CHUNK_EVENTS;
-  if (text === undefined || text === "") return DEFAULT_TUNING;
-  const chunkEvents = Number(text);
-  if (!Number.isInteger(chunkEvents) || chunkEvents < 1 || chunkEvents > 10_000_000) {
-    throw new Error(`IMPORT_CHUNK_EVENTS: "${text}" is not a whole number of events from 1 to 10000000`);
-  }
+  const chunkEvents = envNumber(env, "IMPORT_CHUNK_EVENTS", { fallback: DEFAULT_TUNING.chunkEvents, min: 1, max: 10_000_000 });
   return { ...DEFAULT_TUNING, chunkEvents, batchEvents: Math.min(DEFAULT_TUNING.batchEvents, chunkEvents) };
 }

@@ -9,6 +9,7 @@ import { fileURLToPath } from "node:url";
 import SqliteDatabase from "better-sqlite3";
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type MigrationProvider } from "kysely";
 import pg from "pg";
+import { envNumber } from "../env-number.js";
 import { migrations } from "./migrations/index.js";
 import type { Schema } from "./schema.js";
 import { makeMissingRunningTotals } from "./usage-running-totals.js";
@@ -232,25 +233,13 @@ function withStatementCache(sqlite: SqliteDatabase.Database) {
 }
 
 /** SQLITE_CACHE_MIB (default 1024): the SQLite page cache's ceiling per connection, in MiB. */
-function cacheMiB(): number {
-  const text = process.env.SQLITE_CACHE_MIB;
-  if (text === undefined || text === "") return 1024;
-  const mib = Number(text);
-  if (!Number.isInteger(mib) || mib < 2 || mib > 65536) throw new Error(`SQLITE_CACHE_MIB: "${text}" is not a whole number of MiB from 2 to 65536`);
-  return mib;
-}
+const cacheMiB = () => envNumber(process.env, "SQLITE_CACHE_MIB", { fallback: 1024, min: 2, max: 65536 });
 
 /**
  * STORE_BUSY_TIMEOUT_MS (default 5000): how long a write waits for the store's write lock (SQLite's,
  * or PostgreSQL's ingestion lock) before it gives up with a busy fault (503 to a caller).
  */
-function busyTimeoutMs(): number {
-  const text = process.env.STORE_BUSY_TIMEOUT_MS;
-  if (text === undefined || text === "") return 5000;
-  const ms = Number(text);
-  if (!Number.isInteger(ms) || ms < 0 || ms > 600_000) throw new Error(`STORE_BUSY_TIMEOUT_MS: "${text}" is not a whole number of milliseconds from 0 to 600000`);
-  return ms;
-}
+const busyTimeoutMs = () => envNumber(process.env, "STORE_BUSY_TIMEOUT_MS", { fallback: 5000, min: 0, max: 600_000 });
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
 
