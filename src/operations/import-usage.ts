@@ -14,6 +14,7 @@ import { modelOfKey } from "../domain/usage-event.js";
 import { dayOf } from "../domain/usage-window.js";
 import { ImportRunningTotals } from "../storage/usage-import-totals.js";
 import type { UsageEventRow, UsageRepository } from "../storage/usage-repository.js";
+import { MemberKeys } from "./record-usage.js";
 import { checkUsageFile } from "./usage-file-check.js";
 import { DEFAULT_TUNING, VALUES_PER_EVENT, type EventColumns, type UsageFileMessage, type UsageFileTuning, type UsageFileWorkerData } from "./usage-file-worker.js";
 
@@ -74,23 +75,15 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
 
 /** The member key of each user_id of the file; an unknown one rejects the file, named by its first line. */
 async function memberKeysOf(repository: UsageRepository, enterpriseId: string, users: ReadonlyMap<string, { line: number; eventId: string }>) {
-  const userIds = [...users.keys()];
-  const keys = new Map<string, number>();
-  for (let at = 0; at < userIds.length; at += MEMBERS_PER_LOOKUP) {
-    for (const row of await repository.memberKeysByUserIds(enterpriseId, userIds.slice(at, at + MEMBERS_PER_LOOKUP))) keys.set(row.user_id, row.member_key);
-  }
-  let first: string | undefined;
-  for (const userId of userIds) {
-    if (!keys.has(userId) && (first === undefined || users.get(userId)!.line < users.get(first)!.line)) first = userId;
-  }
-  if (first !== undefined) {
-    const { line, eventId } = users.get(first)!;
-    throw invalidParameter(`line ${line} (event_id ${JSON.stringify(eventId)}): user_id: "${first}" is not a member of enterprise ${enterpriseId}`);
-  }
-  return keys;
+  // In file order, so that an unknown member is named by the earliest line that has one.
+  const userIds = [...users.keys()].sort((a, b) => users.get(a)!.line - users.get(b)!.line);
+  const members = new MemberKeys(repository, enterpriseId);
+  await members.resolveIds(userIds, (i) => {
+    const { line, eventId } = users.get(userIds[i]!)!;
+    return `line ${line} (event_id ${JSON.stringify(eventId)})`;
+  });
+  return new Map(userIds.map((userId) => [userId, members.key(userId)]));
 }
-
-const MEMBERS_PER_LOOKUP = 10_000;
 
 /** The file's user and model dictionaries (see EventColumns), resolved to member keys and model ids as they grow. */
 class FileKeys {

@@ -11,7 +11,10 @@ export interface LabelledEvent {
   where: string;
 }
 
-/** Member keys of an enterprise by user_id, loaded as needed and kept for one ingestion. */
+/** user_ids per lookup: one IN list stays well under both databases' parameter limits. */
+const MEMBERS_PER_LOOKUP = 10_000;
+
+/** Member keys of an enterprise by user_id, loaded as needed and kept for one ingestion (or one import). */
 export class MemberKeys {
   private readonly known = new Map<string, MemberKeyRow>();
   constructor(private readonly repository: UsageRepository, private readonly enterpriseId: string) {}
@@ -24,7 +27,9 @@ export class MemberKeys {
   async resolveIds(userIds: readonly string[], describe: (index: number) => string): Promise<void> {
     const unseen = [...new Set(userIds)].filter((id) => !this.known.has(id));
     if (unseen.length === 0) return;
-    for (const row of await this.repository.memberKeysByUserIds(this.enterpriseId, unseen)) this.known.set(row.user_id, row);
+    for (let at = 0; at < unseen.length; at += MEMBERS_PER_LOOKUP) {
+      for (const row of await this.repository.memberKeysByUserIds(this.enterpriseId, unseen.slice(at, at + MEMBERS_PER_LOOKUP))) this.known.set(row.user_id, row);
+    }
     for (let i = 0; i < userIds.length; i++) {
       if (!this.known.has(userIds[i]!)) {
         throw invalidParameter(`${describe(i)}: user_id: "${userIds[i]}" is not a member of enterprise ${this.enterpriseId}`);
