@@ -9,7 +9,7 @@ import { wasAnswered } from "./call-signal.js";
 import type { Logger } from "./logging.js";
 
 export const CANCELED_LINES_PER_SECOND = 20;
-export const SUPPRESSED_REPORT_MS = 10_000;
+const SUPPRESSED_REPORT_MS = 10_000;
 
 export class AccessLog {
   private windowStart = 0;

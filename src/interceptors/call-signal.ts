@@ -56,7 +56,7 @@ export function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<
  * The caller's own deadline in milliseconds (`grpc-timeout`, else `connect-timeout-ms`), when the
  * request carries a valid one. (connect-es reports an invalid one to the caller itself.)
  */
-export function callerTimeoutMs(req: HttpRequest): number | undefined {
+function callerTimeoutMs(req: HttpRequest): number | undefined {
   const grpc = req.headers["grpc-timeout"];
   const connect = req.headers["connect-timeout-ms"];
   const parsed = grpc !== undefined ? parseGrpcTimeout(String(grpc), Number.MAX_SAFE_INTEGER)

@@ -5,7 +5,7 @@ import type { StoreFault } from "../storage/store-faults.js";
 import type { CallLog } from "./call-log.js";
 
 /** The Retry-After of a busy or full store, in seconds. */
-export const STORE_RETRY_AFTER_SECONDS = 1;
+const STORE_RETRY_AFTER_SECONDS = 1;
 
 /** The caller's error for a store fault; the log gets the fault's own message (the store's location included). */
 export function storeFaultError(fault: StoreFault, log: CallLog): AppError {

@@ -35,7 +35,7 @@ interface KeyFile {
 }
 
 /** The key file's path is set but no file is there (commands that only read do not create one). */
-export class KeyFileMissingError extends Error {
+class KeyFileMissingError extends Error {
   constructor(readonly path: string) {
     super(`key file ${path} does not exist; set ${MASTER_KEY_FILE_ENV} (or ${MASTER_KEY_ENV}) as the servers have it`);
     this.name = "KeyFileMissingError";
@@ -214,7 +214,7 @@ export function defaultKeyFilePath(databaseUrl: string): string {
 
 const lockPathOf = (keyFilePath: string) => `${keyFilePath}.lock`;
 /** Where a rotation moves the keys it removes: same format (its "current" means nothing there). */
-export const retiredPathOf = (keyFilePath: string) => `${keyFilePath}.retired`;
+const retiredPathOf = (keyFilePath: string) => `${keyFilePath}.retired`;
 
 // The id names the key without revealing it: 48 bits of a hash of 256 random bits.
 const keyId = (prefix: string, key: Buffer) => `${prefix}-${createHash("sha256").update(key).digest("hex").slice(0, 12)}`;

@@ -2,7 +2,7 @@
 // bounded wait) and full (no disk space). Told apart from the drivers' errors here, the only place
 // that knows their codes; callers get "retry later" for them instead of a server fault.
 
-export type StoreFaultKind = "busy" | "full";
+type StoreFaultKind = "busy" | "full";
 
 /** A busy or full store, with what an operator needs to act: which store, and the driver's own words. */
 export class StoreFault extends Error {
