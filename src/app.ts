@@ -11,7 +11,7 @@ import { attachCallLog, callLogKey, callLogOf, type CallLog } from "./intercepto
 import { CallPipeline } from "./interceptors/call-pipeline.js";
 import { encodeGrpcMessageBySpec } from "./interceptors/grpc-message-encoding.js";
 import { refuseMalformedProtobuf } from "./interceptors/protobuf-body-check.js";
-import { attachCallSignal, callSignalKey, callSignalOf, endIncompleteBodyAtDeadline, endStreamAfterAnswer, responseSignal } from "./interceptors/call-signal.js";
+import { attachCallSignal, callerTimeoutMs, callSignalKey, callSignalOf, endIncompleteBodyAtDeadline, endStreamAfterAnswer, responseSignal } from "./interceptors/call-signal.js";
 import type { Logger } from "./interceptors/logging.js";
 import { RateLimits, type RateLimitSettings } from "./domain/rate-limits.js";
 import { resolveRequestId } from "./interceptors/request-id.js";
@@ -94,7 +94,8 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
     res.setHeader("x-request-id", requestId);
     const log: CallLog = { requestId, clientAddress: req.socket?.remoteAddress };
     attachCallLog(req, log);
-    const signal = responseSignal(res, requestTimeoutMs);
+    // The call's deadline: the server's request timeout, or the caller's own when it is shorter.
+    const signal = responseSignal(res, Math.min(requestTimeoutMs, callerTimeoutMs(req) ?? requestTimeoutMs));
     attachCallSignal(req, signal);
     inFlight.add(res);
     if (draining) closeAfterAnswer(res);
@@ -113,7 +114,7 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
       return;
     }
     if (rest.handle(req, res, log, signal) || connectJson.handle(req, res, log, signal)) return;
-    endIncompleteBodyAtDeadline(req, res, signal, log);
+    endIncompleteBodyAtDeadline(req, signal, log);
     rpc(req, res);
   };
 

@@ -56,7 +56,7 @@ export function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<
  * The caller's own deadline in milliseconds (`grpc-timeout`, else `connect-timeout-ms`), when the
  * request carries a valid one. (connect-es reports an invalid one to the caller itself.)
  */
-function callerTimeoutMs(req: HttpRequest): number | undefined {
+export function callerTimeoutMs(req: HttpRequest): number | undefined {
   const grpc = req.headers["grpc-timeout"];
   const connect = req.headers["connect-timeout-ms"];
   const parsed = grpc !== undefined ? parseGrpcTimeout(String(grpc), Number.MAX_SAFE_INTEGER)
@@ -66,18 +66,15 @@ function callerTimeoutMs(req: HttpRequest): number | undefined {
 
 /**
  * For calls the Connect adapter serves: it reads a whole request body before the handler runs and
- * does not watch the deadline meanwhile. A body still incomplete when the call's deadline passes (a
+ * does not watch the deadline meanwhile. A body still incomplete when the call's signal aborts (a
  * stalled or hostile client) is ended with DEADLINE_EXCEEDED, which the adapter answers.
  */
-export function endIncompleteBodyAtDeadline(req: HttpRequest, res: HttpResponse, serverSignal: AbortSignal, log: CallLog): void {
-  const callerMs = callerTimeoutMs(req);
-  const signal = callerMs === undefined ? serverSignal : AbortSignal.any([serverSignal, responseSignal(res, callerMs)]);
+export function endIncompleteBodyAtDeadline(req: HttpRequest, signal: AbortSignal, log: CallLog): void {
   const onAbort = () => {
     if (req.complete) return;
     const error = abortError(signal.reason);
     log.code = error.code;
     req.destroy(toConnectError(error, log.requestId));
-    endStreamAfterAnswer(res);
   };
   signal.addEventListener("abort", onAbort, { once: true });
   req.once("end", () => signal.removeEventListener("abort", onAbort));

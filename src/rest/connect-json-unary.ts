@@ -7,7 +7,7 @@ import { create, toJson } from "@bufbuild/protobuf";
 import { codeToHttpStatus, errorToJson, parseTimeout } from "@connectrpc/connect/protocol-connect";
 import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
 import type { CallLog } from "../interceptors/call-log.js";
-import { responseSignal, untilAborted } from "../interceptors/call-signal.js";
+import { untilAborted } from "../interceptors/call-signal.js";
 import { endpointsOf, type CallPipeline, type Endpoint, type ServedService } from "../interceptors/call-pipeline.js";
 import { toConnectError } from "../interceptors/connect-errors.js";
 import type { HttpRequest, HttpResponse } from "./envelope.js";
@@ -38,12 +38,11 @@ export class ConnectJsonUnary {
     return true;
   }
 
-  private async serve(req: HttpRequest, res: HttpResponse, log: CallLog, serverSignal: AbortSignal, { method, access, handler }: Endpoint): Promise<void> {
+  private async serve(req: HttpRequest, res: HttpResponse, log: CallLog, signal: AbortSignal, { method, access, handler }: Endpoint): Promise<void> {
     let response;
     try {
-      let signal;
       try {
-        signal = withCallerTimeout(req, res, serverSignal);
+        checkCallerTimeout(req);
       } catch (error) {
         if (error instanceof AppError) log.code = error.code;
         throw error;
@@ -74,16 +73,15 @@ export class ConnectJsonUnary {
   }
 }
 
-/** The call's signal: the server's, or sooner when the caller's `connect-timeout-ms` says so. */
-function withCallerTimeout(req: HttpRequest, res: HttpResponse, serverSignal: AbortSignal): AbortSignal {
+/**
+ * Refuses a `connect-timeout-ms` that is not a timeout (the caller's valid deadline is already the
+ * call's: app.ts makes the signal from the shorter of it and the server's).
+ */
+function checkCallerTimeout(req: HttpRequest): void {
   const header = req.headers["connect-timeout-ms"];
-  if (header === undefined) return serverSignal;
-  const { timeoutMs, error } = parseTimeout(String(header), Number.MAX_SAFE_INTEGER);
-  if (error || timeoutMs === undefined) {
-    req.resume();
-    throw invalidParameter("connect-timeout-ms: expected a whole number of milliseconds (at most 10 digits)");
-  }
-  return AbortSignal.any([serverSignal, responseSignal(res, timeoutMs)]);
+  if (header === undefined || parseTimeout(String(header), Number.MAX_SAFE_INTEGER).timeoutMs !== undefined) return;
+  req.resume();
+  throw invalidParameter("connect-timeout-ms: expected a whole number of milliseconds (at most 10 digits)");
 }
 
 function writeError(res: HttpResponse, log: CallLog, error: AppError): void {
