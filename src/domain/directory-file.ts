@@ -1,5 +1,6 @@
 // The directory import file (contracts section 5): one enterprise, its departments and members.
 // Parsing reports the JSON line or the path of the offending field; nothing is applied on error.
+import { IANAZone } from "luxon";
 import { z } from "zod";
 import { foldEmail } from "./email-match.js";
 import { invalidParameter } from "./errors.js";
@@ -12,6 +13,8 @@ const directoryFile = z.object({
     enterprise_id: id,
     name: z.string().min(1).max(256),
     currency: z.enum(["CNY", "USD"]),
+    time_zone: z.string().max(64).refine((name) => IANAZone.isValidZone(name), "not an IANA time zone name (e.g. \"UTC\", \"Asia/Shanghai\")")
+      .optional(),
   }).strict(),
   departments: z.array(z.object({
     department_id: id,

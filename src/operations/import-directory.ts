@@ -2,6 +2,7 @@
 // (so moves and renames update every descendant's full_path and depth), and its members.
 import { placeDepartments, type DepartmentNode } from "../domain/department-tree.js";
 import type { DirectoryFile } from "../domain/directory-file.js";
+import { DEFAULT_TIME_ZONE } from "../domain/local-time.js";
 import { invalidParameter } from "../domain/errors.js";
 import { nowSeconds } from "../domain/credentials.js";
 import type { Database } from "../storage/database.js";
@@ -20,7 +21,8 @@ export async function importDirectory(database: Database, file: DirectoryFile): 
     const departments = new DepartmentRepository(trx);
     const directory = new DirectoryRepository(trx);
     const existing = await directory.findEnterprise(enterpriseId);
-    await directory.upsertEnterprise({ ...file.enterprise, created_at: existing?.created_at ?? nowSeconds() });
+    // A file without a time zone means UTC, as the contract says: the file is the enterprise's truth.
+    await directory.upsertEnterprise({ ...file.enterprise, time_zone: file.enterprise.time_zone ?? DEFAULT_TIME_ZONE, created_at: existing?.created_at ?? nowSeconds() });
 
     const tree = new Map<string, DepartmentNode>();
     for (const row of await departments.listAll(enterpriseId)) tree.set(row.department_id, row);

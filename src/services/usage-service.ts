@@ -78,6 +78,14 @@ export function usageHandlers(usage: UsageRepository): Handlers<typeof UsageServ
       }));
       return recordUsage(usage, principal.enterpriseId, events, signal);
     },
+
+    async getUsageReport() {
+      throw new Error("GetUsageReport: not built yet");
+    },
+
+    async getCoreMetrics() {
+      throw new Error("GetCoreMetrics: not built yet");
+    },
   };
 }
 

@@ -24,6 +24,7 @@ export class DirectoryRepository {
       .onConflict((oc) => oc.column("enterprise_id").doUpdateSet((eb) => ({
         name: eb.ref("excluded.name"),
         currency: eb.ref("excluded.currency"),
+        time_zone: eb.ref("excluded.time_zone"),
       })))
       .execute();
   }

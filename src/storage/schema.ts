@@ -8,6 +8,8 @@ export interface EnterpriseTable {
   enterprise_id: string;
   name: string;
   currency: string;
+  /** IANA name; the default zone of the usage analytics. */
+  time_zone: string;
   created_at: UnixSeconds;
 }
 

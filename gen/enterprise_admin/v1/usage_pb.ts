@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file enterprise_admin/v1/usage.proto.
  */
 export const file_enterprise_admin_v1_usage: GenFile = /*@__PURE__*/
-  fileDesc("Ch9lbnRlcnByaXNlX2FkbWluL3YxL3VzYWdlLnByb3RvEhNlbnRlcnByaXNlX2FkbWluLnYxIpwBChpRdWVyeVVzZXJNb2RlbFVzYWdlUmVxdWVzdBIbCgpzdGFydF90aW1lGAEgASgDQge6SAQiAigAEhkKCGVuZF90aW1lGAIgASgDQge6SAQiAiAAEiUKCHVzZXJfaWRzGAMgAygJQhO6SAySAQkiB3IFEAEYgAHQ8xgBEh8KBmVtYWlscxgEIAMoCUIPukgMkgEJIgdyBRABGMACIoQBChtRdWVyeVVzZXJNb2RlbFVzYWdlUmVzcG9uc2USLwoFaXRlbXMYASADKAsyIC5lbnRlcnByaXNlX2FkbWluLnYxLk1lbWJlclVzYWdlEhoKEm5vdF9mb3VuZF91c2VyX2lkcxgCIAMoCRIYChBub3RfZm91bmRfZW1haWxzGAMgAygJInkKC01lbWJlclVzYWdlEg8KB3VzZXJfaWQYASABKAkSDQoFZW1haWwYAiABKAkSFAoMYWNjb3VudF90eXBlGAMgASgFEjQKC21vZGVsX3VzYWdlGAQgAygLMh8uZW50ZXJwcmlzZV9hZG1pbi52MS5Nb2RlbFVzYWdlIqcBCgpNb2RlbFVzYWdlEhIKCm1vZGVsX25hbWUYASABKAkSEgoKbW9kZWxfdHlwZRgCIAEoCRIUCgxtb2RlbF9zb3VyY2UYAyABKAkSLgoFdXNhZ2UYBCABKAsyHy5lbnRlcnByaXNlX2FkbWluLnYxLlRva2VuVXNhZ2USKwoGYW1vdW50GAUgASgLMhsuZW50ZXJwcmlzZV9hZG1pbi52MS5BbW91bnQiOQoKVG9rZW5Vc2FnZRIUCgxpbnB1dF90b2tlbnMYASABKAQSFQoNb3V0cHV0X3Rva2VucxgCIAEoBCJdCgZBbW91bnQSFAoMYmFzaWNfYW1vdW50GAEgASgJEhUKDXBheV9nb19hbW91bnQYAiABKAkSFAoMdG90YWxfYW1vdW50GAMgASgJEhAKCGN1cnJlbmN5GAQgASgJIuoCCgpVc2FnZUV2ZW50EhwKCGV2ZW50X2lkGAEgASgJQgq6SAdyBRABGIABEh8KB3VzZXJfaWQYAiABKAlCDrpIB3IFEAEYgAHQ8xgBEh4KCm1vZGVsX25hbWUYAyABKAlCCrpIB3IFEAEYgAESJAoKbW9kZWxfdHlwZRgEIAEoCUIQukgNcgtSBENoYXRSA0NVRRIsCgxtb2RlbF9zb3VyY2UYBSABKAlCFrpIE3IRUgdCdWlsdGluUgZDdXN0b20SIQoJdGltZXN0YW1wGAYgASgDQg66SAsiCRj/gtH/rwcgABIiCgxpbnB1dF90b2tlbnMYByABKARCDLpICTIHGICglKWNHRIjCg1vdXRwdXRfdG9rZW5zGAggASgEQgy6SAkyBxiAoJSljR0SHQoMYmFzaWNfYW1vdW50GAkgASgJQge6SARyAhggEh4KDXBheV9nb19hbW91bnQYCiABKAlCB7pIBHICGCAiWAoYUmVjb3JkVXNhZ2VFdmVudHNSZXF1ZXN0EjwKBmV2ZW50cxgBIAMoCzIfLmVudGVycHJpc2VfYWRtaW4udjEuVXNhZ2VFdmVudEILukgIkgEFCAEQ6AciQQoZUmVjb3JkVXNhZ2VFdmVudHNSZXNwb25zZRIQCghyZWNvcmRlZBgBIAEoBRISCgpkdXBsaWNhdGVzGAIgASgFMooDCgxVc2FnZVNlcnZpY2USwQEKE1F1ZXJ5VXNlck1vZGVsVXNhZ2USLy5lbnRlcnByaXNlX2FkbWluLnYxLlF1ZXJ5VXNlck1vZGVsVXNhZ2VSZXF1ZXN0GjAuZW50ZXJwcmlzZV9hZG1pbi52MS5RdWVyeVVzZXJNb2RlbFVzYWdlUmVzcG9uc2UiR9rzGBEKD3N0YXRpc3RpY3M6cmVhZILT5JMCLDoBKiInL29wZW5hcGkvdjEvc3RhdGlzdGljcy91c2VyLW1vZGVsLXVzYWdlErUBChFSZWNvcmRVc2FnZUV2ZW50cxItLmVudGVycHJpc2VfYWRtaW4udjEuUmVjb3JkVXNhZ2VFdmVudHNSZXF1ZXN0Gi4uZW50ZXJwcmlzZV9hZG1pbi52MS5SZWNvcmRVc2FnZUV2ZW50c1Jlc3BvbnNlIkHa8xgNCgt1c2FnZTp3cml0ZYLT5JMCKjoBKiIlL29wZW5hcGkvdjEvdXNhZ2UvZXZlbnRzL2JhdGNoLXJlY29yZGIGcHJvdG8z", [file_buf_validate_validate, file_enterprise_admin_v1_options, file_google_api_annotations]);
+  fileDesc("Ch9lbnRlcnByaXNlX2FkbWluL3YxL3VzYWdlLnByb3RvEhNlbnRlcnByaXNlX2FkbWluLnYxIpwBChpRdWVyeVVzZXJNb2RlbFVzYWdlUmVxdWVzdBIbCgpzdGFydF90aW1lGAEgASgDQge6SAQiAigAEhkKCGVuZF90aW1lGAIgASgDQge6SAQiAiAAEiUKCHVzZXJfaWRzGAMgAygJQhO6SAySAQkiB3IFEAEYgAHQ8xgBEh8KBmVtYWlscxgEIAMoCUIPukgMkgEJIgdyBRABGMACIoQBChtRdWVyeVVzZXJNb2RlbFVzYWdlUmVzcG9uc2USLwoFaXRlbXMYASADKAsyIC5lbnRlcnByaXNlX2FkbWluLnYxLk1lbWJlclVzYWdlEhoKEm5vdF9mb3VuZF91c2VyX2lkcxgCIAMoCRIYChBub3RfZm91bmRfZW1haWxzGAMgAygJInkKC01lbWJlclVzYWdlEg8KB3VzZXJfaWQYASABKAkSDQoFZW1haWwYAiABKAkSFAoMYWNjb3VudF90eXBlGAMgASgFEjQKC21vZGVsX3VzYWdlGAQgAygLMh8uZW50ZXJwcmlzZV9hZG1pbi52MS5Nb2RlbFVzYWdlIqcBCgpNb2RlbFVzYWdlEhIKCm1vZGVsX25hbWUYASABKAkSEgoKbW9kZWxfdHlwZRgCIAEoCRIUCgxtb2RlbF9zb3VyY2UYAyABKAkSLgoFdXNhZ2UYBCABKAsyHy5lbnRlcnByaXNlX2FkbWluLnYxLlRva2VuVXNhZ2USKwoGYW1vdW50GAUgASgLMhsuZW50ZXJwcmlzZV9hZG1pbi52MS5BbW91bnQiOQoKVG9rZW5Vc2FnZRIUCgxpbnB1dF90b2tlbnMYASABKAQSFQoNb3V0cHV0X3Rva2VucxgCIAEoBCJdCgZBbW91bnQSFAoMYmFzaWNfYW1vdW50GAEgASgJEhUKDXBheV9nb19hbW91bnQYAiABKAkSFAoMdG90YWxfYW1vdW50GAMgASgJEhAKCGN1cnJlbmN5GAQgASgJIuoCCgpVc2FnZUV2ZW50EhwKCGV2ZW50X2lkGAEgASgJQgq6SAdyBRABGIABEh8KB3VzZXJfaWQYAiABKAlCDrpIB3IFEAEYgAHQ8xgBEh4KCm1vZGVsX25hbWUYAyABKAlCCrpIB3IFEAEYgAESJAoKbW9kZWxfdHlwZRgEIAEoCUIQukgNcgtSBENoYXRSA0NVRRIsCgxtb2RlbF9zb3VyY2UYBSABKAlCFrpIE3IRUgdCdWlsdGluUgZDdXN0b20SIQoJdGltZXN0YW1wGAYgASgDQg66SAsiCRj/gtH/rwcgABIiCgxpbnB1dF90b2tlbnMYByABKARCDLpICTIHGICglKWNHRIjCg1vdXRwdXRfdG9rZW5zGAggASgEQgy6SAkyBxiAoJSljR0SHQoMYmFzaWNfYW1vdW50GAkgASgJQge6SARyAhggEh4KDXBheV9nb19hbW91bnQYCiABKAlCB7pIBHICGCAiWAoYUmVjb3JkVXNhZ2VFdmVudHNSZXF1ZXN0EjwKBmV2ZW50cxgBIAMoCzIfLmVudGVycHJpc2VfYWRtaW4udjEuVXNhZ2VFdmVudEILukgIkgEFCAEQ6AciQQoZUmVjb3JkVXNhZ2VFdmVudHNSZXNwb25zZRIQCghyZWNvcmRlZBgBIAEoBRISCgpkdXBsaWNhdGVzGAIgASgFIvgCChVHZXRVc2FnZVJlcG9ydFJlcXVlc3QSGwoKc3RhcnRfdGltZRgBIAEoA0IHukgEIgIoABIZCghlbmRfdGltZRgCIAEoA0IHukgEIgIgABIaCgl0aW1lX3pvbmUYAyABKAlCB7pIBHICGEASKAoGYnVja2V0GAQgASgJQhi6SBVyE1IAUgNkYXlSBGhvdXJSBG5vbmUSOwoIZ3JvdXBfYnkYBSADKAlCKbpIJpIBIxADGAEiHXIbUgVtb2RlbFIGbWVtYmVyUgpkZXBhcnRtZW50Eh8KDWRlcGFydG1lbnRfaWQYBiABKAlCCLpIBXIDGIABEiUKCHVzZXJfaWRzGAcgAygJQhO6SAySAQkiB3IFEAEYgAHQ8xgBEh8KBmVtYWlscxgIIAMoCUIPukgMkgEJIgdyBRABGMACEh0KCXBhZ2Vfc2l6ZRgJIAEoBUIKukgHGgUY6AcoABIcCgpwYWdlX3Rva2VuGAogASgJQgi6SAVyAxiABCK/AQoWR2V0VXNhZ2VSZXBvcnRSZXNwb25zZRIQCghjdXJyZW5jeRgBIAEoCRIRCgl0aW1lX3pvbmUYAiABKAkSMQoHYnVja2V0cxgDIAMoCzIgLmVudGVycHJpc2VfYWRtaW4udjEuVXNhZ2VCdWNrZXQSFwoPbmV4dF9wYWdlX3Rva2VuGAQgASgJEhoKEm5vdF9mb3VuZF91c2VyX2lkcxgFIAMoCRIYChBub3RfZm91bmRfZW1haWxzGAYgAygJInIKC1VzYWdlQnVja2V0EhIKCnN0YXJ0X3RpbWUYASABKAMSEAoIZW5kX3RpbWUYAiABKAMSDAoEZGF0ZRgDIAEoCRIvCgZncm91cHMYBCADKAsyHy5lbnRlcnByaXNlX2FkbWluLnYxLlVzYWdlR3JvdXAisgIKClVzYWdlR3JvdXASEgoKbW9kZWxfbmFtZRgBIAEoCRISCgptb2RlbF90eXBlGAIgASgJEhQKDG1vZGVsX3NvdXJjZRgDIAEoCRIPCgd1c2VyX2lkGAQgASgJEg0KBWVtYWlsGAUgASgJEhUKDWRlcGFydG1lbnRfaWQYBiABKAkSFwoPZGVwYXJ0bWVudF9uYW1lGAcgASgJEg4KBmV2ZW50cxgIIAEoAxIWCg5hY3RpdmVfbWVtYmVycxgJIAEoAxIUCgxpbnB1dF90b2tlbnMYCiABKAQSFQoNb3V0cHV0X3Rva2VucxgLIAEoBBIUCgxiYXNpY19hbW91bnQYDCABKAkSFQoNcGF5X2dvX2Ftb3VudBgNIAEoCRIUCgx0b3RhbF9hbW91bnQYDiABKAkiowEKFUdldENvcmVNZXRyaWNzUmVxdWVzdBI3CgpzdGFydF9kYXRlGAEgASgJQiO6SCByHjIcXlswLTldezR9LVswLTldezJ9LVswLTldezJ9JBI1CghlbmRfZGF0ZRgCIAEoCUIjukggch4yHF5bMC05XXs0fS1bMC05XXsyfS1bMC05XXsyfSQSGgoJdGltZV96b25lGAMgASgJQge6SARyAhhAIm0KFkdldENvcmVNZXRyaWNzUmVzcG9uc2USEAoIY3VycmVuY3kYASABKAkSEQoJdGltZV96b25lGAIgASgJEi4KBWl0ZW1zGAMgAygLMh8uZW50ZXJwcmlzZV9hZG1pbi52MS5EYWlseVVzYWdlIrIBCgpEYWlseVVzYWdlEgwKBGRhdGUYASABKAkSFgoOYWN0aXZlX21lbWJlcnMYAiABKAMSDgoGZXZlbnRzGAMgASgDEhQKDGlucHV0X3Rva2VucxgEIAEoBBIVCg1vdXRwdXRfdG9rZW5zGAUgASgEEhQKDGJhc2ljX2Ftb3VudBgGIAEoCRIVCg1wYXlfZ29fYW1vdW50GAcgASgJEhQKDHRvdGFsX2Ftb3VudBgIIAEoCSKOAQoSRXhwb3J0VXNhZ2VSZXF1ZXN0EhsKCnN0YXJ0X3RpbWUYASABKANCB7pIBCICKAASGQoIZW5kX3RpbWUYAiABKANCB7pIBCICIAASGgoJdGltZV96b25lGAMgASgJQge6SARyAhhAEiQKBmZvcm1hdBgEIAEoCUIUukgRcg9SAFIDY3N2UgZuZGpzb24iSAoTRXhwb3J0VXNhZ2VSZXNwb25zZRIxCgRyb3dzGAEgAygLMiMuZW50ZXJwcmlzZV9hZG1pbi52MS5Vc2FnZUV4cG9ydFJvdyKoAgoOVXNhZ2VFeHBvcnRSb3cSDAoEZGF0ZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEg0KBWVtYWlsGAMgASgJEhgKEGRlcGFydG1lbnRfcGF0aHMYBCADKAkSEgoKbW9kZWxfbmFtZRgFIAEoCRISCgptb2RlbF90eXBlGAYgASgJEhQKDG1vZGVsX3NvdXJjZRgHIAEoCRIOCgZldmVudHMYCCABKAMSFAoMaW5wdXRfdG9rZW5zGAkgASgEEhUKDW91dHB1dF90b2tlbnMYCiABKAQSFAoMYmFzaWNfYW1vdW50GAsgASgJEhUKDXBheV9nb19hbW91bnQYDCABKAkSFAoMdG90YWxfYW1vdW50GA0gASgJEhAKCGN1cnJlbmN5GA4gASgJMpAHCgxVc2FnZVNlcnZpY2USwQEKE1F1ZXJ5VXNlck1vZGVsVXNhZ2USLy5lbnRlcnByaXNlX2FkbWluLnYxLlF1ZXJ5VXNlck1vZGVsVXNhZ2VSZXF1ZXN0GjAuZW50ZXJwcmlzZV9hZG1pbi52MS5RdWVyeVVzZXJNb2RlbFVzYWdlUmVzcG9uc2UiR9rzGBEKD3N0YXRpc3RpY3M6cmVhZILT5JMCLDoBKiInL29wZW5hcGkvdjEvc3RhdGlzdGljcy91c2VyLW1vZGVsLXVzYWdlErUBChFSZWNvcmRVc2FnZUV2ZW50cxItLmVudGVycHJpc2VfYWRtaW4udjEuUmVjb3JkVXNhZ2VFdmVudHNSZXF1ZXN0Gi4uZW50ZXJwcmlzZV9hZG1pbi52MS5SZWNvcmRVc2FnZUV2ZW50c1Jlc3BvbnNlIkHa8xgNCgt1c2FnZTp3cml0ZYLT5JMCKjoBKiIlL29wZW5hcGkvdjEvdXNhZ2UvZXZlbnRzL2JhdGNoLXJlY29yZBKuAQoOR2V0VXNhZ2VSZXBvcnQSKi5lbnRlcnByaXNlX2FkbWluLnYxLkdldFVzYWdlUmVwb3J0UmVxdWVzdBorLmVudGVycHJpc2VfYWRtaW4udjEuR2V0VXNhZ2VSZXBvcnRSZXNwb25zZSJD2vMYEQoPc3RhdGlzdGljczpyZWFkgtPkkwIoOgEqIiMvb3BlbmFwaS92MS9zdGF0aXN0aWNzL3VzYWdlLXJlcG9ydBKrAQoOR2V0Q29yZU1ldHJpY3MSKi5lbnRlcnByaXNlX2FkbWluLnYxLkdldENvcmVNZXRyaWNzUmVxdWVzdBorLmVudGVycHJpc2VfYWRtaW4udjEuR2V0Q29yZU1ldHJpY3NSZXNwb25zZSJA2vMYEQoPc3RhdGlzdGljczpyZWFkgtPkkwIlEiMvb3BlbmFwaS92MS9zdGF0aXN0aWNzL2NvcmUtbWV0cmljcxKkAQoLRXhwb3J0VXNhZ2USJy5lbnRlcnByaXNlX2FkbWluLnYxLkV4cG9ydFVzYWdlUmVxdWVzdBooLmVudGVycHJpc2VfYWRtaW4udjEuRXhwb3J0VXNhZ2VSZXNwb25zZSJA2vMYEQoPc3RhdGlzdGljczpyZWFkgtPkkwIlEiMvb3BlbmFwaS92MS9zdGF0aXN0aWNzL3VzYWdlLWV4cG9ydDABYgZwcm90bzM", [file_buf_validate_validate, file_enterprise_admin_v1_options, file_google_api_annotations]);
 
 /**
  * @generated from message enterprise_admin.v1.QueryUserModelUsageRequest
@@ -344,6 +344,524 @@ export const RecordUsageEventsResponseSchema: GenMessage<RecordUsageEventsRespon
   messageDesc(file_enterprise_admin_v1_usage, 8);
 
 /**
+ * @generated from message enterprise_admin.v1.GetUsageReportRequest
+ */
+export type GetUsageReportRequest = Message<"enterprise_admin.v1.GetUsageReportRequest"> & {
+  /**
+   * Window start, Unix seconds, inclusive.
+   *
+   * @generated from field: int64 start_time = 1;
+   */
+  startTime: bigint;
+
+  /**
+   * Window end, Unix seconds, exclusive; at most 366 days after start_time (31 days for hour buckets).
+   *
+   * @generated from field: int64 end_time = 2;
+   */
+  endTime: bigint;
+
+  /**
+   * IANA time zone name, e.g. "Asia/Kolkata"; empty means the enterprise's time zone.
+   *
+   * @generated from field: string time_zone = 3;
+   */
+  timeZone: string;
+
+  /**
+   * "day" (the default when empty): buckets from local midnight to local midnight; "hour"; "none":
+   * one bucket over the whole window.
+   *
+   * @generated from field: string bucket = 4;
+   */
+  bucket: string;
+
+  /**
+   * Any of "model", "member", "department", each at most once; empty means one group per bucket.
+   *
+   * @generated from field: repeated string group_by = 5;
+   */
+  groupBy: string[];
+
+  /**
+   * Only members in this department's subtree; empty means the whole enterprise. Department groups
+   * are its direct children (and itself, for members placed directly in it).
+   *
+   * @generated from field: string department_id = 6;
+   */
+  departmentId: string;
+
+  /**
+   * Only these members (the rules of user-model-usage: unique IDs plus unique e-mails at most 100).
+   *
+   * @generated from field: repeated string user_ids = 7;
+   */
+  userIds: string[];
+
+  /**
+   * @generated from field: repeated string emails = 8;
+   */
+  emails: string[];
+
+  /**
+   * Members per page when grouping by member (default 100, at most 1,000).
+   *
+   * @generated from field: int32 page_size = 9;
+   */
+  pageSize: number;
+
+  /**
+   * From the previous page's next_page_token, with the same other fields.
+   *
+   * @generated from field: string page_token = 10;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message enterprise_admin.v1.GetUsageReportRequest.
+ * Use `create(GetUsageReportRequestSchema)` to create a new message.
+ */
+export const GetUsageReportRequestSchema: GenMessage<GetUsageReportRequest> = /*@__PURE__*/
+  messageDesc(file_enterprise_admin_v1_usage, 9);
+
+/**
+ * @generated from message enterprise_admin.v1.GetUsageReportResponse
+ */
+export type GetUsageReportResponse = Message<"enterprise_admin.v1.GetUsageReportResponse"> & {
+  /**
+   * The enterprise's currency: "CNY" or "USD".
+   *
+   * @generated from field: string currency = 1;
+   */
+  currency: string;
+
+  /**
+   * The time zone of the buckets.
+   *
+   * @generated from field: string time_zone = 2;
+   */
+  timeZone: string;
+
+  /**
+   * Every bucket of the window, empty ones too, in time order.
+   *
+   * @generated from field: repeated enterprise_admin.v1.UsageBucket buckets = 3;
+   */
+  buckets: UsageBucket[];
+
+  /**
+   * Set when grouping by member and more members follow.
+   *
+   * @generated from field: string next_page_token = 4;
+   */
+  nextPageToken: string;
+
+  /**
+   * Requested IDs and e-mails that are not members of this enterprise, as sent.
+   *
+   * @generated from field: repeated string not_found_user_ids = 5;
+   */
+  notFoundUserIds: string[];
+
+  /**
+   * @generated from field: repeated string not_found_emails = 6;
+   */
+  notFoundEmails: string[];
+};
+
+/**
+ * Describes the message enterprise_admin.v1.GetUsageReportResponse.
+ * Use `create(GetUsageReportResponseSchema)` to create a new message.
+ */
+export const GetUsageReportResponseSchema: GenMessage<GetUsageReportResponse> = /*@__PURE__*/
+  messageDesc(file_enterprise_admin_v1_usage, 10);
+
+/**
+ * @generated from message enterprise_admin.v1.UsageBucket
+ */
+export type UsageBucket = Message<"enterprise_admin.v1.UsageBucket"> & {
+  /**
+   * Unix seconds: the bucket's start (inclusive) and end (exclusive), cut at the window's edges.
+   *
+   * @generated from field: int64 start_time = 1;
+   */
+  startTime: bigint;
+
+  /**
+   * @generated from field: int64 end_time = 2;
+   */
+  endTime: bigint;
+
+  /**
+   * Day buckets: the local date, YYYY-MM-DD; empty otherwise.
+   *
+   * @generated from field: string date = 3;
+   */
+  date: string;
+
+  /**
+   * Without group_by, exactly one group (zeros when the bucket is empty); otherwise one per key with
+   * events, ordered by the group_by keys in the order given.
+   *
+   * @generated from field: repeated enterprise_admin.v1.UsageGroup groups = 4;
+   */
+  groups: UsageGroup[];
+};
+
+/**
+ * Describes the message enterprise_admin.v1.UsageBucket.
+ * Use `create(UsageBucketSchema)` to create a new message.
+ */
+export const UsageBucketSchema: GenMessage<UsageBucket> = /*@__PURE__*/
+  messageDesc(file_enterprise_admin_v1_usage, 11);
+
+/**
+ * A group's key fields (those of its group_by keys; the others are empty) and its figures.
+ *
+ * @generated from message enterprise_admin.v1.UsageGroup
+ */
+export type UsageGroup = Message<"enterprise_admin.v1.UsageGroup"> & {
+  /**
+   * @generated from field: string model_name = 1;
+   */
+  modelName: string;
+
+  /**
+   * @generated from field: string model_type = 2;
+   */
+  modelType: string;
+
+  /**
+   * @generated from field: string model_source = 3;
+   */
+  modelSource: string;
+
+  /**
+   * @generated from field: string user_id = 4;
+   */
+  userId: string;
+
+  /**
+   * @generated from field: string email = 5;
+   */
+  email: string;
+
+  /**
+   * @generated from field: string department_id = 6;
+   */
+  departmentId: string;
+
+  /**
+   * @generated from field: string department_name = 7;
+   */
+  departmentName: string;
+
+  /**
+   * Events, and the distinct members with at least one of them.
+   *
+   * @generated from field: int64 events = 8;
+   */
+  events: bigint;
+
+  /**
+   * @generated from field: int64 active_members = 9;
+   */
+  activeMembers: bigint;
+
+  /**
+   * @generated from field: uint64 input_tokens = 10;
+   */
+  inputTokens: bigint;
+
+  /**
+   * @generated from field: uint64 output_tokens = 11;
+   */
+  outputTokens: bigint;
+
+  /**
+   * Decimal strings with exactly 6 decimals.
+   *
+   * @generated from field: string basic_amount = 12;
+   */
+  basicAmount: string;
+
+  /**
+   * @generated from field: string pay_go_amount = 13;
+   */
+  payGoAmount: string;
+
+  /**
+   * @generated from field: string total_amount = 14;
+   */
+  totalAmount: string;
+};
+
+/**
+ * Describes the message enterprise_admin.v1.UsageGroup.
+ * Use `create(UsageGroupSchema)` to create a new message.
+ */
+export const UsageGroupSchema: GenMessage<UsageGroup> = /*@__PURE__*/
+  messageDesc(file_enterprise_admin_v1_usage, 12);
+
+/**
+ * @generated from message enterprise_admin.v1.GetCoreMetricsRequest
+ */
+export type GetCoreMetricsRequest = Message<"enterprise_admin.v1.GetCoreMetricsRequest"> & {
+  /**
+   * Local dates, both inclusive, at most 366 days: YYYY-MM-DD.
+   *
+   * @generated from field: string start_date = 1;
+   */
+  startDate: string;
+
+  /**
+   * @generated from field: string end_date = 2;
+   */
+  endDate: string;
+
+  /**
+   * IANA time zone name; empty means the enterprise's time zone.
+   *
+   * @generated from field: string time_zone = 3;
+   */
+  timeZone: string;
+};
+
+/**
+ * Describes the message enterprise_admin.v1.GetCoreMetricsRequest.
+ * Use `create(GetCoreMetricsRequestSchema)` to create a new message.
+ */
+export const GetCoreMetricsRequestSchema: GenMessage<GetCoreMetricsRequest> = /*@__PURE__*/
+  messageDesc(file_enterprise_admin_v1_usage, 13);
+
+/**
+ * @generated from message enterprise_admin.v1.GetCoreMetricsResponse
+ */
+export type GetCoreMetricsResponse = Message<"enterprise_admin.v1.GetCoreMetricsResponse"> & {
+  /**
+   * @generated from field: string currency = 1;
+   */
+  currency: string;
+
+  /**
+   * @generated from field: string time_zone = 2;
+   */
+  timeZone: string;
+
+  /**
+   * One per local day of the range, empty days included.
+   *
+   * @generated from field: repeated enterprise_admin.v1.DailyUsage items = 3;
+   */
+  items: DailyUsage[];
+};
+
+/**
+ * Describes the message enterprise_admin.v1.GetCoreMetricsResponse.
+ * Use `create(GetCoreMetricsResponseSchema)` to create a new message.
+ */
+export const GetCoreMetricsResponseSchema: GenMessage<GetCoreMetricsResponse> = /*@__PURE__*/
+  messageDesc(file_enterprise_admin_v1_usage, 14);
+
+/**
+ * The whole enterprise's usage on one local day.
+ *
+ * @generated from message enterprise_admin.v1.DailyUsage
+ */
+export type DailyUsage = Message<"enterprise_admin.v1.DailyUsage"> & {
+  /**
+   * @generated from field: string date = 1;
+   */
+  date: string;
+
+  /**
+   * @generated from field: int64 active_members = 2;
+   */
+  activeMembers: bigint;
+
+  /**
+   * @generated from field: int64 events = 3;
+   */
+  events: bigint;
+
+  /**
+   * @generated from field: uint64 input_tokens = 4;
+   */
+  inputTokens: bigint;
+
+  /**
+   * @generated from field: uint64 output_tokens = 5;
+   */
+  outputTokens: bigint;
+
+  /**
+   * @generated from field: string basic_amount = 6;
+   */
+  basicAmount: string;
+
+  /**
+   * @generated from field: string pay_go_amount = 7;
+   */
+  payGoAmount: string;
+
+  /**
+   * @generated from field: string total_amount = 8;
+   */
+  totalAmount: string;
+};
+
+/**
+ * Describes the message enterprise_admin.v1.DailyUsage.
+ * Use `create(DailyUsageSchema)` to create a new message.
+ */
+export const DailyUsageSchema: GenMessage<DailyUsage> = /*@__PURE__*/
+  messageDesc(file_enterprise_admin_v1_usage, 15);
+
+/**
+ * @generated from message enterprise_admin.v1.ExportUsageRequest
+ */
+export type ExportUsageRequest = Message<"enterprise_admin.v1.ExportUsageRequest"> & {
+  /**
+   * Window start and end (exclusive), Unix seconds, at most 366 days apart.
+   *
+   * @generated from field: int64 start_time = 1;
+   */
+  startTime: bigint;
+
+  /**
+   * @generated from field: int64 end_time = 2;
+   */
+  endTime: bigint;
+
+  /**
+   * IANA time zone name of the rows' dates; empty means the enterprise's time zone.
+   *
+   * @generated from field: string time_zone = 3;
+   */
+  timeZone: string;
+
+  /**
+   * REST only: "csv" (the default when empty) or "ndjson".
+   *
+   * @generated from field: string format = 4;
+   */
+  format: string;
+};
+
+/**
+ * Describes the message enterprise_admin.v1.ExportUsageRequest.
+ * Use `create(ExportUsageRequestSchema)` to create a new message.
+ */
+export const ExportUsageRequestSchema: GenMessage<ExportUsageRequest> = /*@__PURE__*/
+  messageDesc(file_enterprise_admin_v1_usage, 16);
+
+/**
+ * A few rows of the export, in order.
+ *
+ * @generated from message enterprise_admin.v1.ExportUsageResponse
+ */
+export type ExportUsageResponse = Message<"enterprise_admin.v1.ExportUsageResponse"> & {
+  /**
+   * @generated from field: repeated enterprise_admin.v1.UsageExportRow rows = 1;
+   */
+  rows: UsageExportRow[];
+};
+
+/**
+ * Describes the message enterprise_admin.v1.ExportUsageResponse.
+ * Use `create(ExportUsageResponseSchema)` to create a new message.
+ */
+export const ExportUsageResponseSchema: GenMessage<ExportUsageResponse> = /*@__PURE__*/
+  messageDesc(file_enterprise_admin_v1_usage, 17);
+
+/**
+ * One member's usage of one model on one local date.
+ *
+ * @generated from message enterprise_admin.v1.UsageExportRow
+ */
+export type UsageExportRow = Message<"enterprise_admin.v1.UsageExportRow"> & {
+  /**
+   * @generated from field: string date = 1;
+   */
+  date: string;
+
+  /**
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+
+  /**
+   * @generated from field: string email = 3;
+   */
+  email: string;
+
+  /**
+   * The full path of each of the member's departments (see Department.full_path).
+   *
+   * @generated from field: repeated string department_paths = 4;
+   */
+  departmentPaths: string[];
+
+  /**
+   * @generated from field: string model_name = 5;
+   */
+  modelName: string;
+
+  /**
+   * @generated from field: string model_type = 6;
+   */
+  modelType: string;
+
+  /**
+   * @generated from field: string model_source = 7;
+   */
+  modelSource: string;
+
+  /**
+   * @generated from field: int64 events = 8;
+   */
+  events: bigint;
+
+  /**
+   * @generated from field: uint64 input_tokens = 9;
+   */
+  inputTokens: bigint;
+
+  /**
+   * @generated from field: uint64 output_tokens = 10;
+   */
+  outputTokens: bigint;
+
+  /**
+   * @generated from field: string basic_amount = 11;
+   */
+  basicAmount: string;
+
+  /**
+   * @generated from field: string pay_go_amount = 12;
+   */
+  payGoAmount: string;
+
+  /**
+   * @generated from field: string total_amount = 13;
+   */
+  totalAmount: string;
+
+  /**
+   * @generated from field: string currency = 14;
+   */
+  currency: string;
+};
+
+/**
+ * Describes the message enterprise_admin.v1.UsageExportRow.
+ * Use `create(UsageExportRowSchema)` to create a new message.
+ */
+export const UsageExportRowSchema: GenMessage<UsageExportRow> = /*@__PURE__*/
+  messageDesc(file_enterprise_admin_v1_usage, 18);
+
+/**
  * Member model usage: the documented query (permission statistics:read) and the ingestion of usage
  * events (permission usage:write). Both see only the token's enterprise.
  *
@@ -369,6 +887,38 @@ export const UsageService: GenService<{
     methodKind: "unary";
     input: typeof RecordUsageEventsRequestSchema;
     output: typeof RecordUsageEventsResponseSchema;
+  },
+  /**
+   * Usage over a window in day or hour buckets of a time zone (or one bucket), grouped by any of
+   * model, member and department, over the whole enterprise or one department's subtree.
+   *
+   * @generated from rpc enterprise_admin.v1.UsageService.GetUsageReport
+   */
+  getUsageReport: {
+    methodKind: "unary";
+    input: typeof GetUsageReportRequestSchema;
+    output: typeof GetUsageReportResponseSchema;
+  },
+  /**
+   * The whole enterprise's figures for each local day of a date range, empty days included.
+   *
+   * @generated from rpc enterprise_admin.v1.UsageService.GetCoreMetrics
+   */
+  getCoreMetrics: {
+    methodKind: "unary";
+    input: typeof GetCoreMetricsRequestSchema;
+    output: typeof GetCoreMetricsResponseSchema;
+  },
+  /**
+   * One row per (local date, member, model) with usage in the window, in date order. REST streams
+   * the rows as CSV (RFC 4180, with a header line) or NDJSON, by the `format` query parameter.
+   *
+   * @generated from rpc enterprise_admin.v1.UsageService.ExportUsage
+   */
+  exportUsage: {
+    methodKind: "server_streaming";
+    input: typeof ExportUsageRequestSchema;
+    output: typeof ExportUsageResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_enterprise_admin_v1_usage, 0);

@@ -12,6 +12,7 @@ import * as addAccessTokenId from "./20261125T070000-add-access-token-id.js";
 import * as refoldMemberEmails from "./20261125T070100-refold-member-emails.js";
 import * as createMasterKeyRing from "./20261125T070200-create-master-key-ring.js";
 import * as createUsageIngestionCount from "./20261125T070300-create-usage-ingestion-count.js";
+import * as addEnterpriseTimeZone from "./20261126T070000-add-enterprise-time-zone.js";
 
 export const migrations: Record<string, Migration> = {
   "20261123T070000-create-directory": createDirectory,
@@ -26,4 +27,5 @@ export const migrations: Record<string, Migration> = {
   "20261125T070100-refold-member-emails": refoldMemberEmails,
   "20261125T070200-create-master-key-ring": createMasterKeyRing,
   "20261125T070300-create-usage-ingestion-count": createUsageIngestionCount,
+  "20261126T070000-add-enterprise-time-zone": addEnterpriseTimeZone,
 };
