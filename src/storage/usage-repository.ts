@@ -407,7 +407,62 @@ export class UsageRepository {
     }
     return sums;
   }
+
+  /**
+   * The raw events of a window [start, end), in pages of at most `pageSize`, in the table's key order
+   * (UTC day, member, time), optionally only those of `memberKeys`. Each page is its own statement
+   * (keyset paging), so a long scan never holds one read open: a page is one snapshot, and an event
+   * committed during the scan may or may not be seen. Every value is a number (each at most 10^12).
+   */
+  async *eventsInWindow(enterpriseId: string, start: number, end: number, memberKeys?: readonly number[],
+    pageSize = 20_000): AsyncGenerator<RawEvent[]> {
+    if (memberKeys?.length === 0) return;
+    const postgres = this.dialect === "postgres";
+    const onlyMembers = memberKeys === undefined ? sql`true`
+      : postgres ? sql`member_key = any(${[...memberKeys]}::bigint[])` : sql`member_key in (select value from json_each(${JSON.stringify(memberKeys)}))`;
+    let after: { day: number; member_key: number; ts: number; event_id: string } | undefined;
+    for (;;) {
+      const from = after === undefined ? sql`day >= ${dayOf(start)}`
+        : sql`(day, member_key, ts, event_id) > (${after.day}, ${after.member_key}, ${after.ts}, ${after.event_id})`;
+      const { rows } = await sql<RawEventRow>`select day, member_key, ts, event_id, model_id, input_tokens, output_tokens, basic_micros, pay_go_micros
+        from usage_event where ${from} and day <= ${dayOf(end - 1)} and ts >= ${start} and ts < ${end}
+        and enterprise_id = ${enterpriseId} and ${onlyMembers}
+        order by day, member_key, ts, event_id limit ${pageSize}`.execute(this.db);
+      if (rows.length === 0) return;
+      yield rows.map((row) => ({
+        memberKey: Number(row.member_key), modelId: Number(row.model_id), ts: Number(row.ts), inputTokens: Number(row.input_tokens),
+        outputTokens: Number(row.output_tokens), basicMicros: Number(row.basic_micros), payGoMicros: Number(row.pay_go_micros),
+      }));
+      if (rows.length < pageSize) return;
+      const last = rows[rows.length - 1]!;
+      after = { day: Number(last.day), member_key: Number(last.member_key), ts: Number(last.ts), event_id: last.event_id };
+    }
+  }
 }
+
+/** One raw event of a window (eventsInWindow). */
+export interface RawEvent {
+  memberKey: number;
+  modelId: number;
+  ts: number;
+  inputTokens: number;
+  outputTokens: number;
+  basicMicros: number;
+  payGoMicros: number;
+}
+
+interface RawEventRow {
+  day: number | string;
+  member_key: number | string;
+  ts: number | string;
+  event_id: string;
+  model_id: number | string;
+  input_tokens: number | string;
+  output_tokens: number | string;
+  basic_micros: number | string;
+  pay_go_micros: number | string;
+}
+
 
 /** A row of the window statement: the running totals read (added and subtracted), or one range's raw events. */
 interface WindowRow {
