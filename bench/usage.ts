@@ -33,7 +33,9 @@ import { formatMicros } from "../src/domain/money.js";
 import { AccessAdmin } from "../src/operations/access-admin.js";
 import { importDirectory } from "../src/operations/import-directory.js";
 import { importUsage } from "../src/operations/import-usage.js";
+import { UsageReports } from "../src/operations/usage-report.js";
 import { usageHandlers } from "../src/services/usage-service.js";
+import { DepartmentRepository } from "../src/storage/department-repository.js";
 import { AuthRepository } from "../src/storage/auth-repository.js";
 import { migrateToLatest, openDatabase, type Database } from "../src/storage/database.js";
 import { DirectoryRepository } from "../src/storage/directory-repository.js";
@@ -153,7 +155,7 @@ async function measureIngestion(dbPath: string, batches: number) {
 /** (3) Query latency through the service's handler, and the same answer by a plain raw scan. */
 async function measureQueries(database: Database, label: string, members: number) {
   const usage = new UsageRepository(database);
-  const handlers = usageHandlers(usage);
+  const handlers = usageHandlers(usage, new UsageReports(usage, new DepartmentRepository(database.db)));
   const call = { requestId: "bench", principal: { enterpriseId: ENTERPRISE_ID, appId: null, permissions: new Set(["statistics:read"]) }, clientAddress: undefined, signal: new AbortController().signal };
   console.log(`(3) query on ${label}, 100 members, ${flags.queries} queries per window (handler: members, running totals and raw partial days, formatting):`);
   // A running service's page cache holds the tables the query reads; a fresh process's does not.

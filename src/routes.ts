@@ -13,6 +13,7 @@ import { departmentHandlers } from "./services/department-service.js";
 import { usageHandlers } from "./services/usage-service.js";
 import { environmentHandlers } from "./services/environment-service.js";
 import type { EnvironmentConfigs } from "./operations/environment-configs.js";
+import { UsageReports } from "./operations/usage-report.js";
 import { registerHealth, type HealthState } from "./services/health-service.js";
 import { registerReflection } from "./services/reflection-service.js";
 import type { DepartmentRepository } from "./storage/department-repository.js";
@@ -37,7 +38,7 @@ export function businessServices(deps: ServiceDeps): ServedService[] {
   return [
     { service: AuthService, handlers: authHandlers(deps.access, deps.rateLimits) },
     { service: DepartmentService, handlers: departmentHandlers(deps.departments) },
-    { service: UsageService, handlers: usageHandlers(deps.usage) },
+    { service: UsageService, handlers: usageHandlers(deps.usage, new UsageReports(deps.usage, deps.departments)) },
     { service: EnvironmentConfigService, handlers: environmentHandlers(deps.environments) },
   ];
 }

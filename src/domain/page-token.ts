@@ -7,9 +7,9 @@ export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 100;
 
 /** 0 means the default; above the maximum is lowered to it (negative sizes are rejected by validation). */
-export function effectivePageSize(requested: number): number {
-  if (requested <= 0) return DEFAULT_PAGE_SIZE;
-  return Math.min(requested, MAX_PAGE_SIZE);
+export function effectivePageSize(requested: number, limits = { default: DEFAULT_PAGE_SIZE, max: MAX_PAGE_SIZE }): number {
+  if (requested <= 0) return limits.default;
+  return Math.min(requested, limits.max);
 }
 
 const fingerprint = (query: string) => createHash("sha256").update(query).digest("base64url").slice(0, 12);

@@ -31,6 +31,8 @@ export class RestRouter {
       for (const method of service.methods) {
         const rule = getOption(method, httpOption);
         if (!rule.pattern.case) continue;
+        // A server-streaming method's route needs the streaming facade (ExportUsage's): none until it is served.
+        if (method.methodKind === "server_streaming") continue;
         if (method.methodKind !== "unary") fail(method, "only unary methods can have an HTTP rule");
         for (const r of [rule, ...rule.additionalBindings]) routes.push(toRoute(method as DescMethodUnary, r));
       }

@@ -1,57 +1,30 @@
-// UsageService: the documented usage query (spec 4.1, contracts section 6) and event ingestion.
+// UsageService: the documented usage query (spec 4.1, contracts section 6), event ingestion, and the
+// usage report and daily trend (operations/usage-report.ts).
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { UsageService, type MemberUsageSchema, type ModelUsageSchema } from "../../gen/enterprise_admin/v1/usage_pb.js";
-import { uniqueInOrder } from "../domain/batch.js";
-import { foldEmail } from "../domain/email-match.js";
-import { invalidParameter } from "../domain/errors.js";
+import type { GroupFigures } from "../domain/report-cells.js";
 import { formatMicros } from "../domain/money.js";
 import { checkUsageEvent, compareCodePoints } from "../domain/usage-event.js";
 import { checkWindow, planWindow } from "../domain/usage-window.js";
 import type { Handlers } from "../interceptors/call-pipeline.js";
+import { resolveNamedMembers } from "../operations/named-members.js";
 import { recordUsage } from "../operations/record-usage.js";
+import type { UsageReports } from "../operations/usage-report.js";
 import type { ModelIdentity } from "../domain/usage-event.js";
-import type { MemberRow, UsageRepository } from "../storage/usage-repository.js";
+import type { UsageRepository } from "../storage/usage-repository.js";
 import { BASIC, INPUT, OUTPUT, PAY_GO } from "../domain/usage-totals.js";
 import type { WindowSums } from "../domain/usage-window-sums.js";
 
-export const MAX_QUERY_MEMBERS = 100;
-
-
-export function usageHandlers(usage: UsageRepository): Handlers<typeof UsageService> {
+export function usageHandlers(usage: UsageRepository, reports: UsageReports): Handlers<typeof UsageService> {
   return {
     async queryUserModelUsage(request, { principal, signal }) {
       const window = checkWindow(request.startTime, request.endTime);
-      const userIds = uniqueInOrder(request.userIds);
-      const emails = uniqueByFoldedEmail(request.emails);
-      const named = userIds.length + emails.length;
-      if (named === 0) throw invalidParameter("user_ids, emails: at least one of them must name a member");
-      if (named > MAX_QUERY_MEMBERS) {
-        throw invalidParameter(`user_ids plus emails after de-duplication: ${named} > ${MAX_QUERY_MEMBERS}`);
-      }
-
       const enterpriseId = principal.enterpriseId;
-      const [byId, byEmail, currency] = await Promise.all([
-        usage.membersByUserIds(enterpriseId, userIds),
-        usage.membersByFoldedEmails(enterpriseId, emails.map(foldEmail)),
+      const [named, currency] = await Promise.all([
+        resolveNamedMembers(usage, enterpriseId, request, true),
         usage.currency(enterpriseId),
       ]);
-      const memberById = new Map(byId.map((m) => [m.user_id, m]));
-      const memberByEmail = new Map(byEmail.map((m) => [m.email_folded, m]));
-
-      // Order of first mention, user_ids first; a member named by id and by e-mail appears once.
-      const members: MemberRow[] = [];
-      const listed = new Set<number>();
-      const add = (member: MemberRow) => {
-        if (!listed.has(member.member_key)) {
-          listed.add(member.member_key);
-          members.push(member);
-        }
-      };
-      const notFoundUserIds = userIds.filter((id) => (memberById.has(id) ? (add(memberById.get(id)!), false) : true));
-      const notFoundEmails = emails.filter((e) => {
-        const member = memberByEmail.get(foldEmail(e));
-        return member ? (add(member), false) : true;
-      });
+      const { members, notFoundUserIds, notFoundEmails } = named;
 
       const plan = planWindow(window.start, window.end);
       signal.throwIfAborted();
@@ -79,12 +52,39 @@ export function usageHandlers(usage: UsageRepository): Handlers<typeof UsageServ
       return recordUsage(usage, principal.enterpriseId, events, signal);
     },
 
-    async getUsageReport() {
-      throw new Error("GetUsageReport: not built yet");
+    async getUsageReport(request, { principal, signal }) {
+      const report = await reports.report(principal.enterpriseId, request, signal);
+      return {
+        currency: report.currency,
+        timeZone: report.timeZone,
+        buckets: report.buckets.map((bucket) => ({
+          startTime: BigInt(bucket.start),
+          endTime: BigInt(bucket.end),
+          date: bucket.date,
+          groups: bucket.groups.map((group) => ({
+            modelName: group.model?.model_name ?? "",
+            modelType: group.model?.model_type ?? "",
+            modelSource: group.model?.model_source ?? "",
+            userId: group.member?.user_id ?? "",
+            email: group.member?.email ?? "",
+            departmentId: group.department?.department_id ?? "",
+            departmentName: group.department?.name ?? "",
+            ...figures(group.figures),
+          })),
+        })),
+        nextPageToken: report.nextPageToken,
+        notFoundUserIds: report.notFoundUserIds,
+        notFoundEmails: report.notFoundEmails,
+      };
     },
 
-    async getCoreMetrics() {
-      throw new Error("GetCoreMetrics: not built yet");
+    async getCoreMetrics(request, { principal, signal }) {
+      const metrics = await reports.coreMetrics(principal.enterpriseId, request, signal);
+      return {
+        currency: metrics.currency,
+        timeZone: metrics.timeZone,
+        items: metrics.items.map((day) => ({ date: day.date, ...figures(day) })),
+      };
     },
   };
 }
@@ -135,13 +135,15 @@ function exactSum(a: number | bigint, b: number | bigint): number | bigint {
   return BigInt(a) + BigInt(b);
 }
 
-/** De-duplicates e-mails by the matching rule, keeping the first spelling (it is what not_found echoes). */
-function uniqueByFoldedEmail(emails: readonly string[]): string[] {
-  const seen = new Set<string>();
-  return emails.filter((email) => {
-    const folded = foldEmail(email);
-    if (seen.has(folded)) return false;
-    seen.add(folded);
-    return true;
-  });
+/** A group's or a day's figures in the API's shape: exact integers, amounts as 6-decimal strings. */
+function figures(f: GroupFigures) {
+  return {
+    events: f.events,
+    activeMembers: BigInt(f.activeMembers),
+    inputTokens: f.inputTokens,
+    outputTokens: f.outputTokens,
+    basicAmount: formatMicros(f.basicMicros),
+    payGoAmount: formatMicros(f.payGoMicros),
+    totalAmount: formatMicros(f.basicMicros + f.payGoMicros),
+  };
 }

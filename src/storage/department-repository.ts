@@ -49,6 +49,35 @@ export class DepartmentRepository {
     return query.orderBy("department_id").limit(limit).execute();
   }
 
+  /** Every child of one parent, in no particular order. */
+  async childrenOf(enterpriseId: string, parentId: string): Promise<DepartmentRow[]> {
+    return this.db.selectFrom("department").select(columns)
+      .where("enterprise_id", "=", enterpriseId).where("parent_department_id", "=", parentId).execute();
+  }
+
+  /**
+   * The members of a department's subtree by today's directory, each with its group: the direct
+   * child of `departmentId` whose subtree holds it (`group_id` that child), or `departmentId` itself
+   * for a member placed directly in it. A member in two sibling subtrees has a row for each; one in
+   * two departments of one subtree has one row for it.
+   */
+  async subtreeMembers(enterpriseId: string, departmentId: string): Promise<SubtreeMemberRow[]> {
+    const { rows } = await sql<SubtreeMemberRow>`with recursive tree(group_id, department_id) as (
+        select department_id, department_id from department where enterprise_id = ${enterpriseId} and parent_department_id = ${departmentId}
+        union all
+        select tree.group_id, d.department_id from department d join tree on d.parent_department_id = tree.department_id
+        where d.enterprise_id = ${enterpriseId}
+      )
+      select tree.group_id, m.member_key from tree
+        join member_department md on md.enterprise_id = ${enterpriseId} and md.department_id = tree.department_id
+        join member m on m.enterprise_id = md.enterprise_id and m.user_id = md.user_id
+      union
+      select md.department_id as group_id, m.member_key from member_department md
+        join member m on m.enterprise_id = md.enterprise_id and m.user_id = md.user_id
+        where md.enterprise_id = ${enterpriseId} and md.department_id = ${departmentId}`.execute(this.db);
+    return rows.map((row) => ({ group_id: row.group_id, member_key: Number(row.member_key) }));
+  }
+
   async listAll(enterpriseId: string): Promise<DepartmentRow[]> {
     return this.db.selectFrom("department").select(columns).where("enterprise_id", "=", enterpriseId).execute();
   }
@@ -67,6 +96,11 @@ export class DepartmentRepository {
         .execute();
     }
   }
+}
+
+export interface SubtreeMemberRow {
+  group_id: string;
+  member_key: number;
 }
 
 /** LIKE wildcards in a keyword match themselves. */

@@ -102,6 +102,22 @@ export class UsageRepository {
       .where("enterprise_id", "=", enterpriseId).where("email_folded", "in", emailsFolded).execute();
   }
 
+  /** The members with these keys (the enterprise's only), in no particular order. */
+  async membersByKeys(enterpriseId: string, memberKeys: readonly number[]): Promise<MemberRow[]> {
+    if (memberKeys.length === 0) return [];
+    const keyIn = this.dialect === "postgres"
+      ? sql<boolean>`member_key = any(${[...memberKeys]}::bigint[])`
+      : sql<boolean>`member_key in (select value from json_each(${JSON.stringify(memberKeys)}))`;
+    const rows = await this.db.selectFrom("member").select(["member_key", "user_id", "email", "email_folded", "account_type"])
+      .where("enterprise_id", "=", enterpriseId).where(keyIn).execute();
+    return rows.map((row) => ({ ...row, member_key: Number(row.member_key) }));
+  }
+
+  /** The enterprise's currency and time zone (the analytics' default zone). */
+  async enterpriseSettings(enterpriseId: string): Promise<{ currency: string; time_zone: string } | undefined> {
+    return this.db.selectFrom("enterprise").select(["currency", "time_zone"]).where("enterprise_id", "=", enterpriseId).executeTakeFirst();
+  }
+
   async currency(enterpriseId: string): Promise<string | undefined> {
     const row = await this.db.selectFrom("enterprise").select("currency").where("enterprise_id", "=", enterpriseId).executeTakeFirst();
     return row?.currency;

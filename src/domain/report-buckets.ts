@@ -1,0 +1,43 @@
+// The time buckets of a usage report: the window's limits by bucket kind, the buckets themselves
+// (local days or hours of a zone, or one over the whole window) and which bucket a time falls in.
+import { invalidParameter } from "./errors.js";
+import { dayBuckets, hourBuckets, type TimeBucket } from "./local-time.js";
+import { checkWindow } from "./usage-window.js";
+
+export type BucketKind = "day" | "hour" | "none";
+
+export const MAX_REPORT_DAYS = 366;
+export const MAX_HOUR_REPORT_DAYS = 31;
+
+/** The request's `bucket`: empty means "day" (validation allows only these words). */
+export function bucketKind(text: string): BucketKind {
+  if (text === "" || text === "day") return "day";
+  if (text === "hour" || text === "none") return text;
+  throw invalidParameter(`bucket: ${JSON.stringify(text)} is not one of "day", "hour", "none"`);
+}
+
+/** [start_time, end_time) within the report's limits: 366 days, 31 for hour buckets. */
+export function checkReportWindow(start: bigint, end: bigint, kind: BucketKind): { start: number; end: number } {
+  return checkWindow(start, end, kind === "hour" ? MAX_HOUR_REPORT_DAYS : MAX_REPORT_DAYS);
+}
+
+/** Every bucket of the window in time order, the first and last cut at its edges. */
+export function planBuckets(start: number, end: number, zone: string, kind: BucketKind): TimeBucket[] {
+  if (kind === "day") return dayBuckets(start, end, zone);
+  if (kind === "hour") return hourBuckets(start, end, zone);
+  return [{ start, end, date: "" }];
+}
+
+/** The index of the bucket holding `ts`, or -1 outside them all (buckets are contiguous and in order). */
+export function bucketIndexOf(buckets: readonly TimeBucket[], ts: number): number {
+  let low = 0;
+  let high = buckets.length - 1;
+  while (low <= high) {
+    const middle = (low + high) >>> 1;
+    const bucket = buckets[middle]!;
+    if (ts < bucket.start) high = middle - 1;
+    else if (ts >= bucket.end) low = middle + 1;
+    else return middle;
+  }
+  return -1;
+}

@@ -1,0 +1,245 @@
+// The usage report and the daily trend (one engine for both): the request's window, zone, filters
+// and member page worked out, then the usage facts of the window (domain/usage-facts.ts) summed per
+// (bucket, group), and the groups put in order with their key fields. Facts come from the raw events
+// now (rawEventFacts: the reference implementation); a pre-aggregated store plugs in as another
+// UsageFacts.
+import { invalidParameter } from "../domain/errors.js";
+import { checkTimeZone, dateRangeWindow, type TimeBucket } from "../domain/local-time.js";
+import { decodePageToken, effectivePageSize, encodePageToken } from "../domain/page-token.js";
+import { bucketKind, checkReportWindow, MAX_REPORT_DAYS, planBuckets } from "../domain/report-buckets.js";
+import { ReportCells, type GroupFigures } from "../domain/report-cells.js";
+import {
+  compareGroups, compareModels, departmentGroupRanks, groupDimensions, Grouping, ranksOf, type GroupDimension,
+} from "../domain/report-groups.js";
+import { compareCodePoints, type ModelIdentity } from "../domain/usage-event.js";
+import type { UsageFacts } from "../domain/usage-facts.js";
+import { ROOT_PARENT_ID } from "../domain/department-tree.js";
+import type { DepartmentRepository } from "../storage/department-repository.js";
+import type { MemberRow, UsageRepository } from "../storage/usage-repository.js";
+import { resolveNamedMembers } from "./named-members.js";
+
+export const DEFAULT_REPORT_MEMBERS = 100;
+export const MAX_REPORT_MEMBERS = 1000;
+
+export interface UsageReportRequest {
+  startTime: bigint;
+  endTime: bigint;
+  timeZone: string;
+  bucket: string;
+  groupBy: readonly string[];
+  departmentId: string;
+  userIds: readonly string[];
+  emails: readonly string[];
+  pageSize: number;
+  pageToken: string;
+}
+
+/** A group's key fields (those of its dimensions) and its figures. */
+export interface ReportGroup {
+  model?: ModelIdentity;
+  member?: { user_id: string; email: string };
+  department?: { department_id: string; name: string };
+  figures: GroupFigures;
+}
+
+export interface ReportBucket extends TimeBucket {
+  groups: ReportGroup[];
+}
+
+export interface UsageReport {
+  currency: string;
+  timeZone: string;
+  buckets: ReportBucket[];
+  nextPageToken: string;
+  notFoundUserIds: string[];
+  notFoundEmails: string[];
+}
+
+export interface CoreMetricsRequest {
+  startDate: string;
+  endDate: string;
+  timeZone: string;
+}
+
+export interface DailyFigures extends GroupFigures {
+  date: string;
+}
+
+/** The facts of the raw events: every event one fact. */
+export const rawEventFacts = (usage: UsageRepository): UsageFacts =>
+  (enterpriseId, start, end, memberKeys) => usage.eventsInWindow(enterpriseId, start, end, memberKeys);
+
+/** What the engine sums: a window in buckets, grouped, over some members (undefined: all). */
+interface ReportPlan {
+  enterpriseId: string;
+  start: number;
+  end: number;
+  buckets: TimeBucket[];
+  dimensions: GroupDimension[];
+  members: readonly number[] | undefined;
+  departments?: DepartmentScope;
+  /** The page's members, when grouping by member. */
+  pageMembers?: readonly MemberRow[];
+}
+
+/** A department's subtree: the groups of each member, and the groups' names and order. */
+interface DepartmentScope {
+  groupsOf: Map<number, string[]>;
+  names: Map<string, string>;
+  ranks: Map<string, number>;
+}
+
+export class UsageReports {
+  constructor(private readonly usage: UsageRepository, private readonly departments: DepartmentRepository,
+    private readonly facts: UsageFacts = rawEventFacts(usage)) {}
+
+  async report(enterpriseId: string, request: UsageReportRequest, signal: AbortSignal): Promise<UsageReport> {
+    const kind = bucketKind(request.bucket);
+    const { start, end } = checkReportWindow(request.startTime, request.endTime, kind);
+    const dimensions = groupDimensions(request.groupBy);
+    const byMember = dimensions.includes("member");
+    if (!byMember && request.pageToken !== "") throw invalidParameter(`page_token: pages exist only when group_by includes "member"`);
+    const settings = await this.settings(enterpriseId);
+    const zone = request.timeZone === "" ? settings.time_zone : checkTimeZone(request.timeZone, "time_zone");
+
+    const named = await resolveNamedMembers(this.usage, enterpriseId, request, false);
+    const departments = request.departmentId !== "" || dimensions.includes("department")
+      ? await this.departmentScope(enterpriseId, request.departmentId)
+      : undefined;
+    let members = intersect(named?.members.map((m) => m.member_key), departments && [...departments.groupsOf.keys()]);
+
+    let pageMembers: MemberRow[] | undefined;
+    let nextPageToken = "";
+    if (byMember) {
+      // Bound to every field but the page's own (AIP-158: page_size may change between pages).
+      const query = JSON.stringify(["usage-report", String(request.startTime), String(request.endTime), request.timeZone, kind, dimensions,
+        request.departmentId, request.userIds, request.emails]);
+      const pageSize = effectivePageSize(request.pageSize, { default: DEFAULT_REPORT_MEMBERS, max: MAX_REPORT_MEMBERS });
+      const after = decodePageToken(query, request.pageToken);
+      const active = await this.activeMembers(enterpriseId, start, end, members, signal);
+      const ordered = active.sort((a, b) => compareCodePoints(a.user_id, b.user_id))
+        .filter((member) => after === undefined || compareCodePoints(member.user_id, after) > 0);
+      pageMembers = ordered.slice(0, pageSize);
+      if (ordered.length > pageSize) nextPageToken = encodePageToken(query, pageMembers[pageMembers.length - 1]!.user_id);
+      members = pageMembers.map((m) => m.member_key);
+    }
+
+    const buckets = await this.run({
+      enterpriseId, start, end, buckets: planBuckets(start, end, zone, kind), dimensions, members, departments, pageMembers,
+    }, signal);
+    return {
+      currency: settings.currency, timeZone: zone, buckets, nextPageToken,
+      notFoundUserIds: named?.notFoundUserIds ?? [], notFoundEmails: named?.notFoundEmails ?? [],
+    };
+  }
+
+  /** The whole enterprise's figures per local day of [start_date, end_date]: the report's day buckets, ungrouped. */
+  async coreMetrics(enterpriseId: string, request: CoreMetricsRequest, signal: AbortSignal)
+    : Promise<{ currency: string; timeZone: string; items: DailyFigures[] }> {
+    const settings = await this.settings(enterpriseId);
+    const zone = request.timeZone === "" ? settings.time_zone : checkTimeZone(request.timeZone, "time_zone");
+    const { start, end, days } = dateRangeWindow(request.startDate, request.endDate, zone, ["start_date", "end_date"]);
+    if (days > MAX_REPORT_DAYS) {
+      throw invalidParameter(`start_date to end_date: ${days} days > ${MAX_REPORT_DAYS} (both dates count)`);
+    }
+    const buckets = await this.run({
+      enterpriseId, start, end, buckets: planBuckets(start, end, zone, "day"), dimensions: [], members: undefined,
+    }, signal);
+    return { currency: settings.currency, timeZone: zone, items: buckets.map((b) => ({ date: b.date, ...b.groups[0]!.figures })) };
+  }
+
+  private async settings(enterpriseId: string): Promise<{ currency: string; time_zone: string }> {
+    const settings = await this.usage.enterpriseSettings(enterpriseId);
+    if (!settings) throw new Error(`enterprise ${enterpriseId} of a valid token does not exist`);
+    return settings;
+  }
+
+  /**
+   * The subtree of `departmentId` ("" or "0": the root): each member's groups (the direct children
+   * whose subtree holds it, or the department itself for a member placed in it), the groups' names
+   * and order. An enterprise without departments has an empty scope when asked for its root.
+   */
+  private async departmentScope(enterpriseId: string, departmentId: string): Promise<DepartmentScope> {
+    const root = departmentId === "" || departmentId === ROOT_PARENT_ID;
+    const [self] = await this.departments.findByIds(enterpriseId, root ? [] : [departmentId], root);
+    if (!self) {
+      if (departmentId === "") return { groupsOf: new Map(), names: new Map(), ranks: new Map() };
+      throw invalidParameter(`department_id: ${JSON.stringify(departmentId)} is not a department of this enterprise`);
+    }
+    const [children, placements] = await Promise.all([
+      this.departments.childrenOf(enterpriseId, self.department_id),
+      this.departments.subtreeMembers(enterpriseId, self.department_id),
+    ]);
+    const groupsOf = new Map<number, string[]>();
+    for (const { member_key, group_id } of placements) {
+      const groups = groupsOf.get(member_key);
+      if (groups) groups.push(group_id);
+      else groupsOf.set(member_key, [group_id]);
+    }
+    return {
+      groupsOf,
+      names: new Map([self, ...children].map((d) => [d.department_id, d.name])),
+      ranks: departmentGroupRanks(self.department_id, children),
+    };
+  }
+
+  /** The members (of `members`, else all) with at least one fact in the window. */
+  private async activeMembers(enterpriseId: string, start: number, end: number, members: readonly number[] | undefined,
+    signal: AbortSignal): Promise<MemberRow[]> {
+    const active = new Set<number>();
+    for await (const page of this.facts(enterpriseId, start, end, members)) {
+      signal.throwIfAborted();
+      for (const fact of page) active.add(fact.memberKey);
+    }
+    return this.usage.membersByKeys(enterpriseId, [...active]);
+  }
+
+  /** The engine: facts summed per (bucket, group), then each bucket's groups in order with their key fields. */
+  private async run(plan: ReportPlan, signal: AbortSignal): Promise<ReportBucket[]> {
+    const cells = new ReportCells(plan.buckets, new Grouping(plan.dimensions, plan.departments?.groupsOf));
+    for await (const page of this.facts(plan.enterpriseId, plan.start, plan.end, plan.members)) {
+      signal.throwIfAborted();
+      cells.add(page);
+    }
+    const groups = plan.buckets.map((_, index) => cells.groups(index));
+
+    const modelIds = new Set(groups.flat().map((g) => g.key.modelId).filter((id) => id >= 0));
+    const models = await this.usage.modelsById(modelIds);
+    const memberRows = new Map((plan.pageMembers ?? []).map((m) => [m.member_key, m]));
+    const order = compareGroups(plan.dimensions, {
+      models: ranksOf(modelIds, (id) => id, (a, b) => compareModels(models.get(a)!, models.get(b)!)),
+      members: ranksOf(memberRows.values(), (m) => m.member_key, (a, b) => compareCodePoints(a.user_id, b.user_id)),
+      departments: plan.departments?.ranks ?? new Map(),
+    });
+    return plan.buckets.map((bucket, index) => {
+      const figures = groups[index]!.sort((a, b) => order(a.key, b.key));
+      if (plan.dimensions.length === 0 && figures.length === 0) figures.push(emptyFigures());
+      return {
+        ...bucket,
+        groups: figures.map((f) => {
+          const group: ReportGroup = { figures: f };
+          if (f.key.modelId >= 0) group.model = models.get(f.key.modelId)!;
+          const member = memberRows.get(f.key.memberKey);
+          if (member) group.member = { user_id: member.user_id, email: member.email };
+          if (f.key.departmentId !== "") group.department = { department_id: f.key.departmentId, name: plan.departments!.names.get(f.key.departmentId)! };
+          return group;
+        }),
+      };
+    });
+  }
+}
+
+/** The members in both lists (undefined: no restriction). */
+function intersect(a: readonly number[] | undefined, b: readonly number[] | undefined): readonly number[] | undefined {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  const inB = new Set(b);
+  return a.filter((key) => inB.has(key));
+}
+
+function emptyFigures(): GroupFigures {
+  return {
+    key: { id: "", modelId: -1, memberKey: -1, departmentId: "" },
+    events: 0n, activeMembers: 0, inputTokens: 0n, outputTokens: 0n, basicMicros: 0n, payGoMicros: 0n,
+  };
+}
