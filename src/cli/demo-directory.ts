@@ -4,7 +4,7 @@ import type { DirectoryFile } from "../domain/directory-file.js";
 export const DEMO_ENTERPRISE_ID = "demo";
 
 export const demoDirectory: DirectoryFile = {
-  enterprise: { enterprise_id: DEMO_ENTERPRISE_ID, name: "Demo Corp", currency: "CNY" },
+  enterprise: { enterprise_id: DEMO_ENTERPRISE_ID, name: "Demo Corp", currency: "CNY", time_zone: "Asia/Shanghai" },
   departments: [
     { department_id: "100", parent_department_id: "0", name: "Demo Corp" },
     { department_id: "110", parent_department_id: "100", name: "Engineering" },
