@@ -16,6 +16,7 @@ import type { EnvironmentConfigs } from "./operations/environment-configs.js";
 import { registerHealth, type HealthState } from "./services/health-service.js";
 import { registerReflection } from "./services/reflection-service.js";
 import type { DepartmentRepository } from "./storage/department-repository.js";
+import type { DirectoryRepository } from "./storage/directory-repository.js";
 import type { UsageRepository } from "./storage/usage-repository.js";
 
 export const servedFiles = [
@@ -28,6 +29,7 @@ export const servedFiles = [
 export interface ServiceDeps {
   access: AccessAdmin;
   departments: DepartmentRepository;
+  directory: DirectoryRepository;
   usage: UsageRepository;
   environments: EnvironmentConfigs;
   rateLimits: RateLimits;
@@ -37,7 +39,7 @@ export function businessServices(deps: ServiceDeps): ServedService[] {
   return [
     { service: AuthService, handlers: authHandlers(deps.access, deps.rateLimits) },
     { service: DepartmentService, handlers: departmentHandlers(deps.departments) },
-    { service: UsageService, handlers: usageHandlers(deps.usage) },
+    { service: UsageService, handlers: usageHandlers(deps.usage, deps.directory) },
     { service: EnvironmentConfigService, handlers: environmentHandlers(deps.environments) },
   ];
 }

@@ -12,7 +12,6 @@ import { invalidParameter } from "./errors.js";
 
 export const DAY_SECONDS = 86_400;
 export const MAX_WINDOW_DAYS = 180;
-export const MAX_WINDOW_SECONDS = MAX_WINDOW_DAYS * DAY_SECONDS;
 
 /** A range of seconds [from, to) inside one UTC day, whose raw events are added (1) or subtracted (-1). */
 export interface RawRange {
@@ -31,11 +30,12 @@ export interface WindowPlan {
   raw: RawRange[];
 }
 
-export function checkWindow(start: bigint, end: bigint): { start: number; end: number } {
+/** A request's window [start_time, end_time): at most `maxDays` long (the usage query's 180 by default). */
+export function checkWindow(start: bigint, end: bigint, maxDays = MAX_WINDOW_DAYS): { start: number; end: number } {
   if (end <= start) throw invalidParameter(`end_time must be after start_time (start_time ${start}, end_time ${end})`);
   const span = end - start;
-  if (span > BigInt(MAX_WINDOW_SECONDS)) {
-    throw invalidParameter(`end_time - start_time: ${span} seconds > ${MAX_WINDOW_SECONDS} (180 days)`);
+  if (span > BigInt(maxDays * DAY_SECONDS)) {
+    throw invalidParameter(`end_time - start_time: ${span} seconds > ${maxDays * DAY_SECONDS} (${maxDays} days)`);
   }
   if (end > BigInt(Number.MAX_SAFE_INTEGER)) throw invalidParameter(`end_time: ${end} is out of range`);
   return { start: Number(start), end: Number(end) };

@@ -11,13 +11,15 @@ import type { Handlers } from "../interceptors/call-pipeline.js";
 import { recordUsage } from "../operations/record-usage.js";
 import type { ModelIdentity } from "../domain/usage-event.js";
 import type { MemberRow, UsageRepository } from "../storage/usage-repository.js";
+import type { DirectoryRepository } from "../storage/directory-repository.js";
+import { exportUsage } from "./usage-export-handler.js";
 import { BASIC, INPUT, OUTPUT, PAY_GO } from "../domain/usage-totals.js";
 import type { WindowSums } from "../domain/usage-window-sums.js";
 
 export const MAX_QUERY_MEMBERS = 100;
 
 
-export function usageHandlers(usage: UsageRepository): Handlers<typeof UsageService> {
+export function usageHandlers(usage: UsageRepository, directory: DirectoryRepository): Handlers<typeof UsageService> {
   return {
     async queryUserModelUsage(request, { principal, signal }) {
       const window = checkWindow(request.startTime, request.endTime);
@@ -86,6 +88,8 @@ export function usageHandlers(usage: UsageRepository): Handlers<typeof UsageServ
     async getCoreMetrics() {
       throw new Error("GetCoreMetrics: not built yet");
     },
+
+    exportUsage: (request, call) => exportUsage(usage, directory, request, call),
   };
 }
 
