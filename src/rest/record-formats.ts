@@ -22,20 +22,20 @@ export const CSV_LIST_SEPARATOR = " | ";
 export interface RecordEncoder {
   /** What comes before the first record: the CSV header line; nothing for NDJSON. */
   header: string;
-  encode(records: readonly Record<string, unknown>[]): string;
+  encode(records: readonly object[]): string;
 }
 
 /** Records as given (init shapes: a missing field is its zero value), keyed by the fields' local names. */
 export function recordEncoder(schema: DescMessage, format: RecordFormat): RecordEncoder {
   if (format === "ndjson") {
-    return { header: "", encode: (records) => records.map((record) => `${messageToRestJson(schema, record)}\n`).join("") };
+    return { header: "", encode: (records) => records.map((record) => `${messageToRestJson(schema, record as Record<string, unknown>)}\n`).join("") };
   }
   const options = { record_delimiter: "windows", quoted_match: /[\r\n]/ } as const;
   const cells = schema.fields.map(csvCell);
   return {
     header: stringify([schema.fields.map((f) => f.name)], options),
     encode: (records) => records.length === 0 ? ""
-      : stringify(records.map((record) => schema.fields.map((field, i) => cells[i]!(record[field.localName]))), options),
+      : stringify(records.map((record) => schema.fields.map((field, i) => cells[i]!((record as Record<string, unknown>)[field.localName]))), options),
   };
 }
 
