@@ -8,7 +8,7 @@
 import { eachDayBucket, localDateOf, type TimeBucket } from "../domain/local-time.js";
 import { formatMicros } from "../domain/money.js";
 import { compareCodePoints, type ModelIdentity } from "../domain/usage-event.js";
-import { BASIC, EVENTS, INPUT, ModelSums, OUTPUT, PAY_GO } from "../domain/usage-totals.js";
+import { BASIC, EVENTS, exactSum, INPUT, ModelSums, OUTPUT, PAY_GO } from "../domain/usage-totals.js";
 import { DAY_SECONDS } from "../domain/usage-window.js";
 import type { DirectoryRepository, MemberProfile } from "../storage/directory-repository.js";
 import type { UsageRepository } from "../storage/usage-repository.js";
@@ -120,8 +120,8 @@ async function dayRows(day: OpenDay, profiles: Map<number, MemberProfile>, usage
     for (const { model, sums: s } of entries) {
       // A Custom model is never charged, as in user-model-usage.
       const charged = model.model_source !== "Custom";
-      const basic = charged ? s.total(BASIC) : 0n;
-      const payGo = charged ? s.total(PAY_GO) : 0n;
+      const basic = charged ? s.exact(BASIC) : 0;
+      const payGo = charged ? s.exact(PAY_GO) : 0;
       rows.push({
         date: day.bucket.date,
         userId: profile.userId,
@@ -130,12 +130,12 @@ async function dayRows(day: OpenDay, profiles: Map<number, MemberProfile>, usage
         modelName: model.model_name,
         modelType: model.model_type,
         modelSource: model.model_source,
-        events: s.total(EVENTS),
-        inputTokens: s.total(INPUT),
-        outputTokens: s.total(OUTPUT),
+        events: BigInt(s.exact(EVENTS)),
+        inputTokens: BigInt(s.exact(INPUT)),
+        outputTokens: BigInt(s.exact(OUTPUT)),
         basicAmount: formatMicros(basic),
         payGoAmount: formatMicros(payGo),
-        totalAmount: formatMicros(basic + payGo),
+        totalAmount: formatMicros(exactSum(basic, payGo)),
         currency,
       });
     }

@@ -13,7 +13,7 @@ import type { ModelIdentity } from "../domain/usage-event.js";
 import type { MemberRow, UsageRepository } from "../storage/usage-repository.js";
 import type { DirectoryRepository } from "../storage/directory-repository.js";
 import { exportUsage } from "./usage-export-handler.js";
-import { BASIC, INPUT, OUTPUT, PAY_GO } from "../domain/usage-totals.js";
+import { BASIC, exactSum, INPUT, OUTPUT, PAY_GO } from "../domain/usage-totals.js";
 import type { WindowSums } from "../domain/usage-window-sums.js";
 
 export const MAX_QUERY_MEMBERS = 100;
@@ -131,12 +131,6 @@ function modelUsage(models: ReadonlyMap<number, ModelIdentity>, slots: readonly 
     });
   }
   return entries;
-}
-
-/** a + b, exactly: a number while the sum stays below 2^53. */
-function exactSum(a: number | bigint, b: number | bigint): number | bigint {
-  if (typeof a === "number" && typeof b === "number" && a + b <= Number.MAX_SAFE_INTEGER) return a + b;
-  return BigInt(a) + BigInt(b);
 }
 
 /** De-duplicates e-mails by the matching rule, keeping the first spelling (it is what not_found echoes). */
