@@ -7,7 +7,8 @@
 // `importUsage`), then exports the first --days local days through the code behind the RPC and the
 // CLI (exportUsageRows and the CSV/NDJSON encoder), writing to a sink that discards the text.
 // Prints rows/s, bytes/s, and resident memory: before the export, its peak during the export, and
-// the peak after each tenth of it (flat when memory does not grow with the window).
+// the peak after each tenth of it, and the heap still live after a full GC at each tenth (flat when
+// memory does not grow with the window).
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -88,6 +89,8 @@ try {
   let peak = process.memoryUsage.rss();
   const before = peak;
   const tenths: number[] = [];
+  const liveHeap: number[] = [];
+  const gc = (globalThis as { gc?: () => void }).gc;
   const directory = new DirectoryRepository(database.db);
   async function* text() {
     yield encoder.header;
@@ -95,7 +98,12 @@ try {
       rows += batch.length;
       peak = Math.max(peak, process.memoryUsage.rss());
       const done = Math.floor(((Date.parse(batch[batch.length - 1]!.date) / 1000 - start) / (end - start)) * 10);
-      while (tenths.length < done) tenths.push(peak);
+      while (tenths.length < done) {
+        tenths.push(peak);
+        // The heap still live after a full collection: what the export holds, apart from garbage not yet collected.
+        gc?.();
+        liveHeap.push(process.memoryUsage().heapUsed);
+      }
       yield encoder.encode(batch);
     }
   }
@@ -111,6 +119,7 @@ try {
   console.log(`export of ${flags.days} local days in ${timeZone} as ${format}: ${rows.toLocaleString("en")} rows, ${mb(bytes)} in ${seconds.toFixed(2)} s: ` +
     `${Math.round(rows / seconds).toLocaleString("en")} rows/s, ${mb(bytes / seconds)}/s`);
   console.log(`resident memory: ${mb(before)} before, peak ${mb(peak)} during; peak after each tenth: ${tenths.map(mb).join(", ")}`);
+  if (gc) console.log(`live heap after a full GC at each tenth: ${liveHeap.map(mb).join(", ")} (the GCs are inside the timing above)`);
 } finally {
   await database.close();
   await dropDatabase();
