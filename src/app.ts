@@ -54,9 +54,11 @@ export interface App {
 export function createApp({ database, logger, keys, rateLimits: rateLimitSettings, requestTimeoutMs }: AppDeps): App {
   const authRepository = new AuthRepository(database.db);
   const rateLimits = new RateLimits(rateLimitSettings);
+  const directory = new DirectoryRepository(database.db);
   const services = businessServices({
-    access: new AccessAdmin(authRepository, new DirectoryRepository(database.db)),
+    access: new AccessAdmin(authRepository, directory),
     departments: new DepartmentRepository(database.db),
+    directory,
     usage: new UsageRepository(database),
     environments: new EnvironmentConfigs(new EnvironmentConfigRepository(database.db), keys, logger),
     rateLimits,

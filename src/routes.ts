@@ -17,6 +17,7 @@ import { UsageReports } from "./operations/usage-report.js";
 import { registerHealth, type HealthState } from "./services/health-service.js";
 import { registerReflection } from "./services/reflection-service.js";
 import type { DepartmentRepository } from "./storage/department-repository.js";
+import type { DirectoryRepository } from "./storage/directory-repository.js";
 import type { UsageRepository } from "./storage/usage-repository.js";
 
 export const servedFiles = [
@@ -29,6 +30,7 @@ export const servedFiles = [
 export interface ServiceDeps {
   access: AccessAdmin;
   departments: DepartmentRepository;
+  directory: DirectoryRepository;
   usage: UsageRepository;
   environments: EnvironmentConfigs;
   rateLimits: RateLimits;
@@ -38,7 +40,7 @@ export function businessServices(deps: ServiceDeps): ServedService[] {
   return [
     { service: AuthService, handlers: authHandlers(deps.access, deps.rateLimits) },
     { service: DepartmentService, handlers: departmentHandlers(deps.departments) },
-    { service: UsageService, handlers: usageHandlers(deps.usage, new UsageReports(deps.usage, deps.departments)) },
+    { service: UsageService, handlers: usageHandlers(deps.usage, deps.directory, new UsageReports(deps.usage, deps.departments)) },
     { service: EnvironmentConfigService, handlers: environmentHandlers(deps.environments) },
   ];
 }

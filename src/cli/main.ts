@@ -16,7 +16,9 @@ import { decodeKey, loadLocalKeyProvider, type LocalKeyProvider } from "../keys/
 import { keyRingStatus, verifyDataKeys } from "../operations/inspect-master-keys.js";
 import { EnvironmentConfigRepository } from "../storage/environment-config-repository.js";
 import { UsageRepository } from "../storage/usage-repository.js";
-import { progressBar } from "./progress-bar.js";
+import { exportProgressBar, progressBar } from "./progress-bar.js";
+import { exportUsageFile } from "./export-usage.js";
+import { RECORD_FORMATS } from "../rest/record-formats.js";
 import { AuthRepository } from "../storage/auth-repository.js";
 import { migrateToLatest, openDatabase, type Database } from "../storage/database.js";
 import { DirectoryRepository } from "../storage/directory-repository.js";
@@ -100,6 +102,24 @@ importCommand.command("usage").argument("<file>", "NDJSON usage events, one per 
     const summary = await withDatabase(opts.db, (database) =>
       importUsage(new UsageRepository(database), opts.enterprise, file, process.stderr.isTTY ? progressBar() : undefined, usageImportTuning()));
     console.log(JSON.stringify(summary));
+  });
+
+const exportCommand = program.command("export").description("write data files");
+exportCommand.command("usage")
+  .description("rows per (local date, member, model) with usage, in date order, as CSV or NDJSON (the REST export's formats); progress bar on a TTY")
+  .requiredOption("--enterprise <id>", "enterprise id")
+  .requiredOption("--from <date>", "first local date, YYYY-MM-DD (inclusive)")
+  .requiredOption("--to <date>", "last local date, YYYY-MM-DD (inclusive)")
+  .option("--time-zone <tz>", "IANA time zone of the dates (default: the enterprise's)")
+  .option("--format <format>", `file format: ${RECORD_FORMATS.join(" or ")}`, "csv")
+  .option("--out <file>", "write to this file (complete or not at all) instead of stdout")
+  .addOption(dbOption())
+  .action(async (opts) => {
+    const summary = await withDatabase(opts.db, (database) => exportUsageFile(database,
+      { enterprise: opts.enterprise, from: opts.from, to: opts.to, timeZone: opts.timeZone, format: opts.format, out: opts.out },
+      process.stderr.isTTY ? exportProgressBar() : undefined));
+    // stdout may be the export itself: the summary goes to stderr.
+    console.error(JSON.stringify(summary));
   });
 
 const appCommand = program.command("app").description("enterprise apps (app_id/app_secret)");

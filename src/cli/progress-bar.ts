@@ -1,20 +1,31 @@
-// The import's progress bar on a terminal (cli-progress): bytes read of the file, events so far, rate.
+// The progress bars of the long commands on a terminal (cli-progress): the import's (bytes read of
+// the file, events so far, rate) and the export's (local days done, rows so far, rate).
 import { SingleBar, Presets } from "cli-progress";
 import type { ImportProgress } from "../operations/import-usage.js";
+import type { ExportProgress } from "./export-usage.js";
+
+function bar(format: string): SingleBar {
+  return new SingleBar({ format, stream: process.stderr, hideCursor: true }, Presets.shades_classic);
+}
+
+const perSecond = (count: number, started: number) => Math.round(count / Math.max((Date.now() - started) / 1000, 0.001));
 
 export function progressBar(): ImportProgress {
-  const bar = new SingleBar({
-    format: "importing [{bar}] {percentage}% | {events} events | {rate} events/s | eta {eta_formatted}",
-    stream: process.stderr,
-    hideCursor: true,
-  }, Presets.shades_classic);
+  const shown = bar("importing [{bar}] {percentage}% | {events} events | {rate} events/s | eta {eta_formatted}");
   const started = Date.now();
   return {
-    start: (totalBytes) => bar.start(totalBytes, 0, { events: 0, rate: 0 }),
-    update: (bytesRead, events) => {
-      const seconds = Math.max((Date.now() - started) / 1000, 0.001);
-      bar.update(bytesRead, { events, rate: Math.round(events / seconds) });
-    },
-    stop: () => bar.stop(),
+    start: (totalBytes) => shown.start(totalBytes, 0, { events: 0, rate: 0 }),
+    update: (bytesRead, events) => shown.update(bytesRead, { events, rate: perSecond(events, started) }),
+    stop: () => shown.stop(),
+  };
+}
+
+export function exportProgressBar(): ExportProgress {
+  const shown = bar("exporting [{bar}] {value}/{total} days | {rows} rows | {rate} rows/s | eta {eta_formatted}");
+  const started = Date.now();
+  return {
+    start: (totalDays) => shown.start(totalDays, 0, { rows: 0, rate: 0 }),
+    update: (daysDone, rows) => shown.update(daysDone, { rows, rate: perSecond(rows, started) }),
+    stop: () => shown.stop(),
   };
 }

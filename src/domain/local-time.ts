@@ -32,19 +32,31 @@ export function hourBuckets(start: number, end: number, zone: string): TimeBucke
   return buckets(start, end, zone, "hour");
 }
 
+/** The day buckets of `dayBuckets` one at a time, for a window of any length (the export's). */
+export function eachDayBucket(start: number, end: number, zone: string): Generator<TimeBucket> {
+  return eachBucket(start, end, zone, "day");
+}
+
 function buckets(start: number, end: number, zone: string, unit: "day" | "hour"): TimeBucket[] {
-  const result: TimeBucket[] = [];
+  return [...eachBucket(start, end, zone, unit)];
+}
+
+function* eachBucket(start: number, end: number, zone: string, unit: "day" | "hour"): Generator<TimeBucket> {
   let local = DateTime.fromSeconds(start, { zone }).startOf(unit);
   while (local.toSeconds() < end) {
     const next = local.plus({ [unit]: 1 });
-    result.push({
+    yield {
       start: Math.max(start, local.toSeconds()),
       end: Math.min(end, next.toSeconds()),
       date: unit === "day" ? local.toISODate()! : "",
-    });
+    };
     local = next;
   }
-  return result;
+}
+
+/** The local date (YYYY-MM-DD) of a Unix second in `zone`. */
+export function localDateOf(seconds: number, zone: string): string {
+  return DateTime.fromSeconds(seconds, { zone }).toISODate()!;
 }
 
 /** The window [start, end) of local dates `from` to `to`, both inclusive (YYYY-MM-DD), in `zone`. */

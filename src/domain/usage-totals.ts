@@ -72,6 +72,12 @@ export class ModelSums {
   }
 }
 
+/** a + b, exactly: a number while the sum stays below 2^53. */
+export function exactSum(a: number | bigint, b: number | bigint): number | bigint {
+  if (typeof a === "number" && typeof b === "number" && a + b <= Number.MAX_SAFE_INTEGER) return a + b;
+  return BigInt(a) + BigInt(b);
+}
+
 /** Sums per model id. */
 export class TotalsByModel {
   readonly models = new Map<number, ModelSums>();

@@ -3,7 +3,7 @@
 // and carry no ErrorDetail. So these calls are decoded here by the same strict reader as REST, run
 // through the same CallPipeline, and answered in the Connect protocol's unary JSON form. Binary,
 // compressed, GET and streaming calls, and gRPC and gRPC-Web, stay with the Connect adapter.
-import { create, toJson } from "@bufbuild/protobuf";
+import { create, toJson, type DescMethodUnary } from "@bufbuild/protobuf";
 import { codeToHttpStatus, errorToJson, parseTimeout } from "@connectrpc/connect/protocol-connect";
 import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
 import type { CallLog } from "../interceptors/call-log.js";
@@ -14,12 +14,15 @@ import type { HttpRequest, HttpResponse } from "./envelope.js";
 import { JSON_CONTENT_TYPE, readJsonBody } from "./rest-facade.js";
 import { messageFromRestJson } from "./rest-json.js";
 
+type UnaryEndpoint = Endpoint & { method: DescMethodUnary };
+
 export class ConnectJsonUnary {
-  private readonly endpoints = new Map<string, Endpoint>();
+  private readonly endpoints = new Map<string, UnaryEndpoint>();
 
   constructor(services: readonly ServedService[], private readonly pipeline: CallPipeline) {
-    for (const endpoint of endpointsOf(services)) {
-      this.endpoints.set(`/${endpoint.method.parent.typeName}/${endpoint.method.name}`, endpoint);
+    for (const { method, access, handler } of endpointsOf(services)) {
+      if (method.methodKind !== "unary") continue;
+      this.endpoints.set(`/${method.parent.typeName}/${method.name}`, { method, access, handler });
     }
   }
 
@@ -38,7 +41,7 @@ export class ConnectJsonUnary {
     return true;
   }
 
-  private async serve(req: HttpRequest, res: HttpResponse, log: CallLog, signal: AbortSignal, { method, access, handler }: Endpoint): Promise<void> {
+  private async serve(req: HttpRequest, res: HttpResponse, log: CallLog, signal: AbortSignal, { method, access, handler }: UnaryEndpoint): Promise<void> {
     let response;
     try {
       try {

@@ -1,15 +1,19 @@
 // The REST route table, built at start-up from the google.api.http rules of the served methods and
 // checked against their request messages then: a rule this facade cannot honour fails the start.
-import { getOption, ScalarType, type DescField, type DescMethodUnary, type DescService } from "@bufbuild/protobuf";
+// Unary and server-streaming methods can have a rule; a stream's response must carry records
+// (record-formats.ts).
+import { getOption, ScalarType, type DescField, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import { http as httpOption } from "../../gen/google/api/annotations_pb.js";
 import type { HttpRule } from "../../gen/google/api/http_pb.js";
+import type { ServedMethod } from "../interceptors/call-pipeline.js";
+import { recordsField } from "./record-formats.js";
 
 type Segment = { literal: string } | { field: DescField };
 
 export interface RestRoute {
   httpMethod: string;
   pattern: string;
-  method: DescMethodUnary;
+  method: ServedMethod;
   segments: Segment[];
   /** "*": the whole body is the request message; "": no body, fields come from the query. */
   body: "*" | "";
@@ -31,10 +35,17 @@ export class RestRouter {
       for (const method of service.methods) {
         const rule = getOption(method, httpOption);
         if (!rule.pattern.case) continue;
-        // A server-streaming method's route needs the streaming facade (ExportUsage's): none until it is served.
-        if (method.methodKind === "server_streaming") continue;
-        if (method.methodKind !== "unary") fail(method, "only unary methods can have an HTTP rule");
-        for (const r of [rule, ...rule.additionalBindings]) routes.push(toRoute(method as DescMethodUnary, r));
+        if (method.methodKind !== "unary" && method.methodKind !== "server_streaming") {
+          fail(method, "only unary and server-streaming methods can have an HTTP rule");
+        }
+        if (method.methodKind === "server_streaming") {
+          try {
+            recordsField(method.output);
+          } catch (error) {
+            fail(method, (error as Error).message);
+          }
+        }
+        for (const r of [rule, ...rule.additionalBindings]) routes.push(toRoute(method as ServedMethod, r));
       }
     }
     const seen = new Set<string>();
@@ -89,7 +100,7 @@ function matchSegments(segments: Segment[], parts: string[]): [DescField, string
 const specificity = (route: RestRoute) =>
   route.segments.reduce((score, s, i) => score + ("literal" in s ? 2 ** (16 - i) : 0), 0);
 
-function toRoute(method: DescMethodUnary, rule: HttpRule): RestRoute {
+function toRoute(method: ServedMethod, rule: HttpRule): RestRoute {
   const verb = rule.pattern.case;
   if (!VERBS.includes(verb as (typeof VERBS)[number])) fail(method, `HTTP pattern "${verb}" is not supported`);
   const pattern = rule.pattern.value as string;
@@ -113,6 +124,6 @@ function toRoute(method: DescMethodUnary, rule: HttpRule): RestRoute {
   return { httpMethod: verb!.toUpperCase(), pattern, method, segments, body: rule.body as "*" | "" };
 }
 
-function fail(method: DescMethodUnary | { parent: DescService; name: string }, reason: string): never {
+function fail(method: DescMethod | { parent: DescService; name: string }, reason: string): never {
   throw new Error(`bad google.api.http rule on ${method.parent.typeName}.${method.name}: ${reason}`);
 }

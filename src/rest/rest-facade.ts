@@ -1,16 +1,20 @@
 // The REST facade: HTTP <-> proto only. Matches the annotation-built routes, assembles the request
 // (body, then path variables, then query), runs the same CallPipeline as every RPC, and answers in
-// the envelope. It knows no service: a new annotated RPC needs no change here.
-import { create, type DescField, type DescMethodUnary } from "@bufbuild/protobuf";
+// the envelope, or, for a server-streaming method, with its records streamed as CSV or NDJSON. It
+// knows no service: a new annotated RPC needs no change here.
+import { Readable } from "node:stream";
+import { pipeline as pipeStreams } from "node:stream/promises";
+import { create, type DescField, type DescMethodServerStreaming } from "@bufbuild/protobuf";
 import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import { describeJsonError } from "../domain/json-errors.js";
 import { AppError, ErrorCode, invalidParameter, invalidToken } from "../domain/errors.js";
 import type { CallLog } from "../interceptors/call-log.js";
 import { untilAborted } from "../interceptors/call-signal.js";
-import { endpointsOf, type CallPipeline, type Endpoint, type ServedService } from "../interceptors/call-pipeline.js";
+import { endpointsOf, type CallMeta, type CallPipeline, type Endpoint, type ServedMethod, type ServedService } from "../interceptors/call-pipeline.js";
 import { writeError, writeInternalError, writeSuccess, type HttpRequest, type HttpResponse } from "./envelope.js";
 import { parseJsonExact } from "./exact-json.js";
 import { RestRouter, type RestRoute } from "./http-rules.js";
+import { CONTENT_TYPES, RECORD_FORMATS, recordEncoder, recordsField, type RecordFormat } from "./record-formats.js";
 import { acceptsInteger, findField, messageFromRestJson, messageToRestJson, readScalar } from "./rest-json.js";
 import { decodeUtf8Body } from "./utf8-body.js";
 
@@ -21,7 +25,7 @@ export const JSON_CONTENT_TYPE = /^application\/json\s*(;|$)/i;
 
 export class RestFacade {
   readonly router: RestRouter;
-  private readonly endpoints = new Map<DescMethodUnary, Endpoint>();
+  private readonly endpoints = new Map<ServedMethod, Endpoint>();
 
   constructor(services: readonly ServedService[], private readonly pipeline: CallPipeline) {
     this.router = new RestRouter(services.map((s) => s.service));
@@ -56,7 +60,7 @@ export class RestFacade {
   private async serve(req: HttpRequest, res: HttpResponse, log: CallLog, signal: AbortSignal, route: RestRoute,
     pathValues: [DescField, string][], query: string): Promise<void> {
     const endpoint = this.endpoints.get(route.method)!;
-    const meta = { authorization: req.headers.authorization, log, signal };
+    const meta: CallMeta = { authorization: req.headers.authorization, log, signal, responseHeader: new Headers() };
     let authorized;
     try {
       // A token in the URL ends up in proxy logs and browser history: refuse it before anything else.
@@ -84,6 +88,10 @@ export class RestFacade {
       if (error instanceof AppError) return this.fail(res, log, error);
       throw error;
     }
+    if (route.method.methodKind === "server_streaming") {
+      return this.stream(res, route.method, this.pipeline.stream(route.method, endpoint.access, request as never, meta, endpoint.handler as never, authorized),
+        meta, recordFormatOf(request as Record<string, unknown>));
+    }
     let response;
     try {
       response = await this.pipeline.run(route.method, endpoint.access, request as never, meta, endpoint.handler as never, authorized);
@@ -91,6 +99,41 @@ export class RestFacade {
       return writeError(res, log.requestId, error as AppError);
     }
     writeSuccess(res, log.requestId, messageToRestJson(route.method.output, response as Record<string, unknown>));
+  }
+
+  /**
+   * A stream's records as one chunked body, written as fast as the caller reads it (the next message
+   * is asked for only when the connection has taken the last). An error before the first message is
+   * the usual error envelope; after it, the status is sent already: the body is cut off (no final
+   * chunk on HTTP/1.1, RST_STREAM on HTTP/2), which every client reports as an incomplete transfer.
+   */
+  private async stream(res: HttpResponse, method: DescMethodServerStreaming, messages: AsyncGenerator<unknown>, meta: CallMeta, format: RecordFormat): Promise<void> {
+    let first: IteratorResult<unknown>;
+    try {
+      first = await messages.next();
+    } catch (error) {
+      return writeError(res, meta.log.requestId, error as AppError);
+    }
+    const field = recordsField(method.output);
+    const encoder = recordEncoder(field.message, format);
+    const recordsOf = (message: unknown) => ((message as Record<string, unknown>)[field.localName] ?? []) as Record<string, unknown>[];
+    async function* body() {
+      yield encoder.header;
+      if (first.done) return;
+      yield encoder.encode(recordsOf(first.value));
+      for await (const message of messages) yield encoder.encode(recordsOf(message));
+    }
+    meta.responseHeader!.forEach((value, name) => res.setHeader(name, value));
+    res.statusCode = 200;
+    res.setHeader("content-type", CONTENT_TYPES[format]);
+    await pipeStreams(Readable.from(body(), { objectMode: false }), res).catch((error: unknown) => {
+      // The pipeline's log already holds a handler's error (its code); a write to a caller gone is no fault.
+      if (meta.log.code === undefined && !res.destroyed) {
+        meta.log.code = ErrorCode.INTERNAL;
+        meta.log.cause = error;
+      }
+      res.destroy();
+    });
   }
 
   private fail(res: HttpResponse, log: CallLog, error: AppError, headers: Record<string, string> = {}): void {
@@ -142,7 +185,7 @@ const tooLarge = () => new AppError(ErrorCode.BODY_TOO_LARGE, `body: larger than
  * AIP-134 partial update over REST: when a PATCH request message has a FieldMask `update_mask` and the
  * body does not send one, the mask is the body's own fields (the fields present are the ones updated).
  */
-function inferUpdateMask(method: DescMethodUnary, request: Record<string, unknown>, body: unknown): void {
+function inferUpdateMask(method: ServedMethod, request: Record<string, unknown>, body: unknown): void {
   const maskField = findField(method.input, "update_mask");
   if (!maskField || maskField.fieldKind !== "message" || maskField.message.typeName !== "google.protobuf.FieldMask") return;
   const sent = Object.keys(body as object);
@@ -152,7 +195,7 @@ function inferUpdateMask(method: DescMethodUnary, request: Record<string, unknow
 }
 
 /** Query parameters fill top-level scalar (or repeated scalar) fields; unknown names are rejected. */
-function applyQuery(method: DescMethodUnary, request: Record<string, unknown>, query: string, hasBody: boolean): void {
+function applyQuery(method: ServedMethod, request: Record<string, unknown>, query: string, hasBody: boolean): void {
   for (const [key, value] of new URLSearchParams(query)) {
     const field = findField(method.input, key);
     if (!field || hasBody) throw invalidParameter(`${key}: unknown query parameter`);
@@ -164,3 +207,9 @@ function applyQuery(method: DescMethodUnary, request: Record<string, unknown>, q
   }
 }
 
+
+/** A streamed route's format: the request's `format` field when it has one, else CSV. */
+function recordFormatOf(request: Record<string, unknown>): RecordFormat {
+  const format = request.format;
+  return typeof format === "string" && (RECORD_FORMATS as readonly string[]).includes(format) ? format as RecordFormat : "csv";
+}

@@ -12,10 +12,12 @@ import { recordUsage } from "../operations/record-usage.js";
 import type { UsageReports } from "../operations/usage-report.js";
 import type { ModelIdentity } from "../domain/usage-event.js";
 import type { UsageRepository } from "../storage/usage-repository.js";
-import { BASIC, INPUT, OUTPUT, PAY_GO } from "../domain/usage-totals.js";
+import type { DirectoryRepository } from "../storage/directory-repository.js";
+import { exportUsage } from "./usage-export-handler.js";
+import { BASIC, exactSum, INPUT, OUTPUT, PAY_GO } from "../domain/usage-totals.js";
 import type { WindowSums } from "../domain/usage-window-sums.js";
 
-export function usageHandlers(usage: UsageRepository, reports: UsageReports): Handlers<typeof UsageService> {
+export function usageHandlers(usage: UsageRepository, directory: DirectoryRepository, reports: UsageReports): Handlers<typeof UsageService> {
   return {
     async queryUserModelUsage(request, { principal, signal }) {
       const window = checkWindow(request.startTime, request.endTime);
@@ -86,6 +88,8 @@ export function usageHandlers(usage: UsageRepository, reports: UsageReports): Ha
         items: metrics.items.map((day) => ({ date: day.date, ...figures(day) })),
       };
     },
+
+    exportUsage: (request, call) => exportUsage(usage, directory, request, call),
   };
 }
 
@@ -127,12 +131,6 @@ function modelUsage(models: ReadonlyMap<number, ModelIdentity>, slots: readonly 
     });
   }
   return entries;
-}
-
-/** a + b, exactly: a number while the sum stays below 2^53. */
-function exactSum(a: number | bigint, b: number | bigint): number | bigint {
-  if (typeof a === "number" && typeof b === "number" && a + b <= Number.MAX_SAFE_INTEGER) return a + b;
-  return BigInt(a) + BigInt(b);
 }
 
 /** A group's or a day's figures in the API's shape: exact integers, amounts as 6-decimal strings. */

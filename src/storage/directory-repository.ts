@@ -1,6 +1,7 @@
 // Enterprises and members: the parts of the directory that are not the department tree.
 import type { Kysely, Selectable } from "kysely";
 import { foldEmail } from "../domain/email-match.js";
+import { compareCodePoints } from "../domain/usage-event.js";
 import type { EnterpriseTable, Schema } from "./schema.js";
 
 export type EnterpriseRow = Selectable<EnterpriseTable>;
@@ -57,4 +58,41 @@ export class DirectoryRepository {
     }
   }
 
+  /**
+   * The members with these keys, each with the stored full paths of its departments (sorted in code
+   * point order), by member_key. Two queries per 5,000 keys, whatever the number of departments.
+   */
+  async memberProfiles(enterpriseId: string, memberKeys: readonly number[]): Promise<Map<number, MemberProfile>> {
+    const profiles = new Map<number, MemberProfile>();
+    for (let i = 0; i < memberKeys.length; i += PROFILE_CHUNK) {
+      const keys = memberKeys.slice(i, i + PROFILE_CHUNK);
+      const members = await this.db.selectFrom("member").select(["member_key", "user_id", "email"])
+        .where("enterprise_id", "=", enterpriseId).where("member_key", "in", keys).execute();
+      const byUserId = new Map<string, MemberProfile>();
+      for (const m of members) {
+        const profile = { userId: m.user_id, email: m.email, departmentPaths: [] as string[] };
+        profiles.set(Number(m.member_key), profile);
+        byUserId.set(m.user_id, profile);
+      }
+      if (byUserId.size === 0) continue;
+      const paths = await this.db.selectFrom("member_department as md")
+        .innerJoin("department as d", (join) => join.onRef("d.enterprise_id", "=", "md.enterprise_id").onRef("d.department_id", "=", "md.department_id"))
+        .select(["md.user_id", "d.full_path"])
+        .where("md.enterprise_id", "=", enterpriseId).where("md.user_id", "in", [...byUserId.keys()]).execute();
+      for (const row of paths) byUserId.get(row.user_id)!.departmentPaths.push(row.full_path);
+    }
+    for (const profile of profiles.values()) profile.departmentPaths.sort(compareCodePoints);
+    return profiles;
+  }
+}
+
+/** Keys per lookup: well under SQLite's and PostgreSQL's limits on a statement's parameters. */
+const PROFILE_CHUNK = 5_000;
+
+/** A member as the usage export names it. */
+export interface MemberProfile {
+  userId: string;
+  email: string;
+  /** The full_path of each of the member's departments. */
+  departmentPaths: string[];
 }

@@ -436,13 +436,17 @@ export class UsageRepository {
     const postgres = this.dialect === "postgres";
     const onlyMembers = memberKeys === undefined ? sql`true`
       : postgres ? sql`member_key = any(${[...memberKeys]}::bigint[])` : sql`member_key in (select value from json_each(${JSON.stringify(memberKeys)}))`;
+    // SQLite, without statistics, would take the equality on enterprise_id to the identity index
+    // (enterprise_id, event_id) and sort the enterprise's every event for each page; the unary plus
+    // keeps it off that index, so a page is a range of the primary key (day, member_key, ts, event_id).
+    const ofEnterprise = postgres ? sql`enterprise_id = ${enterpriseId}` : sql`+enterprise_id = ${enterpriseId}`;
     let after: { day: number; member_key: number; ts: number; event_id: string } | undefined;
     for (;;) {
       const from = after === undefined ? sql`day >= ${dayOf(start)}`
         : sql`(day, member_key, ts, event_id) > (${after.day}, ${after.member_key}, ${after.ts}, ${after.event_id})`;
       const { rows } = await sql<RawEventRow>`select day, member_key, ts, event_id, model_id, input_tokens, output_tokens, basic_micros, pay_go_micros
         from usage_event where ${from} and day <= ${dayOf(end - 1)} and ts >= ${start} and ts < ${end}
-        and enterprise_id = ${enterpriseId} and ${onlyMembers}
+        and ${ofEnterprise} and ${onlyMembers}
         order by day, member_key, ts, event_id limit ${pageSize}`.execute(this.db);
       if (rows.length === 0) return;
       yield rows.map((row) => ({

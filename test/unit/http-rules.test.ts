@@ -1,6 +1,7 @@
 import type { DescService } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { DepartmentService } from "../../gen/enterprise_admin/v1/department_pb.js";
+import { UsageService } from "../../gen/enterprise_admin/v1/usage_pb.js";
 import { RestRouter } from "../../src/rest/http-rules.js";
 import { serviceWithRule } from "../helpers/synthetic-service.js";
 
@@ -35,5 +36,12 @@ describe("REST routes from google.api.http rules", () => {
       .toThrow('body "thing_id" is not supported');
     expect(() => new RestRouter([serviceWithRule({ pattern: { case: "get", value: "/x/{thing_id=**}" } })]))
       .toThrow("is not supported");
+  });
+
+  it("routes a server-streaming method whose response carries records, and refuses one that does not", () => {
+    const match = new RestRouter([UsageService]).match("GET", "/openapi/v1/statistics/usage-export");
+    expect(match.kind === "route" && [match.route.method.name, match.route.method.methodKind]).toEqual(["ExportUsage", "server_streaming"]);
+    expect(() => new RestRouter([serviceWithRule({ pattern: { case: "get", value: "/x" } }, undefined, true)]))
+      .toThrow("bad google.api.http rule on t.v1.ThingService.GetThing: t.v1.Thing: a streamed response must have exactly one field, a repeated message (the records)");
   });
 });

@@ -1,0 +1,127 @@
+// Benchmark: the usage export at scale. Prints figures; it is not a test. `npm run bench:export`
+// (options: --events N (default 1,000,000), --members (5,000), --models (20), --days of the window
+// (180), --time-zone (Asia/Kolkata), --format csv|ndjson, --db URL (a SQLite file, or postgres://…
+// for a fresh database made on that server; default a temporary SQLite file)).
+//
+// Makes a synthetic store (bench/usage-data.ts: one year of events, imported by the real
+// `importUsage`), then exports the first --days local days through the code behind the RPC and the
+// CLI (exportUsageRows and the CSV/NDJSON encoder), writing to a sink that discards the text.
+// Prints rows/s, bytes/s, and resident memory: before the export, its peak during the export, and
+// the peak after each tenth of it, and the heap still live after a full GC at each tenth (flat when
+// memory does not grow with the window).
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { Readable, Writable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { parseArgs } from "node:util";
+import pg from "pg";
+import { UsageExportRowSchema } from "../gen/enterprise_admin/v1/usage_pb.js";
+import { dateRangeWindow } from "../src/domain/local-time.js";
+import { importDirectory } from "../src/operations/import-directory.js";
+import { importUsage } from "../src/operations/import-usage.js";
+import { exportUsageRows } from "../src/operations/usage-export.js";
+import { recordEncoder, type RecordFormat } from "../src/rest/record-formats.js";
+import { isPostgresUrl, migrateToLatest, openDatabase } from "../src/storage/database.js";
+import { DirectoryRepository } from "../src/storage/directory-repository.js";
+import { UsageRepository } from "../src/storage/usage-repository.js";
+import { benchDirectory, writeUsageFile, YEAR_START } from "./usage-data.js";
+
+const { values: flags } = parseArgs({
+  options: {
+    events: { type: "string", default: "1000000" },
+    members: { type: "string", default: "5000" },
+    models: { type: "string", default: "20" },
+    days: { type: "string", default: "180" },
+    "time-zone": { type: "string", default: "Asia/Kolkata" },
+    format: { type: "string", default: "csv" },
+    db: { type: "string" },
+  },
+});
+const ENTERPRISE_ID = "bench";
+const shape = { enterpriseId: ENTERPRISE_ID, members: Number(flags.members), models: Number(flags.models), events: Number(flags.events) };
+const timeZone = flags["time-zone"]!;
+const format = flags.format as RecordFormat;
+const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`;
+
+const dir = mkdtempSync(join(tmpdir(), "eadmin-bench-export-"));
+let dropDatabase = async () => {};
+let url = flags.db ?? join(dir, "bench.sqlite");
+if (isPostgresUrl(url)) {
+  const name = `eadmin_bench_export_${process.pid}`; // digits only after a fixed prefix
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const server = url;
+  const fresh = new URL(url);
+  fresh.pathname = `/${name}`;
+  url = fresh.toString();
+  dropDatabase = async () => {
+    const client = new pg.Client({ connectionString: server });
+    await client.connect();
+    await client.query(`drop database if exists ${name} with (force)`);
+    await client.end();
+  };
+}
+
+const database = openDatabase(url);
+try {
+  await migrateToLatest(database);
+  await importDirectory(database, benchDirectory(shape));
+  const file = join(dir, "events.ndjson");
+  let t = performance.now();
+  await writeUsageFile(file, shape);
+  const usage = new UsageRepository(database);
+  const imported = await importUsage(usage, ENTERPRISE_ID, file);
+  console.log(`store: ${imported.recorded.toLocaleString("en")} events, ${shape.members} members, ${shape.models} models over one year, ` +
+    `${database.dialect} (made in ${((performance.now() - t) / 1000).toFixed(1)} s)`);
+  rmSync(file);
+
+  // The window: --days local days from the store's first date.
+  const firstDate = new Date(YEAR_START * 1000).toISOString().slice(0, 10);
+  const lastDate = new Date((YEAR_START + (Number(flags.days) - 1) * 86_400) * 1000).toISOString().slice(0, 10);
+  const { start, end } = dateRangeWindow(firstDate, lastDate, timeZone, ["--days", "--days"]);
+  const encoder = recordEncoder(UsageExportRowSchema, format);
+  let rows = 0;
+  let bytes = 0;
+  let peak = process.memoryUsage.rss();
+  const before = peak;
+  const tenths: number[] = [];
+  const liveHeap: number[] = [];
+  const gc = (globalThis as { gc?: () => void }).gc;
+  const directory = new DirectoryRepository(database.db);
+  async function* text() {
+    yield encoder.header;
+    for await (const batch of exportUsageRows(usage, directory, { enterpriseId: ENTERPRISE_ID, currency: "USD", start, end, timeZone })) {
+      rows += batch.length;
+      peak = Math.max(peak, process.memoryUsage.rss());
+      const done = Math.floor(((Date.parse(batch[batch.length - 1]!.date) / 1000 - start) / (end - start)) * 10);
+      while (tenths.length < done) {
+        tenths.push(peak);
+        // The heap still live after a full collection: what the export holds, apart from garbage not yet collected.
+        gc?.();
+        liveHeap.push(process.memoryUsage().heapUsed);
+      }
+      yield encoder.encode(batch);
+    }
+  }
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      bytes += chunk.length;
+      done();
+    },
+  });
+  t = performance.now();
+  await pipeline(Readable.from(text(), { objectMode: false }), sink);
+  const seconds = (performance.now() - t) / 1000;
+  console.log(`export of ${flags.days} local days in ${timeZone} as ${format}: ${rows.toLocaleString("en")} rows, ${mb(bytes)} in ${seconds.toFixed(2)} s: ` +
+    `${Math.round(rows / seconds).toLocaleString("en")} rows/s, ${mb(bytes / seconds)}/s`);
+  console.log(`resident memory: ${mb(before)} before, peak ${mb(peak)} during; peak after each tenth: ${tenths.map(mb).join(", ")}`);
+  if (gc) console.log(`live heap after a full GC at each tenth: ${liveHeap.map(mb).join(", ")} (the GCs are inside the timing above)`);
+} finally {
+  await database.close();
+  await dropDatabase();
+  rmSync(dir, { recursive: true, force: true });
+}

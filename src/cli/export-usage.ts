@@ -1,0 +1,94 @@
+// `export usage`: the rows of the ExportUsage RPC (operations/usage-export.ts), for local dates from
+// --from to --to, written as CSV or NDJSON (the REST formats, record-formats.ts) to stdout or to
+// --out. A file is written under a temporary name beside --out and renamed when complete, so a failed
+// export never leaves a partial file under the final name.
+import { createWriteStream, type WriteStream } from "node:fs";
+import { rename, rm, stat } from "node:fs/promises";
+import { Readable, type Writable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { UsageExportRowSchema } from "../../gen/enterprise_admin/v1/usage_pb.js";
+import { invalidParameter } from "../domain/errors.js";
+import { checkTimeZone, dateRangeWindow } from "../domain/local-time.js";
+import { exportUsageRows } from "../operations/usage-export.js";
+import { RECORD_FORMATS, recordEncoder, type RecordFormat } from "../rest/record-formats.js";
+import type { Database } from "../storage/database.js";
+import { DirectoryRepository } from "../storage/directory-repository.js";
+import { UsageRepository } from "../storage/usage-repository.js";
+
+export interface ExportProgress {
+  start(totalDays: number): void;
+  update(daysDone: number, rows: number): void;
+  stop(): void;
+}
+
+export interface UsageExportOptions {
+  enterprise: string;
+  from: string;
+  to: string;
+  timeZone?: string;
+  format: string;
+  /** Absent: stdout. */
+  out?: string;
+}
+
+export interface UsageExportSummary {
+  enterprise_id: string;
+  from: string;
+  to: string;
+  time_zone: string;
+  rows: number;
+  out: string;
+}
+
+export async function exportUsageFile(database: Database, options: UsageExportOptions, progress?: ExportProgress): Promise<UsageExportSummary> {
+  if (!(RECORD_FORMATS as readonly string[]).includes(options.format)) {
+    throw invalidParameter(`--format: ${JSON.stringify(options.format)} is not one of ${RECORD_FORMATS.join(", ")}`);
+  }
+  const directory = new DirectoryRepository(database.db);
+  const enterprise = await directory.findEnterprise(options.enterprise);
+  if (!enterprise) throw invalidParameter(`--enterprise: enterprise "${options.enterprise}" does not exist (import a directory file first)`);
+  const timeZone = options.timeZone === undefined ? enterprise.time_zone : checkTimeZone(options.timeZone, "--time-zone");
+  const window = dateRangeWindow(options.from, options.to, timeZone, ["--from", "--to"]);
+
+  const temporary = options.out === undefined ? undefined : `${options.out}.partial-${process.pid}`;
+  const out: Writable = temporary === undefined ? process.stdout : await openNew(temporary, options.out!);
+  const encoder = recordEncoder(UsageExportRowSchema, options.format as RecordFormat);
+  const firstDay = Date.parse(options.from);
+  let rows = 0;
+  async function* text() {
+    yield encoder.header;
+    for await (const batch of exportUsageRows(new UsageRepository(database), directory,
+      { enterpriseId: enterprise!.enterprise_id, currency: enterprise!.currency, start: window.start, end: window.end, timeZone })) {
+      rows += batch.length;
+      // Dates are YYYY-MM-DD: their distance as UTC dates is the number of local days between them.
+      progress?.update(Math.round((Date.parse(batch[batch.length - 1]!.date) - firstDay) / 86_400_000) + 1, rows);
+      yield encoder.encode(batch);
+    }
+  }
+  progress?.start(window.days);
+  try {
+    await pipeline(Readable.from(text(), { objectMode: false }), out, { end: temporary !== undefined });
+    if (temporary !== undefined) await rename(temporary, options.out!);
+  } catch (error) {
+    if (temporary !== undefined) await rm(temporary, { force: true });
+    throw error;
+  } finally {
+    progress?.stop();
+  }
+  return { enterprise_id: enterprise.enterprise_id, from: options.from, to: options.to, time_zone: timeZone, rows, out: options.out ?? "-" };
+}
+
+/** A new file, opened before any work starts, or a one-line error naming --out. */
+async function openNew(path: string, named: string): Promise<WriteStream> {
+  if ((await stat(named).catch(() => undefined))?.isDirectory()) throw invalidParameter(`--out: cannot write ${named}: it is a directory`);
+  const file = createWriteStream(path, { flags: "wx" });
+  await new Promise<void>((resolve, reject) => {
+    file.once("open", () => resolve());
+    file.once("error", (error: NodeJS.ErrnoException) => {
+      const reason = error.code === "ENOENT" ? "its directory does not exist" : error.code === "EACCES" ? "permission denied"
+        : error.code === "EEXIST" ? `${path} exists (another export to the same file running?)` : error.code ?? error.message;
+      reject(invalidParameter(`--out: cannot write ${named}: ${reason}`));
+    });
+  });
+  return file;
+}

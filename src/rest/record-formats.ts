@@ -1,0 +1,66 @@
+// Records (messages of one proto type) as CSV or NDJSON text: the REST body of a server-streaming
+// method, whose response's one repeated message field carries the records, and the CLI export's
+// file. Column and key names are the proto field names, in field order. CSV is RFC 4180 (CRLF line
+// ends, a header line, fields quoted when they hold a comma, a quote or a line break) written by
+// csv-stringify; a repeated field is its values joined by " | ". NDJSON is one REST JSON object a
+// line (rest-json.ts: 64-bit integers as exact numbers, repeated fields as arrays).
+import { ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
+import { stringify } from "csv-stringify/sync";
+import { messageToRestJson } from "./rest-json.js";
+
+export const RECORD_FORMATS = ["csv", "ndjson"] as const;
+export type RecordFormat = (typeof RECORD_FORMATS)[number];
+
+export const CONTENT_TYPES: Record<RecordFormat, string> = {
+  csv: "text/csv; charset=utf-8",
+  ndjson: "application/x-ndjson",
+};
+
+/** Separates the values of a repeated field in a CSV cell. */
+export const CSV_LIST_SEPARATOR = " | ";
+
+export interface RecordEncoder {
+  /** What comes before the first record: the CSV header line; nothing for NDJSON. */
+  header: string;
+  encode(records: readonly object[]): string;
+}
+
+/** Records as given (init shapes: a missing field is its zero value), keyed by the fields' local names. */
+export function recordEncoder(schema: DescMessage, format: RecordFormat): RecordEncoder {
+  if (format === "ndjson") {
+    return { header: "", encode: (records) => records.map((record) => `${messageToRestJson(schema, record as Record<string, unknown>)}\n`).join("") };
+  }
+  const options = { record_delimiter: "windows", quoted_match: /[\r\n]/ } as const;
+  const cells = schema.fields.map(csvCell);
+  return {
+    header: stringify([schema.fields.map((f) => f.name)], options),
+    encode: (records) => records.length === 0 ? ""
+      : stringify(records.map((record) => schema.fields.map((field, i) => cells[i]!((record as Record<string, unknown>)[field.localName]))), options),
+  };
+}
+
+/**
+ * The field of a streamed response that carries its records: its only field, repeated, of a message
+ * whose fields are scalars or repeated scalars (each a CSV cell). Throws otherwise, at start-up.
+ */
+export function recordsField(response: DescMessage): DescField & { fieldKind: "list"; listKind: "message" } {
+  const [field, ...others] = response.fields;
+  if (!field || others.length > 0 || field.fieldKind !== "list" || field.listKind !== "message") {
+    throw new Error(`${response.typeName}: a streamed response must have exactly one field, a repeated message (the records)`);
+  }
+  for (const column of field.message.fields) {
+    const scalar = column.fieldKind === "scalar" || (column.fieldKind === "list" && column.listKind === "scalar");
+    if (!scalar || column.scalar === ScalarType.BYTES) {
+      throw new Error(`${field.message.typeName}.${column.name}: a record's fields must be scalars or repeated scalars (not bytes)`);
+    }
+  }
+  return field;
+}
+
+/** The text of a CSV cell for a value of `field` (a missing value is the zero value). */
+function csvCell(field: DescField): (value: unknown) => string {
+  const text = (v: unknown) => (typeof v === "boolean" ? (v ? "true" : "false") : String(v));
+  if (field.fieldKind === "list") return (v) => ((v as unknown[] | undefined) ?? []).map(text).join(CSV_LIST_SEPARATOR);
+  const zero = field.fieldKind === "scalar" && field.scalar === ScalarType.STRING ? "" : field.fieldKind === "scalar" && field.scalar === ScalarType.BOOL ? "false" : "0";
+  return (v) => (v === undefined || v === null ? zero : text(v));
+}

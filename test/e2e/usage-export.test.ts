@@ -1,0 +1,355 @@
+// End to end: the usage export (GET /openapi/v1/statistics/usage-export, UsageService.ExportUsage over
+// Connect and gRPC, and `export usage` of the real CLI) against the real service. Expected rows are
+// computed here from the events sent, with the platform's Intl time zone data for the local dates
+// (the service uses luxon), and checked against user-model-usage over the same window.
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { toJson } from "@bufbuild/protobuf";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import { parse as parseCsv } from "csv-parse/sync";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { UsageExportRowSchema, UsageService } from "../../gen/enterprise_admin/v1/usage_pb.js";
+import { checkUsageEvent } from "../../src/domain/usage-event.js";
+import { importDirectory } from "../../src/operations/import-directory.js";
+import { recordUsage } from "../../src/operations/record-usage.js";
+import { UsageRepository } from "../../src/storage/usage-repository.js";
+import { cli } from "../helpers/cli.js";
+import { dialects } from "../helpers/databases.js";
+import { startTestService, type TestService } from "../helpers/service.js";
+import { byCodePoint, parseJsonBig, sixDecimals } from "../helpers/usage-reference.js";
+
+const EXPORT = "/openapi/v1/statistics/usage-export";
+const QUERY = "/openapi/v1/statistics/user-model-usage";
+const KATHMANDU = "Asia/Kathmandu"; // +05:45, no daylight saving
+/** Local midnight of a date in Kathmandu, as Unix seconds. */
+const ktm = (date: string) => Date.parse(`${date}T00:00:00Z`) / 1000 - (5 * 3600 + 45 * 60);
+/** Dates 2025-03-01 to 2025-03-20, whole local days in Kathmandu. */
+const WINDOW = { start: ktm("2025-03-01"), end: ktm("2025-03-21") };
+const COLUMNS = ["date", "user_id", "email", "department_paths", "model_name", "model_type", "model_source", "events",
+  "input_tokens", "output_tokens", "basic_amount", "pay_go_amount", "total_amount", "currency"];
+
+interface SentEvent {
+  user_id: string;
+  model: [name: string, type: "Chat" | "CUE", source: "Builtin" | "Custom"];
+  timestamp: number;
+  input: number;
+  output: number;
+  basic: bigint;
+  payGo: bigint;
+}
+
+/** The members of the main tenant: user_ids that sort "10" < "100" < "9", paths with commas and quotes. */
+const MEMBERS = [
+  { user_id: "9", email: "o'hara@exp.example", department_ids: ["110", "121"] },
+  { user_id: "10", email: "lee@exp.example", department_ids: ["111"] },
+  { user_id: "100", email: "kim@exp.example", department_ids: [] },
+];
+const PATHS: Record<string, string[]> = {
+  "9": ["Exp, Inc./R&D, \"Skunk\" Works", "Exp, Inc./Sales"].sort(byCodePoint),
+  "10": ["Exp, Inc./R&D, \"Skunk\" Works/Platform"],
+  "100": [],
+};
+const MODELS: SentEvent["model"][] = [["acme", "Chat", "Builtin"], ["Zeta", "CUE", "Builtin"], ["Zeta", "Chat", "Builtin"], ["local-llm", "Chat", "Custom"]];
+
+/** mulberry32: the same events every run. */
+function random(seed: number) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), a | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function sentEvents(): SentEvent[] {
+  const rand = random(7);
+  const events: SentEvent[] = [];
+  const add = (user_id: string, timestamp: number, m = Math.floor(rand() * MODELS.length)) => {
+    const model = MODELS[m]!;
+    const charged = model[2] === "Builtin";
+    events.push({ user_id, model, timestamp, input: 1 + Math.floor(rand() * 5000), output: Math.floor(rand() * 900),
+      basic: charged ? BigInt(Math.floor(rand() * 9_000_000)) : 0n, payGo: charged && rand() < 0.5 ? BigInt(Math.floor(rand() * 3_000_000)) : 0n });
+  };
+  // Spread over the window and two days either side of it.
+  for (let i = 0; i < 600; i++) add(MEMBERS[i % 3]!.user_id, WINDOW.start - 2 * 86_400 + Math.floor(rand() * (WINDOW.end - WINDOW.start + 4 * 86_400)));
+  // Each side of local midnights and of the window's edges.
+  for (const midnight of [WINDOW.start, ktm("2025-03-09"), ktm("2025-03-10"), WINDOW.end]) {
+    for (const ts of [midnight - 1, midnight, midnight + 1]) add("9", ts, 0);
+  }
+  return events;
+}
+
+const localDate = (ts: number, timeZone: string) =>
+  new Intl.DateTimeFormat("en-CA", { timeZone, year: "numeric", month: "2-digit", day: "2-digit" }).format(new Date(ts * 1000));
+
+/** The rows the export must give, as NDJSON would carry them (parseJsonBig: numbers below 16 digits). */
+function expectedRows(events: readonly SentEvent[], start: number, end: number, timeZone: string, emails: Record<string, string>, currency: string) {
+  const groups = new Map<string, { date: string; user_id: string; model: SentEvent["model"]; events: number; input: bigint; output: bigint; basic: bigint; payGo: bigint }>();
+  for (const e of events) {
+    if (e.timestamp < start || e.timestamp >= end) continue;
+    const date = localDate(e.timestamp, timeZone);
+    const key = JSON.stringify([date, e.user_id, e.model]);
+    const g = groups.get(key) ?? { date, user_id: e.user_id, model: e.model, events: 0, input: 0n, output: 0n, basic: 0n, payGo: 0n };
+    groups.set(key, g);
+    g.events++;
+    g.input += BigInt(e.input);
+    g.output += BigInt(e.output);
+    g.basic += e.basic;
+    g.payGo += e.payGo;
+  }
+  return [...groups.values()]
+    .sort((a, b) => byCodePoint(a.date, b.date) || byCodePoint(a.user_id, b.user_id) || byCodePoint(a.model[0], b.model[0])
+      || byCodePoint(a.model[1], b.model[1]) || byCodePoint(a.model[2], b.model[2]))
+    .map((g) => ({
+      date: g.date, user_id: g.user_id, email: emails[g.user_id], department_paths: PATHS[g.user_id] ?? [],
+      model_name: g.model[0], model_type: g.model[1], model_source: g.model[2], events: g.events,
+      input_tokens: Number(g.input), output_tokens: Number(g.output),
+      basic_amount: sixDecimals(g.basic), pay_go_amount: sixDecimals(g.payGo), total_amount: sixDecimals(g.basic + g.payGo), currency,
+    }));
+}
+
+describe.each(dialects)("usage export (%s)", (dialect) => {
+  let svc: TestService;
+  let token: string;
+  const tenant = `export-${dialect}`;
+  const events = sentEvents();
+  const emails = Object.fromEntries(MEMBERS.map((m) => [m.user_id, m.email]));
+  const grpc = () => createClient(UsageService, createGrpcTransport({ baseUrl: svc.baseUrl }));
+  const connect = (binary: boolean) => createClient(UsageService, createConnectTransport({ baseUrl: svc.baseUrl, httpVersion: "1.1", useBinaryFormat: binary }));
+
+  async function record(enterpriseId: string, sent: readonly SentEvent[], prefix: string) {
+    const labelled = sent.map((e, i) => ({
+      event: checkUsageEvent({
+        event_id: `${prefix}-${i}`, user_id: e.user_id, model_name: e.model[0], model_type: e.model[1], model_source: e.model[2],
+        timestamp: e.timestamp, input_tokens: e.input, output_tokens: e.output,
+        basic_amount: sixDecimals(e.basic), pay_go_amount: sixDecimals(e.payGo),
+      }, `event ${i}`),
+      where: `event ${i}`,
+    }));
+    for (let i = 0; i < labelled.length; i += 1000) await recordUsage(new UsageRepository(svc.database), enterpriseId, labelled.slice(i, i + 1000));
+  }
+
+  beforeAll(async () => {
+    svc = await startTestService(dialect);
+    await importDirectory(svc.database, {
+      enterprise: { enterprise_id: tenant, name: "Exp", currency: "USD", time_zone: KATHMANDU },
+      departments: [
+        { department_id: "100", parent_department_id: "0", name: "Exp, Inc." },
+        { department_id: "110", parent_department_id: "100", name: "R&D, \"Skunk\" Works" },
+        { department_id: "111", parent_department_id: "110", name: "Platform" },
+        { department_id: "121", parent_department_id: "100", name: "Sales" },
+      ],
+      members: MEMBERS.map((m) => ({ ...m, account_type: 1 as const })),
+    });
+    await record(tenant, events, "main");
+    token = await svc.token(["statistics:read"], tenant);
+  });
+
+  afterAll(async () => {
+    await svc?.close();
+  });
+
+  async function get(query: Record<string, string | number>, auth: string | null = token) {
+    const headers: Record<string, string> = auth === null ? {} : { authorization: `Bearer ${auth}` };
+    const res = await fetch(`${svc.baseUrl}${EXPORT}?${new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)]))}`, { headers });
+    return { status: res.status, headers: res.headers, text: await res.text() };
+  }
+  const ndjson = (text: string) => text.split("\n").filter((line) => line !== "").map((line) => parseJsonBig(line));
+
+  it("NDJSON rows are the events summed per local date, member and model, in date, user_id and model order", async () => {
+    const res = await get({ start_time: WINDOW.start, end_time: WINDOW.end, format: "ndjson" });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("application/x-ndjson");
+    expect(res.headers.get("content-disposition")).toBe('attachment; filename="usage-2025-03-01-2025-03-20.ndjson"');
+    const rows = ndjson(res.text);
+    expect(rows).toEqual(expectedRows(events, WINDOW.start, WINDOW.end, KATHMANDU, emails, "USD"));
+    expect(Object.keys(rows[0])).toEqual(COLUMNS);
+    expect(rows.some((row) => row.user_id === "9" && row.department_paths.length === 2)).toBe(true);
+  });
+
+  it("rows summed per member and model equal user-model-usage over the same whole local days, exactly", async () => {
+    const rows = ndjson((await get({ start_time: WINDOW.start, end_time: WINDOW.end, format: "ndjson" })).text);
+    const sums = new Map<string, { input: bigint; output: bigint; basic: bigint; payGo: bigint; total: bigint }>();
+    const micros = (amount: string) => BigInt(amount.replace(".", ""));
+    for (const row of rows) {
+      const key = JSON.stringify([row.user_id, row.model_name, row.model_type, row.model_source]);
+      const s = sums.get(key) ?? { input: 0n, output: 0n, basic: 0n, payGo: 0n, total: 0n };
+      sums.set(key, s);
+      s.input += BigInt(row.input_tokens);
+      s.output += BigInt(row.output_tokens);
+      s.basic += micros(row.basic_amount);
+      s.payGo += micros(row.pay_go_amount);
+      s.total += micros(row.total_amount);
+    }
+    const all = await svc.token(["statistics:read"], tenant);
+    const res = await fetch(svc.baseUrl + QUERY, {
+      method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${all}` },
+      body: JSON.stringify({ start_time: WINDOW.start, end_time: WINDOW.end, user_ids: MEMBERS.map((m) => m.user_id) }),
+    });
+    const query = parseJsonBig(await res.text());
+    const fromQuery = new Map<string, unknown>();
+    for (const item of query.data.items) {
+      for (const u of item.model_usage) {
+        fromQuery.set(JSON.stringify([item.user_id, u.model_name, u.model_type, u.model_source]), {
+          input: BigInt(u.usage.input_tokens), output: BigInt(u.usage.output_tokens), basic: micros(u.amount.basic_amount),
+          payGo: micros(u.amount.pay_go_amount), total: micros(u.amount.total_amount),
+        });
+      }
+    }
+    expect(fromQuery.size).toBeGreaterThan(6);
+    expect(Object.fromEntries(sums)).toEqual(Object.fromEntries(fromQuery));
+  });
+
+  it("dates are local: +05:45 by default, and a daylight-saving zone by time_zone, each side of midnight", async () => {
+    const id = `${tenant}-dates`;
+    await importDirectory(svc.database, {
+      enterprise: { enterprise_id: id, name: "Dates", currency: "CNY", time_zone: KATHMANDU },
+      departments: [], members: [{ user_id: "1", email: "one@dates.example", account_type: 1, department_ids: [] }],
+    });
+    const at = (iso: string) => Date.parse(iso) / 1000;
+    const one = (timestamp: number): SentEvent => ({ user_id: "1", model: ["m", "Chat", "Builtin"], timestamp, input: 1, output: 0, basic: 1n, payGo: 0n });
+    await record(id, [
+      "2025-03-09T04:59:59Z", "2025-03-09T05:00:00Z", // New York midnight of Mar 9 (EST, -05:00)
+      "2025-03-09T18:14:59Z", "2025-03-09T18:15:00Z", "2025-03-09T18:15:01Z", // Kathmandu midnight of Mar 10
+      "2025-03-10T03:59:59Z", "2025-03-10T04:00:00Z", // New York midnight of Mar 10 (EDT, -04:00: Mar 9 lasted 23 hours)
+    ].map((iso) => one(at(iso))), "dates");
+    const dateToken = await svc.token(["statistics:read"], id);
+    const dates = async (query: Record<string, string | number>) =>
+      ndjson((await get({ ...query, format: "ndjson" }, dateToken)).text).map((row) => [row.date, row.events]);
+
+    expect(await dates({ start_time: at("2025-03-08T00:00:00Z"), end_time: at("2025-03-12T00:00:00Z") }))
+      .toEqual([["2025-03-09", 3], ["2025-03-10", 4]]);
+    expect(await dates({ start_time: at("2025-03-08T00:00:00Z"), end_time: at("2025-03-12T00:00:00Z"), time_zone: "America/New_York" }))
+      .toEqual([["2025-03-08", 1], ["2025-03-09", 5], ["2025-03-10", 1]]);
+    // A window cut inside a local day: the day's row holds only the events inside the window.
+    expect(await dates({ start_time: at("2025-03-09T18:15:00Z"), end_time: at("2025-03-10T04:00:00Z") }))
+      .toEqual([["2025-03-10", 3]]);
+  });
+
+  it("CSV: RFC 4180 with a header line, quoted commas and quotes, paths joined by \" | \", parses back to the NDJSON rows", async () => {
+    const res = await get({ start_time: WINDOW.start, end_time: WINDOW.end });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/csv; charset=utf-8");
+    expect(res.headers.get("content-disposition")).toBe('attachment; filename="usage-2025-03-01-2025-03-20.csv"');
+    expect(res.text.startsWith(`${COLUMNS.join(",")}\r\n`)).toBe(true);
+    expect(res.text).toContain(`"Exp, Inc./R&D, ""Skunk"" Works | Exp, Inc./Sales"`);
+    const parsed: string[][] = parseCsv(res.text, { relax_quotes: false });
+    expect(parsed[0]).toEqual(COLUMNS);
+    const expected = expectedRows(events, WINDOW.start, WINDOW.end, KATHMANDU, emails, "USD")
+      .map((row) => COLUMNS.map((c) => (c === "department_paths" ? row.department_paths.join(" | ") : String(row[c as keyof typeof row]))));
+    expect(parsed.slice(1)).toEqual(expected);
+  });
+
+  it("an export with no rows is the header line alone (CSV) or an empty body (NDJSON)", async () => {
+    const empty = { start_time: WINDOW.start - 400 * 86_400, end_time: WINDOW.start - 300 * 86_400 };
+    expect((await get(empty)).text).toBe(`${COLUMNS.join(",")}\r\n`);
+    const res = await get({ ...empty, format: "ndjson" });
+    expect([res.status, res.text]).toEqual([200, ""]);
+  });
+
+  it("gRPC and Connect (JSON and binary) streaming clients get the same rows as REST", async () => {
+    const rest = ndjson((await get({ start_time: WINDOW.start, end_time: WINDOW.end, format: "ndjson" })).text).map((row) => JSON.stringify(row));
+    const headers = { authorization: `Bearer ${token}` };
+    for (const client of [grpc(), connect(false), connect(true)]) {
+      const rows: string[] = [];
+      for await (const message of client.exportUsage({ startTime: BigInt(WINDOW.start), endTime: BigInt(WINDOW.end) }, { headers })) {
+        for (const row of message.rows) {
+          const json = toJson(UsageExportRowSchema, row, { useProtoFieldName: true, alwaysEmitImplicit: true }) as Record<string, unknown>;
+          for (const key of ["events", "input_tokens", "output_tokens"]) json[key] = Number(json[key]);
+          rows.push(JSON.stringify(json));
+        }
+      }
+      expect(rows).toEqual(rest);
+    }
+  });
+
+  it("messages carry at most 1,000 rows: a day of 1,200 rows comes as 1,000 then 200", async () => {
+    const id = `${tenant}-bulk`;
+    const members = Array.from({ length: 400 }, (_, i) => ({ user_id: `u${1000 + i}`, email: `u${i}@bulk.example`, account_type: 1 as const, department_ids: [] }));
+    await importDirectory(svc.database, { enterprise: { enterprise_id: id, name: "Bulk", currency: "CNY" }, departments: [], members });
+    const day = Date.parse("2025-05-01T00:00:00Z") / 1000;
+    await record(id, members.flatMap((m, i) => MODELS.slice(0, 3).map((model, j) =>
+      ({ user_id: m.user_id, model, timestamp: day + i * 60 + j, input: 1, output: 1, basic: 0n, payGo: 0n }))), "bulk");
+    const sizes: number[] = [];
+    const stream = grpc().exportUsage({ startTime: BigInt(day), endTime: BigInt(day + 86_400) }, { headers: { authorization: `Bearer ${await svc.token(["statistics:read"], id)}` } });
+    for await (const message of stream) sizes.push(message.rows.length);
+    expect(sizes).toEqual([1000, 200]);
+  });
+
+  describe("refusals", () => {
+    const window = { start_time: WINDOW.start, end_time: WINDOW.end };
+    const envelope = (code: number, message: unknown) => ({ code, message, request_id: expect.any(String), data: null });
+
+    it("401 without a token and 403 without statistics:read, as the JSON error envelope", async () => {
+      const none = await get(window, null);
+      expect([none.status, JSON.parse(none.text)]).toEqual([401, envelope(1002, expect.any(String))]);
+      const writer = await get(window, await svc.token(["usage:write"], tenant));
+      expect([writer.status, JSON.parse(writer.text)]).toEqual([403, envelope(30017, expect.stringContaining("statistics:read"))]);
+      await expect(async () => {
+        for await (const _ of grpc().exportUsage({ startTime: BigInt(WINDOW.start), endTime: BigInt(WINDOW.end) })) void _;
+      }).rejects.toMatchObject({ code: Code.Unauthenticated });
+    });
+
+    it.each([
+      ["end_time not after start_time", { start_time: 100, end_time: 100 }, "end_time must be after start_time"],
+      ["a window over 366 days", { start_time: 0, end_time: 366 * 86_400 + 1 }, "end_time - start_time: 31622401 seconds > 31622400 (366 days)"],
+      ["an unknown time zone", { ...window, time_zone: "Mars/Olympus" }, "time_zone: \"Mars/Olympus\" is not an IANA time zone name"],
+      ["an unknown format", { ...window, format: "xml" }, "format: "],
+      ["a negative start_time", { start_time: -1, end_time: 10 }, "start_time: "],
+      ["an unknown query parameter", { ...window, bucket: "day" }, "bucket: unknown query parameter"],
+    ])("400 with 4001 for %s, naming the field", async (_name, query, message) => {
+      const res = await get(query);
+      expect([res.status, JSON.parse(res.text)]).toEqual([400, envelope(4001, expect.stringContaining(message))]);
+    });
+
+    it("over gRPC a bad window is INVALID_ARGUMENT before any row", async () => {
+      const error = await (async () => {
+        for await (const _ of grpc().exportUsage({ startTime: 0n, endTime: BigInt(400 * 86_400) }, { headers: { authorization: `Bearer ${token}` } })) void _;
+      })().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ConnectError);
+      expect([(error as ConnectError).code, (error as ConnectError).rawMessage]).toEqual([Code.InvalidArgument, expect.stringContaining("366 days")]);
+    });
+  });
+
+  describe("CLI export usage", () => {
+    const dir = mkdtempSync(join(tmpdir(), "eadmin-export-"));
+    const base = () => ["export", "usage", "--db", svc.databaseUrl, "--enterprise", tenant, "--from", "2025-03-01", "--to", "2025-03-20"];
+
+    it("writes --out (CSV by default), the same bytes as REST, and exits 0", async () => {
+      const out = join(dir, "march.csv");
+      const run = await cli([...base(), "--out", out]);
+      expect([run.code, run.stdout]).toEqual([0, ""]);
+      expect(JSON.parse(run.stderr.trim())).toMatchObject({ enterprise_id: tenant, time_zone: KATHMANDU, out });
+      expect(readFileSync(out, "utf8")).toBe((await get({ start_time: WINDOW.start, end_time: WINDOW.end })).text);
+      expect(readdirSync(dir).filter((name) => name.includes("partial"))).toEqual([]);
+    });
+
+    it("writes NDJSON to stdout in another zone, as REST does", async () => {
+      const run = await cli([...base(), "--format", "ndjson", "--time-zone", "America/New_York"]);
+      expect(run.code).toBe(0);
+      const start = Date.parse("2025-03-01T05:00:00Z") / 1000;
+      const end = Date.parse("2025-03-21T04:00:00Z") / 1000; // after the switch to daylight saving time
+      expect(run.stdout).toBe((await get({ start_time: start, end_time: end, time_zone: "America/New_York", format: "ndjson" })).text);
+      expect(run.stdout.length).toBeGreaterThan(0);
+    });
+
+    it.each([
+      ["an unknown enterprise", ["--enterprise", "nope"], /^error: --enterprise: enterprise "nope" does not exist/],
+      ["a date that does not exist", ["--from", "2025-02-30"], /^error: --from: "2025-02-30" is not a date YYYY-MM-DD/],
+      ["an unknown time zone", ["--time-zone", "Mars/Olympus"], /^error: --time-zone: "Mars\/Olympus" is not an IANA time zone name/],
+      ["an unwritable --out", ["--out", "/nonexistent-dir/usage.csv"], /^error: --out: cannot write \/nonexistent-dir\/usage.csv: its directory does not exist/],
+      ["an unknown --format", ["--format", "xml"], /^error: --format: "xml" is not one of csv, ndjson/],
+    ])("prints one error line and exits non-zero for %s, leaving no file", async (_name, args, message) => {
+      const out = join(dir, `failed-${args[0]}.csv`);
+      const run = await cli([...base(), ...(args.includes("--out") ? [] : ["--out", out]), ...args]);
+      expect(run.code).not.toBe(0);
+      expect(run.stderr.trim().split("\n")).toHaveLength(1);
+      expect(run.stderr).toMatch(message);
+      expect(existsSync(out)).toBe(false);
+      expect(readdirSync(dir).filter((name) => name.includes("partial"))).toEqual([]);
+    });
+  });
+});
