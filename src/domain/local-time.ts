@@ -42,9 +42,9 @@ function buckets(start: number, end: number, zone: string, unit: "day" | "hour")
 }
 
 function* eachBucket(start: number, end: number, zone: string, unit: "day" | "hour"): Generator<TimeBucket> {
-  let local = DateTime.fromSeconds(start, { zone }).startOf(unit);
+  let local: DateTime = DateTime.fromSeconds(start, { zone }).startOf(unit);
   while (local.toSeconds() < end) {
-    const next = local.plus({ [unit]: 1 });
+    const next = nextStart(local, unit);
     yield {
       start: Math.max(start, local.toSeconds()),
       end: Math.min(end, next.toSeconds()),
@@ -52,6 +52,17 @@ function* eachBucket(start: number, end: number, zone: string, unit: "day" | "ho
     };
     local = next;
   }
+}
+
+/**
+ * The start of the local day or hour after `local`. Luxon's plus() keeps the wall-clock minutes
+ * across an offset change (Asia/Kathmandu going from +05:30 to +05:45 would make the next "midnight"
+ * 00:15): startOf() brings it back to the boundary, unless that would not move forward.
+ */
+function nextStart(local: DateTime, unit: "day" | "hour"): DateTime {
+  const next = local.plus({ [unit]: 1 });
+  const boundary = next.startOf(unit);
+  return boundary > local ? boundary : next;
 }
 
 /** The local date (YYYY-MM-DD) of a Unix second in `zone`. */

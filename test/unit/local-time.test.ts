@@ -1,0 +1,46 @@
+import { describe, expect, it } from "vitest";
+import { checkTimeZone, dateRangeWindow, dayBuckets, hourBuckets } from "../../src/domain/local-time.js";
+
+/** The zone's offset at `seconds`, in minutes, as the platform's Intl data gives it. */
+function offsetMinutes(seconds: number, zone: string): number {
+  const parts = new Intl.DateTimeFormat("en-US", { timeZone: zone, hourCycle: "h23", year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit" })
+    .formatToParts(new Date(seconds * 1000));
+  const get = (type: string) => Number(parts.find((p) => p.type === type)!.value);
+  return (Date.UTC(get("year"), get("month") - 1, get("day"), get("hour"), get("minute"), get("second")) / 1000 - seconds) / 60;
+}
+
+describe("local time", () => {
+  it("day buckets last 23 and 25 hours on daylight-saving days and follow +05:45", () => {
+    const hours = (zone: string, from: string, to: string) => {
+      const { start, end } = dateRangeWindow(from, to, zone, ["from", "to"]);
+      return dayBuckets(start, end, zone).map((b) => [b.date, (b.end - b.start) / 3600]);
+    };
+    expect(hours("America/New_York", "2024-03-09", "2024-03-11")).toEqual([["2024-03-09", 24], ["2024-03-10", 23], ["2024-03-11", 24]]);
+    expect(hours("America/New_York", "2024-11-03", "2024-11-03")).toEqual([["2024-11-03", 25]]);
+    const [cut, whole] = dayBuckets(1_700_000_000 - 86_400, 1_700_000_000, "Asia/Kathmandu");
+    expect(cut!.start).toBe(1_700_000_000 - 86_400); // the first bucket is cut at the window's start
+    expect(new Date(whole!.start * 1000).toISOString()).toBe("2023-11-14T18:15:00.000Z"); // local midnight, +05:45
+    // Hours start on the local hour: a quarter past each UTC hour in Kathmandu.
+    expect(hourBuckets(1_700_000_000, 1_700_007_200, "Asia/Kathmandu").map((b) => new Date(b.start * 1000).toISOString().slice(11, 16)))
+      .toEqual(["22:13", "22:15", "23:15"]);
+  });
+
+  it("starts every day at local midnight across offset changes since 1970 (Kathmandu's +05:30 to +05:45, Monrovia's -00:44:30)", () => {
+    for (const zone of ["Asia/Kathmandu", "Africa/Monrovia", "America/Sao_Paulo"]) {
+      for (const bucket of dayBuckets(86_400, 1_900_000_000, zone).slice(1)) { // the first is cut at the window's start
+        const local = bucket.start + offsetMinutes(bucket.start, zone) * 60;
+        // Local midnight, or the first instant of a date whose midnight was skipped (a change at 00:00).
+        if (local % 86_400 !== 0 && offsetMinutes(bucket.start - 1, zone) === offsetMinutes(bucket.start, zone)) {
+          throw new Error(`${zone} ${bucket.date} starts at local ${new Date(local * 1000).toISOString()}`);
+        }
+        if (new Date(local * 1000).toISOString().slice(0, 10) !== bucket.date) throw new Error(`${zone} ${bucket.date}: a different local date`);
+      }
+    }
+  });
+
+  it("refuses an unknown zone and a bad date, naming the field", () => {
+    expect(() => checkTimeZone("Mars/Olympus", "time_zone")).toThrow(/^time_zone: "Mars\/Olympus" is not an IANA time zone name/);
+    expect(() => dateRangeWindow("2024-02-30", "2024-03-01", "UTC", ["start_date", "end_date"])).toThrow(/^start_date: "2024-02-30" is not a date/);
+    expect(() => dateRangeWindow("2024-03-02", "2024-03-01", "UTC", ["start_date", "end_date"])).toThrow(/^end_date: 2024-03-01 is before start_date/);
+  });
+});
