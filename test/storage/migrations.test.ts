@@ -1,5 +1,5 @@
-// The migrations on an empty database: the baseline makes every table with its seed rows, a second
-// run applies nothing, and undoing it leaves the database empty again.
+// The migrations on an empty database: the baseline makes every table with its seed rows, all or
+// nothing; a second run applies nothing; undoing it leaves the database empty again.
 import { Migrator, NO_MIGRATIONS, sql } from "kysely";
 import { afterEach, describe, expect, it } from "vitest";
 import { migrateToLatest, openDatabase, type Database } from "../../src/storage/database.js";
@@ -50,6 +50,13 @@ describe.each(dialects)("migrations on an empty database (%s)", (dialect) => {
       : await sql<{ name: string }>`select l.name from pragma_index_list('usage_event') l
           where l."unique" and (select group_concat(name, ',') from pragma_index_info(l.name)) = 'enterprise_id,event_id'`.execute(database.db);
     expect(rows).toHaveLength(1);
+  });
+
+  it("a baseline that fails half-way leaves nothing of itself: the error names it, and no table was made", async () => {
+    const database = await emptyDatabase();
+    await sql`create table usage_event (x integer)`.execute(database.db); // in the way of a later table
+    await expect(migrateToLatest(database)).rejects.toThrow(/^migration 20261126T080000-baseline failed: /);
+    expect(await tables(database)).toStrictEqual(["usage_event"]);
   });
 
   it("undoing the baseline leaves no table of the application", async () => {

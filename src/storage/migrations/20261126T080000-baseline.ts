@@ -5,7 +5,12 @@
 import { PostgresAdapter, sql, type CreateTableBuilder, type Kysely } from "kysely";
 
 export async function up(db: Kysely<any>): Promise<void> {
-  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+  // All or nothing: Kysely runs a PostgreSQL migration in a transaction, a SQLite one outside any.
+  if (db.getExecutor().adapter instanceof PostgresAdapter) await createSchema(db, true);
+  else await db.transaction().execute((trx) => createSchema(trx, false));
+}
+
+async function createSchema(db: Kysely<any>, postgres: boolean): Promise<void> {
   // IDs and names compare in binary (code point) order on every database: PostgreSQL gets "C" collation.
   const binary = postgres ? sql`collate "C"` : sql``;
   const blob = postgres ? "bytea" : "blob";
