@@ -7,12 +7,11 @@ import { Worker } from "node:worker_threads";
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import SqliteDatabase from "better-sqlite3";
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type MigrationProvider } from "kysely";
+import { DEFAULT_MIGRATION_TABLE, Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type MigrationProvider } from "kysely";
 import pg from "pg";
 import { envNumber } from "../env-number.js";
 import { migrations } from "./migrations/index.js";
 import type { Schema } from "./schema.js";
-import { makeMissingRunningTotals } from "./usage-running-totals.js";
 import { StoreFault, storeFaultOf } from "./store-faults.js";
 
 export type Dialect = "sqlite" | "postgres";
@@ -243,17 +242,32 @@ const busyTimeoutMs = () => envNumber(process.env, "STORE_BUSY_TIMEOUT_MS", { fa
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
 
-/**
- * Applies every pending migration, then makes the derived data a migration left to the live code
- * (the usage running totals); throws with the failing migration's name.
- */
+/** Applies every pending migration; throws with the failing migration's name. */
 export async function migrateToLatest(database: Database): Promise<string[]> {
+  await refuseUnknownMigrations(database);
   const migrator = new Migrator({ db: database.db, provider });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === "Error")?.migrationName ?? "unknown";
     throw new Error(`migration ${failed} failed: ${error instanceof Error ? error.message : String(error)}`);
   }
-  await makeMissingRunningTotals(database);
   return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
+}
+
+/**
+ * A store that records a migration this version does not have was made by a pre-release schema (the
+ * chain that the baseline replaced) or by a newer version: either way it is refused with one line
+ * saying what to do, before Kysely's migrator would call it corrupted.
+ */
+async function refuseUnknownMigrations(database: Database): Promise<void> {
+  const tables = await database.db.introspection.getTables({ withInternalKyselyTables: true });
+  if (!tables.some((t) => t.name === DEFAULT_MIGRATION_TABLE)) return;
+  const { rows } = await sql<{ name: string }>`select name from ${sql.table(DEFAULT_MIGRATION_TABLE)} order by name`.execute(database.db);
+  const unknown = rows.map((r) => r.name).find((name) => !(name in migrations));
+  if (unknown === undefined) return;
+  const first = Object.keys(migrations)[0]!;
+  throw new Error(unknown < first
+    ? `database ${database.location} was made by a pre-release schema (migration ${unknown}) and must be recreated: ` +
+      "run migrate on a new SQLite file or PostgreSQL database, then import directory and import usage into it again"
+    : `database ${database.location} was migrated by a newer version of enterprise-admin (migration ${unknown}): use that version`);
 }

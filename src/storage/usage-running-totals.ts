@@ -9,7 +9,6 @@
 // new day's row starts from the last stored row before it). Events of the current day, the usual
 // case, rewrite one row a member; an event far in the past rewrites every later row of its member.
 import { CompiledQuery, sql, type Kysely } from "kysely";
-import { dayOf } from "../domain/usage-window.js";
 import type { EventValue } from "../domain/usage-event.js";
 import { TotalsByModel, readVarint } from "../domain/usage-totals.js";
 import { DaySums, type MemberDays } from "../domain/usage-day-sums.js";
@@ -228,34 +227,6 @@ function upsertStatement(db: Kysely<Schema>, dialect: Dialect, rows: number): st
     upsertSql.set(key, text);
   }
   return text;
-}
-
-/**
- * Running totals are derived from the raw events, so migrations never compute them (a migration is
- * frozen text): a store that has events and no running totals, as a migration that makes the table
- * anew leaves it, gets them made here, in one transaction, before it serves. Returns whether it did.
- */
-export async function makeMissingRunningTotals(database: Pick<Database, "db" | "dialect">): Promise<boolean> {
-  const { db, dialect } = database;
-  if (!(await db.selectFrom("usage_event").select("day").limit(1).executeTakeFirst())) return false;
-  if (await db.selectFrom("usage_running_total").select("day").limit(1).executeTakeFirst()) return false;
-  await db.transaction().execute((trx) => rebuildRunningTotals({ db: trx, dialect }));
-  return true;
-}
-
-/** Makes every running total anew from the stored events, a week of events at a time (through the day-first order). */
-async function rebuildRunningTotals(database: Pick<Database, "db" | "dialect">): Promise<void> {
-  const { db } = database;
-  await db.deleteFrom("usage_running_total").execute();
-  const bounds = await db.selectFrom("usage_event").select((eb) => [eb.fn.min("day").as("first"), eb.fn.max("day").as("last")]).executeTakeFirst();
-  if (bounds?.first === null || bounds?.first === undefined) return;
-  for (let from = Number(bounds.first); from <= Number(bounds.last); from += 7) {
-    const sums = new DaySums();
-    for (const row of await readEvents(database, from, from + 7)) {
-      sums.add(Number(row.member_key), Number(row.model_id), dayOf(Number(row.ts)), fromExact(row.i), fromExact(row.o), fromExact(row.b), fromExact(row.p));
-    }
-    await addToRunningTotals(database, sums);
-  }
 }
 
 /** The stored events of the days [fromDay, toDay), their values exact (see exactInteger). */

@@ -1,6 +1,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashCredential } from "../../src/domain/credentials.js";
 import { loadLocalKeyProvider } from "../../src/keys/local-key-provider.js";
@@ -8,6 +9,7 @@ import { EnvironmentConfigs } from "../../src/operations/environment-configs.js"
 import { importDirectory } from "../../src/operations/import-directory.js";
 import { migrateToLatest, openDatabase, type Database } from "../../src/storage/database.js";
 import { EnvironmentConfigRepository } from "../../src/storage/environment-config-repository.js";
+import { migrations } from "../../src/storage/migrations/index.js";
 import { cli } from "../helpers/cli.js";
 import { createTestDatabase, dialects, type TestDatabase } from "../helpers/databases.js";
 import { acme } from "../helpers/fixtures.js";
@@ -36,6 +38,43 @@ describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
     expect(first.code).toBe(0);
     expect(JSON.parse(first.stdout).applied.length).toBeGreaterThan(0);
     expect(JSON.parse((await cli(["migrate", "--db", testDb.url])).stdout)).toEqual({ applied: [] });
+  });
+
+  /** A fresh database whose migration table records `names`, as the migrator would have. */
+  async function recording(names: string[]): Promise<TestDatabase> {
+    const other = await createTestDatabase(dialect);
+    const opened = openDatabase(other.url);
+    try {
+      await sql`create table kysely_migration (name varchar(255) not null primary key, timestamp varchar(255) not null)`.execute(opened.db);
+      for (const name of names) await sql`insert into kysely_migration (name, timestamp) values (${name}, ${new Date(0).toISOString()})`.execute(opened.db);
+    } finally {
+      await opened.close();
+    }
+    return other;
+  }
+
+  it("migrate refuses a database made by a pre-release schema in one line: recreate it, then import again", async () => {
+    const old = await recording(["20261123T070000-create-directory", "20261123T070100-create-auth"]);
+    try {
+      const result = await cli(["migrate", "--db", old.url]);
+      expect(result.code).not.toBe(0);
+      expect(result.stdout).toBe("");
+      expect(result.stderr.trimEnd().split("\n")).toStrictEqual([expect.stringMatching(
+        /^error: database .+ was made by a pre-release schema \(migration 20261123T070000-create-directory\) and must be recreated: run migrate on a new SQLite file or PostgreSQL database, then import directory and import usage into it again$/)]);
+    } finally {
+      await old.drop();
+    }
+  });
+
+  it("migrate refuses a database migrated by a newer version, naming its migration", async () => {
+    const newer = await recording([...Object.keys(migrations), "20991231T000000-later"]);
+    try {
+      const result = await cli(["migrate", "--db", newer.url]);
+      expect(result.code).not.toBe(0);
+      expect(result.stderr).toMatch(/^error: database .+ was migrated by a newer version of enterprise-admin \(migration 20991231T000000-later\): use that version\n$/);
+    } finally {
+      await newer.drop();
+    }
   });
 
   it("import directory reports a bad line and applies nothing", async () => {

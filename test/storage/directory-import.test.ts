@@ -68,6 +68,15 @@ describe.each(dialects)("directory import on %s", (dialect) => {
     expect(enterprise.name).toBe("Acme Corp");
   });
 
+  it("stores each member's e-mail folded by one-to-one case pairs: É to é; the Kelvin and Angstrom signs and İ stay themselves", async () => {
+    const emails = ["\u212Aate@acme.example", "Li.Lei@ACME.example", "\u00C9LODIE@acme.example", "\u212Bngstr\u00F6m@acme.example", "\u0130pek@acme.example"];
+    await importDirectory(database, { ...acme, members: emails.map((email, i) => ({ user_id: `80${i}`, email, account_type: 1, department_ids: ["111"] })) });
+    const rows = await database.db.selectFrom("member").select("email_folded").where("enterprise_id", "=", "acme").orderBy("user_id").execute();
+    expect(rows.map((r) => r.email_folded)).toEqual([
+      "\u212Aate@acme.example", "li.lei@acme.example", "\u00E9lodie@acme.example", "\u212Bngstr\u00F6m@acme.example", "\u0130pek@acme.example",
+    ]);
+  });
+
   it("a member in an unknown department rejects the whole file", async () => {
     const bad: DirectoryFile = { ...acme, members: [...acme.members, { user_id: "9", email: "x@acme.example", account_type: 1, department_ids: ["999"] }] };
     await expect(importDirectory(database, bad)).rejects.toThrow('members[2].department_ids: department "999" does not exist');

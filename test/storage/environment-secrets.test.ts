@@ -10,10 +10,9 @@ import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
-import { Migrator, sql } from "kysely";
+import { sql } from "kysely";
 import { afterEach, describe, expect, it } from "vitest";
-import { newDataKey, sealSecret, SecretDecryptionError } from "../../src/domain/secret-crypto.js";
-import { wrapWithMasterKey } from "../../src/keys/key-provider.js";
+import { SecretDecryptionError } from "../../src/domain/secret-crypto.js";
 import { LocalKeyProvider, loadLocalKeyProvider } from "../../src/keys/local-key-provider.js";
 import { EnvironmentConfigs } from "../../src/operations/environment-configs.js";
 import { importDirectory } from "../../src/operations/import-directory.js";
@@ -21,18 +20,10 @@ import { keyRingStatus, verifyDataKeys } from "../../src/operations/inspect-mast
 import { rotateMasterKey } from "../../src/operations/rotate-master-key.js";
 import { migrateToLatest, openDatabase, type Database } from "../../src/storage/database.js";
 import { EnvironmentConfigRepository } from "../../src/storage/environment-config-repository.js";
-import { migrations } from "../../src/storage/migrations/index.js";
 import { createTestDatabase, dialects, type DialectName, type TestDatabase } from "../helpers/databases.js";
 import { acme, globex } from "../helpers/fixtures.js";
 
 const run = promisify(execFile);
-
-/** The bytes of a provider's key-file key, read from its file: for writing what older code wrote. */
-async function keyOf(keys: LocalKeyProvider): Promise<Buffer> {
-  if (keys.source.kind !== "file") throw new Error("a key file provider is needed");
-  const file = JSON.parse(await readFile(keys.source.path, "utf8")) as KeyFileContent;
-  return Buffer.from(file.keys.find((k) => k.id === keys.initialKeyId)!.key, "base64");
-}
 
 interface KeyFileContent {
   current: string;
@@ -374,46 +365,20 @@ describe.each(dialects)("environment secrets at rest (%s)", (dialect: DialectNam
       expect(await fresh.revealSecrets("acme", later.row.id)).toStrictEqual({ K: "after-rotation" });
     });
 
-    it("a store whose data keys were written before the key ring existed migrates cleanly: the key file's current key becomes current", async () => {
-      const testDb = await createTestDatabase(dialect);
-      cleanups.push(() => testDb.drop());
-      const database = openDatabase(testDb.url);
-      cleanups.push(() => database.close());
-      const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
-      const { error } = await migrator.migrateTo("20261124T070000-usage-running-totals-by-day");
-      if (error) throw error;
-      await importDirectory(database, acme);
-      const keyDir = await mkdtemp(join(tmpdir(), "env-secrets-key-"));
-      cleanups.push(() => rm(keyDir, { recursive: true, force: true }));
-      const loadKeys = () => loadLocalKeyProvider({ databaseUrl: testDb.url, env: { ENTERPRISE_ADMIN_MASTER_KEY_FILE: join(keyDir, "master.key") } });
-      const keys = await loadKeys();
-      // what the service wrote before: a configuration, its data key wrapped under the key file's current key, a sealed secret
-      const id = "env_written_before_the_ring";
-      const dataKey = newDataKey();
-      const now = Date.now();
-      await database.db.insertInto("environment_config").values({
-        id, enterprise_id: "acme", name: "old", description: "", preinstalled_packages: "{}", runtime_config: JSON.stringify({ install: "", start: "", terminals: [] }),
-        environment_variables: "{}", created_at_ms: now, updated_at_ms: now, revision: 1, etag: "e",
-      }).execute();
-      const wrapped = wrapWithMasterKey(await keyOf(keys), keys.initialKeyId, dataKey, { enterpriseId: "acme", environmentId: id });
-      await database.db.insertInto("environment_data_key").values({ environment_id: id, master_key_id: wrapped.masterKeyId, wrapped_key: wrapped.wrapped }).execute();
-      await database.db.insertInto("environment_secret").values({ environment_id: id, key: "K", sealed_value: sealSecret(dataKey, { enterpriseId: "acme", environmentId: id, key: "K" }, "old-value") }).execute();
+    it("a new store's key ring is empty until the first write: the key file's current key is current, and the first configuration records it", async () => {
+      const env = await setup();
+      expect(await env.repository.currentMasterKey()).toBeUndefined();
+      expect(await keyRingStatus(env.repository, env.keys)).toMatchObject({ current_master_key_id: env.keys.initialKeyId, keys: [{ id: env.keys.initialKeyId, state: "current", held: true, data_keys: 0 }] });
+      expect(await verifyDataKeys(env.repository, env.keys)).toMatchObject({ ok: true, data_keys: 0, unwrapped: 0 });
 
-      expect(await migrateToLatest(database)).toContain("20261125T070200-create-master-key-ring");
-      const repository = new EnvironmentConfigRepository(database.db);
-      expect(await repository.currentMasterKey()).toBeUndefined();
-      expect(await keyRingStatus(repository, keys)).toMatchObject({ current_master_key_id: keys.initialKeyId, keys: [{ id: keys.initialKeyId, state: "current", held: true, data_keys: 1 }] });
-      expect(await verifyDataKeys(repository, keys)).toMatchObject({ ok: true, data_keys: 1, unwrapped: 1 });
-
-      const configs = new EnvironmentConfigs(repository, keys);
-      const later = (await configs.create("acme", { name: "new", secrets: { K: "new-value" } })).row.id;
-      expect(await repository.currentMasterKey()).toBe(keys.initialKeyId);
-      await configs.update("acme", id, { secrets: { L: "added" } });
-      const summary = await rotateMasterKey(repository, keys);
-      expect(summary.rewrapped_data_keys).toBe(2);
-      const fresh = new EnvironmentConfigs(repository, await loadKeys());
-      expect(await fresh.revealSecrets("acme", id)).toStrictEqual({ K: "old-value", L: "added" });
-      expect(await fresh.revealSecrets("acme", later)).toStrictEqual({ K: "new-value" });
+      const first = (await env.configs.create("acme", { name: "first", secrets: { K: "first-value" } })).row.id;
+      expect(await env.repository.currentMasterKey()).toBe(env.keys.initialKeyId);
+      expect(await keyRingStatus(env.repository, env.keys)).toMatchObject({ keys: [{ id: env.keys.initialKeyId, state: "current", held: true, data_keys: 1 }] });
+      await env.configs.update("acme", first, { secrets: { L: "added" } });
+      const summary = await rotateMasterKey(env.repository, env.keys);
+      expect(summary.rewrapped_data_keys).toBe(1);
+      const fresh = new EnvironmentConfigs(env.repository, await env.loadKeys());
+      expect(await fresh.revealSecrets("acme", first)).toStrictEqual({ K: "first-value", L: "added" });
     });
 
     it("rotates twice in a row; the secrets survive both", async () => {

@@ -1,0 +1,69 @@
+// The migrations on an empty database: the baseline makes every table with its seed rows, all or
+// nothing; a second run applies nothing; undoing it leaves the database empty again.
+import { Migrator, NO_MIGRATIONS, sql } from "kysely";
+import { afterEach, describe, expect, it } from "vitest";
+import { migrateToLatest, openDatabase, type Database } from "../../src/storage/database.js";
+import { migrations } from "../../src/storage/migrations/index.js";
+import { createTestDatabase, dialects, type TestDatabase } from "../helpers/databases.js";
+
+const TABLES = ["access_token", "app", "department", "enterprise", "environment_config", "environment_data_key", "environment_secret",
+  "master_key", "master_key_ring", "member", "member_department", "usage_event", "usage_ingestion_count", "usage_model", "usage_running_total"];
+
+describe.each(dialects)("migrations on an empty database (%s)", (dialect) => {
+  const opened: { testDb: TestDatabase; database: Database }[] = [];
+  afterEach(async () => {
+    for (const { testDb, database } of opened.splice(0)) {
+      await database.close();
+      await testDb.drop();
+    }
+  });
+
+  async function emptyDatabase() {
+    const testDb = await createTestDatabase(dialect);
+    const database = openDatabase(testDb.url);
+    opened.push({ testDb, database });
+    return database;
+  }
+
+  /** The application's tables (Kysely's own and SQLite's internal ones left out). */
+  async function tables(database: Database): Promise<string[]> {
+    const all = await database.db.introspection.getTables();
+    return all.map((t) => t.name).filter((name) => name !== "sqlite_sequence").sort();
+  }
+
+  it("applies the baseline, which makes every table and the ingestion count's row; a second run applies nothing", async () => {
+    const database = await emptyDatabase();
+    expect(await migrateToLatest(database)).toStrictEqual(["20261126T080000-baseline"]);
+    expect(await tables(database)).toStrictEqual(TABLES);
+    expect(await database.db.selectFrom("usage_ingestion_count").selectAll().execute()).toStrictEqual([{ id: 1, ingestions: 0 }]);
+    expect(await database.db.selectFrom("master_key_ring").selectAll().execute()).toStrictEqual([]);
+    expect(await migrateToLatest(database)).toStrictEqual([]);
+  });
+
+  it("keeps one unique index on a usage event's identity (enterprise_id, event_id)", async () => {
+    const database = await emptyDatabase();
+    await migrateToLatest(database);
+    const { rows } = dialect === "postgres"
+      ? await sql<{ name: string }>`select i.relname as name from pg_index x join pg_class i on i.oid = x.indexrelid
+          where x.indrelid = 'usage_event'::regclass and x.indisunique
+            and array(select a.attname::text from unnest(x.indkey) as k join pg_attribute a on a.attrelid = x.indrelid and a.attnum = k) = array['enterprise_id', 'event_id']`.execute(database.db)
+      : await sql<{ name: string }>`select l.name from pragma_index_list('usage_event') l
+          where l."unique" and (select group_concat(name, ',') from pragma_index_info(l.name)) = 'enterprise_id,event_id'`.execute(database.db);
+    expect(rows).toHaveLength(1);
+  });
+
+  it("a baseline that fails half-way leaves nothing of itself: the error names it, and no table was made", async () => {
+    const database = await emptyDatabase();
+    await sql`create table usage_event (x integer)`.execute(database.db); // in the way of a later table
+    await expect(migrateToLatest(database)).rejects.toThrow(/^migration 20261126T080000-baseline failed: /);
+    expect(await tables(database)).toStrictEqual(["usage_event"]);
+  });
+
+  it("undoing the baseline leaves no table of the application", async () => {
+    const database = await emptyDatabase();
+    await migrateToLatest(database);
+    const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
+    expect((await migrator.migrateTo(NO_MIGRATIONS)).error).toBeUndefined();
+    expect(await tables(database)).toStrictEqual([]);
+  });
+});
