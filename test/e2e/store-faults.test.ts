@@ -2,7 +2,7 @@
 // full disk (SQLite on a small tmpfs) are 503 unavailable with Retry-After for the caller, never 500;
 // the log says what and where; nothing acknowledged is lost, and writes resume by themselves.
 import { execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, rmSync, statfsSync, writeFileSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, rmSync, truncateSync, writeFileSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
@@ -147,8 +147,19 @@ describe.runIf(dialects.includes("sqlite"))("a full disk under SQLite", () => {
     const token = (await new AccessAdmin(new AuthRepository(database!.db), new DirectoryRepository(database!.db))
       .createToken("acme", ["usage:write"], 3600)).accessToken;
     // Leave about 256 KiB free: a few batches fit, then the disk is full.
-    const { bavail, bsize } = statfsSync(dir);
-    writeFileSync(ballast, Buffer.alloc(Math.max(0, bavail * bsize - 256 * 1024)));
+    // Filled up to the last block (written a MiB at a time, so that the store's own writes meanwhile
+    // cannot make one big write fail), then cut back by that much.
+    const fd = openSync(ballast, "w");
+    const block = Buffer.alloc(1 << 20);
+    let size = 0;
+    try {
+      for (;;) size += writeSync(fd, block, 0, block.length);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOSPC") throw error;
+    } finally {
+      closeSync(fd);
+    }
+    truncateSync(ballast, Math.max(0, size - 256 * 1024));
 
     let acknowledged = 0;
     let acknowledgedTokens = 0n;
