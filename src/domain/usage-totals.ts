@@ -266,8 +266,8 @@ function packEntry(out: Uint8Array, at: number, id: number, sums: ModelSums): nu
  * CELL FRAMES. A stored cell is framed: varint member_key, varint byte length, then the packed totals.
  * The frame makes cells read together self-describing, so a statement concatenates every cell it
  * reads into one blob with no GROUP BY (measured with the earlier rollup cells: 1.7 ms for ~1,050
- * cells against 2.7 ms grouped per member), and the query splits it (WindowSums.addCells). A cell is
- * a usage_running_total row's `totals` now (usage_cell's until migration 20261123T070600).
+ * cells against 2.7 ms grouped per member), and the query splits it (WindowSums.addCells). A cell is a
+ * usage_running_total row's `totals`.
  */
 
 /** The packed totals inside a stored cell's frame. */

@@ -8,8 +8,7 @@
 // it, and writes each of the days from that new day on again with the new events up to it added (a
 // new day's row starts from the last stored row before it). Events of the current day, the usual
 // case, rewrite one row a member; an event far in the past rewrites every later row of its member.
-import { CompiledQuery, sql, type Kysely } from "kysely";
-import type { EventValue } from "../domain/usage-event.js";
+import { CompiledQuery, type Kysely } from "kysely";
 import { TotalsByModel, readVarint } from "../domain/usage-totals.js";
 import { DaySums, type MemberDays } from "../domain/usage-day-sums.js";
 import type { Database, Dialect } from "./database.js";
@@ -227,29 +226,4 @@ function upsertStatement(db: Kysely<Schema>, dialect: Dialect, rows: number): st
     upsertSql.set(key, text);
   }
   return text;
-}
-
-/** The stored events of the days [fromDay, toDay), their values exact (see exactInteger). */
-export async function readEvents(database: Pick<Database, "db" | "dialect">, fromDay: number, toDay: number) {
-  const exact = (column: "input_tokens" | "output_tokens" | "basic_micros" | "pay_go_micros") => exactInteger(database.dialect, column);
-  return database.db.selectFrom("usage_event")
-    .select(["member_key", "model_id", "ts", exact("input_tokens").as("i"), exact("output_tokens").as("o"), exact("basic_micros").as("b"), exact("pay_go_micros").as("p")])
-    .where("day", ">=", fromDay).where("day", "<", toDay).execute();
-}
-
-/**
- * A 64-bit column read exactly: drivers return integers as JS numbers, which round past 2^53. SQLite
- * turns only such large values into text; PostgreSQL's column needs one type, so it is always text.
- */
-export function exactInteger(dialect: Dialect, column: string) {
-  const ref = sql.ref(column);
-  return dialect === "postgres"
-    ? sql<number | string>`cast(${ref} as text)`
-    : sql<number | string>`case when ${ref} between -9007199254740991 and 9007199254740991 then ${ref} else cast(${ref} as text) end`;
-}
-
-/** The value of an `exactInteger` column. */
-export function fromExact(value: number | string): EventValue {
-  if (typeof value === "number") return value;
-  return value.length <= 15 ? Number(value) : BigInt(value);
 }
