@@ -15,13 +15,15 @@ import { toConnectError } from "./connect-errors.js";
 type Framing = "whole" | "enveloped";
 
 const CONNECT_PROTO = /^application\/proto$/i;
+/** Connect's streaming protocol: its request message is enveloped as gRPC's is. */
+const CONNECT_STREAM_PROTO = /^application\/connect\+proto$/i;
 const GRPC_PROTO = /^application\/grpc(-web)?(\+proto)?$/i;
 const ENVELOPE_COMPRESSED = 0b1;
 const ENVELOPE_TRAILER = 0b1000_0000;
 
-/** Wraps a unary method's handler so that a malformed binary body is refused as 4001. */
+/** Wraps a unary or server-streaming method's handler (one request message) so that a malformed binary body is refused as 4001. */
 export function refuseMalformedProtobuf(handler: UniversalHandler, maxBytes: number): UniversalHandler {
-  if (handler.method.methodKind !== "unary") return handler;
+  if (handler.method.methodKind !== "unary" && handler.method.methodKind !== "server_streaming") return handler;
   const schema = handler.method.input;
   const checking = (req: UniversalServerRequest) => {
     const framing = framingOf(req.header);
@@ -46,7 +48,7 @@ function framingOf(header: Headers): Framing | undefined {
     const encoding = header.get("content-encoding");
     return encoding === null || encoding === "identity" ? "whole" : undefined;
   }
-  return GRPC_PROTO.test(type) ? "enveloped" : undefined;
+  return GRPC_PROTO.test(type) || CONNECT_STREAM_PROTO.test(type) ? "enveloped" : undefined;
 }
 
 const isByteStream = (body: unknown): body is AsyncIterable<Uint8Array> =>

@@ -19,6 +19,7 @@ import { startTestService, type TestService } from "../helpers/service.js";
 const PROTO_DIR = join(dirname(fileURLToPath(import.meta.url)), "../../proto");
 const BUF = join(dirname(fileURLToPath(import.meta.url)), "../../node_modules/.bin/buf");
 const BATCH_GET_RPC = "/enterprise_admin.v1.DepartmentService/BatchGetDepartments";
+const EXPORT_RPC = "/enterprise_admin.v1.UsageService/ExportUsage";
 const DEEP_LIMIT_MESSAGE = "body: JSON nested deeper than 64 levels";
 const EMPTY_IDS_MESSAGE = "department_ids: must contain at least 1 item(s)";
 /** 100,000 levels of objects: about 600 KB, under the 1 MiB body limit. */
@@ -50,6 +51,22 @@ function grpcJsCall(port: number, path: string, bytes: Uint8Array, authorization
       if (err) resolve(err);
       else reject(new Error("expected an error"));
     });
+  });
+}
+
+/** One server-streaming call with @grpc/grpc-js, sending `bytes` as the request message; resolves with its error. */
+function grpcJsServerStream(port: number, path: string, bytes: Uint8Array, authorization: string) {
+  const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+  const metadata = new grpc.Metadata();
+  metadata.set("authorization", authorization);
+  return new Promise<grpc.ServiceError>((resolve, reject) => {
+    const call = client.makeServerStreamRequest(path, (b: Uint8Array) => Buffer.from(b), (b: Buffer) => b, bytes, metadata);
+    call.on("data", () => undefined);
+    call.on("error", (err: grpc.ServiceError) => {
+      client.close();
+      resolve(err);
+    });
+    call.on("end", () => reject(new Error("expected an error")));
   });
 }
 
@@ -169,6 +186,17 @@ describe.each(dialects)("hostile input is refused, never a 500 (%s)", (dialect) 
     it("gRPC-Web: grpc-status 3 in the trailer frame", async () => {
       const res = await post(BATCH_GET_RPC, envelope(TRUNCATED_PROTOBUF), { "content-type": "application/grpc-web+proto" });
       expect(grpcWebTrailers(res.body)["grpc-status"]).toBe("3");
+    });
+
+    it("a server-streaming method (ExportUsage) too: gRPC INVALID_ARGUMENT, Connect streaming invalid_argument", async () => {
+      const stream = await grpcJsServerStream(svc.port, EXPORT_RPC, TRUNCATED_PROTOBUF, bearer);
+      expect(stream.code).toBe(grpc.status.INVALID_ARGUMENT);
+      expect(stream.details).toMatch(/^body: not a valid enterprise_admin\.v1\.ExportUsageRequest message/);
+      const res = await post(EXPORT_RPC, envelope(TRUNCATED_PROTOBUF), { "content-type": "application/connect+proto" });
+      expect(res.status).toBe(200); // a Connect stream's error travels in its end-of-stream message
+      const end = JSON.parse(Buffer.from(res.body).subarray(5).toString()) as { error: { code: string; message: string } };
+      expect(end.error.code).toBe("invalid_argument");
+      expect(end.error.message).toMatch(/^body: not a valid enterprise_admin\.v1\.ExportUsageRequest message/);
     });
 
     it("invalid UTF-8 in a protobuf string is refused naming the field", async () => {
