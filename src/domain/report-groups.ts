@@ -93,11 +93,6 @@ export function ranksOf<T, K>(items: Iterable<T>, keyOf: (item: T) => K, compare
 }
 
 /** Models by model_name, model_type, model_source in code point order (as the usage query orders them). */
-export function compareModels(a: { model_name: string; model_type: string; model_source: string },
-  b: { model_name: string; model_type: string; model_source: string }): number {
-  return compareCodePoints(a.model_name, b.model_name) || compareCodePoints(a.model_type, b.model_type)
-    || compareCodePoints(a.model_source, b.model_source);
-}
 
 /**
  * Department groups' order: the department itself first (its directly placed members), then its

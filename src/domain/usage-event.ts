@@ -157,6 +157,12 @@ function amount(value: unknown, field: string, where: string, eventId: string): 
   return Number(micros);
 }
 
+/** Models in answer order: model_name, then model_type, then model_source, each in code point order. */
+export function compareModels(x: ModelIdentity, y: ModelIdentity): number {
+  return compareCodePoints(x.model_name, y.model_name) || compareCodePoints(x.model_type, y.model_type)
+    || compareCodePoints(x.model_source, y.model_source);
+}
+
 /**
  * Orders strings by code point, the same on every database. JS `<` compares UTF-16 units, which
  * differs only where a surrogate (a code point above U+FFFF) meets a unit from U+E000 to U+FFFF.

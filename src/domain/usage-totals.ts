@@ -11,6 +11,8 @@
 // 2^53 moves into a bigint. A stored total is at most 2^64 - 1, the largest uint64 the API can
 // answer: every window's sum is at most its member's running total, so every answer fits.
 
+import { formatMicros } from "./money.js";
+
 export const SUM_LIMIT = 2n ** 64n - 1n;
 /** Sums per model: input tokens, output tokens, basic micros, pay-go micros, events. */
 export const SUMS = 5;
@@ -73,10 +75,25 @@ export class ModelSums {
 }
 
 /** a + b, exactly: a number while the sum stays below 2^53. */
-export function exactSum(a: number | bigint, b: number | bigint): number | bigint {
+function exactSum(a: number | bigint, b: number | bigint): number | bigint {
   if (typeof a === "number" && typeof b === "number" && a + b <= Number.MAX_SAFE_INTEGER) return a + b;
   return BigInt(a) + BigInt(b);
 }
+
+/**
+ * A model's amounts as the API prints them: a Custom model's are all zero (only built-in models are
+ * charged), and the total is basic + pay-go, exactly. Usually one of the two is zero: the total is
+ * then the other's string, one string fewer.
+ */
+export function modelAmounts(model: { model_source: string }, basic: number | bigint, payGo: number | bigint) {
+  const charged = model.model_source !== "Custom";
+  const basicAmount = charged ? formatMicros(basic) : ZERO_AMOUNT;
+  const payGoAmount = charged ? formatMicros(payGo) : ZERO_AMOUNT;
+  const totalAmount = !charged ? ZERO_AMOUNT : payGo === 0 ? basicAmount : basic === 0 ? payGoAmount : formatMicros(exactSum(basic, payGo));
+  return { basicAmount, payGoAmount, totalAmount };
+}
+
+const ZERO_AMOUNT = formatMicros(0);
 
 /** Sums per model id. */
 export class TotalsByModel {

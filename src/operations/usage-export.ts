@@ -6,9 +6,8 @@
 // local day overlaps at most three UTC days, so only the local days the current UTC day touches are
 // summed at a time, and a local day's rows go out as soon as every UTC day it touches has been read.
 import { eachDayBucket, localDateOf, type TimeBucket } from "../domain/local-time.js";
-import { formatMicros } from "../domain/money.js";
-import { compareCodePoints, type ModelIdentity } from "../domain/usage-event.js";
-import { BASIC, EVENTS, exactSum, INPUT, ModelSums, OUTPUT, PAY_GO } from "../domain/usage-totals.js";
+import { compareCodePoints, compareModels } from "../domain/usage-event.js";
+import { BASIC, EVENTS, INPUT, ModelSums, modelAmounts, OUTPUT, PAY_GO } from "../domain/usage-totals.js";
 import { DAY_SECONDS } from "../domain/usage-window.js";
 import type { DirectoryRepository, MemberProfile } from "../storage/directory-repository.js";
 import type { UsageRepository } from "../storage/usage-repository.js";
@@ -118,10 +117,6 @@ async function dayRows(day: OpenDay, profiles: Map<number, MemberProfile>, usage
   for (const { profile, sums } of members) {
     const entries = [...sums.entries()].map(([id, s]) => ({ model: models.get(id)!, sums: s })).sort((a, b) => compareModels(a.model, b.model));
     for (const { model, sums: s } of entries) {
-      // A Custom model is never charged, as in user-model-usage.
-      const charged = model.model_source !== "Custom";
-      const basic = charged ? s.exact(BASIC) : 0;
-      const payGo = charged ? s.exact(PAY_GO) : 0;
       rows.push({
         date: day.bucket.date,
         userId: profile.userId,
@@ -133,19 +128,12 @@ async function dayRows(day: OpenDay, profiles: Map<number, MemberProfile>, usage
         events: BigInt(s.exact(EVENTS)),
         inputTokens: BigInt(s.exact(INPUT)),
         outputTokens: BigInt(s.exact(OUTPUT)),
-        basicAmount: formatMicros(basic),
-        payGoAmount: formatMicros(payGo),
-        totalAmount: formatMicros(exactSum(basic, payGo)),
+        ...modelAmounts(model, s.exact(BASIC), s.exact(PAY_GO)),
         currency,
       });
     }
   }
   return rows;
-}
-
-function compareModels(x: ModelIdentity, y: ModelIdentity): number {
-  return compareCodePoints(x.model_name, y.model_name) || compareCodePoints(x.model_type, y.model_type)
-    || compareCodePoints(x.model_source, y.model_source);
 }
 
 /** Events always belong to a member of the directory: a missing one is a broken store, not bad input. */

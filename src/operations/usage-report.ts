@@ -9,9 +9,9 @@ import { decodePageToken, effectivePageSize, encodePageToken } from "../domain/p
 import { bucketKind, checkReportWindow, MAX_REPORT_DAYS, planBuckets } from "../domain/report-buckets.js";
 import { ReportCells, type GroupFigures } from "../domain/report-cells.js";
 import {
-  compareGroups, compareModels, departmentGroupRanks, groupDimensions, Grouping, ranksOf, type GroupDimension,
+  compareGroups, departmentGroupRanks, groupDimensions, Grouping, ranksOf, type GroupDimension,
 } from "../domain/report-groups.js";
-import { compareCodePoints, type ModelIdentity } from "../domain/usage-event.js";
+import { compareCodePoints, compareModels, type ModelIdentity } from "../domain/usage-event.js";
 import type { UsageFacts } from "../domain/usage-facts.js";
 import { ROOT_PARENT_ID } from "../domain/department-tree.js";
 import type { DepartmentRepository } from "../storage/department-repository.js";

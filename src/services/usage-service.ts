@@ -4,7 +4,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { UsageService, type MemberUsageSchema, type ModelUsageSchema } from "../../gen/enterprise_admin/v1/usage_pb.js";
 import type { GroupFigures } from "../domain/report-cells.js";
 import { formatMicros } from "../domain/money.js";
-import { checkUsageEvent, compareCodePoints } from "../domain/usage-event.js";
+import { checkUsageEvent, compareModels } from "../domain/usage-event.js";
 import { checkWindow, planWindow } from "../domain/usage-window.js";
 import type { Handlers } from "../interceptors/call-pipeline.js";
 import { resolveNamedMembers } from "../operations/named-members.js";
@@ -14,7 +14,7 @@ import type { ModelIdentity } from "../domain/usage-event.js";
 import type { UsageRepository } from "../storage/usage-repository.js";
 import type { DirectoryRepository } from "../storage/directory-repository.js";
 import { exportUsage } from "./usage-export-handler.js";
-import { BASIC, exactSum, INPUT, OUTPUT, PAY_GO } from "../domain/usage-totals.js";
+import { BASIC, INPUT, modelAmounts, OUTPUT, PAY_GO } from "../domain/usage-totals.js";
 import type { WindowSums } from "../domain/usage-window-sums.js";
 
 export function usageHandlers(usage: UsageRepository, directory: DirectoryRepository, reports: UsageReports): Handlers<typeof UsageService> {
@@ -94,40 +94,27 @@ export function usageHandlers(usage: UsageRepository, directory: DirectoryReposi
 }
 
 /**
- * The answer's model slots in the order of its entries: model_name, model_type, model_source, in
- * code point order. The few models are ordered once, instead of three string comparisons for each
- * pair of every member's entries (about 1,800 entries in a 100-member answer).
+ * The answer's model slots in the order of its entries (compareModels). The few models are ordered
+ * once, instead of three string comparisons for each pair of every member's entries (about 1,800
+ * entries in a 100-member answer).
  */
 function slotsInOrder(models: ReadonlyMap<number, ModelIdentity>, modelIds: readonly number[]): number[] {
-  const modelOf = (slot: number) => models.get(modelIds[slot]!)!;
-  return modelIds.map((_, slot) => slot).sort((a, b) => {
-    const x = modelOf(a);
-    const y = modelOf(b);
-    return compareCodePoints(x.model_name, y.model_name) || compareCodePoints(x.model_type, y.model_type)
-      || compareCodePoints(x.model_source, y.model_source);
-  });
+  return modelIds.map((_, slot) => slot).sort((a, b) => compareModels(models.get(modelIds[a]!)!, models.get(modelIds[b]!)!));
 }
 
-/** A member's entries (the models with events in the window), in slot order; Custom models are never charged. */
+/** A member's entries (the models with events in the window), in slot order. */
 function modelUsage(models: ReadonlyMap<number, ModelIdentity>, slots: readonly number[], sums: WindowSums, member: number,
   currency: string): MessageInitShape<typeof ModelUsageSchema>[] {
   const entries: MessageInitShape<typeof ModelUsageSchema>[] = [];
   for (const slot of slots) {
     if (!sums.hasEvents(slot, member)) continue;
     const model = models.get(sums.modelIds[slot]!)!;
-    const charged = model.model_source !== "Custom";
-    const basic = charged ? sums.sum(slot, member, BASIC) : 0;
-    const payGo = charged ? sums.sum(slot, member, PAY_GO) : 0;
-    const basicAmount = formatMicros(basic);
-    const payGoAmount = formatMicros(payGo);
-    // Usually one of the two is zero (a sum is a bigint only past 2^53): the total is then the other's string, one string fewer an entry.
-    const totalAmount = payGo === 0 ? basicAmount : basic === 0 ? payGoAmount : formatMicros(exactSum(basic, payGo));
     entries.push({
       modelName: model.model_name,
       modelType: model.model_type,
       modelSource: model.model_source,
       usage: { inputTokens: BigInt(sums.sum(slot, member, INPUT)), outputTokens: BigInt(sums.sum(slot, member, OUTPUT)) },
-      amount: { basicAmount, payGoAmount, totalAmount, currency },
+      amount: { ...modelAmounts(model, sums.sum(slot, member, BASIC), sums.sum(slot, member, PAY_GO)), currency },
     });
   }
   return entries;
