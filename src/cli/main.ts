@@ -1,4 +1,4 @@
-// The enterprise-admin command line (contracts section 5). Each command opens the database named by
+// The enterprise-admin command line (docs/cli.md). Each command opens the database named by
 // --db (else DATABASE_URL, else ./data/enterprise-admin.sqlite), migrates it, and does one job.
 import { readFile } from "node:fs/promises";
 import { Command, Option } from "commander";

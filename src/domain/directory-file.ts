@@ -1,4 +1,4 @@
-// The directory import file (contracts section 5): one enterprise, its departments and members.
+// The directory import file (docs/file-formats.md): one enterprise, its departments and members.
 // Parsing reports the JSON line or the path of the offending field; nothing is applied on error.
 import { IANAZone } from "luxon";
 import { z } from "zod";

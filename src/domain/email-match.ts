@@ -1,4 +1,4 @@
-// How e-mails match (contracts 6: case-insensitively): each character folds to its lower case only
+// How e-mails match (case-insensitively, docs/api-rules.md): each character folds to its lower case only
 // when that is one character whose upper case is the character again, so É matches é and Σ matches σ.
 // Characters whose lower case is another letter's, or more than one character, match only themselves:
 // the Kelvin sign (U+212A, lower case "k"), the Angstrom sign (U+212B, lower case "å") and the dotted

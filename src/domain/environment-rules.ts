@@ -1,4 +1,4 @@
-// The rules of an environment configuration (spec 2.4 to 2.7 and 8, contracts section 8), checked
+// The rules of an environment configuration (docs/api-rules.md, Environment configurations), checked
 // at write time on the whole configuration as it would be stored. Messages name the field and the
 // limit, and never contain a secret's value.
 import { invalidParameter } from "./errors.js";

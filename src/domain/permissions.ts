@@ -1,4 +1,4 @@
-// The permissions an enterprise app or token can carry (contracts section 4).
+// The permissions an enterprise app or token can carry (docs/api-rules.md, Authentication).
 import { invalidParameter } from "./errors.js";
 
 export const PERMISSIONS = [

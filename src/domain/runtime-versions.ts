@@ -1,4 +1,4 @@
-// The supported language versions (spec 2.5): data in one place. Adding a version is adding it to
+// The supported language versions: data in one place. Adding a version is adding it to
 // its list here; the last entry of a list is the latest, used when a configuration omits the language.
 
 export const RUNTIME_CATALOGUE = [

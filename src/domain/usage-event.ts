@@ -1,5 +1,5 @@
 // A usage event's rules, shared by the ingestion RPC and the NDJSON import: the field types, the
-// spec's words for model_type and model_source, non-negative token counts, amounts with at most 6
+// API's words for model_type and model_source, non-negative token counts, amounts with at most 6
 // decimals, and zero amounts for a Custom model. Errors name the event and the field.
 import { invalidParameter } from "./errors.js";
 import { parseMicros } from "./money.js";

@@ -1,4 +1,4 @@
-// The usage query's window (contracts section 6) and how it is read. The store keeps, per member
+// The usage query's window (docs/api-rules.md) and how it is read. The store keeps, per member
 // and per UTC day with events, the member's running totals: every event up to the end of that day
 // (see storage/usage-running-totals.ts). The whole days between two midnights are then one
 // difference per member, the running totals through the day before the later midnight minus those

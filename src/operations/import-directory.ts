@@ -21,7 +21,7 @@ export async function importDirectory(database: Database, file: DirectoryFile): 
     const departments = new DepartmentRepository(trx);
     const directory = new DirectoryRepository(trx);
     const existing = await directory.findEnterprise(enterpriseId);
-    // A file without a time zone means UTC, as the contract says: the file is the enterprise's truth.
+    // A file without a time zone means UTC, as docs/file-formats.md says: the file is the enterprise's truth.
     await directory.upsertEnterprise({ ...file.enterprise, time_zone: file.enterprise.time_zone ?? DEFAULT_TIME_ZONE, created_at: existing?.created_at ?? nowSeconds() });
 
     const tree = new Map<string, DepartmentNode>();

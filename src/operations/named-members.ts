@@ -1,4 +1,4 @@
-// Members named by user_ids and emails, with the rules of the usage query (contracts section 6): ids
+// Members named by user_ids and emails, with the rules of the usage query (docs/api-rules.md): ids
 // de-duplicated exactly, e-mails by the matching rule, at most 100 of both together; the known ones
 // in order of first mention (ids first), a member named twice once; the unknown ones as sent. The
 // usage query and the usage report share these rules.

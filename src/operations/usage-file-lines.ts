@@ -36,7 +36,7 @@ const PLAIN_STRING = String.raw`"([^"\\\u0000-\u001f]*)"`;
 /** A JSON integer (no fraction or exponent): Number() of its text is what JSON.parse makes of it. */
 const INTEGER = "(-?(?:0|[1-9][0-9]*))";
 /**
- * An event line as exporters write it: every field, in the contract's order, no spaces, plain
+ * An event line as exporters write it: every field, in the order of docs/file-formats.md, no spaces, plain
  * strings and integers. Read by this expression, its values are exactly JSON.parse's, at a third of
  * the cost (the parse was most of an import's reading); any other line goes through JSON.parse.
  */

@@ -1,4 +1,4 @@
-// The REST envelope of contracts sections 2 and 3, and the HTTP status of each error code.
+// The REST envelope (docs/api-rules.md, REST JSON), and the HTTP status of each error code.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { AppError, ErrorCode } from "../domain/errors.js";

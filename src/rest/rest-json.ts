@@ -1,4 +1,4 @@
-// Proto messages <-> the REST JSON of contracts section 2: snake_case names, every field present with
+// Proto messages <-> the REST JSON of docs/api-rules.md: snake_case names, every field present with
 // its zero value, 64-bit integers as exact JSON numbers (in: number or numeric string), unknown fields
 // rejected with the field's path. Driven by the message descriptors; knows no service.
 import { create, fromJson, toJson, ScalarType, type DescEnum, type DescField, type DescMessage, type JsonValue, type Message } from "@bufbuild/protobuf";

@@ -1,4 +1,4 @@
-// UsageService: the documented usage query (spec 4.1, contracts section 6), event ingestion, and the
+// UsageService: the documented usage query (docs/api-rules.md, Member model usage), event ingestion, and the
 // usage report and daily trend (operations/usage-report.ts).
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { UsageService, type MemberUsageSchema, type ModelUsageSchema } from "../../gen/enterprise_admin/v1/usage_pb.js";

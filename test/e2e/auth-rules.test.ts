@@ -1,4 +1,4 @@
-// End to end: authentication and permissions (spec 5, 7; contracts 3, 4): the token exchange, the
+// End to end: authentication and permissions (docs/api-rules.md, Authentication): the token exchange, the
 // access-token checks every business call makes, and that no credential reaches a response or a log line.
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";

@@ -1,4 +1,4 @@
-// End to end: the department rules of spec 2.1, 2.3, 4.2, 7, 8 and contracts 2, 3, 7, against the real
+// End to end: the department rules of docs/api-rules.md, against the real
 // service over plain fetch (REST) and, for a representative subset, the Connect client.
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";

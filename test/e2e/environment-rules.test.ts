@@ -1,5 +1,5 @@
-// End to end: the rules of cloud runtime environment configurations (spec 2.4 to 2.7, 4.3, 8;
-// contracts 2, 3, 4, 8), against the real service over plain fetch (REST, exact JSON) and, for a
+// End to end: the rules of cloud runtime environment configurations (docs/api-rules.md,
+// Environment configurations), against the real service over plain fetch (REST, exact JSON) and, for a
 // representative subset, the Connect client. Every secret value sent carries a marker that is searched
 // for in every response body, every error message and every server log line at the end.
 import { randomBytes } from "node:crypto";
@@ -22,7 +22,7 @@ import { startTestService, type TestService } from "../helpers/service.js";
 const BASE = "/api/v1/environment_configs";
 const RPC = "/enterprise_admin.v1.EnvironmentConfigService";
 
-// The spec's tables, written out here (not imported from src/) so the server is checked against the spec.
+// The documented tables, written out here (not imported from src/) so the server is checked against the docs.
 const SUPPORTED = [
   { field: "python_version", language: "Python", versions: ["3.10", "3.11", "3.12", "3.13", "3.14"], latest: "3.14" },
   { field: "node_version", language: "Node.js", versions: ["18", "20", "22", "24"], latest: "24" },
@@ -58,7 +58,7 @@ interface Runtime {
 }
 const NO_RUNTIME: Runtime = { install: "", start: "", terminals: [] };
 
-/** The exact REST record of a configuration (contracts 8): every field, zero values included. */
+/** The exact REST record of a configuration : every field, zero values included. */
 function record(shape: { id?: unknown; name: string; description?: string; packages?: Packages; runtime?: Runtime; env?: Record<string, string>; secretKeys?: string[] }) {
   return {
     id: shape.id ?? NON_EMPTY,
@@ -267,7 +267,7 @@ describe.each(dialects)("environment config rules (%s)", (dialect) => {
   });
 
   // ---------------------------------------------------------------------------------------------
-  describe("limits (spec 8, contracts 8): the maximum passes, one past it fails with 4001 naming field and limit", () => {
+  describe("limits: the maximum passes, one past it fails with 4001 naming field and limit", () => {
     it("50 secrets pass, 51 fail", async () => {
       const ok = await expectCreated({ name: uniqueName("secrets-50"), secrets: secretMap(50) });
       expect(ok.secret_keys).toHaveLength(50);
@@ -731,7 +731,7 @@ describe.each(dialects)("environment config rules (%s)", (dialect) => {
   });
 
   // ---------------------------------------------------------------------------------------------
-  describe("supported versions (spec 4.3)", () => {
+  describe("supported versions", () => {
     it("lists all eight languages with their versions and the latest; the literal path wins over {id}", async () => {
       const reply = await send("GET", `${BASE}/supported_versions`, { token: readToken });
       expect(reply.status).toBe(200);
@@ -740,7 +740,7 @@ describe.each(dialects)("environment config rules (%s)", (dialect) => {
   });
 
   // ---------------------------------------------------------------------------------------------
-  describe("startup plan (spec 2.6)", () => {
+  describe("startup plan", () => {
     it("install (stage 1, blocking, stop_on_failure), then start in the background, then every terminal in parallel", async () => {
       const secrets = { OPENAI_API_KEY: secretValue(), DB_PASSWORD: secretValue() };
       const data = await create({
@@ -804,7 +804,7 @@ describe.each(dialects)("environment config rules (%s)", (dialect) => {
   });
 
   // ---------------------------------------------------------------------------------------------
-  describe("permissions and tenancy (contracts 4, 8)", () => {
+  describe("permissions and tenancy", () => {
     let config: any;
     beforeAll(async () => {
       config = await create({ name: uniqueName("guarded"), secrets: { GUARDED: secretValue() }, runtime_config: { install: "make" } });
@@ -1050,13 +1050,13 @@ describe.each(dialects)("environment config rules (%s)", (dialect) => {
       expect(reply.status).toBe(400);
       expect(reply.json.code).toBe("invalid_argument");
       expect(reply.json.message).toContain("container_image");
-      // contracts 3: the RPC transports carry the same number as an error detail
+      // the RPC transports carry the same number as an error detail
       expect(reply.json.details?.map((d: any) => d.debug?.code)).toStrictEqual([4001]);
     });
   });
 
   // ---------------------------------------------------------------------------------------------
-  describe("secret values never leave the server (contracts 8)", () => {
+  describe("secret values never leave the server", () => {
     it("error paths that carry secrets answer without their values", async () => {
       const value = secretValue();
       const existing = await create({ name: uniqueName("leak-target"), environment_variables: { PLAIN: "p" }, secrets: { KEPT: secretValue() } });

@@ -1,4 +1,4 @@
-// End to end: rate limits (contracts 3: 429 with Retry-After, per app, RATE_LIMIT_RPS/RATE_LIMIT_BURST).
+// End to end: rate limits (429 with Retry-After, per app, RATE_LIMIT_RPS/RATE_LIMIT_BURST).
 // Business calls are counted per app (per enterprise for `token create` tokens) on every transport; the
 // token exchange is counted per app_id and per client address, before the secret is checked.
 import http from "node:http";

@@ -1,4 +1,4 @@
-// End to end: tokens an operator manages with the real CLI (contracts 5: `token create`, `token list`,
+// End to end: tokens an operator manages with the real CLI (`token create`, `token list`,
 // `token revoke`): ids that are not the token, listing that never prints a token, revocation seen at once
 // by every running server, the --expires-in cap, rate-limit variables read only by `serve`, and the purge
 // of tokens that ended over a day ago.

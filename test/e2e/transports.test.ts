@@ -1,5 +1,5 @@
 // End to end: one question, BatchGetDepartments(["111","0","nope","111"]), asked through every client the
-// contracts name (REST, Connect JSON and binary over HTTP/1.1 and h2c, gRPC, gRPC-Web, grpc-js, buf curl),
+// README names (REST, Connect JSON and binary over HTTP/1.1 and h2c, gRPC, gRPC-Web, grpc-js, buf curl),
 // all on the one port of the real service. Every client must get the same answer, the same error numbers,
 // and an x-request-id on every response.
 import { execFile } from "node:child_process";
@@ -43,7 +43,7 @@ const EXPECTED_DATA = {
 };
 const MISSING_TOKEN_MESSAGE = "access token missing: send Authorization: Bearer <access_token>";
 const EMPTY_IDS_MESSAGE = "department_ids: must contain at least 1 item(s)";
-/** What a sane request id looks like (contracts section 1): <= 128 printable characters. */
+/** What a sane request id looks like (docs/api-rules.md): <= 128 printable characters. */
 const SANE_REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 const INSANE_REQUEST_ID = "x".repeat(200);
 

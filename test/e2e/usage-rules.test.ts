@@ -1,4 +1,4 @@
-// End to end: the member model usage rules of spec 2.1, 2.2, 4.1, 7, 8 and contracts 2, 3, 5, 6 (the
+// End to end: the member model usage rules of docs/api-rules.md (the
 // query) and the ingestion of usage events (RecordUsageEvents), against the real service over plain
 // fetch (REST) and, for a representative subset, the Connect client (JSON and binary).
 //

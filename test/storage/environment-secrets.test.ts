@@ -1,4 +1,4 @@
-// Secrets at rest (contracts 8): envelope encryption as the database sees it. (1) no secret value is in
+// Secrets at rest (docs/api-rules.md): envelope encryption as the database sees it. (1) no secret value is in
 // the database in clear, nor base64 or hex of it: the SQLite file and its WAL are scanned byte by byte,
 // PostgreSQL through row texts and pg_dump; (2) a tampered or swapped ciphertext or wrapped data key is
 // refused, never opened to wrong clear text; (3) rotating the master key re-wraps every data key, the

@@ -89,7 +89,7 @@ export const QueryUserModelUsageResponseSchema: GenMessage<QueryUserModelUsageRe
   messageDesc(file_enterprise_admin_v1_usage, 1);
 
 /**
- * A member's usage (spec 2.2).
+ * A member's usage.
  *
  * @generated from message enterprise_admin.v1.MemberUsage
  */
@@ -869,7 +869,7 @@ export const UsageExportRowSchema: GenMessage<UsageExportRow> = /*@__PURE__*/
  */
 export const UsageService: GenService<{
   /**
-   * Token usage and charged amounts of members over a window, summed per model (spec 4.1).
+   * Token usage and charged amounts of members over a window, summed per model.
    *
    * @generated from rpc enterprise_admin.v1.UsageService.QueryUserModelUsage
    */
