@@ -3,6 +3,7 @@ import { createFileRegistry, toBinary, type DescFile, type FileRegistry } from "
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { file_grpc_health_v1_health } from "../../gen/grpc/health/v1/health_pb.js";
+import { file_enterprise_admin_v1_errors } from "../../gen/enterprise_admin/v1/errors_pb.js";
 import * as v1 from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import * as v1alpha from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
 
@@ -24,6 +25,8 @@ class NotFound extends Error {}
 export function registerReflection(router: ConnectRouter, files: readonly DescFile[]): void {
   const reflector = new Reflector([
     ...files,
+    // Not a service's file, but every error carries its ErrorDetail: a client decodes it by this schema.
+    file_enterprise_admin_v1_errors,
     v1.file_grpc_reflection_v1_reflection,
     v1alpha.file_grpc_reflection_v1alpha_reflection,
     file_grpc_health_v1_health,

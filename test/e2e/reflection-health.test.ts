@@ -132,6 +132,8 @@ describe("reflection via the Connect gRPC client (v1alpha)", () => {
       yield { messageRequest: { case: "allExtensionNumbersOfType" as const, value: "google.protobuf.MethodOptions" } };
       yield { messageRequest: { case: "fileByFilename" as const, value: "google/protobuf/descriptor.proto" } };
       yield { messageRequest: { case: "fileContainingSymbol" as const, value: "no.such.Symbol" } };
+      // Every error carries an ErrorDetail: buf curl and grpcurl decode it by the schema reflection gives.
+      yield { messageRequest: { case: "fileContainingSymbol" as const, value: "enterprise_admin.v1.ErrorDetail" } };
     }
     const responses: ServerReflectionResponse["messageResponse"][] = [];
     for await (const res of client.serverReflectionInfo(requests())) responses.push(res.messageResponse);
@@ -150,6 +152,7 @@ describe("reflection via the Connect gRPC client (v1alpha)", () => {
     expect(responses[3]!.case === "allExtensionNumbersResponse" && responses[3]!.value.extensionNumber).toContain(51003);
     expect(fileNames(responses[4]!)).toEqual(["google/protobuf/descriptor.proto"]);
     expect(responses[5]).toMatchObject({ case: "errorResponse", value: { errorCode: 5 } });
+    expect(fileNames(responses[6]!)[0]).toBe("enterprise_admin/v1/errors.proto");
   });
 });
 
