@@ -43,11 +43,15 @@ function utcDay(date: string): number {
   return Date.UTC(year!, month! - 1, day!) / 1000;
 }
 
-/** Unix seconds of the local midnight that starts `date` in the zone. */
+/**
+ * Unix seconds of the first instant of `date` in the zone: its local midnight, or, where clocks jump
+ * over midnight (America/Santiago, America/Havana), the jump itself, as the server's day buckets start.
+ */
 export function midnight(date: string, timeZone: string): number {
   const wall = utcDay(date);
-  const guess = wall - offsetAt(wall, timeZone);
-  return wall - offsetAt(guess, timeZone);
+  const first = wall - offsetAt(wall, timeZone);
+  const second = wall - offsetAt(first, timeZone);
+  return Math.min(...[first, second].filter((t) => localDate(t, timeZone) === date));
 }
 
 export function today(timeZone: string): string {

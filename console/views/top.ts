@@ -48,7 +48,7 @@ export async function topView(ctx: ViewContext, root: HTMLElement): Promise<void
     h("p", { class: "filter" }, filter),
     memberSlot,
   );
-  ctx.status(`${models.length} models, ${rankedMembers.length} members with usage`);
+  ctx.status(`${count(models.length)} models, ${count(rankedMembers.length)} members with usage`);
   ctx.ready();
 }
 
