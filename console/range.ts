@@ -24,6 +24,13 @@ export function rangeProblem(range: Range): string | undefined {
   if (range.granularity === "hour" && days > MAX_HOUR_REPORT_DAYS) {
     return `${days} days: hourly buckets cover at most ${MAX_HOUR_REPORT_DAYS} days; choose days or a shorter range.`;
   }
+  // The report counts seconds: a range of the most days that gains an hour at a daylight-saving change
+  // (and loses none) is over its limit.
+  const { start_time, end_time } = windowOf(range);
+  const limit = range.granularity === "hour" ? MAX_HOUR_REPORT_DAYS : MAX_REPORT_DAYS;
+  if (end_time - start_time > limit * 86_400) {
+    return `${days} days are ${(end_time - start_time) / 3600} hours in ${range.timeZone}, over the limit of ${limit} × 24 hours: choose one day less.`;
+  }
   return undefined;
 }
 

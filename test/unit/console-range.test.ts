@@ -34,6 +34,12 @@ describe("console range limits", () => {
     expect(rangeProblem(range("2023-11-25", "2024-11-24", "UTC"))).toBeUndefined(); // 366 days over a 29 February
   });
 
+  test("366 days that gain an hour at a daylight-saving change are over the report's 366 × 24 hours", () => {
+    // Europe/Berlin falls back on 2029-10-28 and springs forward only on 2030-03-31.
+    expect(rangeProblem(range("2029-03-26", "2030-03-26", "Europe/Berlin"))).toBe("366 days are 8785 hours in Europe/Berlin, over the limit of 366 × 24 hours: choose one day less.");
+    expect(rangeProblem(range("2029-03-27", "2030-03-26", "Europe/Berlin"))).toBeUndefined();
+  });
+
   test("hour buckets cover at most 31 days", () => {
     expect(rangeProblem(range("2026-11-01", "2026-12-01", "UTC", "hour"))).toBeUndefined();
     expect(rangeProblem(range("2026-10-31", "2026-12-01", "UTC", "hour"))).toBe("32 days: hourly buckets cover at most 31 days; choose days or a shorter range.");
