@@ -110,7 +110,8 @@ class UsageConsole {
     const zone = metrics.status === "fulfilled" ? metrics.value.time_zone : "UTC";
     this.currency = metrics.status === "fulfilled" ? metrics.value.currency : "";
     const name = top.status === "fulfilled" ? top.value.items[0]?.name : undefined;
-    byId("enterprise").textContent = [name, this.currency, zone].filter(Boolean).join(" · ");
+    // Without statistics:read the enterprise's zone is unknown: the controls start in UTC, unlabelled.
+    byId("enterprise").textContent = [name, this.currency, metrics.status === "fulfilled" ? zone : ""].filter(Boolean).join(" · ");
     this.range = lastDays(today(zone), DEFAULT_DAYS, zone);
     this.showRange();
     await this.render();
