@@ -66,7 +66,7 @@ function node(ctx: ViewContext, department: Department, figures: Figures, depth:
       const more = h("button", { type: "button", class: "more" }, "More departments…");
       more.addEventListener("click", () => {
         more.parentElement!.remove();
-        loadPage(page.next_page_token, groups).catch(() => undefined);
+        loadPage(page.next_page_token, groups).catch((error) => element.dispatchEvent(new CustomEvent("view-error", { bubbles: true, detail: error })));
       });
       children.append(h("li", { class: "more-row" }, more));
     }
