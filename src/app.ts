@@ -4,6 +4,7 @@ import { Http2ServerResponse } from "node:http2";
 import { performance } from "node:perf_hooks";
 import { createContextValues } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { ConsoleAssets } from "./console-assets.js";
 import { AppError, ErrorCode } from "./domain/errors.js";
 import { Authenticator } from "./interceptors/auth.js";
 import { AccessLog } from "./interceptors/access-log.js";
@@ -85,6 +86,7 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
       writeError(res as HttpResponse, log.requestId, new AppError(ErrorCode.ROUTE_NOT_FOUND, `no route for ${req.method} ${(req.url ?? "").split("?")[0]}`));
     },
   });
+  const consoleAssets = new ConsoleAssets();
   const accessLog = new AccessLog(logger);
   const inFlight = new Set<HttpResponse>();
   let draining = false;
@@ -115,7 +117,7 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
       res.end(draining ? '{"status":"draining"}' : '{"status":"ok"}');
       return;
     }
-    if (rest.handle(req, res, log, signal) || connectJson.handle(req, res, log, signal)) return;
+    if (consoleAssets.handle(req, res, log) || rest.handle(req, res, log, signal) || connectJson.handle(req, res, log, signal)) return;
     endIncompleteBodyAtDeadline(req, signal, log);
     rpc(req, res);
   };

@@ -37,6 +37,8 @@ export async function startService(config: ServeConfig, logger: Logger = createL
 export async function serveUntilSignal(config: ServeConfig): Promise<void> {
   const logger = createLogger({ level: config.logLevel });
   const service = await startService(config, logger);
+  // For a person at the terminal (the JSON log goes to stdout): where the browser console is.
+  process.stderr.write(`usage console: ${consoleUrl(config.host, service.port)}\n`);
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {
@@ -54,4 +56,10 @@ export async function serveUntilSignal(config: ServeConfig): Promise<void> {
   };
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
+}
+
+/** The console's address; a wildcard bind address is shown as the loopback one, which it includes. */
+export function consoleUrl(host: string, port: number): string {
+  const shown = host === "0.0.0.0" || host === "" ? "127.0.0.1" : host === "::" ? "::1" : host;
+  return `http://${shown.includes(":") ? `[${shown}]` : shown}:${port}/console`;
 }

@@ -75,7 +75,9 @@ export function dateRangeWindow(from: string, to: string, zone: string, fields: 
   const first = localDate(from, zone, fields[0]);
   const last = localDate(to, zone, fields[1]);
   if (last < first) throw invalidParameter(`${fields[1]}: ${to} is before ${fields[0]} ${from}`);
-  const next = last.plus({ days: 1 });
+  // The next day's first instant: from a day that began after a jump over midnight (01:00), adding a day
+  // alone would end the window an hour into the next one.
+  const next = last.plus({ days: 1 }).startOf("day");
   return { start: first.toSeconds(), end: next.toSeconds(), days: Math.round(next.diff(first, "days").days) };
 }
 

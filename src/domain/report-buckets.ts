@@ -2,12 +2,12 @@
 // (local days or hours of a zone, or one over the whole window) and which bucket a time falls in.
 import { invalidParameter } from "./errors.js";
 import { dayBuckets, hourBuckets, type TimeBucket } from "./local-time.js";
+import { MAX_HOUR_REPORT_DAYS, MAX_REPORT_DAYS } from "./report-limits.js";
 import { checkWindow } from "./usage-window.js";
 
-export type BucketKind = "day" | "hour" | "none";
+export { MAX_HOUR_REPORT_DAYS, MAX_REPORT_DAYS };
 
-export const MAX_REPORT_DAYS = 366;
-export const MAX_HOUR_REPORT_DAYS = 31;
+export type BucketKind = "day" | "hour" | "none";
 
 /** The request's `bucket`: empty means "day" (validation allows only these words). */
 export function bucketKind(text: string): BucketKind {

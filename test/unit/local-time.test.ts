@@ -17,6 +17,8 @@ describe("local time", () => {
     };
     expect(hours("America/New_York", "2024-03-09", "2024-03-11")).toEqual([["2024-03-09", 24], ["2024-03-10", 23], ["2024-03-11", 24]]);
     expect(hours("America/New_York", "2024-11-03", "2024-11-03")).toEqual([["2024-11-03", 25]]);
+    // America/Santiago jumps from 00:00 to 01:00 on 2026-09-06: that day starts at 01:00 and is 23 hours.
+    expect(hours("America/Santiago", "2026-09-06", "2026-09-06")).toEqual([["2026-09-06", 23]]);
     const [cut, whole] = dayBuckets(1_700_000_000 - 86_400, 1_700_000_000, "Asia/Kathmandu");
     expect(cut!.start).toBe(1_700_000_000 - 86_400); // the first bucket is cut at the window's start
     expect(new Date(whole!.start * 1000).toISOString()).toBe("2023-11-14T18:15:00.000Z"); // local midnight, +05:45

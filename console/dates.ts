@@ -1,0 +1,82 @@
+// Local dates (YYYY-MM-DD) of an IANA time zone and their midnights in Unix seconds, with the
+// platform's Intl zone data: the same local midnights the server's day buckets start at.
+const SECONDS_PER_DAY = 86_400;
+const partsFormats = new Map<string, Intl.DateTimeFormat>();
+
+function partsFormat(timeZone: string): Intl.DateTimeFormat {
+  let format = partsFormats.get(timeZone);
+  if (!format) {
+    format = new Intl.DateTimeFormat("en-US", {
+      timeZone, hourCycle: "h23", year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit",
+    });
+    partsFormats.set(timeZone, format);
+  }
+  return format;
+}
+
+export function isTimeZone(name: string): boolean {
+  if (name === "") return false;
+  try {
+    partsFormat(name);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function localParts(epochSeconds: number, timeZone: string): Record<string, number> {
+  const parts: Record<string, number> = {};
+  for (const part of partsFormat(timeZone).formatToParts(new Date(epochSeconds * 1000))) {
+    if (part.type !== "literal") parts[part.type] = Number(part.value);
+  }
+  return parts;
+}
+
+/** The zone's offset from UTC at an instant, in seconds. */
+function offsetAt(epochSeconds: number, timeZone: string): number {
+  const p = localParts(epochSeconds, timeZone);
+  return Date.UTC(p.year!, p.month! - 1, p.day!, p.hour!, p.minute!, p.second!) / 1000 - epochSeconds;
+}
+
+function utcDay(date: string): number {
+  const [year, month, day] = date.split("-").map(Number);
+  return Date.UTC(year!, month! - 1, day!) / 1000;
+}
+
+/**
+ * Unix seconds of the first instant of `date` in the zone: its local midnight, or, where clocks jump
+ * over midnight (America/Santiago, America/Havana), the jump itself, as the server's day buckets start.
+ */
+export function midnight(date: string, timeZone: string): number {
+  const wall = utcDay(date);
+  const first = wall - offsetAt(wall, timeZone);
+  const second = wall - offsetAt(first, timeZone);
+  return Math.min(...[first, second].filter((t) => localDate(t, timeZone) === date));
+}
+
+export function today(timeZone: string): string {
+  return localDate(Date.now() / 1000, timeZone);
+}
+
+export function localDate(epochSeconds: number, timeZone: string): string {
+  const p = localParts(Math.floor(epochSeconds), timeZone);
+  return `${String(p.year).padStart(4, "0")}-${String(p.month).padStart(2, "0")}-${String(p.day).padStart(2, "0")}`;
+}
+
+export function localTime(epochSeconds: number, timeZone: string): string {
+  const p = localParts(epochSeconds, timeZone);
+  return `${localDate(epochSeconds, timeZone)} ${String(p.hour).padStart(2, "0")}:${String(p.minute).padStart(2, "0")}`;
+}
+
+export function addDays(date: string, days: number): string {
+  return new Date((utcDay(date) + days * SECONDS_PER_DAY) * 1000).toISOString().slice(0, 10);
+}
+
+/** Days from `from` to `to`, both counted. */
+export function daysInclusive(from: string, to: string): number {
+  return Math.round((utcDay(to) - utcDay(from)) / SECONDS_PER_DAY) + 1;
+}
+
+export function isDate(text: string): boolean {
+  return /^\d{4}-\d{2}-\d{2}$/.test(text) && addDays(text, 0) === text;
+}

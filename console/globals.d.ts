@@ -1,0 +1,2 @@
+// esbuild bundles the imported style sheets into console.css.
+declare module "*.css";

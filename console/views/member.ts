@@ -1,0 +1,77 @@
+// One member's usage per model over the range, per day (or hour): found by user_id or e-mail with the
+// report's user_ids/emails filter, grouped by member and model.
+import { timeChart } from "../chart.js";
+import { localTime } from "../dates.js";
+import { h } from "../dom.js";
+import { byAmountDesc, plotAmount } from "../format.js";
+import { windowOf } from "../range.js";
+import { pagedTable } from "../table.js";
+import type { UsageGroup } from "../types.js";
+import { report, type ViewContext } from "./context.js";
+import { figureColumns } from "./figures.js";
+
+interface Cell extends UsageGroup {
+  label: string;
+}
+
+export async function memberView(ctx: ViewContext, root: HTMLElement, who: string): Promise<void> {
+  const input = h("input", { id: "member-input", value: who, placeholder: "user_id or e-mail", "aria-label": "Member", required: true, spellcheck: "false" });
+  const form = h("form", { class: "member-form" }, h("label", {}, "Member ", input), h("button", { type: "submit" }, "Show"));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    location.hash = `#/member/${encodeURIComponent(input.value.trim())}`;
+  });
+  root.append(form);
+  if (who === "") {
+    root.append(h("p", { class: "hint" }, "Pick a member in Top members, or type a user_id or e-mail."));
+    ctx.ready();
+    return;
+  }
+
+  ctx.status(`Loading ${who}…`);
+  const filter = who.includes("@") ? { emails: [who] } : { user_ids: [who] };
+  const [totals, buckets] = await Promise.all([
+    report(ctx, { ...filter, bucket: "none", group_by: ["member", "model"] }),
+    report(ctx, { ...filter, bucket: ctx.range.granularity, group_by: ["member", "model"] }),
+  ]);
+  if (totals.not_found_user_ids.length + totals.not_found_emails.length > 0) {
+    root.append(h("p", { class: "notice", id: "member-missing" }, `No member ${who} in this enterprise.`));
+    ctx.status("");
+    ctx.ready();
+    return;
+  }
+  const models = [...(totals.buckets[0]?.groups ?? [])].sort((a, b) => byAmountDesc(a.total_amount, b.total_amount));
+  const member = models[0];
+  const { start_time } = windowOf(ctx.range);
+  const times = buckets.buckets.map((b) => Math.max(b.start_time, start_time));
+  const label = (b: { date: string; start_time: number }) => ctx.range.granularity === "day" ? b.date : localTime(b.start_time, ctx.range.timeZone);
+  const cells: Cell[] = buckets.buckets.flatMap((b) => b.groups.map((g) => ({ ...g, label: label(b) })));
+  const modelKey = (g: UsageGroup) => `${g.model_name} · ${g.model_type} · ${g.model_source}`;
+
+  root.append(h("h2", { id: "member-title" }, member ? `${member.user_id} · ${member.email}` : who));
+  if (!member) {
+    root.append(h("p", { class: "notice" }, `No usage by ${who} from ${ctx.range.from} to ${ctx.range.to}.`));
+    ctx.status("");
+    ctx.ready();
+    return;
+  }
+  root.append(
+    h("h3", {}, "Per model over the range"),
+    pagedTable(models, [{ label: "Model", cell: (g) => modelKey(g) }, ...figureColumns<UsageGroup>(ctx.currency, (g) => g).filter((c) => c.label !== "Active members")], 10, { id: "member-models" }),
+  );
+  const chart = timeChart(times, models.map((m) => ({
+    label: m.model_name,
+    values: buckets.buckets.map((b) => {
+      const g = b.groups.find((x) => modelKey(x) === modelKey(m));
+      return g ? plotAmount(g.total_amount) : 0;
+    }),
+  })), { timeZone: ctx.range.timeZone, title: `Total amount per ${ctx.range.granularity} and model (${ctx.currency})`, yLabel: ctx.currency, onDrawn: () => ctx.ready() });
+  root.append(chart,
+    h("h3", {}, `Per ${ctx.range.granularity} and model`),
+    pagedTable(cells, [
+      { label: ctx.range.granularity === "day" ? "Date" : "Hour", cell: (c) => c.label },
+      { label: "Model", cell: (c) => modelKey(c) },
+      ...figureColumns<Cell>(ctx.currency, (c) => c).filter((c) => c.label !== "Active members"),
+    ], 31, { id: "member-days" }));
+  ctx.status("");
+}

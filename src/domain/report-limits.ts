@@ -1,0 +1,4 @@
+// The usage report's window limits, alone so the browser console (console/) enforces the same numbers
+// without bundling the report's time arithmetic.
+export const MAX_REPORT_DAYS = 366;
+export const MAX_HOUR_REPORT_DAYS = 31;

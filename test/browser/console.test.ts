@@ -1,0 +1,404 @@
+// The usage console in a real browser: Debian's Chromium driven by playwright-core, against the real
+// server seeded with the demo enterprise (src/cli/demo-*.ts). Signs in (a pasted token, and an app's
+// credentials), draws the trend, keeps the range within the API's limits, ranks members and models,
+// opens a department, shows a member, downloads the CSV and checks its sums against the API, says
+// which permission is missing, returns to sign-in on a wrong token, signs out. Screenshots of each
+// view go to test-results/ (CI keeps them); the page's load time with the demo data is printed. A
+// second enterprise of 5,000 members shows the pages stay small at that size over 366 days.
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { getOption } from "@bufbuild/protobuf";
+import { parse } from "csv-parse/sync";
+import { chromium, type Browser, type BrowserContext, type Page, type Request } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { AuthService } from "../../gen/enterprise_admin/v1/auth_pb.js";
+import { DepartmentService } from "../../gen/enterprise_admin/v1/department_pb.js";
+import { EnvironmentConfigService } from "../../gen/enterprise_admin/v1/environment_pb.js";
+import { UsageService } from "../../gen/enterprise_admin/v1/usage_pb.js";
+import { http as httpRule } from "../../gen/google/api/annotations_pb.js";
+import { buildConsole } from "../../scripts/build-console.js";
+import { DEMO_ENTERPRISE_ID, demoDirectory } from "../../src/cli/demo-directory.js";
+import { demoUsageEvents } from "../../src/cli/demo-usage.js";
+import { CONSOLE_CSP } from "../../src/console-assets.js";
+import { formatMicros, parseMicros } from "../../src/domain/money.js";
+import { PERMISSIONS } from "../../src/domain/permissions.js";
+import { checkUsageEvent } from "../../src/domain/usage-event.js";
+import { importDirectory } from "../../src/operations/import-directory.js";
+import { recordUsage } from "../../src/operations/record-usage.js";
+import { UsageRepository } from "../../src/storage/usage-repository.js";
+import { startTestService, type TestService } from "../helpers/service.js";
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const haveChromium = existsSync(CHROMIUM);
+if (!haveChromium) console.warn(`browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
+const SHOTS = "test-results";
+const MEMBERS = 5000;
+
+/** Enterprise "scale": 5,000 members in 50 departments, two events each over the last 360 days. */
+async function seedScale(service: TestService): Promise<void> {
+  const departments = Array.from({ length: 50 }, (_, d) => ({ department_id: String(1000 + d), parent_department_id: "1", name: `Team ${String(d).padStart(2, "0")}` }));
+  await importDirectory(service.database, {
+    enterprise: { enterprise_id: "scale", name: "Scale Inc", currency: "USD", time_zone: "UTC" },
+    departments: [{ department_id: "1", parent_department_id: "0", name: "Scale Inc" }, ...departments],
+    members: Array.from({ length: MEMBERS }, (_, m) => ({
+      user_id: String(100_000 + m), email: `m${m}@scale.example`, account_type: 1 as const, department_ids: [String(1000 + (m % 50))],
+    })),
+  });
+  // Two events a member, spread over the last 360 days, so every member has usage in a 366-day range.
+  const now = Math.floor(Date.now() / 1000);
+  const raw = Array.from({ length: MEMBERS * 2 }, (_, i) => ({
+    event_id: `scale-${i}`, user_id: String(100_000 + (i % MEMBERS)), model_name: `model-${i % 7}`, model_type: "Chat", model_source: "Builtin",
+    timestamp: now - 86_400 - (i * 7919) % (360 * 86_400), input_tokens: 1000 + (i % 97), output_tokens: 200 + (i % 13),
+    basic_amount: formatMicros(BigInt(1000 + (i % 5000))), pay_go_amount: "0",
+  }));
+  await recordUsage(new UsageRepository(service.database), "scale", raw.map((event, i) => ({ event: checkUsageEvent(event, `event ${i}`), where: `event ${i}` })));
+}
+
+interface Seen {
+  url: string;
+  authorization?: string;
+  body?: string;
+}
+
+describe.skipIf(!haveChromium)("the usage console in Chromium, on the demo enterprise (and 5,000 members)", () => {
+  let service: TestService;
+  let browser: Browser;
+  let token: string;
+  let context: BrowserContext;
+  let page: Page;
+  const seen: Seen[] = [];
+  const pageErrors: string[] = [];
+
+  const api = async <T>(path: string, init: RequestInit = {}, bearer = token): Promise<{ status: number; data: T }> => {
+    const response = await fetch(service.baseUrl + path, { ...init, headers: { authorization: `Bearer ${bearer}`, "content-type": "application/json", ...init.headers } });
+    const body = (await response.json()) as { data: T };
+    return { status: response.status, data: body.data };
+  };
+  const viewReady = (view: string, target = page) => target.locator(`#view[data-view="${view}"][data-state="ready"]`).waitFor();
+  /** A fresh load of the page, signed out. */
+  const openSignedOut = async () => {
+    await page.goto(`${service.baseUrl}/console`);
+    await page.evaluate("sessionStorage.clear()");
+    await page.reload();
+    await page.locator("#sign-in").waitFor();
+  };
+  const shot = (name: string, target = page) => target.screenshot({ path: `${SHOTS}/console-${name}.png`, fullPage: true });
+  const watch = (target: Page) => {
+    target.on("request", (request: Request) => {
+      if (new URL(request.url()).pathname.startsWith("/openapi/")) {
+        seen.push({ url: request.url(), authorization: request.headers().authorization, body: request.postData() ?? undefined });
+      }
+    });
+    target.on("pageerror", (error) => pageErrors.push(error.message));
+    target.on("console", (message) => {
+      if (message.type() === "error" && !/status of 40[13]/.test(message.text())) pageErrors.push(message.text());
+    });
+  };
+  /** A usage-report request the page made, replayed with the test's token: the API's own answer. */
+  const replayReport = async (match: (body: Record<string, unknown>) => boolean) => {
+    const request = seen.filter((s) => s.url.endsWith("/openapi/v1/statistics/usage-report") && s.body).reverse()
+      .find((s) => match(JSON.parse(s.body!) as Record<string, unknown>));
+    expect(request, "the page asked for this report").toBeDefined();
+    return (await api<{ buckets: { groups: Record<string, string | number>[] }[] }>("/openapi/v1/statistics/usage-report", { method: "POST", body: request!.body })).data;
+  };
+
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    await buildConsole();
+    service = await startTestService("sqlite");
+    await importDirectory(service.database, demoDirectory);
+    const events = demoUsageEvents().map((raw, i) => ({ event: checkUsageEvent(raw, `demo event ${i}`), where: `demo event ${i}` }));
+    await recordUsage(new UsageRepository(service.database), DEMO_ENTERPRISE_ID, events);
+    token = await service.token(PERMISSIONS, DEMO_ENTERPRISE_ID);
+    await seedScale(service);
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
+    context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1400, height: 900 } });
+    context.setDefaultTimeout(10_000); // below the test's own 30 s, so a stuck step names itself
+    page = await context.newPage();
+    watch(page);
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await service?.close();
+  });
+
+  test("GET /console and its assets answer without a token, under a CSP with no inline script or style", async () => {
+    const page = await fetch(`${service.baseUrl}/console`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    expect(page.headers.get("content-security-policy")).toBe(CONSOLE_CSP);
+    expect(CONSOLE_CSP).toContain("script-src 'self'");
+    expect(CONSOLE_CSP).toContain("style-src 'self'");
+    expect(CONSOLE_CSP).not.toContain("unsafe");
+    const html = await page.text();
+    expect(html).not.toMatch(/<script(?![^>]*\ssrc=)[^>]*>/); // every script is a file
+    expect(html).not.toMatch(/<style|\sstyle=|\son[a-z]+=/i);
+    for (const asset of ["console.js", "console.css"]) {
+      const response = await fetch(`${service.baseUrl}/console/${asset}`);
+      expect(response.status, asset).toBe(200);
+      expect(response.headers.get("content-security-policy")).toBe(CONSOLE_CSP);
+      expect(response.headers.get("x-content-type-options")).toBe("nosniff");
+    }
+    expect((await fetch(`${service.baseUrl}/console/../package.json`)).status).toBe(404);
+    expect((await fetch(`${service.baseUrl}/console/server.ts`)).status).toBe(404);
+    const post = await fetch(`${service.baseUrl}/console`, { method: "POST" });
+    expect(post.status).toBe(405);
+    expect(post.headers.get("allow")).toBe("GET, HEAD");
+  });
+
+  test("every REST route but the token exchange refuses a call without a token (401, code 1002)", async () => {
+    let checked = 0;
+    for (const service_ of [AuthService, DepartmentService, EnvironmentConfigService, UsageService]) {
+      for (const method of service_.methods) {
+        const rule = getOption(method, httpRule);
+        if (!rule.pattern.case || rule.pattern.case === "custom") continue;
+        const path = rule.pattern.value.replace(/\{[^}]+\}/g, "x");
+        const response = await fetch(service.baseUrl + path, {
+          method: rule.pattern.case.toUpperCase(),
+          headers: rule.body ? { "content-type": "application/json" } : {},
+          body: rule.body ? "{}" : undefined,
+        });
+        const body = (await response.json()) as { code: number };
+        if (service_ === AuthService) expect(response.status, path).not.toBe(401);
+        else expect([response.status, body.code], `${rule.pattern.case} ${path}`).toEqual([401, 1002]);
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThanOrEqual(15);
+  });
+
+  test("signs in with a pasted token and draws the demo enterprise's daily trend; the token travels only in the Authorization header", async () => {
+    await page.goto(`${service.baseUrl}/console`);
+    await page.locator("#sign-in").waitFor();
+    await shot("sign-in");
+    await page.fill("#token-input", token);
+    await page.click("#token-form button[type=submit]");
+    await viewReady("trend");
+    await expect.poll(() => page.locator("#enterprise").textContent()).toBe("Demo Corp · CNY · Asia/Shanghai");
+    await page.locator('.chart[data-drawn="true"] canvas').first().waitFor();
+    await shot("trend");
+
+    // The range's totals are the API's figures, shown as the API gives them, in the enterprise's currency.
+    const total = (await replayReport((b) => b.bucket === "none" && !b.group_by)).buckets[0]!.groups[0]!;
+    expect(Number(total.events)).toBeGreaterThan(0);
+    expect(await page.locator('#trend-summary [data-figure="total_amount"]').textContent()).toBe(`${total.total_amount} CNY`);
+    expect(await page.locator('#trend-summary [data-figure="events"]').textContent()).toBe(Number(total.events).toLocaleString("en"));
+    // 30 days in the table, 31 rows a page at most.
+    expect(await page.locator("#trend-table tbody tr").count()).toBe(30);
+
+    expect(seen.length).toBeGreaterThan(0);
+    for (const request of seen) {
+      expect(request.authorization, request.url).toBe(`Bearer ${token}`);
+      expect(request.url).not.toContain(token);
+    }
+    expect(await page.evaluate("[sessionStorage.length, localStorage.length, document.cookie]")).toEqual([1, 0, ""]);
+    expect(pageErrors).toEqual([]);
+  });
+
+  test("load time with the demo data: a reload with the session's token until the trend is drawn", async () => {
+    await page.reload();
+    await viewReady("trend");
+    // Evaluated in the page (a string: the test's own types have no DOM).
+    const timing = await page.evaluate<{ domContentLoaded: number; load: number; trendDrawn: number }>(`(() => {
+      const navigation = performance.getEntriesByType("navigation")[0];
+      return { domContentLoaded: navigation.domContentLoadedEventEnd, load: navigation.loadEventEnd,
+        trendDrawn: performance.getEntriesByName("console:trend:ready")[0].startTime };
+    })()`);
+    console.log(`console load time with the demo data (30 days, ${demoDirectory.members.length} members): ` +
+      `DOMContentLoaded ${timing.domContentLoaded.toFixed(0)} ms, load ${timing.load.toFixed(0)} ms, ` +
+      `trend drawn ${timing.trendDrawn.toFixed(0)} ms after navigation start`);
+    expect(timing.trendDrawn).toBeGreaterThan(0);
+    expect(timing.trendDrawn).toBeLessThan(10_000);
+  });
+
+  test("the range controls keep to the API's limits: 366 days, 31 days of hours, a real time zone", async () => {
+    const to = await page.inputValue("#to");
+    const minusDays = (n: number) => new Date(Date.parse(`${to}T00:00:00Z`) - n * 86_400_000).toISOString().slice(0, 10);
+    await page.fill("#from", minusDays(366)); // 367 days, both counted
+    expect(await page.textContent("#range-message")).toContain("at most 366 days");
+    expect(await page.isDisabled("#apply")).toBe(true);
+    expect(await page.isDisabled("#download")).toBe(true);
+    await page.fill("#from", minusDays(365));
+    expect(await page.textContent("#range-message")).toBe("");
+    expect(await page.isDisabled("#apply")).toBe(false);
+
+    await page.fill("#from", minusDays(31));
+    await page.selectOption("#granularity", "hour");
+    expect(await page.textContent("#range-message")).toContain("hourly buckets cover at most 31 days");
+    expect(await page.isDisabled("#apply")).toBe(true);
+    expect(await page.isDisabled("#download")).toBe(false); // the export has no hour limit
+
+    await page.fill("#time-zone", "Mars/Olympus");
+    await page.fill("#from", minusDays(6));
+    expect(await page.textContent("#range-message")).toContain('"Mars/Olympus" is not an IANA time zone');
+    await page.fill("#time-zone", "Europe/Berlin");
+    expect(await page.textContent("#range-message")).toBe("");
+    await page.click("#apply");
+    await viewReady("trend");
+    expect(await page.locator("#trend-table .position").textContent()).toMatch(/of 16[789] · page 1 of 7/); // 7 days of hours
+    await shot("trend-hours");
+
+    await page.fill("#from", minusDays(29));
+    await page.fill("#time-zone", "Asia/Shanghai");
+    await page.selectOption("#granularity", "day");
+    await page.click("#apply");
+    await viewReady("trend");
+  });
+
+  test("ranks models and members by amount, a page at a time", async () => {
+    await page.click('nav a[data-view="top"]');
+    await viewReady("top");
+    const models = (await replayReport((b) => JSON.stringify(b.group_by) === '["model"]')).buckets[0]!.groups;
+    const top = [...models].sort((a, b) => Number(parseMicros(String(b.total_amount))! - parseMicros(String(a.total_amount))!))[0]!;
+    const firstModel = page.locator("#top-models tbody tr").first();
+    expect(await firstModel.locator("td").first().textContent()).toBe(top.model_name);
+    expect(await firstModel.locator("td").last().textContent()).toBe(`${top.total_amount} CNY`);
+    const members = await page.locator("#top-members tbody tr").count();
+    expect(members).toBe(demoDirectory.members.length);
+    await page.fill("#member-filter", "li.lei");
+    expect(await page.locator("#top-members tbody tr").count()).toBe(1);
+    await shot("top");
+    await page.fill("#member-filter", "");
+  });
+
+  test("opens a department: each child's subtree spend, as the report grouped by department gives it", async () => {
+    await page.click('nav a[data-view="departments"]');
+    await viewReady("departments");
+    const root = await replayReport((b) => b.department_id === "100" && !b.group_by);
+    const rootRow = page.locator('.tree-row[data-department-id="100"]');
+    expect(await rootRow.locator('[data-figure="total_amount"]').textContent()).toBe(`${root.buckets[0]!.groups[0]!.total_amount} CNY`);
+    await page.locator('.tree-row[data-department-id="110"]').waitFor(); // the root opens by itself
+
+    await page.click('button[aria-label="Expand Engineering"]');
+    await page.locator('.tree-row[data-department-id="111"]').waitFor();
+    const engineering = (await replayReport((b) => b.department_id === "110" && JSON.stringify(b.group_by) === '["department"]')).buckets[0]!.groups;
+    const platform = engineering.find((g) => g.department_id === "111")!;
+    expect(await page.locator('.tree-row[data-department-id="111"] [data-figure="total_amount"]').textContent()).toBe(`${platform.total_amount} CNY`);
+    expect(await page.getAttribute('button[aria-label="Collapse Engineering"]', "aria-expanded")).toBe("true");
+    await shot("departments");
+  });
+
+  test("a member's page: usage per model per day", async () => {
+    await page.click('nav a[data-view="top"]');
+    await viewReady("top");
+    await page.click('#top-members a[href="#/member/7001"]');
+    await viewReady("member");
+    expect(await page.textContent("#member-title")).toBe("7001 · li.lei@demo.example");
+    const models = (await replayReport((b) => b.bucket === "none" && JSON.stringify(b.user_ids) === '["7001"]')).buckets[0]!.groups;
+    expect(await page.locator("#member-models tbody tr").count()).toBe(models.length);
+    expect(await page.locator("#member-days tbody tr").count()).toBeGreaterThan(0);
+    await shot("member");
+  });
+
+  test("downloads the CSV export with the token in the header only, and its sums are the API's", async () => {
+    const [download] = await Promise.all([page.waitForEvent("download"), page.click("#download")]);
+    const request = seen.filter((s) => s.url.includes("/openapi/v1/statistics/usage-export")).at(-1)!;
+    expect(request.authorization).toBe(`Bearer ${token}`);
+    expect(request.url).not.toContain(token);
+    expect(download.suggestedFilename()).toMatch(/^usage-\d{4}-\d{2}-\d{2}-\d{4}-\d{2}-\d{2}\.csv$/);
+    const rows = parse(readFileSync((await download.path())!), { columns: true }) as Record<string, string>[];
+    expect(rows.length).toBeGreaterThan(0);
+    const sum = (column: string) => rows.reduce((total, row) => total + BigInt(row[column]!), 0n);
+    const money = (column: string) => formatMicros(rows.reduce((total, row) => total + parseMicros(row[column]!)!, 0n));
+
+    const query = new URL(request.url).searchParams;
+    const { data } = await api<{ currency: string; buckets: { groups: Record<string, string | number>[] }[] }>("/openapi/v1/statistics/usage-report", {
+      method: "POST",
+      body: JSON.stringify({ start_time: Number(query.get("start_time")), end_time: Number(query.get("end_time")), time_zone: query.get("time_zone"), bucket: "none" }),
+    });
+    const total = data.buckets[0]!.groups[0]!;
+    expect({ events: sum("events"), input: sum("input_tokens"), output: sum("output_tokens"), basic: money("basic_amount"), payGo: money("pay_go_amount"), total: money("total_amount") })
+      .toEqual({ events: BigInt(total.events!), input: BigInt(total.input_tokens!), output: BigInt(total.output_tokens!), basic: total.basic_amount, payGo: total.pay_go_amount, total: total.total_amount });
+    expect(new Set(rows.map((row) => row.currency))).toEqual(new Set([data.currency]));
+    expect(await page.textContent("#status")).toContain(`Downloaded ${download.suggestedFilename()}`);
+  });
+
+  test("signs out: back to sign-in, the token gone from the tab", async () => {
+    await page.click("#sign-out");
+    await page.locator("#sign-in").waitFor();
+    expect(await page.textContent("#sign-in-message")).toBe("Signed out.");
+    expect(await page.evaluate("sessionStorage.length")).toBe(0);
+    expect(await page.isHidden("#shell")).toBe(true);
+    await shot("signed-out");
+    expect(pageErrors).toEqual([]);
+  });
+
+  test("signs in by exchanging an app's app_id and app_secret", async () => {
+    const app = await service.access.createApp(DEMO_ENTERPRISE_ID, ["statistics:read", "departments:read"], "console");
+    await openSignedOut();
+    await page.fill("#app-id", app.app_id);
+    await page.fill("#app-secret", "eas_wrong");
+    await page.click("#app-form button[type=submit]");
+    await expect.poll(() => page.textContent("#sign-in-message")).toContain("app_id or app_secret is wrong");
+    await page.fill("#app-secret", app.app_secret);
+    await page.click("#app-form button[type=submit]");
+    await viewReady("trend");
+    expect(await page.evaluate("sessionStorage.getItem('enterprise-admin.access-token')")).toMatch(/^eat_/);
+    await page.click("#sign-out");
+  });
+
+  test("a wrong or revoked token says so and returns to sign-in", async () => {
+    await openSignedOut();
+    await page.fill("#token-input", "eat_not-a-real-token");
+    await page.click("#token-form button[type=submit]");
+    await expect.poll(() => page.textContent("#sign-in-message")).toContain("Token expired or wrong");
+    expect(await page.isVisible("#sign-in")).toBe(true);
+
+    const { tokenId, accessToken } = await service.access.createToken(DEMO_ENTERPRISE_ID, [...PERMISSIONS], 3600);
+    await page.fill("#token-input", accessToken);
+    await page.click("#token-form button[type=submit]");
+    await viewReady("trend");
+    await service.access.revokeToken(tokenId);
+    await page.click('nav a[data-view="departments"]');
+    await page.locator("#sign-in").waitFor(); // visible again
+    expect(await page.textContent("#sign-in-message")).toContain("Token expired or wrong");
+    expect(await page.evaluate("sessionStorage.length")).toBe(0);
+    await shot("token-expired");
+  });
+
+  test("a token without statistics:read is told which permission is missing", async () => {
+    const narrow = await service.token(["departments:read"], DEMO_ENTERPRISE_ID);
+    await openSignedOut();
+    await page.fill("#token-input", narrow);
+    await page.click("#token-form button[type=submit]");
+    await expect.poll(() => page.textContent("#error")).toContain("Missing permission statistics:read");
+    expect(await page.isVisible("#shell")).toBe(true); // signed in: the token is valid, just narrow
+    await shot("missing-permission");
+    await page.click("#sign-out");
+  });
+
+  test("366 days and 5,000 members: one page of rows in the DOM, members read 1,000 a call", async () => {
+    const token = await service.token(["statistics:read", "departments:read"], "scale");
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    page.setDefaultTimeout(20_000);
+    const reports: string[] = [];
+    page.on("request", (request) => {
+      if (request.url().endsWith("/usage-report")) reports.push(request.postData() ?? "");
+    });
+    await page.goto(`${service.baseUrl}/console`);
+    await page.fill("#token-input", token);
+    await page.click("#token-form button[type=submit]");
+    await page.locator('#view[data-view="trend"][data-state="ready"]').waitFor();
+    const to = await page.inputValue("#to");
+    await page.fill("#from", new Date(Date.parse(`${to}T00:00:00Z`) - 365 * 86_400_000).toISOString().slice(0, 10));
+    await page.click("#apply");
+    await page.locator('#view[data-view="trend"][data-state="ready"]').waitFor();
+    expect(await page.locator("#trend-table tbody tr").count()).toBe(31);
+    expect(await page.textContent("#trend-table .position")).toBe("rows 1–31 of 366 · page 1 of 12");
+
+    const started = Date.now();
+    await page.click('nav a[data-view="top"]');
+    await page.locator('#view[data-view="top"][data-state="ready"]').waitFor();
+    const topMs = Date.now() - started;
+    expect(await page.locator("#top-members tbody tr").count()).toBe(25);
+    expect(await page.textContent("#top-members .position")).toBe("rows 1–25 of 5,000 · page 1 of 200");
+    const memberPages = reports.map((body) => JSON.parse(body) as { group_by?: string[]; page_size?: number })
+      .filter((body) => JSON.stringify(body.group_by) === '["member"]');
+    expect(memberPages.map((body) => body.page_size)).toEqual([1000, 1000, 1000, 1000, 1000]);
+    await page.click("#top-members .next");
+    expect(await page.textContent("#top-members .position")).toBe("rows 26–50 of 5,000 · page 2 of 200");
+    await page.screenshot({ path: `${SHOTS}/console-top-5000-members.png`, fullPage: true });
+    console.log(`top members and models, 5,000 members over 366 days: ready ${topMs} ms after the click`);
+    await page.close();
+  });
+});
