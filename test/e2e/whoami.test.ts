@@ -32,7 +32,7 @@ describe.each(dialects)("whoami on %s", (dialect) => {
     const exchanged = await fetch(`${svc.baseUrl}/openapi/v1/auth/token`, {
       method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ app_id: app.app_id, app_secret: app.app_secret }),
     });
-    const accessToken: string = (await exchanged.json()).data.access_token;
+    const accessToken = ((await exchanged.json()) as { data: { access_token: string } }).data.access_token;
     const reply = await rest(`Bearer ${accessToken}`);
     expect(reply.status).toBe(200);
     expect(reply.json).toStrictEqual({
