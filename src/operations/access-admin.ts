@@ -9,7 +9,16 @@ import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
 import { formatPermissions, splitPermissions, type Permission } from "../domain/permissions.js";
 import type { AuthRepository } from "../storage/auth-repository.js";
 import type { DirectoryRepository } from "../storage/directory-repository.js";
-import type { Principal } from "../interceptors/auth.js";
+
+/** The calling token as the authenticator found it (the Principal of interceptors/auth.ts). */
+export interface CallingToken {
+  enterpriseId: string;
+  appId: string | null;
+  tokenId: string;
+  permissions: Iterable<string>;
+  /** Unix seconds. */
+  expiresAt: number;
+}
 
 export class AccessAdmin {
   constructor(private readonly auth: AuthRepository, private readonly directory: DirectoryRepository) {}
@@ -57,7 +66,7 @@ export class AccessAdmin {
   }
 
   /** What the calling token is (whoami): everything the authenticator found, and the enterprise's name; never the token. */
-  async whoami(principal: Principal) {
+  async whoami(principal: CallingToken) {
     const enterprise = await this.directory.findEnterprise(principal.enterpriseId);
     return {
       enterpriseId: principal.enterpriseId,
