@@ -60,7 +60,7 @@ describe.each(dialects)("import directory --prune / --dry-run on %s", (dialect) 
       enterprise_id: "acme", departments: 4, members: 1, removed_departments: [], removed_members: [], restored_members: [], dry_run: true,
     });
     expect(await state()).toStrictEqual({ departments: ["100", "110", "111", "112", "120", "121"], former: [] });
-  });
+  }, 60_000); // two CLI runs
 
   it("--prune prints what it removed and removes it; the full file later restores the former member", async () => {
     const pruned = await importFile(file("without-sales.json", acmeWithoutSales), "--prune");
@@ -71,5 +71,5 @@ describe.each(dialects)("import directory --prune / --dry-run on %s", (dialect) 
     const restored = await importDirectory(database, acme);
     expect(restored).toMatchObject({ removed_members: [], restored_members: [{ user_id: "7002", email: "Han.Meimei@acme.example" }] });
     expect(await state()).toStrictEqual({ departments: ["100", "110", "111", "112", "120", "121"], former: [] });
-  });
+  }, 60_000);
 });
