@@ -156,7 +156,7 @@ async function measureIngestion(dbPath: string, batches: number) {
 async function measureQueries(database: Database, label: string, members: number) {
   const usage = new UsageRepository(database);
   const handlers = usageHandlers(usage, new DirectoryRepository(database.db), new UsageReports(usage, new DepartmentRepository(database.db)));
-  const call = { requestId: "bench", principal: { enterpriseId: ENTERPRISE_ID, appId: null, permissions: new Set(["statistics:read"]) }, clientAddress: undefined, signal: new AbortController().signal, responseHeader: new Headers() };
+  const call = { requestId: "bench", principal: { enterpriseId: ENTERPRISE_ID, appId: null, permissions: new Set(["statistics:read"]), tokenId: "bench", expiresAt: 0 }, clientAddress: undefined, signal: new AbortController().signal, responseHeader: new Headers() };
   console.log(`(3) query on ${label}, 100 members, ${flags.queries} queries per window (handler: members, running totals and raw partial days, formatting):`);
   // A running service's page cache holds the tables the query reads; a fresh process's does not.
   // One pass over them stands for that. The events first: the store is larger than the 1 GiB cache,

@@ -86,11 +86,14 @@ program.command("seed").description("load demo data and print an access token wi
 
 const importCommand = program.command("import").description("load data files");
 importCommand.command("directory").argument("<file>", "directory JSON file (see README)")
-  .description("upsert one enterprise, its departments and members; idempotent").addOption(dbOption())
+  .description("upsert one enterprise, its departments and members; idempotent; all or nothing")
+  .option("--prune", "also remove the departments and members absent from the file (members become former members: their usage history stays)")
+  .option("--dry-run", "print what the import would do (removals included), write nothing")
+  .addOption(dbOption())
   .action(async (file: string, opts) => {
     const text = await readFile(file, "utf8");
     const parsed = parseDirectoryFile(text);
-    const summary = await withDatabase(opts.db, (database) => importDirectory(database, parsed));
+    const summary = await withDatabase(opts.db, (database) => importDirectory(database, parsed, { prune: opts.prune, dryRun: opts.dryRun }));
     console.log(JSON.stringify(summary));
   });
 

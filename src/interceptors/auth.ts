@@ -11,6 +11,9 @@ export interface Principal {
   /** The app the token was obtained for; null for a token made by `token create`. */
   appId: string | null;
   permissions: ReadonlySet<string>;
+  /** The token's own id (never the token) and its expiry, Unix seconds: what whoami shows. */
+  tokenId: string;
+  expiresAt: number;
 }
 
 const BEARER = /^Bearer ([\x21-\x7e]{1,512})$/i;
@@ -26,7 +29,7 @@ export class Authenticator {
     const token = await this.tokens.findActiveToken(hashCredential(match[1]!), nowSeconds());
     if (!token) throw invalidToken("access token invalid, expired or revoked");
     const permissions = new Set(splitPermissions(token.permissions));
-    if (!permissions.has(access.permission)) throw permissionDenied(access.permission);
-    return { enterpriseId: token.enterprise_id, appId: token.app_id, permissions };
+    if (!access.anyToken && !permissions.has(access.permission)) throw permissionDenied(access.permission);
+    return { enterpriseId: token.enterprise_id, appId: token.app_id, permissions, tokenId: token.token_id, expiresAt: Number(token.expires_at) };
   }
 }

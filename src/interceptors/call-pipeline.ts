@@ -65,7 +65,7 @@ const isServed = (method: DescMethod): method is ServedMethod => method.methodKi
 /** The access rule of a method; a business method without one is a bug caught at start-up. */
 export function methodAccess(method: DescMethod): MethodAccess {
   const access = getOption(method, accessOption);
-  if (!access.public && access.permission === "") {
+  if (!access.public && !access.anyToken && access.permission === "") {
     throw new Error(`${method.parent.typeName}.${method.name} declares no (enterprise_admin.v1.access) option`);
   }
   return access;

@@ -1,4 +1,5 @@
-// Enterprise apps and access tokens: create, list, revoke, exchange. Used by the CLI and AuthService.
+// Enterprise apps and access tokens: create, list, revoke, exchange, and the calling token's own
+// description (whoami). Used by the CLI and AuthService.
 // Issuing a token also purges the tokens that ended (expired or revoked) more than a day ago.
 import {
   ACCESS_TOKEN_TTL_SECONDS, ENDED_TOKEN_RETENTION_SECONDS, MAX_ACCESS_TOKEN_TTL_SECONDS, credentialMatches, hashCredential, newAccessToken,
@@ -8,6 +9,16 @@ import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
 import { formatPermissions, splitPermissions, type Permission } from "../domain/permissions.js";
 import type { AuthRepository } from "../storage/auth-repository.js";
 import type { DirectoryRepository } from "../storage/directory-repository.js";
+
+/** The calling token as the authenticator found it (the Principal of interceptors/auth.ts). */
+export interface CallingToken {
+  enterpriseId: string;
+  appId: string | null;
+  tokenId: string;
+  permissions: Iterable<string>;
+  /** Unix seconds. */
+  expiresAt: number;
+}
 
 export class AccessAdmin {
   constructor(private readonly auth: AuthRepository, private readonly directory: DirectoryRepository) {}
@@ -52,6 +63,20 @@ export class AccessAdmin {
     }
     const { accessToken, expire } = await this.issueToken(app.enterprise_id, app.app_id, app.permissions, ACCESS_TOKEN_TTL_SECONDS);
     return { accessToken, expire };
+  }
+
+  /** What the calling token is (whoami): everything the authenticator found, and the enterprise's name; never the token. */
+  async whoami(principal: CallingToken) {
+    const enterprise = await this.directory.findEnterprise(principal.enterpriseId);
+    return {
+      enterpriseId: principal.enterpriseId,
+      enterpriseName: enterprise?.name ?? "",
+      appId: principal.appId ?? "",
+      tokenId: principal.tokenId,
+      permissions: [...principal.permissions].sort(),
+      expireTime: BigInt(principal.expiresAt),
+      expiresIn: BigInt(Math.max(0, principal.expiresAt - nowSeconds())),
+    };
   }
 
   /** An enterprise's tokens, live and recently ended; never the tokens themselves. */

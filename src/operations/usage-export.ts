@@ -31,6 +31,7 @@ export interface UsageExportRow {
   payGoAmount: string;
   totalAmount: string;
   currency: string;
+  formerMember: boolean;
 }
 
 export interface UsageExportRequest {
@@ -130,6 +131,7 @@ async function dayRows(day: OpenDay, profiles: Map<number, MemberProfile>, usage
         outputTokens: BigInt(s.exact(OUTPUT)),
         ...modelAmounts(model, s.exact(BASIC), s.exact(PAY_GO)),
         currency,
+        formerMember: profile.formerMember,
       });
     }
   }

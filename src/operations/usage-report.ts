@@ -37,7 +37,7 @@ export interface UsageReportRequest {
 /** A group's key fields (those of its dimensions) and its figures. */
 export interface ReportGroup {
   model?: ModelIdentity;
-  member?: { user_id: string; email: string };
+  member?: { user_id: string; email: string; former_member: boolean };
   department?: { department_id: string; name: string };
   figures: GroupFigures;
 }
@@ -220,7 +220,7 @@ export class UsageReports {
           const group: ReportGroup = { figures: f };
           if (f.key.modelId >= 0) group.model = models.get(f.key.modelId)!;
           const member = memberRows.get(f.key.memberKey);
-          if (member) group.member = { user_id: member.user_id, email: member.email };
+          if (member) group.member = { user_id: member.user_id, email: member.email, former_member: member.removed_at !== null };
           if (f.key.departmentId !== "") group.department = { department_id: f.key.departmentId, name: plan.departments!.names.get(f.key.departmentId)! };
           return group;
         }),

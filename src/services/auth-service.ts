@@ -1,4 +1,4 @@
-// AuthService: the token exchange over every transport.
+// AuthService: the token exchange and the calling token's self-inspection (whoami), over every transport.
 import { AuthService } from "../../gen/enterprise_admin/v1/auth_pb.js";
 import type { RateLimits } from "../domain/rate-limits.js";
 import type { Handlers } from "../interceptors/call-pipeline.js";
@@ -8,6 +8,9 @@ export function authHandlers(access: AccessAdmin, rateLimits: RateLimits): Handl
   return {
     async createAccessToken(request, call) {
       return rateLimits.exchange(request.appId, call.clientAddress, () => access.exchange(request.appId, request.appSecret));
+    },
+    async whoAmI(_request, { principal }) {
+      return access.whoami(principal);
     },
   };
 }

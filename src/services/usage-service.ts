@@ -38,6 +38,7 @@ export function usageHandlers(usage: UsageRepository, directory: DirectoryReposi
         email: member.email,
         accountType: Number(member.account_type),
         modelUsage: modelUsage(models, slots, sums, position, currency ?? ""),
+        formerMember: member.removed_at !== null,
       }));
       return { items, notFoundUserIds, notFoundEmails };
     },
@@ -71,6 +72,7 @@ export function usageHandlers(usage: UsageRepository, directory: DirectoryReposi
             email: group.member?.email ?? "",
             departmentId: group.department?.department_id ?? "",
             departmentName: group.department?.name ?? "",
+            formerMember: group.member?.former_member ?? false,
             ...figures(group.figures),
           })),
         })),

@@ -7,11 +7,7 @@ export type AccessTokenRow = Selectable<AccessTokenTable>;
 
 export type TokenListing = Omit<AccessTokenRow, "token_hash" | "enterprise_id">;
 
-export interface ActiveToken {
-  enterprise_id: string;
-  app_id: string | null;
-  permissions: string;
-}
+export type ActiveToken = Pick<AccessTokenRow, "token_id" | "enterprise_id" | "app_id" | "permissions" | "expires_at">;
 
 export class AuthRepository {
   constructor(private readonly db: Kysely<Schema>) {}
@@ -69,10 +65,10 @@ export class AuthRepository {
     });
   }
 
-  /** The token's enterprise and permissions if it exists, has not expired and is not revoked. */
+  /** The token's id, enterprise, app, permissions and expiry if it exists, has not expired and is not revoked. */
   async findActiveToken(tokenHash: string, now: number): Promise<ActiveToken | undefined> {
     return this.db.selectFrom("access_token")
-      .select(["enterprise_id", "app_id", "permissions"])
+      .select(["token_id", "enterprise_id", "app_id", "permissions", "expires_at"])
       .where("token_hash", "=", tokenHash)
       .where("expires_at", ">", now)
       .where("revoked_at", "is", null)

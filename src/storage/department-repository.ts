@@ -1,4 +1,4 @@
-// Departments of one enterprise: batch reads, children, keyword search, and upserts for the import.
+// Departments of one enterprise: batch reads, children, keyword search, and upserts and deletes for the import.
 import { sql, type Kysely, type Selectable } from "kysely";
 import type { DepartmentTable, Schema } from "./schema.js";
 
@@ -80,6 +80,13 @@ export class DepartmentRepository {
 
   async listAll(enterpriseId: string): Promise<DepartmentRow[]> {
     return this.db.selectFrom("department").select(columns).where("enterprise_id", "=", enterpriseId).execute();
+  }
+
+  /** Deletes these departments (their members' placements in them go too, by the foreign key). */
+  async deleteMany(enterpriseId: string, ids: readonly string[]): Promise<void> {
+    for (let i = 0; i < ids.length; i += 500) {
+      await this.db.deleteFrom("department").where("enterprise_id", "=", enterpriseId).where("department_id", "in", ids.slice(i, i + 500)).execute();
+    }
   }
 
   async upsertMany(enterpriseId: string, rows: readonly DepartmentRow[]): Promise<void> {

@@ -6,6 +6,13 @@ import type { EnterpriseTable, Schema } from "./schema.js";
 
 export type EnterpriseRow = Selectable<EnterpriseTable>;
 
+/** A stored member as the import compares it with the file: current, or former (removed_at set). */
+export interface StoredMember {
+  user_id: string;
+  email: string;
+  removed_at: number | null;
+}
+
 export interface MemberInput {
   user_id: string;
   email: string;
@@ -30,7 +37,28 @@ export class DirectoryRepository {
       .execute();
   }
 
-  /** Upserts members and replaces the department memberships of each member given. */
+  /** Every member of the enterprise, current and former, in no particular order. */
+  async listMembers(enterpriseId: string): Promise<StoredMember[]> {
+    const rows = await this.db.selectFrom("member").select(["user_id", "email", "removed_at"]).where("enterprise_id", "=", enterpriseId).execute();
+    return rows.map((row) => ({ ...row, removed_at: row.removed_at === null ? null : Number(row.removed_at) }));
+  }
+
+  /**
+   * Makes these members former members: the row (and so its usage history) stays, marked removed at
+   * `now`; its departments are dropped, and its e-mail no longer matches (the index on e-mails covers
+   * current members only, so another member may take it).
+   */
+  async removeMembers(enterpriseId: string, userIds: readonly string[], now: number): Promise<void> {
+    for (let i = 0; i < userIds.length; i += 500) {
+      const chunk = userIds.slice(i, i + 500);
+      await this.db.updateTable("member").set({ removed_at: now })
+        .where("enterprise_id", "=", enterpriseId).where("user_id", "in", chunk).execute();
+      await this.db.deleteFrom("member_department")
+        .where("enterprise_id", "=", enterpriseId).where("user_id", "in", chunk).execute();
+    }
+  }
+
+  /** Upserts members (a former member given again is current again) and replaces the department memberships of each. */
   async upsertMembers(enterpriseId: string, members: readonly MemberInput[]): Promise<void> {
     for (let i = 0; i < members.length; i += 500) {
       const chunk = members.slice(i, i + 500);
@@ -41,11 +69,13 @@ export class DirectoryRepository {
           email: m.email,
           email_folded: foldEmail(m.email),
           account_type: m.account_type,
+          removed_at: null,
         })))
         .onConflict((oc) => oc.columns(["enterprise_id", "user_id"]).doUpdateSet((eb) => ({
           email: eb.ref("excluded.email"),
           email_folded: eb.ref("excluded.email_folded"),
           account_type: eb.ref("excluded.account_type"),
+          removed_at: eb.ref("excluded.removed_at"),
         })))
         .execute();
       await this.db.deleteFrom("member_department")
@@ -66,11 +96,11 @@ export class DirectoryRepository {
     const profiles = new Map<number, MemberProfile>();
     for (let i = 0; i < memberKeys.length; i += PROFILE_CHUNK) {
       const keys = memberKeys.slice(i, i + PROFILE_CHUNK);
-      const members = await this.db.selectFrom("member").select(["member_key", "user_id", "email"])
+      const members = await this.db.selectFrom("member").select(["member_key", "user_id", "email", "removed_at"])
         .where("enterprise_id", "=", enterpriseId).where("member_key", "in", keys).execute();
       const byUserId = new Map<string, MemberProfile>();
       for (const m of members) {
-        const profile = { userId: m.user_id, email: m.email, departmentPaths: [] as string[] };
+        const profile = { userId: m.user_id, email: m.email, departmentPaths: [] as string[], formerMember: m.removed_at !== null };
         profiles.set(Number(m.member_key), profile);
         byUserId.set(m.user_id, profile);
       }
@@ -93,6 +123,8 @@ const PROFILE_CHUNK = 5_000;
 export interface MemberProfile {
   userId: string;
   email: string;
-  /** The full_path of each of the member's departments. */
+  /** The full_path of each of the member's departments (none for a former member). */
   departmentPaths: string[];
+  /** Removed from the directory by `import directory --prune`; its history stays. */
+  formerMember: boolean;
 }

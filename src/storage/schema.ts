@@ -32,6 +32,8 @@ export interface MemberTable {
   /** foldEmail(email) (domain/email-match.ts): letters lower-cased by one-to-one case pairs only. */
   email_folded: string;
   account_type: number;
+  /** When `import directory --prune` removed the member (Unix seconds); null for a current member. */
+  removed_at: UnixSeconds | null;
 }
 
 export interface MemberDepartmentTable {

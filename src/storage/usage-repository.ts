@@ -23,7 +23,11 @@ export interface MemberRow extends MemberKeyRow {
   email: string;
   email_folded: string;
   account_type: number;
+  /** Set for a former member (removed from the directory); null for a current one. */
+  removed_at: number | null;
 }
+
+const MEMBER_COLUMNS = ["member_key", "user_id", "email", "email_folded", "account_type", "removed_at"] as const;
 
 /** One checked event, resolved to keys. */
 export interface UsageEventRow {
@@ -69,14 +73,14 @@ export class UsageRepository {
   }
 
   /**
-   * The members of an enterprise among these user_ids. The ids travel as one parameter (a JSON array
+   * The members of an enterprise among these user_ids, former members included. The ids travel as one parameter (a JSON array
    * on SQLite, an array on PostgreSQL), so the statement's text never changes: an IN list of the
    * ~900 members of an ingestion batch was a new statement to compile and prepare every time
    * (about 5 ms a batch).
    */
   async membersByUserIds(enterpriseId: string, userIds: readonly string[]): Promise<MemberRow[]> {
     if (userIds.length === 0) return [];
-    return this.db.selectFrom("member").select(["member_key", "user_id", "email", "email_folded", "account_type"])
+    return this.db.selectFrom("member").select(MEMBER_COLUMNS)
       .where("enterprise_id", "=", enterpriseId).where(this.userIdIn(userIds)).execute();
   }
 
@@ -96,19 +100,20 @@ export class UsageRepository {
       : sql<boolean>`user_id in (select value from json_each(${JSON.stringify(userIds)}))`;
   }
 
+  /** The current members with these folded e-mails: a former member's e-mail matches no one. */
   async membersByFoldedEmails(enterpriseId: string, emailsFolded: readonly string[]): Promise<MemberRow[]> {
     if (emailsFolded.length === 0) return [];
-    return this.db.selectFrom("member").select(["member_key", "user_id", "email", "email_folded", "account_type"])
-      .where("enterprise_id", "=", enterpriseId).where("email_folded", "in", emailsFolded).execute();
+    return this.db.selectFrom("member").select(MEMBER_COLUMNS)
+      .where("enterprise_id", "=", enterpriseId).where("email_folded", "in", emailsFolded).where("removed_at", "is", null).execute();
   }
 
-  /** The members with these keys (the enterprise's only), in no particular order. */
+  /** The members with these keys (the enterprise's only, former members included), in no particular order. */
   async membersByKeys(enterpriseId: string, memberKeys: readonly number[]): Promise<MemberRow[]> {
     if (memberKeys.length === 0) return [];
     const keyIn = this.dialect === "postgres"
       ? sql<boolean>`member_key = any(${[...memberKeys]}::bigint[])`
       : sql<boolean>`member_key in (select value from json_each(${JSON.stringify(memberKeys)}))`;
-    const rows = await this.db.selectFrom("member").select(["member_key", "user_id", "email", "email_folded", "account_type"])
+    const rows = await this.db.selectFrom("member").select(MEMBER_COLUMNS)
       .where("enterprise_id", "=", enterpriseId).where(keyIn).execute();
     return rows.map((row) => ({ ...row, member_key: Number(row.member_key) }));
   }

@@ -96,7 +96,7 @@ describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
   it("import directory upserts and is idempotent", async () => {
     const path = file("acme.json", JSON.stringify(acme));
     expect(JSON.parse((await cli(["import", "directory", path, "--db", testDb.url])).stdout))
-      .toEqual({ enterprise_id: "acme", departments: 6, members: 2 });
+      .toEqual({ enterprise_id: "acme", departments: 6, members: 2, removed_departments: [], removed_members: [], restored_members: [], dry_run: false });
     await cli(["import", "directory", path, "--db", testDb.url]);
     const rows = await database.db.selectFrom("department").select("department_id").where("enterprise_id", "=", "acme").execute();
     expect(rows).toHaveLength(6);

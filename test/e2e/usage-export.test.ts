@@ -28,7 +28,7 @@ const ktm = (date: string) => Date.parse(`${date}T00:00:00Z`) / 1000 - (5 * 3600
 /** Dates 2025-03-01 to 2025-03-20, whole local days in Kathmandu. */
 const WINDOW = { start: ktm("2025-03-01"), end: ktm("2025-03-21") };
 const COLUMNS = ["date", "user_id", "email", "department_paths", "model_name", "model_type", "model_source", "events",
-  "input_tokens", "output_tokens", "basic_amount", "pay_go_amount", "total_amount", "currency"];
+  "input_tokens", "output_tokens", "basic_amount", "pay_go_amount", "total_amount", "currency", "former_member"];
 
 interface SentEvent {
   user_id: string;
@@ -108,6 +108,7 @@ function expectedRows(events: readonly SentEvent[], start: number, end: number, 
       model_name: g.model[0], model_type: g.model[1], model_source: g.model[2], events: g.events,
       input_tokens: Number(g.input), output_tokens: Number(g.output),
       basic_amount: sixDecimals(g.basic), pay_go_amount: sixDecimals(g.payGo), total_amount: sixDecimals(g.basic + g.payGo), currency,
+      former_member: false,
     }));
 }
 

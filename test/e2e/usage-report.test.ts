@@ -71,7 +71,7 @@ function figuresOf(events: readonly Ev[]): Figures {
   };
 }
 
-const EMPTY_KEYS = { model_name: "", model_type: "", model_source: "", user_id: "", email: "", department_id: "", department_name: "" };
+const EMPTY_KEYS = { model_name: "", model_type: "", model_source: "", user_id: "", email: "", department_id: "", department_name: "", former_member: false };
 const ZEROS = figuresOf([]);
 
 /** A small deterministic random source (mulberry32), so a failure can be replayed. */
@@ -577,7 +577,7 @@ describe.each(dialects)("usage report (%s)", (dialect) => {
           start_time: Number(b.startTime), end_time: Number(b.endTime), date: b.date,
           groups: b.groups.map((g) => ({
             model_name: g.modelName, model_type: g.modelType, model_source: g.modelSource, user_id: g.userId, email: g.email,
-            department_id: g.departmentId, department_name: g.departmentName, events: Number(g.events), active_members: Number(g.activeMembers),
+            department_id: g.departmentId, department_name: g.departmentName, former_member: g.formerMember, events: Number(g.events), active_members: Number(g.activeMembers),
             input_tokens: Number(g.inputTokens), output_tokens: Number(g.outputTokens),
             basic_amount: g.basicAmount, pay_go_amount: g.payGoAmount, total_amount: g.totalAmount,
           })),

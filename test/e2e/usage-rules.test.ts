@@ -53,7 +53,7 @@ const success = (data: unknown) => ({ code: 0, message: "success", request_id: e
 const failure = (code: number, message: unknown) => ({ code, message, request_id: expect.any(String), data: null });
 const answer = (items: unknown[], notFoundUserIds: string[] = [], notFoundEmails: string[] = []) =>
   success({ items, not_found_user_ids: notFoundUserIds, not_found_emails: notFoundEmails });
-const item = (member: Member, modelUsage: unknown[] = []) => ({ ...member, model_usage: modelUsage });
+const item = (member: Member, modelUsage: unknown[] = []) => ({ ...member, model_usage: modelUsage, former_member: false });
 const escape = (w: string) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 /** A message that names these words in this order. */
 const naming = (...words: string[]) => expect.stringMatching(new RegExp(words.map(escape).join(".*")));
@@ -325,7 +325,7 @@ describe.each(dialects)("usage rules (%s)", (dialect) => {
     it('gives a known member without usage "model_usage": [] and prints empty not_found lists', async () => {
       const reply = await query(acmeToken, { ...EMPTY, user_ids: ["7002"] });
       expect(reply.json).toStrictEqual(answer([item(HAN)]));
-      expect(reply.text).toContain('"data":{"items":[{"user_id":"7002","email":"Han.Meimei@acme.example","account_type":2,"model_usage":[]}],"not_found_user_ids":[],"not_found_emails":[]}');
+      expect(reply.text).toContain('"data":{"items":[{"user_id":"7002","email":"Han.Meimei@acme.example","account_type":2,"model_usage":[],"former_member":false}],"not_found_user_ids":[],"not_found_emails":[]}');
     });
 
     it("treats another enterprise's member as unknown, even one with usage in the window", async () => {
@@ -466,7 +466,7 @@ describe.each(dialects)("usage rules (%s)", (dialect) => {
       const reply = await query(t.token, { start_time: T0, end_time: T0 + DAY, user_ids: [m.user_id] });
       expect(reply.text).toContain(`"data":{"items":[{"user_id":"${m.user_id}","email":"${m.email}","account_type":2,"model_usage":[`
         + '{"model_name":"nil","model_type":"Chat","model_source":"Custom","usage":{"input_tokens":0,"output_tokens":0},'
-        + '"amount":{"basic_amount":"0.000000","pay_go_amount":"0.000000","total_amount":"0.000000","currency":"CNY"}}]}],'
+        + '"amount":{"basic_amount":"0.000000","pay_go_amount":"0.000000","total_amount":"0.000000","currency":"CNY"}}],"former_member":false}],'
         + '"not_found_user_ids":[],"not_found_emails":[]}');
       expect(reply.json.message).toBe("success");
       expect(reply.json.request_id).toMatch(/\S/);
@@ -675,7 +675,7 @@ describe.each(dialects)("usage rules (%s)", (dialect) => {
     const client = () => createClient(UsageService, createConnectTransport({ baseUrl: svc.baseUrl, httpVersion: "1.1", useBinaryFormat }));
     const auth = (token: string) => ({ headers: { authorization: `Bearer ${token}` } });
     const plain = (m: MemberUsage) => ({
-      user_id: m.userId, email: m.email, account_type: m.accountType,
+      user_id: m.userId, email: m.email, account_type: m.accountType, former_member: m.formerMember,
       model_usage: m.modelUsage.map((u) => ({
         model_name: u.modelName, model_type: u.modelType, model_source: u.modelSource,
         usage: { input_tokens: u.usage?.inputTokens, output_tokens: u.usage?.outputTokens },

@@ -1,6 +1,7 @@
 // The migrations on an empty database: the baseline makes every table with its seed rows, all or
-// nothing; a second run applies nothing; undoing it leaves the database empty again.
-import { Migrator, NO_MIGRATIONS, sql } from "kysely";
+// nothing; a second run applies nothing; undoing it leaves the database empty again. Later
+// migrations keep the data they find.
+import { Migrator, NO_MIGRATIONS, sql, type Kysely } from "kysely";
 import { afterEach, describe, expect, it } from "vitest";
 import { migrateToLatest, openDatabase, type Database } from "../../src/storage/database.js";
 import { migrations } from "../../src/storage/migrations/index.js";
@@ -31,9 +32,10 @@ describe.each(dialects)("migrations on an empty database (%s)", (dialect) => {
     return all.map((t) => t.name).filter((name) => name !== "sqlite_sequence").sort();
   }
 
-  it("applies the baseline, which makes every table and the ingestion count's row; a second run applies nothing", async () => {
+  it("applies the baseline (then every later migration), which makes every table and the ingestion count's row; a second run applies nothing", async () => {
     const database = await emptyDatabase();
-    expect(await migrateToLatest(database)).toStrictEqual(["20261126T080000-baseline"]);
+    expect(await migrateToLatest(database)).toStrictEqual(Object.keys(migrations));
+    expect(Object.keys(migrations)[0]).toBe("20261126T080000-baseline");
     expect(await tables(database)).toStrictEqual(TABLES);
     expect(await database.db.selectFrom("usage_ingestion_count").selectAll().execute()).toStrictEqual([{ id: 1, ingestions: 0 }]);
     expect(await database.db.selectFrom("master_key_ring").selectAll().execute()).toStrictEqual([]);
@@ -57,6 +59,21 @@ describe.each(dialects)("migrations on an empty database (%s)", (dialect) => {
     await sql`create table usage_event (x integer)`.execute(database.db); // in the way of a later table
     await expect(migrateToLatest(database)).rejects.toThrow(/^migration 20261126T080000-baseline failed: /);
     expect(await tables(database)).toStrictEqual(["usage_event"]);
+  });
+
+  it("former members: a baseline's members stay current; an e-mail is unique among current members only", async () => {
+    const database = await emptyDatabase();
+    const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
+    expect((await migrator.migrateTo("20261126T080000-baseline")).error).toBeUndefined();
+    const db = database.db as unknown as Kysely<any>;
+    await db.insertInto("enterprise").values({ enterprise_id: "e", name: "E", currency: "USD", created_at: 0 }).execute();
+    const member = (user_id: string) => ({ enterprise_id: "e", user_id, email: "a@e.example", email_folded: "a@e.example", account_type: 1 });
+    await db.insertInto("member").values(member("1")).execute();
+    expect((await migrator.migrateTo("20261127T100000-former-members")).error).toBeUndefined();
+    expect(await db.selectFrom("member").select(["user_id", "removed_at"]).execute()).toStrictEqual([{ user_id: "1", removed_at: null }]);
+    await expect(db.insertInto("member").values(member("2")).execute()).rejects.toThrow(/unique/i);
+    await db.updateTable("member").set({ removed_at: 1 }).where("user_id", "=", "1").execute();
+    await db.insertInto("member").values(member("2")).execute();
   });
 
   it("undoing the baseline leaves no table of the application", async () => {

@@ -503,6 +503,7 @@ describe.each(dialects)("usage sums, property-based (%s)", (dialect) => {
               items: order.map((i) => ({
                 ...people[i]!,
                 model_usage: sums.filter((x) => x.user_id === people[i]!.user_id).map((x) => expectedModelUsage(x, s.currency)),
+                former_member: false,
               })),
               not_found_user_ids: ["ghost"],
               not_found_emails: ["ghost@nowhere.example"],

@@ -19,10 +19,12 @@ describe("every business method declares who may call it", () => {
     expect(() => new RestFacade([{ service: open, handlers }], pipeline)).toThrow("declares no (enterprise_admin.v1.access) option");
   });
 
-  it("a method with a permission or marked public is accepted", () => {
+  it("a method with a permission, open to any valid token, or marked public is accepted", () => {
     const guarded = syntheticService((o) => setExtension(o, access, create(MethodAccessSchema, { permission: "departments:read" })));
+    const anyToken = syntheticService((o) => setExtension(o, access, create(MethodAccessSchema, { anyToken: true })), "AnyTokenService");
     const open = syntheticService((o) => setExtension(o, access, create(MethodAccessSchema, { public: true })), "PublicService");
     expect(Object.keys(bindService(guarded, handlers as never, pipeline))).toEqual(["getThing"]);
+    expect(Object.keys(bindService(anyToken, handlers as never, pipeline))).toEqual(["getThing"]);
     expect(Object.keys(bindService(open, handlers as never, pipeline))).toEqual(["getThing"]);
   });
 });

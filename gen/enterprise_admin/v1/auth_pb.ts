@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file enterprise_admin/v1/auth.proto.
  */
 export const file_enterprise_admin_v1_auth: GenFile = /*@__PURE__*/
-  fileDesc("Ch5lbnRlcnByaXNlX2FkbWluL3YxL2F1dGgucHJvdG8SE2VudGVycHJpc2VfYWRtaW4udjEiVgoYQ3JlYXRlQWNjZXNzVG9rZW5SZXF1ZXN0EhoKBmFwcF9pZBgBIAEoCUIKukgHcgUQARiAARIeCgphcHBfc2VjcmV0GAIgASgJQgq6SAdyBRABGIACIkEKGUNyZWF0ZUFjY2Vzc1Rva2VuUmVzcG9uc2USFAoMYWNjZXNzX3Rva2VuGAEgASgJEg4KBmV4cGlyZRgCIAEoBTKrAQoLQXV0aFNlcnZpY2USmwEKEUNyZWF0ZUFjY2Vzc1Rva2VuEi0uZW50ZXJwcmlzZV9hZG1pbi52MS5DcmVhdGVBY2Nlc3NUb2tlblJlcXVlc3QaLi5lbnRlcnByaXNlX2FkbWluLnYxLkNyZWF0ZUFjY2Vzc1Rva2VuUmVzcG9uc2UiJ9rzGAIQAYLT5JMCGzoBKiIWL29wZW5hcGkvdjEvYXV0aC90b2tlbmIGcHJvdG8z", [file_buf_validate_validate, file_enterprise_admin_v1_options, file_google_api_annotations]);
+  fileDesc("Ch5lbnRlcnByaXNlX2FkbWluL3YxL2F1dGgucHJvdG8SE2VudGVycHJpc2VfYWRtaW4udjEiVgoYQ3JlYXRlQWNjZXNzVG9rZW5SZXF1ZXN0EhoKBmFwcF9pZBgBIAEoCUIKukgHcgUQARiAARIeCgphcHBfc2VjcmV0GAIgASgJQgq6SAdyBRABGIACIkEKGUNyZWF0ZUFjY2Vzc1Rva2VuUmVzcG9uc2USFAoMYWNjZXNzX3Rva2VuGAEgASgJEg4KBmV4cGlyZRgCIAEoBSIPCg1XaG9BbUlSZXF1ZXN0IqABCg5XaG9BbUlSZXNwb25zZRIVCg1lbnRlcnByaXNlX2lkGAEgASgJEhcKD2VudGVycHJpc2VfbmFtZRgCIAEoCRIOCgZhcHBfaWQYAyABKAkSEAoIdG9rZW5faWQYBCABKAkSEwoLcGVybWlzc2lvbnMYBSADKAkSEwoLZXhwaXJlX3RpbWUYBiABKAMSEgoKZXhwaXJlc19pbhgHIAEoAzKlAgoLQXV0aFNlcnZpY2USmwEKEUNyZWF0ZUFjY2Vzc1Rva2VuEi0uZW50ZXJwcmlzZV9hZG1pbi52MS5DcmVhdGVBY2Nlc3NUb2tlblJlcXVlc3QaLi5lbnRlcnByaXNlX2FkbWluLnYxLkNyZWF0ZUFjY2Vzc1Rva2VuUmVzcG9uc2UiJ9rzGAIQAYLT5JMCGzoBKiIWL29wZW5hcGkvdjEvYXV0aC90b2tlbhJ4CgZXaG9BbUkSIi5lbnRlcnByaXNlX2FkbWluLnYxLldob0FtSVJlcXVlc3QaIy5lbnRlcnByaXNlX2FkbWluLnYxLldob0FtSVJlc3BvbnNlIiXa8xgCGAGC0+STAhkSFy9vcGVuYXBpL3YxL2F1dGgvd2hvYW1pYgZwcm90bzM", [file_buf_validate_validate, file_enterprise_admin_v1_options, file_google_api_annotations]);
 
 /**
  * @generated from message enterprise_admin.v1.CreateAccessTokenRequest
@@ -64,8 +64,81 @@ export const CreateAccessTokenResponseSchema: GenMessage<CreateAccessTokenRespon
   messageDesc(file_enterprise_admin_v1_auth, 1);
 
 /**
+ * @generated from message enterprise_admin.v1.WhoAmIRequest
+ */
+export type WhoAmIRequest = Message<"enterprise_admin.v1.WhoAmIRequest"> & {
+};
+
+/**
+ * Describes the message enterprise_admin.v1.WhoAmIRequest.
+ * Use `create(WhoAmIRequestSchema)` to create a new message.
+ */
+export const WhoAmIRequestSchema: GenMessage<WhoAmIRequest> = /*@__PURE__*/
+  messageDesc(file_enterprise_admin_v1_auth, 2);
+
+/**
+ * @generated from message enterprise_admin.v1.WhoAmIResponse
+ */
+export type WhoAmIResponse = Message<"enterprise_admin.v1.WhoAmIResponse"> & {
+  /**
+   * The enterprise every call with this token is confined to.
+   *
+   * @generated from field: string enterprise_id = 1;
+   */
+  enterpriseId: string;
+
+  /**
+   * @generated from field: string enterprise_name = 2;
+   */
+  enterpriseName: string;
+
+  /**
+   * The app that obtained the token; empty for a token made by `enterprise-admin token create`.
+   *
+   * @generated from field: string app_id = 3;
+   */
+  appId: string;
+
+  /**
+   * The token's id, as `enterprise-admin token list` shows it and `token revoke` takes it.
+   *
+   * @generated from field: string token_id = 4;
+   */
+  tokenId: string;
+
+  /**
+   * The permissions the token carries, sorted.
+   *
+   * @generated from field: repeated string permissions = 5;
+   */
+  permissions: string[];
+
+  /**
+   * When the token expires, Unix seconds.
+   *
+   * @generated from field: int64 expire_time = 6;
+   */
+  expireTime: bigint;
+
+  /**
+   * Seconds left until then.
+   *
+   * @generated from field: int64 expires_in = 7;
+   */
+  expiresIn: bigint;
+};
+
+/**
+ * Describes the message enterprise_admin.v1.WhoAmIResponse.
+ * Use `create(WhoAmIResponseSchema)` to create a new message.
+ */
+export const WhoAmIResponseSchema: GenMessage<WhoAmIResponse> = /*@__PURE__*/
+  messageDesc(file_enterprise_admin_v1_auth, 3);
+
+/**
  * The enterprise authentication procedure: an enterprise app trades its app_id and app_secret for an
- * access token that carries the app's permissions. Needs no token itself.
+ * access token that carries the app's permissions (needs no token itself); and the calling token's
+ * self-inspection.
  *
  * @generated from service enterprise_admin.v1.AuthService
  */
@@ -79,6 +152,17 @@ export const AuthService: GenService<{
     methodKind: "unary";
     input: typeof CreateAccessTokenRequestSchema;
     output: typeof CreateAccessTokenResponseSchema;
+  },
+  /**
+   * What the calling token is: its enterprise, app, permissions and expiry (never the token itself).
+   * Any valid token may call it, whatever its permissions.
+   *
+   * @generated from rpc enterprise_admin.v1.AuthService.WhoAmI
+   */
+  whoAmI: {
+    methodKind: "unary";
+    input: typeof WhoAmIRequestSchema;
+    output: typeof WhoAmIResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_enterprise_admin_v1_auth, 0);

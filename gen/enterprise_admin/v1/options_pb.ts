@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file enterprise_admin/v1/options.proto.
  */
 export const file_enterprise_admin_v1_options: GenFile = /*@__PURE__*/
-  fileDesc("CiFlbnRlcnByaXNlX2FkbWluL3YxL29wdGlvbnMucHJvdG8SE2VudGVycHJpc2VfYWRtaW4udjEiMgoMTWV0aG9kQWNjZXNzEhIKCnBlcm1pc3Npb24YASABKAkSDgoGcHVibGljGAIgASgIOlsKBmFjY2VzcxIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLuOAyABKAsyIS5lbnRlcnByaXNlX2FkbWluLnYxLk1ldGhvZEFjY2Vzc1IGYWNjZXNzOlQKFnJlc3RfaW50ZWdlcl9hc19zdHJpbmcSHS5nb29nbGUucHJvdG9idWYuRmllbGRPcHRpb25zGLqOAyABKAhSE3Jlc3RJbnRlZ2VyQXNTdHJpbmdiBnByb3RvMw", [file_google_protobuf_descriptor]);
+  fileDesc("CiFlbnRlcnByaXNlX2FkbWluL3YxL29wdGlvbnMucHJvdG8SE2VudGVycHJpc2VfYWRtaW4udjEiRQoMTWV0aG9kQWNjZXNzEhIKCnBlcm1pc3Npb24YASABKAkSDgoGcHVibGljGAIgASgIEhEKCWFueV90b2tlbhgDIAEoCDpbCgZhY2Nlc3MSHi5nb29nbGUucHJvdG9idWYuTWV0aG9kT3B0aW9ucxi7jgMgASgLMiEuZW50ZXJwcmlzZV9hZG1pbi52MS5NZXRob2RBY2Nlc3NSBmFjY2VzczpUChZyZXN0X2ludGVnZXJfYXNfc3RyaW5nEh0uZ29vZ2xlLnByb3RvYnVmLkZpZWxkT3B0aW9ucxi6jgMgASgIUhNyZXN0SW50ZWdlckFzU3RyaW5nYgZwcm90bzM", [file_google_protobuf_descriptor]);
 
 /**
  * Who may call a method. Every method of a served business service must say it: the server refuses to
@@ -34,6 +34,13 @@ export type MethodAccess = Message<"enterprise_admin.v1.MethodAccess"> & {
    * @generated from field: bool public = 2;
    */
   public: boolean;
+
+  /**
+   * True for the methods any valid token may call, whatever its permissions (whoami).
+   *
+   * @generated from field: bool any_token = 3;
+   */
+  anyToken: boolean;
 };
 
 /**

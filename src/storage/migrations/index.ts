@@ -1,7 +1,9 @@
 // The static list of migrations, in order. A static index survives bundling; a folder scan does not.
 import type { Migration } from "kysely";
 import * as baseline from "./20261126T080000-baseline.js";
+import * as formerMembers from "./20261127T100000-former-members.js";
 
 export const migrations: Record<string, Migration> = {
   "20261126T080000-baseline": baseline,
+  "20261127T100000-former-members": formerMembers,
 };
