@@ -72,15 +72,15 @@ export function localDateOf(seconds: number, zone: string): string {
 
 /** The window [start, end) of local dates `from` to `to`, both inclusive (YYYY-MM-DD), in `zone`. */
 export function dateRangeWindow(from: string, to: string, zone: string, fields: [from: string, to: string]): { start: number; end: number; days: number } {
-  const first = localDate(from, zone, fields[0]);
-  const last = localDate(to, zone, fields[1]);
+  const first = localMidnight(from, zone, fields[0]);
+  const last = localMidnight(to, zone, fields[1]);
   if (last < first) throw invalidParameter(`${fields[1]}: ${to} is before ${fields[0]} ${from}`);
   const next = last.plus({ days: 1 });
   return { start: first.toSeconds(), end: next.toSeconds(), days: Math.round(next.diff(first, "days").days) };
 }
 
 /** Local midnight of a YYYY-MM-DD date in `zone`, or an error naming `field`. */
-function localDate(text: string, zone: string, field: string): DateTime {
+export function localMidnight(text: string, zone: string, field: string): DateTime {
   const date = /^\d{4}-\d{2}-\d{2}$/.test(text) ? DateTime.fromISO(text, { zone }) : undefined;
   if (!date?.isValid || date.year < 1970) throw invalidParameter(`${field}: ${JSON.stringify(text)} is not a date YYYY-MM-DD from 1970-01-01`);
   return date.startOf("day");
