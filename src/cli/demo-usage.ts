@@ -35,7 +35,7 @@ export function demoUsageEvents(asOf: string, field = "--as-of"): RawUsageEvent[
 function demoDayEvents(day: number): RawUsageEvent[] {
   const rand = mulberry32(Math.imul(day, 0x9e3779b1) ^ 0x5eed);
   const date = localDateOf(day * DAY_SECONDS, "UTC");
-  const weekday = (day + 4) % 7 < 5; // 1970-01-01 was a Thursday
+  const weekday = (day + 3) % 7 < 5; // Monday to Friday: 1970-01-01 (day 0) was a Thursday, day 3 of a week from Monday
   const events: RawUsageEvent[] = [];
   demoDirectory.members.forEach((member, m) => {
     const count = Math.floor(rand() * (weekday ? 12 : 3));
