@@ -83,6 +83,7 @@ export function buildProgram(): Command {
     .description("Enterprise Admin Service: serve the API and administer its data")
     .version(packageVersion(), "-V, --version", "print the version (package.json) and exit")
     .option("--json", "print results as JSON (the default when stdout is not a terminal; else tables)")
+    .configureHelp({ showGlobalOptions: true })
     .showHelpAfterError();
 
   program.command("serve").description("migrate the database, then serve every transport on one port")
