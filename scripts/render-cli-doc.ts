@@ -4,6 +4,7 @@
 import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { Command, Option } from "commander";
+import { DEMO_USAGE_DAYS } from "../src/cli/demo-usage.js";
 import { buildProgram } from "../src/cli/program.js";
 
 /** A table cell: pipes escaped, so a description may hold `csv|ndjson`. */
@@ -96,6 +97,16 @@ Every command but \`serve\` opens the database of \`--db\`, else \`DATABASE_URL\
 applies pending migrations, then does its job. Opening a SQLite file in a directory that does not exist
 creates it and says so on stderr (\`created directories ./data, ./data/new for the database
 ./data/new/admin.sqlite\`).
+
+## The demo data
+
+\`seed --demo\` imports the enterprise \`demo\` (11 departments, 7 members), two environment
+configurations, and the usage of the ${DEMO_USAGE_DAYS} days up to and including \`--as-of\` (default: today in
+Asia/Shanghai), busier Monday to Friday. Each day's events come from a generator seeded by its date
+alone: a past day is the same whichever day the seed runs, so figures over past days are reproducible,
+and seeding again with a later date adds only the days since (event ids \`demo-<date>-<user_id>-<n>\`).
+The \`--as-of\` day gets all of its events, which fall between 09:00 and 19:00 Asia/Shanghai, even
+those later than the moment of the run.
 
 ${commands.join("\n")}`;
 }
