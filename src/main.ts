@@ -6,6 +6,7 @@ import { createLogger, type Logger } from "./interceptors/logging.js";
 import { loadLocalKeyProvider } from "./keys/local-key-provider.js";
 import { listen } from "./server.js";
 import { migrateToLatest, openDatabase } from "./storage/database.js";
+import { storeUnreachableOf } from "./storage/store-unreachable.js";
 
 export interface RunningService {
   port: number;
@@ -29,7 +30,7 @@ export async function startService(config: ServeConfig, logger: Logger = createL
     };
   } catch (error) {
     await database.close();
-    throw error;
+    throw storeUnreachableOf(error, database.location) ?? error;
   }
 }
 

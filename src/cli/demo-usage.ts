@@ -1,7 +1,13 @@
-// Demo usage for `seed --demo`: about three months of weekday-heavy usage for the demo members over
-// built-in and custom models. Deterministic per day, so seeding twice records nothing new.
+// Demo usage for `seed --demo`: DEMO_USAGE_DAYS dates of weekday-heavy usage by the demo members over
+// built-in and custom models, up to and including the "as of" date. Each date's events come from a
+// generator seeded by that date alone, so a date's history is the same whichever day the seed runs
+// (and seeding twice records nothing new). A date's events fall in 09:00 to 19:00 Asia/Shanghai
+// (01:00 to 11:00 UTC, the same calendar date in both); the "as of" date gets all of its events.
+import { invalidParameter } from "../domain/errors.js";
 import { formatMicros } from "../domain/money.js";
+import { localDateOf, localMidnight } from "../domain/local-time.js";
 import type { RawUsageEvent } from "../domain/usage-event.js";
+import { DAY_SECONDS } from "../domain/usage-window.js";
 import { demoDirectory } from "./demo-directory.js";
 
 const MODELS = [
@@ -13,36 +19,57 @@ const MODELS = [
 
 export const DEMO_USAGE_DAYS = 90;
 
-export function demoUsageEvents(now = Date.now()): RawUsageEvent[] {
-  const today = Math.floor(now / 1000 / 86_400);
+/** Today's date in the demo enterprise's zone: the default "as of" date. */
+export const demoToday = (nowMs = Date.now()) => localDateOf(Math.floor(nowMs / 1000), demoDirectory.enterprise.time_zone!);
+
+/** The demo's events of the DEMO_USAGE_DAYS dates ending with `asOf` (YYYY-MM-DD, included); `field` names it in errors. */
+export function demoUsageEvents(asOf: string, field = "--as-of"): RawUsageEvent[] {
+  const last = localMidnight(asOf, "UTC", field).toSeconds() / DAY_SECONDS;
+  if (last < DEMO_USAGE_DAYS) throw invalidParameter(`${field}: ${asOf} is too early: the demo's ${DEMO_USAGE_DAYS} days must start on 1970-01-02 or later`);
   const events: RawUsageEvent[] = [];
-  let seed = 7;
-  const rand = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
-  for (let day = today - DEMO_USAGE_DAYS; day < today; day++) {
-    const weekday = (day + 4) % 7 < 5; // 1970-01-01 was a Thursday
-    demoDirectory.members.forEach((member, m) => {
-      const count = Math.floor(rand() * (weekday ? 12 : 3));
-      for (let k = 0; k < count; k++) {
-        const model = MODELS[(m + k + Math.floor(rand() * 3)) % MODELS.length]!;
-        const input = 500 + Math.floor(rand() * 6000);
-        const output = 100 + Math.floor(rand() * 1500);
-        const charge = input * model.inputMicros + output * model.outputMicros;
-        const fromQuota = model.model_source === "Builtin" && rand() < 0.6;
-        const timestamp = day * 86_400 + 3600 + Math.floor(rand() * 10 * 3600);
-        events.push({
-          event_id: `demo-${member.user_id}-${day}-${k}`,
-          user_id: member.user_id,
-          model_name: model.model_name,
-          model_type: model.model_type,
-          model_source: model.model_source,
-          timestamp,
-          input_tokens: input,
-          output_tokens: output,
-          basic_amount: fromQuota ? formatMicros(BigInt(charge)) : "0",
-          pay_go_amount: fromQuota ? "0" : formatMicros(BigInt(charge)),
-        });
-      }
-    });
-  }
+  for (let day = last - DEMO_USAGE_DAYS + 1; day <= last; day++) events.push(...demoDayEvents(day));
   return events;
+}
+
+/** One date's events (`day`: days since 1970-01-01), from a generator seeded by the date alone. */
+function demoDayEvents(day: number): RawUsageEvent[] {
+  const rand = mulberry32(Math.imul(day, 0x9e3779b1) ^ 0x5eed);
+  const date = localDateOf(day * DAY_SECONDS, "UTC");
+  const weekday = (day + 3) % 7 < 5; // Monday to Friday: 1970-01-01 (day 0) was a Thursday, day 3 of a week from Monday
+  const events: RawUsageEvent[] = [];
+  demoDirectory.members.forEach((member, m) => {
+    const count = Math.floor(rand() * (weekday ? 12 : 3));
+    for (let k = 0; k < count; k++) {
+      const model = MODELS[(m + k + Math.floor(rand() * 3)) % MODELS.length]!;
+      const input = 500 + Math.floor(rand() * 6000);
+      const output = 100 + Math.floor(rand() * 1500);
+      const charge = BigInt(input * model.inputMicros + output * model.outputMicros);
+      const fromQuota = model.model_source === "Builtin" && rand() < 0.6;
+      events.push({
+        event_id: `demo-${date}-${member.user_id}-${k}`,
+        user_id: member.user_id,
+        model_name: model.model_name,
+        model_type: model.model_type,
+        model_source: model.model_source,
+        timestamp: day * DAY_SECONDS + 3600 + Math.floor(rand() * 10 * 3600),
+        input_tokens: input,
+        output_tokens: output,
+        basic_amount: fromQuota ? formatMicros(charge) : "0",
+        pay_go_amount: fromQuota ? "0" : formatMicros(charge),
+      });
+    }
+  });
+  return events;
+}
+
+/** mulberry32: a small 32-bit generator, uniform in [0, 1); the same seed gives the same sequence. */
+function mulberry32(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
 }

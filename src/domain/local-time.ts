@@ -72,8 +72,8 @@ export function localDateOf(seconds: number, zone: string): string {
 
 /** The window [start, end) of local dates `from` to `to`, both inclusive (YYYY-MM-DD), in `zone`. */
 export function dateRangeWindow(from: string, to: string, zone: string, fields: [from: string, to: string]): { start: number; end: number; days: number } {
-  const first = localDate(from, zone, fields[0]);
-  const last = localDate(to, zone, fields[1]);
+  const first = localMidnight(from, zone, fields[0]);
+  const last = localMidnight(to, zone, fields[1]);
   if (last < first) throw invalidParameter(`${fields[1]}: ${to} is before ${fields[0]} ${from}`);
   // The next day's first instant: from a day that began after a jump over midnight (01:00), adding a day
   // alone would end the window an hour into the next one.
@@ -82,7 +82,7 @@ export function dateRangeWindow(from: string, to: string, zone: string, fields: 
 }
 
 /** Local midnight of a YYYY-MM-DD date in `zone`, or an error naming `field`. */
-function localDate(text: string, zone: string, field: string): DateTime {
+export function localMidnight(text: string, zone: string, field: string): DateTime {
   const date = /^\d{4}-\d{2}-\d{2}$/.test(text) ? DateTime.fromISO(text, { zone }) : undefined;
   if (!date?.isValid || date.year < 1970) throw invalidParameter(`${field}: ${JSON.stringify(text)} is not a date YYYY-MM-DD from 1970-01-01`);
   return date.startOf("day");

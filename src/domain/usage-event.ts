@@ -91,7 +91,7 @@ export function checkUsageEvent(raw: RawUsageEvent, where: string): UsageEventIn
   const modelName = text(raw.model_name, "model_name", where, eventId, 128, false);
   const modelType = oneOf(raw.model_type, "model_type", where, eventId, MODEL_TYPES);
   const modelSource = oneOf(raw.model_source, "model_source", where, eventId, MODEL_SOURCES);
-  const timestamp = integer(raw.timestamp, "timestamp", where, eventId, 1, MAX_TIMESTAMP, true);
+  const timestamp = integer(raw.timestamp, "timestamp", where, eventId, 1, MAX_TIMESTAMP, true, millisecondsHint);
   const inputTokens = integer(raw.input_tokens, "input_tokens", where, eventId, 0, MAX_TOKENS, false);
   const outputTokens = integer(raw.output_tokens, "output_tokens", where, eventId, 0, MAX_TOKENS, false);
   const basicMicros = amount(raw.basic_amount, "basic_amount", where, eventId);
@@ -122,7 +122,16 @@ function oneOf<T extends string>(value: unknown, field: string, where: string, e
   throw invalidParameter(`${at(where, eventId)}: ${field}: must be one of ${allowed.join(", ")} (got ${JSON.stringify(value ?? null)})`);
 }
 
-function integer(value: unknown, field: string, where: string, eventId: string, min: number, max: number, required: boolean): number {
+/**
+ * The mistake behind most timestamps past the year 9999: milliseconds (13 digits today) where Unix
+ * seconds are wanted. Said as such, with the seconds it likely meant.
+ */
+function millisecondsHint(n: bigint): string | undefined {
+  return n <= BigInt(MAX_TIMESTAMP) * 1000n ? `must be Unix seconds; ${n} looks like milliseconds (${n / 1000n} in seconds)` : undefined;
+}
+
+function integer(value: unknown, field: string, where: string, eventId: string, min: number, max: number, required: boolean,
+  overMax?: (n: bigint) => string | undefined): number {
   // The common case: a JSON number in range.
   if (typeof value === "number" && Number.isSafeInteger(value) && value >= min && value <= max && (value !== 0 || !required)) return value;
   if (value === undefined || value === null || (required && (value === 0n || value === 0))) {
@@ -135,7 +144,7 @@ function integer(value: unknown, field: string, where: string, eventId: string, 
   else if (typeof value === "string" && /^-?\d{1,20}$/.test(value)) n = BigInt(value);
   if (n === undefined) throw invalidParameter(`${at(where, eventId)}: ${field}: must be an integer (got ${JSON.stringify(typeof value === "bigint" ? String(value) : value)})`);
   if (n < BigInt(min)) throw invalidParameter(`${at(where, eventId)}: ${field}: must be >= ${min} (got ${n})`);
-  if (n > BigInt(max)) throw invalidParameter(`${at(where, eventId)}: ${field}: must be <= ${max} (got ${n})`);
+  if (n > BigInt(max)) throw invalidParameter(`${at(where, eventId)}: ${field}: ${overMax?.(n) ?? `must be <= ${max} (got ${n})`}`);
   return Number(n);
 }
 

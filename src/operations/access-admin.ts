@@ -35,6 +35,7 @@ export class AccessAdmin {
   }
 
   async listApps(enterpriseId: string) {
+    await this.requireEnterprise(enterpriseId);
     const rows = await this.auth.listApps(enterpriseId);
     return rows.map((r) => ({
       app_id: r.app_id, name: r.name, permissions: splitPermissions(r.permissions),
@@ -81,6 +82,7 @@ export class AccessAdmin {
 
   /** An enterprise's tokens, live and recently ended; never the tokens themselves. */
   async listTokens(enterpriseId: string) {
+    await this.requireEnterprise(enterpriseId);
     const rows = await this.auth.listTokens(enterpriseId);
     return rows.map((r) => ({
       token_id: r.token_id, app_id: r.app_id, permissions: splitPermissions(r.permissions),

@@ -4,7 +4,7 @@ import { mkdirSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Worker } from "node:worker_threads";
-import { dirname } from "node:path";
+import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import SqliteDatabase from "better-sqlite3";
 import { DEFAULT_MIGRATION_TABLE, Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type MigrationProvider } from "kysely";
@@ -27,6 +27,8 @@ export interface Database {
   readonly direct?: DirectStatement;
   /** The store, for operators: a SQLite file's path, or a PostgreSQL server and database (no credentials). */
   readonly location: string;
+  /** SQLite: the directories that opening created for the file, outermost first (none when they all existed). */
+  readonly createdDirectories: readonly string[];
   /**
    * Runs `work` in a transaction that holds the store's write lock from its start (SQLite: BEGIN
    * IMMEDIATE, so no read inside can fail to upgrade), waiting for the lock at most the busy timeout
@@ -85,10 +87,10 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
       if (!options.unbounded) await sql`select set_config('lock_timeout', ${`${busyTimeout}ms`}, true)`.execute(connection);
       return commitOrRollBack(connection, work, () => true);
     });
-    return { db, dialect: "postgres", location, writeTransaction, faultOf: (error) => storeFaultOf(error, location), close: () => db.destroy() };
+    return { db, dialect: "postgres", location, createdDirectories: [], writeTransaction, faultOf: (error) => storeFaultOf(error, location), close: () => db.destroy() };
   }
   const path = url.startsWith("file:") ? fileURLToPath(url) : url;
-  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+  const createdDirectories = path === ":memory:" ? [] : makeDirectories(dirname(path));
   const sqlite = new SqliteDatabase(path);
   // 16 KiB pages for a new store (SQLite's default is 4 KiB; an existing store keeps its own, as the
   // pragma changes nothing once the file has pages). The log and the checkpoint write a page per call
@@ -140,7 +142,16 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
       await sleep(LOCK_POLL_MS);
     }
   };
-  return { db, dialect: "sqlite", direct, location, writeTransaction, faultOf: (error) => storeFaultOf(error, location), close };
+  return { db, dialect: "sqlite", direct, location, createdDirectories, writeTransaction, faultOf: (error) => storeFaultOf(error, location), close };
+}
+
+/** Makes `directory` and its missing parents; returns those it made, outermost first. */
+function makeDirectories(directory: string): string[] {
+  const first = mkdirSync(directory, { recursive: true });
+  if (first === undefined) return [];
+  const made = [directory];
+  while (resolve(made[0]!) !== resolve(first)) made.unshift(dirname(made[0]!));
+  return made;
 }
 
 /** How often a writer waiting for SQLite's write lock tries it again. */
@@ -249,7 +260,7 @@ export async function migrateToLatest(database: Database): Promise<string[]> {
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === "Error")?.migrationName ?? "unknown";
-    throw new Error(`migration ${failed} failed: ${error instanceof Error ? error.message : String(error)}`);
+    throw new Error(`migration ${failed} failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
   }
   return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
 }

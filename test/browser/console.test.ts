@@ -17,7 +17,7 @@ import { UsageService } from "../../gen/enterprise_admin/v1/usage_pb.js";
 import { http as httpRule } from "../../gen/google/api/annotations_pb.js";
 import { buildConsole } from "../../scripts/build-console.js";
 import { DEMO_ENTERPRISE_ID, demoDirectory } from "../../src/cli/demo-directory.js";
-import { demoUsageEvents } from "../../src/cli/demo-usage.js";
+import { demoToday, demoUsageEvents } from "../../src/cli/demo-usage.js";
 import { CONSOLE_CSP } from "../../src/console-assets.js";
 import { formatMicros, parseMicros } from "../../src/domain/money.js";
 import { PERMISSIONS } from "../../src/domain/permissions.js";
@@ -106,7 +106,7 @@ describe.skipIf(!haveChromium)("the usage console in Chromium, on the demo enter
     await buildConsole();
     service = await startTestService("sqlite");
     await importDirectory(service.database, demoDirectory);
-    const events = demoUsageEvents().map((raw, i) => ({ event: checkUsageEvent(raw, `demo event ${i}`), where: `demo event ${i}` }));
+    const events = demoUsageEvents(demoToday()).map((raw, i) => ({ event: checkUsageEvent(raw, `demo event ${i}`), where: `demo event ${i}` }));
     await recordUsage(new UsageRepository(service.database), DEMO_ENTERPRISE_ID, events);
     token = await service.token(PERMISSIONS, DEMO_ENTERPRISE_ID);
     await seedScale(service);

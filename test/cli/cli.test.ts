@@ -10,7 +10,7 @@ import { importDirectory } from "../../src/operations/import-directory.js";
 import { migrateToLatest, openDatabase, type Database } from "../../src/storage/database.js";
 import { EnvironmentConfigRepository } from "../../src/storage/environment-config-repository.js";
 import { migrations } from "../../src/storage/migrations/index.js";
-import { cli } from "../helpers/cli.js";
+import { cli, cliOnTerminal } from "../helpers/cli.js";
 import { createTestDatabase, dialects, type TestDatabase } from "../helpers/databases.js";
 import { acme } from "../helpers/fixtures.js";
 
@@ -129,6 +129,8 @@ describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
       ["an amount on a Custom model", ev("b-2", { model_source: "Custom" }), 'line 2 (event_id "b-2"): basic_amount: a Custom model\'s amounts must be zero'],
       ["an unknown member", ev("b-2", { user_id: "9999" }), 'line 2 (event_id "b-2"): user_id: "9999" is not a member of enterprise acme'],
       ["a line that is not JSON", '{"event_id": "b-2",', "line 2: not valid JSON"],
+      ["a timestamp in milliseconds", ev("b-2", { timestamp: 1_730_077_200_123 }),
+        'line 2 (event_id "b-2"): timestamp: must be Unix seconds; 1730077200123 looks like milliseconds (1730077200 in seconds)'],
     ])("rejects %s naming the line and the field, and records none of the file", async (_name, line, message) => {
       const before = await stored();
       const path = file("bad.ndjson", [ev("b-1"), line, ev("b-3")].join("\n"));
@@ -153,6 +155,11 @@ describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
     expect((await cli(["app", "revoke", app.app_id, "--db", testDb.url])).code).toBe(0);
     expect(JSON.parse((await cli(["app", "list", "--enterprise", "acme", "--db", testDb.url])).stdout)[0].revoked).toBe(true);
     expect((await cli(["app", "revoke", "app_unknown", "--db", testDb.url])).stderr).toContain('app "app_unknown" not found');
+  });
+
+  it.each([["app"], ["token"]])("%s list of an unknown enterprise is one line and exit 2, not an empty list", async (noun) => {
+    const result = await cli([noun, "list", "--enterprise", "nope", "--db", testDb.url]);
+    expect(result).toStrictEqual({ code: 2, stdout: "", stderr: 'error: enterprise "nope" does not exist (import a directory file first)\n' });
   });
 
   it("token create prints the token alone and rejects unknown scopes and durations", async () => {
@@ -238,4 +245,94 @@ describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
     writeFileSync(keyFile, saved, { mode: 0o600 });
     await expectOk("verify");
   }, 120_000); // ten CLI runs
+});
+
+describe("enterprise-admin CLI: output, errors and the demo, whatever the database", () => {
+  const dir = mkdtempSync(join(tmpdir(), "eadmin-cli-any-"));
+  const earlier = join(dir, "earlier", "demo.sqlite");
+  const later = join(dir, "later", "demo.sqlite");
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  /** The demo's events, one string each, by local date (the demo's days fall on one date in UTC and Asia/Shanghai). */
+  async function demoEvents(url: string): Promise<Map<string, string>> {
+    const opened = openDatabase(url);
+    try {
+      const rows = await opened.db.selectFrom("usage_event").select(["event_id", "ts", "input_tokens", "output_tokens", "basic_micros", "pay_go_micros"])
+        .where("enterprise_id", "=", "demo").orderBy("event_id").execute();
+      return new Map(rows.map((r) => [r.event_id, `${new Date(r.ts * 1000).toISOString()} ${r.input_tokens} ${r.output_tokens} ${r.basic_micros} ${r.pay_go_micros}`]));
+    } finally {
+      await opened.close();
+    }
+  }
+  const datesOf = (events: Map<string, string>) => [...new Set([...events.values()].map((e) => e.slice(0, 10)))].sort();
+
+  it("--version prints the version of package.json", async () => {
+    const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+    expect(await cli(["--version"])).toStrictEqual({ code: 0, stdout: `${version}\n`, stderr: "" });
+  });
+
+  it("seed --demo makes the same days whatever --as-of: two seeds agree on their common days, and the --as-of day is included", async () => {
+    const first = await cli(["seed", "--demo", "--as-of", "2026-03-10", "--json", "--db", earlier]);
+    expect(first.code).toBe(0);
+    expect(first.stderr).toContain(`created directory ${join(dir, "earlier")} for the database ${earlier}\n`);
+    expect(JSON.parse(first.stdout)).toMatchObject({ enterprise_id: "demo", as_of: "2026-03-10", days: 90, access_token: expect.stringMatching(/^eat_/) });
+    expect((await cli(["seed", "--demo", "--as-of", "2026-03-20", "--db", later])).stdout).toMatch(/^eat_[A-Za-z0-9_-]{43}\n$/);
+
+    const a = await demoEvents(earlier);
+    const b = await demoEvents(later);
+    expect([datesOf(a)[0], datesOf(a).at(-1), datesOf(b)[0], datesOf(b).at(-1)]).toStrictEqual(["2025-12-11", "2026-03-10", "2025-12-21", "2026-03-20"]);
+    const common = (events: Map<string, string>) => [...events].filter(([, e]) => e.slice(0, 10) >= "2025-12-21" && e.slice(0, 10) <= "2026-03-10");
+    expect(common(a).length).toBeGreaterThan(1000);
+    expect(common(b)).toStrictEqual(common(a));
+
+    // Seeding the earlier store up to the later day adds exactly the days it lacked.
+    const again = JSON.parse((await cli(["seed", "--demo", "--as-of", "2026-03-20", "--json", "--db", earlier])).stdout);
+    expect(again.recorded).toBe([...b.values()].filter((e) => e.slice(0, 10) > "2026-03-10").length);
+  }, 120_000);
+
+  it("a result is JSON when piped or with --json, and a table with ISO 8601 times on a terminal", async () => {
+    const piped = await cli(["token", "list", "--enterprise", "demo", "--db", earlier]);
+    const tokens = JSON.parse(piped.stdout) as { token_id: string; expires_at: number }[];
+    expect(tokens).toHaveLength(2); // one per seed of this store
+    expect(piped.stdout.split("\n")).toHaveLength(2); // one line
+
+    const asked = await cliOnTerminal(["token", "list", "--enterprise", "demo", "--json", "--db", earlier]);
+    expect(JSON.parse(asked.stdout)).toStrictEqual(tokens);
+
+    const table = await cliOnTerminal(["token", "list", "--enterprise", "demo", "--db", earlier]);
+    expect(table.code).toBe(0);
+    const iso = new Date(tokens[0]!.expires_at * 1000).toISOString().replace(".000Z", "Z");
+    expect(table.stdout).toMatch(new RegExp(`│ ${tokens[0]!.token_id} +│ +│ departments:read, environments:read, environments:write, statistics:read, usage:write │ [0-9T:Z-]+ │ ${iso} │ false +│`));
+    expect(table.stdout).toMatch(/│ token_id +│ app_id │ permissions +│ created_at +│ expires_at +│ revoked │/);
+  }, 60_000);
+
+  it("token create prints the token alone even on a terminal (its token_id on stderr), and an object with --json", async () => {
+    const onTerminal = await cliOnTerminal(["token", "create", "--enterprise", "demo", "--scopes", "statistics:read", "--db", earlier]);
+    expect(onTerminal.stdout).toMatch(/^token_id: tok_[0-9a-f]{32}\r\neat_[A-Za-z0-9_-]{43}\r\n$/);
+    const asked = await cli(["token", "create", "--enterprise", "demo", "--scopes", "statistics:read", "--json", "--db", earlier]);
+    expect(JSON.parse(asked.stdout)).toStrictEqual({ access_token: expect.stringMatching(/^eat_/), token_id: expect.stringMatching(/^tok_/), expire: 7200 });
+  });
+
+  it("a file that is not there is one line naming it, exit 2", async () => {
+    const missing = join(dir, "missing.ndjson");
+    expect(await cli(["import", "usage", missing, "--enterprise", "demo", "--db", earlier]))
+      .toStrictEqual({ code: 2, stdout: "", stderr: `error: ${missing}: no such file or directory\n` });
+    expect((await cli(["import", "directory", join(dir, "missing.json"), "--db", earlier])).stderr).toBe(`error: ${join(dir, "missing.json")}: no such file or directory\n`);
+  });
+
+  it("an unreachable PostgreSQL is one line naming the server (no credentials), exit 1", async () => {
+    const result = await cli(["migrate", "--db", "postgres://admin:s3cret@127.0.0.1:1/admin"]);
+    expect(result).toStrictEqual({
+      code: 1, stdout: "", stderr: "error: cannot connect to the database postgres://127.0.0.1:1/admin: connection refused (is PostgreSQL running there?)\n",
+    });
+  });
+
+  it("migrate says which directories it created for a new SQLite file", async () => {
+    const path = join(dir, "new", "sub", "admin.sqlite");
+    const result = await cli(["migrate", "--db", path]);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe(`created directories ${join(dir, "new")}, ${join(dir, "new", "sub")} for the database ${path}\n`);
+    expect(JSON.parse(result.stdout)).toStrictEqual({ applied: Object.keys(migrations) });
+    expect((await cli(["migrate", "--db", path])).stderr).toBe(""); // nothing created the second time
+  });
 });

@@ -13,12 +13,24 @@ export interface CliResult {
   stderr: string;
 }
 
-export async function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+async function runCli(file: string, args: string[], env: NodeJS.ProcessEnv): Promise<CliResult> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [bin, ...args], { env: { ...process.env, DATABASE_URL: "", ...env } });
+    const { stdout, stderr } = await run(file, args, { env: { ...process.env, DATABASE_URL: "", ...env } });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as CliResult;
     return { code: e.code, stdout: e.stdout, stderr: e.stderr };
   }
 }
+
+export const cli = (args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> => runCli(process.execPath, [bin, ...args], env);
+
+const shellQuoted = (word: string) => `'${word.replaceAll("'", "'\\''")}'`;
+
+/**
+ * The CLI on a terminal, as a person runs it: under script(1), which gives it a pseudo-terminal for
+ * stdin, stdout and stderr. Both streams arrive in `stdout`, as the terminal shows them (lines end
+ * in "\r\n").
+ */
+export const cliOnTerminal = (args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> =>
+  runCli("script", ["-qec", [process.execPath, bin, ...args].map(shellQuoted).join(" "), "/dev/null"], env);

@@ -1,0 +1,265 @@
+// The enterprise-admin command line (docs/cli.md): the Command tree, built by buildProgram()
+// for main.ts to run and for scripts/render-cli-doc.ts to document. Each command opens the database
+// named by --db (else DATABASE_URL, else ./data/enterprise-admin.sqlite), migrates it, does one job,
+// and prints its result through output.ts.
+import { readFileSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { Command, Option } from "commander";
+import { loadConfig, loadServeConfig, usageImportTuning } from "../config.js";
+import { MAX_ACCESS_TOKEN_TTL_SECONDS, parseDuration } from "../domain/credentials.js";
+import { parseDirectoryFile } from "../domain/directory-file.js";
+import { AppError } from "../domain/errors.js";
+import { PERMISSIONS, parsePermissions } from "../domain/permissions.js";
+import { serveUntilSignal } from "../main.js";
+import { AccessAdmin } from "../operations/access-admin.js";
+import { importDirectory } from "../operations/import-directory.js";
+import { importUsage } from "../operations/import-usage.js";
+import { rotateMasterKey } from "../operations/rotate-master-key.js";
+import { decodeKey, loadLocalKeyProvider, type LocalKeyProvider } from "../keys/local-key-provider.js";
+import { keyRingStatus, verifyDataKeys } from "../operations/inspect-master-keys.js";
+import { EnvironmentConfigRepository } from "../storage/environment-config-repository.js";
+import { UsageRepository } from "../storage/usage-repository.js";
+import { exportProgressBar, progressBar } from "./progress-bar.js";
+import { exportUsageFile } from "./export-usage.js";
+import { RECORD_FORMATS } from "../rest/record-formats.js";
+import { AuthRepository } from "../storage/auth-repository.js";
+import { migrateToLatest, openDatabase, type Database } from "../storage/database.js";
+import { DirectoryRepository } from "../storage/directory-repository.js";
+import { DEMO_ENTERPRISE_ID, demoDirectory } from "./demo-directory.js";
+import { DEMO_USAGE_DAYS, demoToday, demoUsageEvents } from "./demo-usage.js";
+import { demoEnvironments } from "./demo-environments.js";
+import { EnvironmentConfigs } from "../operations/environment-configs.js";
+import { checkUsageEvent } from "../domain/usage-event.js";
+import { recordUsage } from "../operations/record-usage.js";
+import { storeUnreachableOf } from "../storage/store-unreachable.js";
+import { outputOf } from "./output.js";
+
+const dbOption = () => new Option("--db <url>", "database: a SQLite file path or file: URL, or postgres://… (default: $DATABASE_URL, else ./data/enterprise-admin.sqlite)");
+
+async function withDatabase<T>(url: string | undefined, work: (database: Database) => Promise<T>, migrate = true): Promise<T> {
+  const database = openDatabase(loadConfig({ db: url }).databaseUrl);
+  const made = database.createdDirectories;
+  if (made.length > 0) console.error(`created ${made.length === 1 ? "directory" : "directories"} ${made.join(", ")} for the database ${database.location}`);
+  try {
+    if (migrate) await migrateToLatest(database);
+    return await work(database);
+  } catch (error) {
+    // A full disk, a busy store or one that cannot be reached is said as such, with the store's
+    // location, not as the driver's words (or the name of the migration that met it) alone.
+    throw database.faultOf(error) ?? storeUnreachableOf(error, database.location) ?? error;
+  } finally {
+    await database.close();
+  }
+}
+
+const accessAdmin = (database: Database) =>
+  new AccessAdmin(new AuthRepository(database.db), new DirectoryRepository(database.db));
+
+/** `create`: whether a missing key file is created (serve and rotate) or an error (commands that only read). */
+const withKeys = <T>(url: string | undefined, create: boolean, work: (repository: EnvironmentConfigRepository, keys: LocalKeyProvider) => Promise<T>) =>
+  withDatabase(url, async (database) =>
+    work(new EnvironmentConfigRepository(database.db), await loadLocalKeyProvider({ databaseUrl: loadConfig({ db: url }).databaseUrl, create })));
+
+/** The new key of --new-key-file or --new-key, strictly decoded; the error never quotes it. */
+async function newKeyOption(opts: { newKey?: string; newKeyFile?: string }): Promise<Buffer | undefined> {
+  if (opts.newKey !== undefined && opts.newKeyFile !== undefined) throw new AppError(4001, "--new-key and --new-key-file: pass one of them, not both");
+  // A file that cannot be read is said by main.ts like every other (its path and why), outside the decoding's errors.
+  const fileText = opts.newKeyFile === undefined ? undefined : await readFile(opts.newKeyFile, "utf8");
+  try {
+    if (fileText !== undefined) return decodeKey(fileText, `--new-key-file: ${opts.newKeyFile}`);
+    if (opts.newKey !== undefined) return decodeKey(opts.newKey, "--new-key");
+  } catch (error) {
+    throw new AppError(4001, (error as Error).message);
+  }
+  return undefined;
+}
+
+const packageVersion = (): string =>
+  (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
+
+/** The enterprise-admin command tree; a new one each call (commander keeps parse state on it). */
+export function buildProgram(): Command {
+  const program = new Command("enterprise-admin")
+    .description("Enterprise Admin Service: serve the API and administer its data")
+    .version(packageVersion(), "-V, --version", "print the version (package.json) and exit")
+    .option("--json", "print results as JSON (the default when stdout is not a terminal; else tables)")
+    .configureHelp({ showGlobalOptions: true })
+    .showHelpAfterError();
+
+  program.command("serve").description("migrate the database, then serve every transport on one port")
+    .option("--port <n>", "port (default: $PORT, else 8080)")
+    .option("--host <addr>", "address to bind (default: $HOST, else 127.0.0.1)")
+    .addOption(dbOption())
+    .action(async (opts) => serveUntilSignal(loadServeConfig({ port: opts.port, host: opts.host, db: opts.db })));
+
+  program.command("migrate").description("apply pending migrations").addOption(dbOption())
+    .action(async (opts, command: Command) => {
+      const applied = await withDatabase(opts.db, async (database) => migrateToLatest(database), false);
+      outputOf(command).result({ applied });
+    });
+
+  program.command("seed").description("load demo data and print an access token with every permission (alone, unless --json)")
+    .requiredOption("--demo", `the demo enterprise: departments, members, ${DEMO_USAGE_DAYS} days of usage up to --as-of, two environment configs`)
+    .option("--as-of <date>", "the demo's last day of usage, YYYY-MM-DD, included whole; each day's usage depends on its date alone (default: today in Asia/Shanghai)")
+    .addOption(dbOption())
+    .action(async (opts, command: Command) => {
+      const asOf: string = opts.asOf ?? demoToday();
+      const raws = demoUsageEvents(asOf);
+      const { summary, usage, created, token } = await withDatabase(opts.db, async (database) => {
+        const summary = await importDirectory(database, demoDirectory);
+        const events = raws.map((raw, i) => ({ event: checkUsageEvent(raw, `demo event ${i}`), where: `demo event ${i}` }));
+        const usage = await recordUsage(new UsageRepository(database), DEMO_ENTERPRISE_ID, events);
+        const environments = new EnvironmentConfigs(new EnvironmentConfigRepository(database.db),
+          await loadLocalKeyProvider({ databaseUrl: loadConfig({ db: opts.db }).databaseUrl }));
+        const existing = new Set((await environments.list(DEMO_ENTERPRISE_ID, 100, "")).items.map((item) => item.row.name));
+        const created = demoEnvironments.filter((config) => !existing.has(config.name!));
+        for (const config of created) await environments.create(DEMO_ENTERPRISE_ID, config);
+        return { summary, usage, created, token: await accessAdmin(database).createToken(DEMO_ENTERPRISE_ID, [...PERMISSIONS], 7 * 86400) };
+      });
+      console.error(`seeded enterprise "${summary.enterprise_id}": ${summary.departments} departments, ${summary.members} members, ` +
+        `${usage.recorded} new usage events over the ${DEMO_USAGE_DAYS} days up to ${asOf}, ${created.length} new environment configs`);
+      console.error("access token with every permission (valid 7 days):");
+      outputOf(command).value(token.accessToken, {
+        enterprise_id: summary.enterprise_id, departments: summary.departments, members: summary.members, as_of: asOf, days: DEMO_USAGE_DAYS,
+        usage_events: raws.length, recorded: usage.recorded, environment_configs_created: created.length,
+        access_token: token.accessToken, token_id: token.tokenId, expire: token.expire,
+      });
+    });
+
+  const importCommand = program.command("import").description("load data files");
+  importCommand.command("directory").argument("<file>", "directory JSON file (docs/file-formats.md)")
+    .description("upsert one enterprise, its departments and members; idempotent; all or nothing")
+    .option("--prune", "also remove the departments and members absent from the file (members become former members: their usage history stays)")
+    .option("--dry-run", "print what the import would do (removals included), write nothing")
+    .addOption(dbOption())
+    .action(async (file: string, opts, command: Command) => {
+      const text = await readFile(file, "utf8");
+      const parsed = parseDirectoryFile(text);
+      const summary = await withDatabase(opts.db, (database) => importDirectory(database, parsed, { prune: opts.prune, dryRun: opts.dryRun }));
+      outputOf(command).result(summary);
+    });
+
+  importCommand.command("usage").argument("<file>", "NDJSON usage events, one per line (docs/file-formats.md)")
+    .description("load usage events; idempotent by event_id; progress bar on a TTY; checks the whole file before writing, then commits in short chunks (re-run after a crash to complete)")
+    .requiredOption("--enterprise <id>", "enterprise id")
+    .addOption(dbOption())
+    .action(async (file: string, opts, command: Command) => {
+      const summary = await withDatabase(opts.db, (database) =>
+        importUsage(new UsageRepository(database), opts.enterprise, file, process.stderr.isTTY ? progressBar() : undefined, usageImportTuning()));
+      outputOf(command).result(summary);
+    });
+
+  const exportCommand = program.command("export").description("write data files");
+  exportCommand.command("usage")
+    .description("rows per (local date, member, model) with usage, in date order, as CSV or NDJSON (the REST export's formats); progress bar on a TTY")
+    .requiredOption("--enterprise <id>", "enterprise id")
+    .requiredOption("--from <date>", "first local date, YYYY-MM-DD (inclusive)")
+    .requiredOption("--to <date>", "last local date, YYYY-MM-DD (inclusive)")
+    .option("--time-zone <tz>", "IANA time zone of the dates (default: the enterprise's)")
+    .option("--format <format>", `file format: ${RECORD_FORMATS.join(" or ")}`, "csv")
+    .option("--out <file>", "write to this file (complete or not at all) instead of stdout")
+    .addOption(dbOption())
+    .action(async (opts, command: Command) => {
+      const summary = await withDatabase(opts.db, (database) => exportUsageFile(database,
+        { enterprise: opts.enterprise, from: opts.from, to: opts.to, timeZone: opts.timeZone, format: opts.format, out: opts.out },
+        process.stderr.isTTY ? exportProgressBar() : undefined));
+      // stdout may be the export itself: the summary goes to stderr.
+      outputOf(command, process.stderr).result(summary);
+    });
+
+  const appCommand = program.command("app").description("enterprise apps (app_id/app_secret)");
+  appCommand.command("create").description("create an app and print its app_id and app_secret")
+    .requiredOption("--enterprise <id>", "enterprise id")
+    .requiredOption("--scopes <list>", `comma-separated permissions: ${PERMISSIONS.join(", ")}`)
+    .option("--name <name>", "a label for the app", "app")
+    .addOption(dbOption())
+    .action(async (opts, command: Command) => {
+      const permissions = parsePermissions(opts.scopes);
+      const app = await withDatabase(opts.db, (database) => accessAdmin(database).createApp(opts.enterprise, permissions, opts.name));
+      outputOf(command).result(app);
+    });
+  appCommand.command("list").description("list an enterprise's apps").requiredOption("--enterprise <id>", "enterprise id")
+    .addOption(dbOption())
+    .action(async (opts, command: Command) => {
+      const apps = await withDatabase(opts.db, (database) => accessAdmin(database).listApps(opts.enterprise));
+      outputOf(command).result(apps, { times: ["created_at"], empty: `enterprise "${opts.enterprise}" has no apps` });
+    });
+  appCommand.command("revoke").argument("<app_id>").description("revoke an app; its tokens stop working at once")
+    .addOption(dbOption())
+    .action(async (appId: string, opts, command: Command) => {
+      const found = await withDatabase(opts.db, (database) => accessAdmin(database).revokeApp(appId));
+      if (!found) throw new AppError(4001, `app "${appId}" not found`);
+      outputOf(command).result({ app_id: appId, revoked: true });
+    });
+
+  const keysCommand = program.command("keys").description("the master keys that wrap the secrets' data keys (every command is safe while servers run)");
+
+  keysCommand.command("rotate")
+    .description("make a new master key current, re-wrap every data key under it, then move the retired keys this database added and no data key needs out of the key file")
+    .option("--new-key-file <path>", "a file holding the new 32-byte master key, base64 (required when ENTERPRISE_ADMIN_MASTER_KEY is used; else one is generated into the key file)")
+    .option("--new-key <base64>", "the same given on the command line, where other users may see it (process list, shell history): prefer --new-key-file")
+    .addOption(dbOption())
+    .action(async (opts, command: Command) => {
+      const newKey = await newKeyOption(opts);
+      const { summary, source } = await withKeys(opts.db, true, async (repository, keys) =>
+        ({ summary: await rotateMasterKey(repository, keys, { newKey }), source: keys.source }));
+      outputOf(command).result(summary);
+      if (source.kind === "env") {
+        console.error(`new data keys are now wrapped under "${summary.master_key_id}": every instance needs the new key in ENTERPRISE_ADMIN_MASTER_KEY; ` +
+          "a retired key may leave the variable once `keys status` shows it wraps no data key");
+      }
+    });
+
+  keysCommand.command("status").description("each master key, current or retired, whether it is held, and how many data keys it wraps")
+    .addOption(dbOption())
+    .action(async (opts, command: Command) => {
+      outputOf(command).result(await withKeys(opts.db, false, keyRingStatus));
+    });
+
+  keysCommand.command("verify").description("unwrap every data key; exit 1 naming each environment config that cannot be read")
+    .addOption(dbOption())
+    .action(async (opts, command: Command) => {
+      const report = await withKeys(opts.db, false, verifyDataKeys);
+      outputOf(command).result(report);
+      for (const config of report.unreadable) {
+        console.error(`error: environment config "${config.name}" (${config.environment_id}) of enterprise "${config.enterprise_id}" cannot be read: ${config.reason}`);
+      }
+      if (!report.current_master_key_held) {
+        console.error(`error: the current master key "${report.current_master_key_id}" is not held by this key source: new secrets would be refused`);
+      }
+      if (!report.ok) process.exitCode = 1;
+    });
+
+  const tokenCommand = program.command("token").description("access tokens (never printed back once made)");
+  tokenCommand.command("create")
+    .description("print a ready access token (alone on stdout, piped or not, unless --json; its token_id goes to stderr)")
+    .requiredOption("--enterprise <id>", "enterprise id")
+    .requiredOption("--scopes <list>", `comma-separated permissions: ${PERMISSIONS.join(", ")}`)
+    .option("--expires-in <duration>", "lifetime: 90s, 15m, 2h, 7d; at most 90d", "2h")
+    .addOption(dbOption())
+    .action(async (opts, command: Command) => {
+      const ttl = parseDuration(opts.expiresIn);
+      if (ttl === undefined) throw new AppError(4001, `--expires-in: "${opts.expiresIn}" is not a duration like 90s, 15m, 2h or 7d`);
+      if (ttl > MAX_ACCESS_TOKEN_TTL_SECONDS) throw new AppError(4001, `--expires-in: "${opts.expiresIn}" is longer than the cap of ${MAX_ACCESS_TOKEN_TTL_SECONDS / 86400} days (${MAX_ACCESS_TOKEN_TTL_SECONDS / 86400}d)`);
+      const permissions = parsePermissions(opts.scopes);
+      const token = await withDatabase(opts.db, (database) => accessAdmin(database).createToken(opts.enterprise, permissions, ttl));
+      console.error(`token_id: ${token.tokenId}`);
+      outputOf(command).value(token.accessToken, { access_token: token.accessToken, token_id: token.tokenId, expire: token.expire });
+    });
+  tokenCommand.command("list").description("list an enterprise's tokens, live and ended within a day (never the tokens)")
+    .requiredOption("--enterprise <id>", "enterprise id")
+    .addOption(dbOption())
+    .action(async (opts, command: Command) => {
+      const tokens = await withDatabase(opts.db, (database) => accessAdmin(database).listTokens(opts.enterprise));
+      outputOf(command).result(tokens, { times: ["created_at", "expires_at"], empty: `enterprise "${opts.enterprise}" has no live or recently ended tokens` });
+    });
+  tokenCommand.command("revoke").argument("<token_id>").description("revoke a token; the next call with it gets 401 on every server")
+    .addOption(dbOption())
+    .action(async (tokenId: string, opts, command: Command) => {
+      const found = await withDatabase(opts.db, (database) => accessAdmin(database).revokeToken(tokenId));
+      if (!found) throw new AppError(4001, `token "${tokenId}" not found`);
+      outputOf(command).result({ token_id: tokenId, revoked: true });
+    });
+
+  return program;
+}
