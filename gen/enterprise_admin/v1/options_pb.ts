@@ -4,6 +4,8 @@
 
 import type { GenExtension, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { extDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import type { ErrorCode } from "./errors_pb.js";
+import { file_enterprise_admin_v1_errors } from "./errors_pb.js";
 import type { FieldOptions, MethodOptions } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_descriptor } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
@@ -12,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file enterprise_admin/v1/options.proto.
  */
 export const file_enterprise_admin_v1_options: GenFile = /*@__PURE__*/
-  fileDesc("CiFlbnRlcnByaXNlX2FkbWluL3YxL29wdGlvbnMucHJvdG8SE2VudGVycHJpc2VfYWRtaW4udjEiMgoMTWV0aG9kQWNjZXNzEhIKCnBlcm1pc3Npb24YASABKAkSDgoGcHVibGljGAIgASgIOlsKBmFjY2VzcxIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLuOAyABKAsyIS5lbnRlcnByaXNlX2FkbWluLnYxLk1ldGhvZEFjY2Vzc1IGYWNjZXNzOlQKFnJlc3RfaW50ZWdlcl9hc19zdHJpbmcSHS5nb29nbGUucHJvdG9idWYuRmllbGRPcHRpb25zGLqOAyABKAhSE3Jlc3RJbnRlZ2VyQXNTdHJpbmdiBnByb3RvMw", [file_google_protobuf_descriptor]);
+  fileDesc("CiFlbnRlcnByaXNlX2FkbWluL3YxL29wdGlvbnMucHJvdG8SE2VudGVycHJpc2VfYWRtaW4udjEiMgoMTWV0aG9kQWNjZXNzEhIKCnBlcm1pc3Npb24YASABKAkSDgoGcHVibGljGAIgASgIOlsKBmFjY2VzcxIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLuOAyABKAsyIS5lbnRlcnByaXNlX2FkbWluLnYxLk1ldGhvZEFjY2Vzc1IGYWNjZXNzOmkKD3Jlc291cmNlX2Vycm9ycxIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLyOAyADKA4yHi5lbnRlcnByaXNlX2FkbWluLnYxLkVycm9yQ29kZVIOcmVzb3VyY2VFcnJvcnM6VAoWcmVzdF9pbnRlZ2VyX2FzX3N0cmluZxIdLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE9wdGlvbnMYuo4DIAEoCFITcmVzdEludGVnZXJBc1N0cmluZ2IGcHJvdG8z", [file_enterprise_admin_v1_errors, file_google_protobuf_descriptor]);
 
 /**
  * Who may call a method. Every method of a served business service must say it: the server refuses to
@@ -50,10 +52,20 @@ export const access: GenExtension<MethodOptions, MethodAccess> = /*@__PURE__*/
   extDesc(file_enterprise_admin_v1_options, 0);
 
 /**
+ * The errors of the method's own resources (not found, name taken, stale etag), beside those every
+ * call can meet (invalid input, token, permission, rate limit, store busy, deadline, internal). The
+ * OpenAPI document lists them as the route's error responses.
+ *
+ * @generated from extension: repeated enterprise_admin.v1.ErrorCode resource_errors = 51004;
+ */
+export const resource_errors: GenExtension<MethodOptions, ErrorCode[]> = /*@__PURE__*/
+  extDesc(file_enterprise_admin_v1_options, 1);
+
+/**
  * A string field that also accepts a JSON integer, read as its decimal string (e.g. user_ids).
  *
  * @generated from extension: bool rest_integer_as_string = 51002;
  */
 export const rest_integer_as_string: GenExtension<FieldOptions, boolean> = /*@__PURE__*/
-  extDesc(file_enterprise_admin_v1_options, 1);
+  extDesc(file_enterprise_admin_v1_options, 2);
 
