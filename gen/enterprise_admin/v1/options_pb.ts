@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file enterprise_admin/v1/options.proto.
  */
 export const file_enterprise_admin_v1_options: GenFile = /*@__PURE__*/
-  fileDesc("CiFlbnRlcnByaXNlX2FkbWluL3YxL29wdGlvbnMucHJvdG8SE2VudGVycHJpc2VfYWRtaW4udjEiMgoMTWV0aG9kQWNjZXNzEhIKCnBlcm1pc3Npb24YASABKAkSDgoGcHVibGljGAIgASgIOlsKBmFjY2VzcxIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLuOAyABKAsyIS5lbnRlcnByaXNlX2FkbWluLnYxLk1ldGhvZEFjY2Vzc1IGYWNjZXNzOmkKD3Jlc291cmNlX2Vycm9ycxIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLyOAyADKA4yHi5lbnRlcnByaXNlX2FkbWluLnYxLkVycm9yQ29kZVIOcmVzb3VyY2VFcnJvcnM6VAoWcmVzdF9pbnRlZ2VyX2FzX3N0cmluZxIdLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE9wdGlvbnMYuo4DIAEoCFITcmVzdEludGVnZXJBc1N0cmluZ2IGcHJvdG8z", [file_enterprise_admin_v1_errors, file_google_protobuf_descriptor]);
+  fileDesc("CiFlbnRlcnByaXNlX2FkbWluL3YxL29wdGlvbnMucHJvdG8SE2VudGVycHJpc2VfYWRtaW4udjEiMgoMTWV0aG9kQWNjZXNzEhIKCnBlcm1pc3Npb24YASABKAkSDgoGcHVibGljGAIgASgIOlsKBmFjY2VzcxIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLuOAyABKAsyIS5lbnRlcnByaXNlX2FkbWluLnYxLk1ldGhvZEFjY2Vzc1IGYWNjZXNzOmUKDW1ldGhvZF9lcnJvcnMSHi5nb29nbGUucHJvdG9idWYuTWV0aG9kT3B0aW9ucxi8jgMgAygOMh4uZW50ZXJwcmlzZV9hZG1pbi52MS5FcnJvckNvZGVSDG1ldGhvZEVycm9yczpUChZyZXN0X2ludGVnZXJfYXNfc3RyaW5nEh0uZ29vZ2xlLnByb3RvYnVmLkZpZWxkT3B0aW9ucxi6jgMgASgIUhNyZXN0SW50ZWdlckFzU3RyaW5nYgZwcm90bzM", [file_enterprise_admin_v1_errors, file_google_protobuf_descriptor]);
 
 /**
  * Who may call a method. Every method of a served business service must say it: the server refuses to
@@ -52,13 +52,13 @@ export const access: GenExtension<MethodOptions, MethodAccess> = /*@__PURE__*/
   extDesc(file_enterprise_admin_v1_options, 0);
 
 /**
- * The errors of the method's own resources (not found, name taken, stale etag), beside those every
- * call can meet (invalid input, token, permission, rate limit, store busy, deadline, internal). The
- * OpenAPI document lists them as the route's error responses.
+ * The errors particular to this method (wrong app credentials, an unknown resource, a name taken, a
+ * stale etag), beside those every call can meet (invalid input, token, permission, rate limit, store
+ * busy, deadline, internal). The OpenAPI document lists both as the route's error responses.
  *
- * @generated from extension: repeated enterprise_admin.v1.ErrorCode resource_errors = 51004;
+ * @generated from extension: repeated enterprise_admin.v1.ErrorCode method_errors = 51004;
  */
-export const resource_errors: GenExtension<MethodOptions, ErrorCode[]> = /*@__PURE__*/
+export const method_errors: GenExtension<MethodOptions, ErrorCode[]> = /*@__PURE__*/
   extDesc(file_enterprise_admin_v1_options, 1);
 
 /**
