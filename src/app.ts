@@ -21,6 +21,7 @@ import { EnvironmentConfigs } from "./operations/environment-configs.js";
 import { writeError, type HttpRequest, type HttpResponse } from "./rest/envelope.js";
 import { ConnectJsonUnary } from "./rest/connect-json-unary.js";
 import { MAX_BODY_BYTES, RestFacade } from "./rest/rest-facade.js";
+import { openApiJson } from "./openapi-document.js";
 import { businessServices, routes } from "./routes.js";
 import { HealthState } from "./services/health-service.js";
 import { AuthRepository } from "./storage/auth-repository.js";
@@ -85,6 +86,7 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
       writeError(res as HttpResponse, log.requestId, new AppError(ErrorCode.ROUTE_NOT_FOUND, `no route for ${req.method} ${(req.url ?? "").split("?")[0]}`));
     },
   });
+  const openApi = openApiJson();
   const accessLog = new AccessLog(logger);
   const inFlight = new Set<HttpResponse>();
   let draining = false;
@@ -113,6 +115,13 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
       res.statusCode = draining ? 503 : 200;
       res.setHeader("content-type", "application/json");
       res.end(draining ? '{"status":"draining"}' : '{"status":"ok"}');
+      return;
+    }
+    // The API's description is public, like the health check: it holds no data.
+    if (path === "/openapi.json" && (req.method === "GET" || req.method === "HEAD")) {
+      res.setHeader("content-type", "application/json; charset=utf-8");
+      res.setHeader("content-length", Buffer.byteLength(openApi));
+      res.end(openApi); // Node sends no body for HEAD
       return;
     }
     if (rest.handle(req, res, log, signal) || connectJson.handle(req, res, log, signal)) return;
