@@ -98,7 +98,7 @@ const INFO_DESCRIPTION = `Every route answers in one envelope: \`{"code":0,"mess
 
 Field names are the proto field names. Every field of a response is present, zero values included. 64-bit integers are exact JSON numbers; a request may also send any integer as a numeric string. Amounts are decimal strings with exactly 6 decimals. Unknown request fields are refused (4001). A POST or PATCH body must be \`application/json\` (else 415), at most 1 MiB (else 413). An unknown path under /openapi/ or /api/ is 404 (code 4004); a known path with the wrong method is 405 (4005) with an \`Allow\` header.
 
-The same operations are served over Connect, gRPC and gRPC-Web at each operation's \`x-rpc\` path, with the same error codes as an \`enterprise_admin.v1.ErrorDetail\` error detail.`;
+\`GET /openapi.json\` serves this document and \`GET /healthz\` the health check, both without a token. The same operations are served over Connect, gRPC and gRPC-Web at each operation's \`x-rpc\` path, with the same error codes as an \`enterprise_admin.v1.ErrorDetail\` error detail.`;
 
 function operation(route: RestRoute, example: RequestExample, schemas: MessageSchemas, comments: ProtoComments, errorResponses: Map<string, Json>): Json {
   const method = route.method;
