@@ -9,6 +9,7 @@ import { method_errors as methodErrorsOption } from "../../gen/enterprise_admin/
 import { ErrorCode } from "../domain/errors.js";
 import { ERROR_TABLE } from "../error-table.js";
 import { methodAccess } from "../interceptors/call-pipeline.js";
+import { SANE_REQUEST_ID } from "../interceptors/request-id.js";
 import { RestRouter, type RestRoute } from "./http-rules.js";
 import { isRequiredIn, MessageSchemas, type JsonSchema } from "./openapi-schemas.js";
 import type { ProtoComments } from "./proto-comments.js";
@@ -80,8 +81,8 @@ export function buildOpenApi({ services, comments, examples }: OpenApiSources): 
           name: "x-request-id",
           in: "header",
           required: false,
-          description: "Your own request id, kept when it is at most 128 printable characters; otherwise the server makes one. Every answer carries it in `x-request-id` and the envelope's `request_id`.",
-          schema: { type: "string", maxLength: 128 },
+          description: "Your own request id, kept when it is 1 to 128 printable ASCII characters without spaces; otherwise the server makes one (a UUID). Every answer carries it in `x-request-id` and the envelope's `request_id`.",
+          schema: { type: "string", pattern: SANE_REQUEST_ID.source },
         },
       },
       headers: {
@@ -237,7 +238,7 @@ function errorResponse(codes: number[]): Json {
         schema: { allOf: [{ $ref: `#/components/schemas/${ERROR_ENVELOPE}` }], properties: { code: { enum: codes } } },
         examples: Object.fromEntries(entries.map((e) => [String(e.code), {
           summary: e.name,
-          value: { code: e.code, message: e.summary, request_id: "5f0c2a4e9b7d4c1e", data: null },
+          value: { code: e.code, message: e.summary, request_id: "3f2b8c1e-7a4d-4e29-9c5b-0d6e8f1a2b3c", data: null },
         }])),
       },
     },
