@@ -109,7 +109,9 @@ describe.each(dialects)("the OpenAPI document (%s)", (dialect) => {
         path[p.name] = value;
       } else if (value !== undefined) query[p.name] = value;
     }
-    const body = o.op.requestBody?.content["application/json"].examples.demo.value;
+    const examples = o.op.requestBody?.content["application/json"].examples;
+    if (o.op.requestBody) expect(examples, `${o.op.operationId}: an example body (src/cli/demo-requests.ts)`).toBeDefined();
+    const body = examples?.demo.value;
     return { path, query, body };
   }
 
