@@ -14,6 +14,7 @@ import { RestRouter, type RestRoute } from "./http-rules.js";
 import { isRequiredIn, MessageSchemas, type JsonSchema } from "./openapi-schemas.js";
 import type { ProtoComments } from "./proto-comments.js";
 import { CONTENT_TYPES, recordsField } from "./record-formats.js";
+import { MAX_BODY_BYTES } from "./rest-facade.js";
 
 export interface RequestExample {
   /** A line on what the example asks. */
@@ -95,7 +96,7 @@ export function buildOpenApi({ services, comments, examples }: OpenApiSources): 
 
 const INFO_DESCRIPTION = `Every route answers in one envelope: \`{"code":0,"message":"success","request_id":"…","data":{…}}\` on success, \`{"code":N,"message":"…","request_id":"…","data":null}\` on error, with the HTTP status of the code (the codes and statuses of each operation are listed with it; all of them are in docs/errors.md). The usage export answers with CSV or NDJSON records instead.
 
-Field names are the proto field names. Every field of a response is present, zero values included. 64-bit integers are exact JSON numbers; a request may also send any integer as a numeric string. Amounts are decimal strings with exactly 6 decimals. Unknown request fields are refused (4001). A POST or PATCH body must be \`application/json\` (else 415), at most 1 MiB (else 413). An unknown path under /openapi/ or /api/ is 404 (code 4004); a known path with the wrong method is 405 (4005) with an \`Allow\` header.
+Field names are the proto field names. Every field of a response is present, zero values included. 64-bit integers are exact JSON numbers; a request may also send any integer as a numeric string. Amounts are decimal strings with exactly 6 decimals. Unknown request fields are refused (4001). A POST or PATCH body must be \`application/json\` (else 415), at most ${MAX_BODY_BYTES} bytes (else 413). An unknown path under /openapi/ or /api/ is 404 (code ${ErrorCode.ROUTE_NOT_FOUND}); a known path with the wrong method is 405 (${ErrorCode.METHOD_NOT_ALLOWED}) with an \`Allow\` header.
 
 \`GET /openapi.json\` serves this document and \`GET /healthz\` the health check, both without a token. The same operations are served over Connect, gRPC and gRPC-Web at each operation's \`x-rpc\` path, with the same error codes as an \`enterprise_admin.v1.ErrorDetail\` error detail.`;
 

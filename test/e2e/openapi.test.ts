@@ -121,6 +121,9 @@ describe.each(dialects)("the OpenAPI document (%s)", (dialect) => {
     expect(response.headers.get("x-request-id")).toMatch(/.+/);
     const text = await response.text();
     expect(text).toBe(openApiJson());
+    const head = await fetch(`${svc.baseUrl}/openapi.json`, { method: "HEAD" });
+    expect(head.status).toBe(200);
+    expect(head.headers.get("content-length")).toBe(String(Buffer.byteLength(text)));
   });
 
   it("is valid OpenAPI 3.1 by @seriousme/openapi-schema-validator", async () => {
