@@ -69,5 +69,7 @@ describe("the OpenAPI document", () => {
     expect(doc.paths["/openapi/v1/auth/token"].post).toMatchObject({ security: [] });
     expect(doc.paths["/openapi/v1/auth/token"].post).not.toHaveProperty("x-permission");
     expect(doc.security).toEqual([{ bearerAuth: [] }]);
+    const ids = Object.values(doc.paths as Json).flatMap((item) => Object.values(item as Json).map((op) => op.operationId));
+    expect(new Set(ids).size).toBe(ids.length);
   });
 });
