@@ -86,7 +86,8 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
       writeError(res as HttpResponse, log.requestId, new AppError(ErrorCode.ROUTE_NOT_FOUND, `no route for ${req.method} ${(req.url ?? "").split("?")[0]}`));
     },
   });
-  const openApi = openApiJson();
+  // Built from the services the REST facade routes, once.
+  const openApi = openApiJson(services.map((s) => s.service));
   const accessLog = new AccessLog(logger);
   const inFlight = new Set<HttpResponse>();
   let draining = false;
