@@ -244,7 +244,7 @@ function stringKeywords(r: StringRules): JsonSchema {
     ...(r.len !== undefined ? { minLength: Number(r.len), maxLength: Number(r.len) } : {}),
     ...(r.minLen !== undefined ? { minLength: Number(r.minLen) } : {}),
     ...(r.maxLen !== undefined ? { maxLength: Number(r.maxLen) } : {}),
-    ...(r.pattern !== undefined ? { pattern: r.pattern } : {}),
+    ...(r.pattern !== undefined && ecmaPattern(r.pattern) ? { pattern: r.pattern } : {}),
     ...(r.in ? { enum: [...r.in] } : {}),
   };
 }
@@ -258,6 +258,15 @@ function numberKeywords(r: NumberRules): JsonSchema {
     ...(high ? { [high]: Number(r.lessThan!.value) } : {}),
     ...(r.in ? { enum: r.in.map(Number) } : {}),
   };
+}
+
+/** The rule's RE2 pattern as JSON Schema's (ECMA-262, Unicode) regular expression, when it is one there too. */
+function ecmaPattern(pattern: string): RegExp | undefined {
+  try {
+    return new RegExp(pattern, "u");
+  } catch {
+    return undefined; // RE2-only syntax, e.g. (?i): the server still enforces it
+  }
 }
 
 /** Puts keywords on the schema, or on its branch of that type when it is an anyOf (a string or an integer). */
@@ -280,7 +289,7 @@ export function isRequiredIn(field: DescField): boolean {
     case "string": {
       const r = setRules<StringRules>(rule.value);
       return (r.minLen ?? 0n) > 0n || (r.len ?? 0n) > 0n || (r.in !== undefined && !r.in.includes(""))
-        || (r.const !== undefined && r.const !== "") || (r.pattern !== undefined && !new RegExp(r.pattern).test(""));
+        || (r.const !== undefined && r.const !== "") || (r.pattern !== undefined && ecmaPattern(r.pattern)?.test("") === false);
     }
     case "int32": case "int64": case "uint32": case "uint64": case "sint32": case "sint64":
     case "fixed32": case "fixed64": case "sfixed32": case "sfixed64": case "double": case "float": {
