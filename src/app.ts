@@ -22,6 +22,7 @@ import { EnvironmentConfigs } from "./operations/environment-configs.js";
 import { writeError, type HttpRequest, type HttpResponse } from "./rest/envelope.js";
 import { ConnectJsonUnary } from "./rest/connect-json-unary.js";
 import { MAX_BODY_BYTES, RestFacade } from "./rest/rest-facade.js";
+import { openApiJson } from "./openapi-document.js";
 import { businessServices, routes } from "./routes.js";
 import { HealthState } from "./services/health-service.js";
 import { AuthRepository } from "./storage/auth-repository.js";
@@ -87,6 +88,8 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
     },
   });
   const consoleAssets = new ConsoleAssets();
+  // Built from the services the REST facade routes, once.
+  const openApi = openApiJson(services.map((s) => s.service));
   const accessLog = new AccessLog(logger);
   const inFlight = new Set<HttpResponse>();
   let draining = false;
@@ -115,6 +118,13 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
       res.statusCode = draining ? 503 : 200;
       res.setHeader("content-type", "application/json");
       res.end(draining ? '{"status":"draining"}' : '{"status":"ok"}');
+      return;
+    }
+    // The API's description is public, like the health check: it holds no data.
+    if (path === "/openapi.json" && (req.method === "GET" || req.method === "HEAD")) {
+      res.setHeader("content-type", "application/json; charset=utf-8");
+      res.setHeader("content-length", Buffer.byteLength(openApi));
+      res.end(openApi); // Node sends no body for HEAD
       return;
     }
     if (consoleAssets.handle(req, res, log) || rest.handle(req, res, log, signal) || connectJson.handle(req, res, log, signal)) return;
