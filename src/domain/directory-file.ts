@@ -24,7 +24,7 @@ const directoryFile = z.object({
   members: z.array(z.object({
     user_id: id,
     email: z.string().email().max(320),
-    account_type: z.union([z.literal(1), z.literal(2)]),
+    account_type: z.union([z.literal(1), z.literal(2)], { errorMap: () => ({ message: "must be 1 (all-platform account) or 2 (Work-only account)" }) }),
     department_ids: z.array(id).default([]),
   }).strict()).default([]),
 }).strict();

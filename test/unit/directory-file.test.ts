@@ -15,7 +15,7 @@ describe("directory file", () => {
   it("names the path of a bad field", () => {
     const bad = structuredClone(valid);
     (bad.members[0] as { account_type: number }).account_type = 3;
-    expect(() => parseDirectoryFile(JSON.stringify(bad))).toThrow(/^members\[0\]\.account_type: /);
+    expect(() => parseDirectoryFile(JSON.stringify(bad))).toThrow(/^members\[0\]\.account_type: must be 1 \(all-platform account\) or 2 \(Work-only account\)/);
     expect(() => parseDirectoryFile(JSON.stringify({ ...valid, extra: 1 }))).toThrow(/Unrecognized key/);
   });
 
