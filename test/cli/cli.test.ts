@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "kysely";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { hashCredential } from "../../src/domain/credentials.js";
 import { loadLocalKeyProvider } from "../../src/keys/local-key-provider.js";
 import { EnvironmentConfigs } from "../../src/operations/environment-configs.js";
@@ -13,6 +13,10 @@ import { migrations } from "../../src/storage/migrations/index.js";
 import { cli, cliOnTerminal } from "../helpers/cli.js";
 import { createTestDatabase, dialects, type TestDatabase } from "../helpers/databases.js";
 import { acme } from "../helpers/fixtures.js";
+
+// Each test runs the real CLI as child processes (a second or more each to start): more than the
+// suite's 30 s per test when the machine is busy.
+vi.setConfig({ testTimeout: 90_000 });
 
 describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
   let testDb: TestDatabase;
