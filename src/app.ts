@@ -8,6 +8,7 @@ import { ConsoleAssets } from "./console-assets.js";
 import { AppError, ErrorCode } from "./domain/errors.js";
 import { Authenticator } from "./interceptors/auth.js";
 import { AccessLog } from "./interceptors/access-log.js";
+import { recordCall, rpcTransportOf } from "./interceptors/call-metrics.js";
 import { attachCallLog, callLogKey, callLogOf, type CallLog } from "./interceptors/call-log.js";
 import { CallPipeline } from "./interceptors/call-pipeline.js";
 import { encodeGrpcMessageBySpec } from "./interceptors/grpc-message-encoding.js";
@@ -17,6 +18,9 @@ import type { Logger } from "./interceptors/logging.js";
 import { RateLimits, type RateLimitSettings } from "./domain/rate-limits.js";
 import { resolveRequestId } from "./interceptors/request-id.js";
 import type { KeyProvider } from "./keys/key-provider.js";
+import type { MetricsAccess } from "./config.js";
+import { MetricsEndpoint } from "./metrics/metrics-endpoint.js";
+import type { ServiceMetrics } from "./metrics/service-metrics.js";
 import { AccessAdmin } from "./operations/access-admin.js";
 import { EnvironmentConfigs } from "./operations/environment-configs.js";
 import { writeError, type HttpRequest, type HttpResponse } from "./rest/envelope.js";
@@ -40,6 +44,10 @@ export interface AppDeps {
   rateLimits: RateLimitSettings;
   /** The longest a call may run when its caller sets no shorter deadline. */
   requestTimeoutMs: number;
+  /** The running service's metrics (the store reports to them too: see main.ts). */
+  metrics: ServiceMetrics;
+  /** Who may read GET /metrics. */
+  metricsAccess: MetricsAccess;
 }
 
 export interface App {
@@ -53,28 +61,35 @@ export interface App {
   beginShutdown(): void;
 }
 
-export function createApp({ database, logger, keys, rateLimits: rateLimitSettings, requestTimeoutMs }: AppDeps): App {
+export function createApp({ database, logger, keys, rateLimits: rateLimitSettings, requestTimeoutMs, metrics, metricsAccess }: AppDeps): App {
   const authRepository = new AuthRepository(database.db);
   const rateLimits = new RateLimits(rateLimitSettings);
   const directory = new DirectoryRepository(database.db);
+  const usage = new UsageRepository(database);
+  metrics.watchIngestions(() => usage.ingestionCount());
   const services = businessServices({
     access: new AccessAdmin(authRepository, directory),
     departments: new DepartmentRepository(database.db),
     directory,
-    usage: new UsageRepository(database),
+    usage,
     environments: new EnvironmentConfigs(new EnvironmentConfigRepository(database.db), keys, logger),
     rateLimits,
+    ingested: metrics.ingested,
   });
   const pipeline = new CallPipeline(new Authenticator(authRepository), rateLimits, database.faultOf);
   const health = new HealthState(services.map((s) => s.service.typeName));
   const rest = new RestFacade(services, pipeline);
   const connectJson = new ConnectJsonUnary(services, pipeline);
+  const metricsEndpoint = new MetricsEndpoint(metrics, metricsAccess);
+  /** The request paths of every RPC the adapter serves (reflection and health included). */
+  const rpcPaths = new Set<string>();
   const rpc = connectNodeAdapter({
     routes: (router) => {
       routes(services, pipeline, health)(router);
       // connect-es decodes RPC bodies and encodes grpc-message itself; these wrappers correct both.
       router.handlers.forEach((handler, i) => {
         router.handlers[i] = encodeGrpcMessageBySpec(refuseMalformedProtobuf(handler, MAX_BODY_BYTES));
+        rpcPaths.add(handler.requestPath);
       });
     },
     readMaxBytes: MAX_BODY_BYTES,
@@ -110,7 +125,9 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
     signal.addEventListener("abort", () => req.complete || endStreamAfterAnswer(res), { once: true });
     res.once("close", () => {
       inFlight.delete(res);
-      accessLog.write(req, res, log, performance.now() - started);
+      const durationMs = performance.now() - started;
+      accessLog.write(req, res, log, durationMs);
+      recordCall(metrics, res, log, durationMs);
     });
 
     const path = (req.url ?? "/").split("?")[0];
@@ -127,7 +144,20 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
       res.end(openApi); // Node sends no body for HEAD
       return;
     }
-    if (consoleAssets.handle(req, res, log) || rest.handle(req, res, log, signal) || connectJson.handle(req, res, log, signal)) return;
+    if (metricsEndpoint.handle(req, res, log) || consoleAssets.handle(req, res, log)) return;
+    if (rest.handle(req, res, log, signal)) {
+      log.transport = "rest";
+      return;
+    }
+    if (connectJson.handle(req, res, log, signal)) {
+      log.transport = "connect";
+      return;
+    }
+    if (rpcPaths.has(path)) {
+      log.transport = rpcTransportOf(req);
+      // Reflection and health run outside the call pipeline, which names the business procedures.
+      log.procedure ??= path;
+    }
     endIncompleteBodyAtDeadline(req, signal, log);
     rpc(req, res);
   };

@@ -15,7 +15,14 @@ export interface Config {
 export interface ServeConfig extends Config {
   rateLimits: RateLimitSettings;
   limits: ServerLimits;
+  metrics: MetricsAccess;
 }
+
+/** Who may read `GET /metrics`: nobody (404), anyone who reaches the port, or a bearer of METRICS_TOKEN. */
+export type MetricsAccess = { mode: "off" } | { mode: "open" } | { mode: "token"; token: string };
+
+/** The shortest METRICS_TOKEN accepted: a guessable token is no protection. */
+export const METRICS_TOKEN_MIN_LENGTH = 16;
 
 /** How long connections and calls may last, and how much one client may hold (docs/operations.md). */
 export interface ServerLimits {
@@ -77,7 +84,22 @@ export function loadConfig(flags: { port?: string; host?: string; db?: string } 
 }
 
 export function loadServeConfig(flags: { port?: string; host?: string; db?: string } = {}, env = process.env): ServeConfig {
-  return { ...loadConfig(flags, env), rateLimits: loadRateLimits(env), limits: loadLimits(env) };
+  return { ...loadConfig(flags, env), rateLimits: loadRateLimits(env), limits: loadLimits(env), metrics: loadMetricsAccess(env) };
+}
+
+/**
+ * METRICS (off, open or token) and METRICS_TOKEN. Unset METRICS means token when METRICS_TOKEN is
+ * set, else open. The token's value never appears in a message.
+ */
+export function loadMetricsAccess(env: NodeJS.ProcessEnv): MetricsAccess {
+  const token = env.METRICS_TOKEN ?? "";
+  const mode = (env.METRICS ?? "").trim() || (token === "" ? "open" : "token");
+  if (mode === "off" || mode === "open") return { mode };
+  if (mode !== "token") throw new Error(`METRICS: "${mode}" is not one of off, open, token`);
+  if (token.length < METRICS_TOKEN_MIN_LENGTH || /[^\x21-\x7e]/.test(token)) {
+    throw new Error(`METRICS_TOKEN: METRICS=token needs a token of at least ${METRICS_TOKEN_MIN_LENGTH} printable characters without spaces`);
+  }
+  return { mode, token };
 }
 
 /** RATE_LIMIT_RPS, RATE_LIMIT_BURST, TOKEN_EXCHANGE_LIMIT_PER_APP_ID, TOKEN_EXCHANGE_LIMIT_PER_ADDRESS; 0 turns one off. */

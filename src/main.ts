@@ -4,6 +4,7 @@ import { createApp } from "./app.js";
 import type { ServeConfig } from "./config.js";
 import { createLogger, type Logger } from "./interceptors/logging.js";
 import { loadLocalKeyProvider } from "./keys/local-key-provider.js";
+import { ServiceMetrics } from "./metrics/service-metrics.js";
 import { listen } from "./server.js";
 import { migrateToLatest, openDatabase } from "./storage/database.js";
 import { storeUnreachableOf } from "./storage/store-unreachable.js";
@@ -14,11 +15,14 @@ export interface RunningService {
 }
 
 export async function startService(config: ServeConfig, logger: Logger = createLogger({ level: config.logLevel })): Promise<RunningService> {
-  const database = openDatabase(config.databaseUrl, { backgroundCheckpoints: true });
+  // One registry per running service; the store reports its lock waits to it.
+  const metrics = new ServiceMetrics();
+  const database = openDatabase(config.databaseUrl, { backgroundCheckpoints: true, observer: metrics });
   try {
     await migrateToLatest(database);
     const keys = await loadLocalKeyProvider({ databaseUrl: config.databaseUrl });
-    const app = createApp({ database, logger, keys, rateLimits: config.rateLimits, requestTimeoutMs: config.limits.requestTimeoutMs });
+    const app = createApp({ database, logger, keys, rateLimits: config.rateLimits, requestTimeoutMs: config.limits.requestTimeoutMs,
+      metrics, metricsAccess: config.metrics });
     const listener = await listen(app, config.port, config.host, config.limits);
     logger.info({ port: listener.port, host: config.host, database: database.dialect }, "listening");
     return {

@@ -8,6 +8,7 @@ import { EnvironmentConfigService, file_enterprise_admin_v1_environment } from "
 import { bindService, type CallPipeline, type ServedService } from "./interceptors/call-pipeline.js";
 import type { RateLimits } from "./domain/rate-limits.js";
 import type { AccessAdmin } from "./operations/access-admin.js";
+import type { IngestionObserver } from "./operations/record-usage.js";
 import { authHandlers } from "./services/auth-service.js";
 import { departmentHandlers } from "./services/department-service.js";
 import { usageHandlers } from "./services/usage-service.js";
@@ -34,13 +35,15 @@ export interface ServiceDeps {
   usage: UsageRepository;
   environments: EnvironmentConfigs;
   rateLimits: RateLimits;
+  /** Hears of every committed usage batch (the service's metrics). */
+  ingested?: IngestionObserver;
 }
 
 export function businessServices(deps: ServiceDeps): ServedService[] {
   return [
     { service: AuthService, handlers: authHandlers(deps.access, deps.rateLimits) },
     { service: DepartmentService, handlers: departmentHandlers(deps.departments) },
-    { service: UsageService, handlers: usageHandlers(deps.usage, deps.directory, new UsageReports(deps.usage, deps.departments)) },
+    { service: UsageService, handlers: usageHandlers(deps.usage, deps.directory, new UsageReports(deps.usage, deps.departments), deps.ingested) },
     { service: EnvironmentConfigService, handlers: environmentHandlers(deps.environments) },
   ];
 }

@@ -3,11 +3,16 @@ import type { IncomingMessage } from "node:http";
 import type { Http2ServerRequest } from "node:http2";
 import { createContextKey } from "@connectrpc/connect";
 
+/** The transport a call came by (contracts section 1). */
+export type Transport = "grpc" | "grpc-web" | "connect" | "rest";
+
 export interface CallLog {
   requestId: string;
   /** The peer's address (a proxy's, behind one); the token exchange is rate limited by it. */
   clientAddress?: string;
   procedure?: string;
+  /** Set once the request is known to be a call of a served procedure's transport. */
+  transport?: Transport;
   enterpriseId?: string;
   /** The ErrorCode number when the call failed. */
   code?: number;
@@ -15,6 +20,8 @@ export interface CallLog {
   cause?: unknown;
   /** A busy or full store that failed the call (503): what and where, for the log only. */
   storeFault?: string;
+  /** Its kind, for the metrics. */
+  storeFaultKind?: "busy" | "full";
 }
 
 const key = Symbol("callLog");

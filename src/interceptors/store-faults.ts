@@ -11,6 +11,7 @@ const STORE_RETRY_AFTER_SECONDS = 1;
 export function storeFaultError(fault: StoreFault, log: CallLog): AppError {
   log.code = ErrorCode.UNAVAILABLE;
   log.storeFault = fault.message;
+  log.storeFaultKind = fault.kind;
   const message = fault.kind === "full" ? "the store is out of disk space; retry later" : "the store is busy; retry later";
   return new AppError(ErrorCode.UNAVAILABLE, message, { "retry-after": String(STORE_RETRY_AFTER_SECONDS) });
 }

@@ -62,11 +62,22 @@ export async function toRows(repository: UsageRepository, members: MemberKeys, e
   }));
 }
 
+/** What one committed batch did: events stored, and events whose event_id was stored already. */
+export interface IngestionOutcome {
+  recorded: number;
+  duplicates: number;
+}
+
+/** Told of every committed batch (the service's metrics). */
+export type IngestionObserver = (outcome: IngestionOutcome) => void;
+
 /**
  * Records one batch, all or nothing; a repeated event_id is counted as a duplicate, not recorded again.
  * A call whose `signal` aborts (its deadline passed while it waited for the store) is rolled back.
+ * `observer` hears of the batch once it is committed.
  */
-export async function recordUsage(repository: UsageRepository, enterpriseId: string, events: readonly LabelledEvent[], signal?: AbortSignal) {
+export async function recordUsage(repository: UsageRepository, enterpriseId: string, events: readonly LabelledEvent[], signal?: AbortSignal,
+  observer?: IngestionObserver): Promise<IngestionOutcome> {
   const recorded = await repository.ingest(async (tx) => {
     signal?.throwIfAborted();
     const members = new MemberKeys(tx, enterpriseId);
@@ -74,5 +85,7 @@ export async function recordUsage(repository: UsageRepository, enterpriseId: str
     await tx.insertEvents(enterpriseId, await toRows(tx, members, events));
     signal?.throwIfAborted();
   });
-  return { recorded, duplicates: events.length - recorded };
+  const outcome = { recorded, duplicates: events.length - recorded };
+  observer?.(outcome);
+  return outcome;
 }

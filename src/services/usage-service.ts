@@ -8,7 +8,7 @@ import { checkUsageEvent, compareModels } from "../domain/usage-event.js";
 import { checkWindow, planWindow } from "../domain/usage-window.js";
 import type { Handlers } from "../interceptors/call-pipeline.js";
 import { resolveNamedMembers } from "../operations/named-members.js";
-import { recordUsage } from "../operations/record-usage.js";
+import { recordUsage, type IngestionObserver } from "../operations/record-usage.js";
 import type { UsageReports } from "../operations/usage-report.js";
 import type { ModelIdentity } from "../domain/usage-event.js";
 import type { UsageRepository } from "../storage/usage-repository.js";
@@ -17,7 +17,9 @@ import { exportUsage } from "./usage-export-handler.js";
 import { BASIC, INPUT, modelAmounts, OUTPUT, PAY_GO } from "../domain/usage-totals.js";
 import type { WindowSums } from "../domain/usage-window-sums.js";
 
-export function usageHandlers(usage: UsageRepository, directory: DirectoryRepository, reports: UsageReports): Handlers<typeof UsageService> {
+/** `ingested` hears of every committed RecordUsageEvents batch (the service's metrics). */
+export function usageHandlers(usage: UsageRepository, directory: DirectoryRepository, reports: UsageReports,
+  ingested?: IngestionObserver): Handlers<typeof UsageService> {
   return {
     async queryUserModelUsage(request, { principal, signal }) {
       const window = checkWindow(request.startTime, request.endTime);
@@ -52,7 +54,7 @@ export function usageHandlers(usage: UsageRepository, directory: DirectoryReposi
         }, `events[${index}]`),
         where: `events[${index}]`,
       }));
-      return recordUsage(usage, principal.enterpriseId, events, signal);
+      return recordUsage(usage, principal.enterpriseId, events, signal, ingested);
     },
 
     async getUsageReport(request, { principal, signal }) {

@@ -39,8 +39,21 @@ export interface Database {
   writeTransaction<T>(work: (trx: Kysely<Schema>) => Promise<T>, options?: { unbounded?: boolean }): Promise<T>;
   /** The busy or full fault `error` is, if it is one (see store-faults.ts). */
   faultOf(error: unknown): StoreFault | undefined;
+  /** Told of every wait for the write lock (the service's metrics). */
+  readonly observer: StoreObserver;
   close(): Promise<void>;
 }
+
+/** What the store reports of its waits, for the service's metrics. */
+export interface StoreObserver {
+  /**
+   * A write found the write lock held and waited `seconds` for it: `acquired`, or gave up at the
+   * busy timeout (a busy fault). A write that got the lock at its first try is no wait.
+   */
+  lockWaited(seconds: number, acquired: boolean): void;
+}
+
+const UNOBSERVED: StoreObserver = { lockWaited: () => {} };
 
 export type DirectStatement = (sql: string) => {
   /** Runs the statement; returns the rows it changed. */
@@ -68,9 +81,12 @@ export interface OpenOptions {
    * of the ingestion RPC's time on a 10-million-event store).
    */
   backgroundCheckpoints?: boolean;
+  /** Told of the waits for the write lock; none by default. */
+  observer?: StoreObserver;
 }
 
 export function openDatabase(url: string, options: OpenOptions = {}): Database {
+  const observer = options.observer ?? UNOBSERVED;
   if (isPostgresUrl(url)) {
     // BIGINT (int8) columns hold Unix seconds and counters that fit a JS number; parse them as numbers.
     pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
@@ -87,7 +103,7 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
       if (!options.unbounded) await sql`select set_config('lock_timeout', ${`${busyTimeout}ms`}, true)`.execute(connection);
       return commitOrRollBack(connection, work, () => true);
     });
-    return { db, dialect: "postgres", location, createdDirectories: [], writeTransaction, faultOf: (error) => storeFaultOf(error, location), close: () => db.destroy() };
+    return { db, dialect: "postgres", location, createdDirectories: [], writeTransaction, faultOf: (error) => storeFaultOf(error, location), observer, close: () => db.destroy() };
   }
   const path = url.startsWith("file:") ? fileURLToPath(url) : url;
   const createdDirectories = path === ":memory:" ? [] : makeDirectories(dirname(path));
@@ -129,20 +145,27 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
   };
   const location = path;
   const writeTransaction: Database["writeTransaction"] = async (work, options = {}) => {
-    const deadline = performance.now() + busyTimeout;
+    const started = performance.now();
+    const deadline = started + busyTimeout;
+    let waited = false;
     for (;;) {
       // The lock is tried without SQLite's busy wait, which would block this thread (and every other
       // request of the server) while it sleeps; between tries the connection is free for reads.
-      const outcome = await db.connection().execute(async (connection) =>
-        (beginImmediate(sqlite, busyTimeout) ? { value: await commitOrRollBack(connection, work, () => sqlite.inTransaction) } : undefined));
+      const outcome = await db.connection().execute(async (connection) => {
+        if (!beginImmediate(sqlite, busyTimeout)) return undefined;
+        if (waited) observer.lockWaited((performance.now() - started) / 1000, true);
+        return { value: await commitOrRollBack(connection, work, () => sqlite.inTransaction) };
+      });
       if (outcome) return outcome.value;
+      waited = true;
       if (!options.unbounded && performance.now() >= deadline) {
+        observer.lockWaited((performance.now() - started) / 1000, false);
         throw new StoreFault("busy", location, `another writer held the write lock past the ${busyTimeout} ms busy timeout`);
       }
       await sleep(LOCK_POLL_MS);
     }
   };
-  return { db, dialect: "sqlite", direct, location, createdDirectories, writeTransaction, faultOf: (error) => storeFaultOf(error, location), close };
+  return { db, dialect: "sqlite", direct, location, createdDirectories, writeTransaction, faultOf: (error) => storeFaultOf(error, location), observer, close };
 }
 
 /** Makes `directory` and its missing parents; returns those it made, outermost first. */

@@ -31,3 +31,15 @@ export function storeFaultOf(error: unknown, location: string): StoreFault | und
   if (BUSY_CODES.has(code)) return new StoreFault("busy", location, detail);
   return undefined;
 }
+
+/**
+ * Whether `error` came from the store: a busy or full fault, an error SQLite or PostgreSQL reported
+ * (better-sqlite3's SqliteError; pg's DatabaseError, which carries a severity), or a failed connection
+ * to the PostgreSQL server (the only connection a server opens).
+ */
+export function isStoreError(error: unknown): boolean {
+  if (error instanceof StoreFault) return true;
+  const e = error as { name?: unknown; code?: unknown; severity?: unknown; syscall?: unknown } | null;
+  if (e === null || typeof e !== "object") return false;
+  return e.name === "SqliteError" || (typeof e.code === "string" && typeof e.severity === "string") || e.syscall === "connect";
+}

@@ -1,6 +1,7 @@
 // Usage storage: members and models resolved to compact keys, raw events inserted idempotently, the
 // members' running totals (see usage-running-totals.ts) maintained from exactly the events an
 // ingestion added, and the windowed sums.
+import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CompiledQuery, sql, type Kysely } from "kysely";
 import { invalidParameter } from "../domain/errors.js";
@@ -62,7 +63,7 @@ export class UsageRepository {
   private readonly insertStatements: Map<number, string>;
 
   constructor(
-    private readonly database: Pick<Database, "db" | "dialect" | "direct" | "writeTransaction">,
+    private readonly database: Pick<Database, "db" | "dialect" | "direct" | "writeTransaction" | "observer">,
     private readonly caches: SharedCaches = { modelIds: new Map(), models: new Map(), insertStatements: new Map() },
   ) {
     this.db = database.db;
@@ -191,7 +192,7 @@ export class UsageRepository {
     try {
       return await this.database.writeTransaction(async (trx) => {
         // PostgreSQL: one ingestion at a time, so that two never read and rewrite the same row at once.
-        if (this.dialect === "postgres") await sql`select pg_advisory_xact_lock(72001)`.execute(trx);
+        if (this.dialect === "postgres") await this.takeIngestionLock(trx);
         const { ingestions } = await trx.updateTable("usage_ingestion_count").set((eb) => ({ ingestions: eb("ingestions", "+", 1) }))
           .where("id", "=", 1).returning("ingestions").executeTakeFirstOrThrow();
         importTotals?.beginChunk(Number(ingestions));
@@ -211,6 +212,29 @@ export class UsageRepository {
       }
       throw error;
     }
+  }
+
+  /**
+   * PostgreSQL's ingestion lock, for this transaction: taken at once when free, else waited for (at
+   * most the lock_timeout that writeTransaction set), and that wait reported to the store's observer.
+   */
+  private async takeIngestionLock(trx: Kysely<Schema>): Promise<void> {
+    const { rows } = await sql<{ taken: boolean }>`select pg_try_advisory_xact_lock(72001) as taken`.execute(trx);
+    if (rows[0]!.taken) return;
+    const started = performance.now();
+    let acquired = false;
+    try {
+      await sql`select pg_advisory_xact_lock(72001)`.execute(trx);
+      acquired = true;
+    } finally {
+      this.database.observer.lockWaited((performance.now() - started) / 1000, acquired);
+    }
+  }
+
+  /** The store's count of committed ingestions (API batches and import chunks, by every process). */
+  async ingestionCount(): Promise<number> {
+    const row = await this.db.selectFrom("usage_ingestion_count").select("ingestions").where("id", "=", 1).executeTakeFirst();
+    return Number(row?.ingestions ?? 0);
   }
 
   private daySums: DaySums | undefined;
