@@ -13,6 +13,7 @@ import { Health } from "../../gen/grpc/health/v1/health_pb.js";
 import { loadMetricsAccess } from "../../src/config.js";
 import { dialects, type DialectName } from "../helpers/databases.js";
 import { startTestService, type TestService } from "../helpers/service.js";
+import { holdWriteLock as holdStoreWriteLock } from "../helpers/write-lock.js";
 
 const METRICS_TOKEN = "scrape-token-0123456789abcdef";
 const BATCH_GET = "/enterprise_admin.v1.DepartmentService/BatchGetDepartments";
@@ -191,24 +192,7 @@ describe.each(dialects)("metrics behind a token on %s", (dialect: DialectName) =
     expect(moved("enterprise_admin_calls_total", { procedure: RECORD_PROCEDURE, transport: "rest", code: "4001" })).toBe(1);
   });
 
-  /** Holds the store's write lock (SQLite's, or PostgreSQL's ingestion lock) from another connection until released. */
-  async function holdWriteLock(): Promise<() => Promise<void>> {
-    if (dialect === "sqlite") {
-      const other = new SqliteDatabase(svc.databaseUrl);
-      other.exec("begin immediate");
-      return async () => {
-        other.exec("rollback");
-        other.close();
-      };
-    }
-    const client = new pg.Client({ connectionString: svc.databaseUrl });
-    await client.connect();
-    await client.query("select pg_advisory_lock(72001)");
-    return async () => {
-      await client.query("select pg_advisory_unlock(72001)");
-      await client.end();
-    };
-  }
+  const holdWriteLock = () => holdStoreWriteLock(dialect, svc.databaseUrl);
 
   /**
    * Resolves once a write of the server waits for the held lock. PostgreSQL shows the waiting lock

@@ -7,9 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
-import SqliteDatabase from "better-sqlite3";
 import { sql } from "kysely";
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadServeConfig } from "../../src/config.js";
 import { createLogger } from "../../src/interceptors/logging.js";
@@ -22,6 +20,7 @@ import { DirectoryRepository } from "../../src/storage/directory-repository.js";
 import { dialects, type DialectName } from "../helpers/databases.js";
 import { acme } from "../helpers/fixtures.js";
 import { startTestService, type TestService } from "../helpers/service.js";
+import { holdWriteLock as holdStoreWriteLock } from "../helpers/write-lock.js";
 
 const CLI = fileURLToPath(new URL("../../bin/enterprise-admin.mjs", import.meta.url));
 const RECORD = "/openapi/v1/usage/events/batch-record";
@@ -61,24 +60,7 @@ describe.each(dialects)("a busy store on %s", (dialect: DialectName) => {
     else process.env.STORE_BUSY_TIMEOUT_MS = busyTimeout;
   });
 
-  /** Holds the store's write lock (SQLite's, or PostgreSQL's ingestion lock) from another connection until released. */
-  async function holdWriteLock(): Promise<() => Promise<void>> {
-    if (dialect === "sqlite") {
-      const other = new SqliteDatabase(svc.databaseUrl);
-      other.exec("begin immediate");
-      return async () => {
-        other.exec("rollback");
-        other.close();
-      };
-    }
-    const client = new pg.Client({ connectionString: svc.databaseUrl });
-    await client.connect();
-    await client.query("select pg_advisory_lock(72001)");
-    return async () => {
-      await client.query("select pg_advisory_unlock(72001)");
-      await client.end();
-    };
-  }
+  const holdWriteLock = () => holdStoreWriteLock(dialect, svc.databaseUrl);
 
   it("a write that waits past the busy timeout gets 503 with Retry-After, then 200 once the lock is free", async () => {
     const token = await svc.token(["usage:write"]);
