@@ -2,7 +2,8 @@
 // method, whose response's one repeated message field carries the records, and the CLI export's
 // file. Column and key names are the proto field names, in field order. CSV is RFC 4180 (CRLF line
 // ends, a header line, fields quoted when they hold a comma, a quote or a line break) written by
-// csv-stringify; a repeated field is its values joined by " | ". NDJSON is one REST JSON object a
+// csv-stringify; a repeated field is its values joined by " | "; a cell a spreadsheet would take for a
+// formula starts with '. NDJSON is one REST JSON object a
 // line (rest-json.ts: 64-bit integers as exact numbers, repeated fields as arrays).
 import { ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
 import { stringify } from "csv-stringify/sync";
@@ -30,7 +31,9 @@ export function recordEncoder(schema: DescMessage, format: RecordFormat): Record
   if (format === "ndjson") {
     return { header: "", encode: (records) => records.map((record) => `${messageToRestJson(schema, record as Record<string, unknown>)}\n`).join("") };
   }
-  const options = { record_delimiter: "windows", quoted_match: /[\r\n]/ } as const;
+  // A cell starting with =, +, -, @, tab or CR gets a leading ' (csv-stringify's escape_formulas), so a
+  // spreadsheet shows a name such as =HYPERLINK(...) instead of running it (CSV injection).
+  const options = { record_delimiter: "windows", quoted_match: /[\r\n]/, escape_formulas: true } as const;
   const cells = schema.fields.map(csvCell);
   return {
     header: stringify([schema.fields.map((f) => f.name)], options),

@@ -244,6 +244,29 @@ describe.each(dialects)("usage export (%s)", (dialect) => {
     expect(parsed.slice(1)).toEqual(expected);
   });
 
+  it("CSV: a cell a spreadsheet would run as a formula (=, +, -, @ first) starts with ' ; NDJSON keeps the text as it is", async () => {
+    const id = `${tenant}-formula`;
+    const hyperlink = `=HYPERLINK("http://evil.example","click")`;
+    await importDirectory(svc.database, {
+      enterprise: { enterprise_id: id, name: "Formula", currency: "USD" },
+      departments: [{ department_id: "1", parent_department_id: "0", name: "=SUM(1+1)" }],
+      members: [{ user_id: "m1", email: "+1@formula.example", account_type: 1, department_ids: ["1"] }],
+    });
+    const day = Date.parse("2025-06-01T00:00:00Z") / 1000;
+    await record(id, [[hyperlink, "Chat", "Builtin"], ["@cmd", "CUE", "Builtin"], ["-2+3", "Chat", "Custom"]].map(([name, type, source], i) =>
+      ({ user_id: "m1", model: [name, type, source] as SentEvent["model"], timestamp: day + i, input: 1, output: 1, basic: 0n, payGo: 0n })), "formula");
+    const auth = await svc.token(["statistics:read"], id);
+    const window = { start_time: day, end_time: day + 86_400 };
+    const csv: string[][] = parseCsv((await get(window, auth)).text);
+    const column = (name: string) => csv.slice(1).map((row) => row[COLUMNS.indexOf(name)]);
+    expect(column("model_name")).toEqual(["'-2+3", `'${hyperlink}`, "'@cmd"]);
+    expect(column("email")).toEqual(["'+1@formula.example", "'+1@formula.example", "'+1@formula.example"]);
+    expect(column("department_paths")).toEqual(["'=SUM(1+1)", "'=SUM(1+1)", "'=SUM(1+1)"]);
+    const rows = ndjson((await get({ ...window, format: "ndjson" }, auth)).text);
+    expect(rows.map((row) => [row.model_name, row.email, row.department_paths])).toEqual(
+      ["-2+3", hyperlink, "@cmd"].map((name) => [name, "+1@formula.example", ["=SUM(1+1)"]]));
+  });
+
   it("an export with no rows is the header line alone (CSV) or an empty body (NDJSON)", async () => {
     const empty = { start_time: WINDOW.start - 400 * 86_400, end_time: WINDOW.start - 300 * 86_400 };
     expect((await get(empty)).text).toBe(`${COLUMNS.join(",")}\r\n`);
