@@ -6,6 +6,7 @@
 import { placeDepartments, type DepartmentNode } from "../domain/department-tree.js";
 import type { DirectoryFile } from "../domain/directory-file.js";
 import { DEFAULT_TIME_ZONE } from "../domain/local-time.js";
+import { foldEmail } from "../domain/email-match.js";
 import { invalidParameter } from "../domain/errors.js";
 import { nowSeconds } from "../domain/credentials.js";
 import { compareCodePoints } from "../domain/usage-event.js";
@@ -75,8 +76,14 @@ export async function importDirectory(database: Database, file: DirectoryFile, o
       const members = (await directory.listMembers(enterpriseId)).sort((a, b) => compareCodePoints(a.user_id, b.user_id));
       const removedMembers = prune ? members.filter((m) => m.removed_at === null && !named.has(m.user_id)) : [];
       const restoredMembers = members.filter((m) => m.removed_at !== null && named.has(m.user_id));
-      // Removed first, so that a member of the file may take over a removed member's e-mail.
-      await directory.removeMembers(enterpriseId, removedMembers.map((m) => m.user_id), now);
+      // Removed first, so that a member of the file may take over a removed member's e-mail; so are the
+      // file's members whose e-mail changes (the upsert makes them current again at once), so that two
+      // members may swap e-mails.
+      const changingEmail = members.filter((m) => m.removed_at === null && named.has(m.user_id)
+        && foldEmail(named.get(m.user_id)!.email) !== m.email_folded);
+      await directory.removeMembers(enterpriseId, [...removedMembers, ...changingEmail].map((m) => m.user_id), now);
+      const kept = members.filter((m) => m.removed_at === null && !named.has(m.user_id));
+      refuseTakenEmails(file, new Map(kept.map((m) => [m.email_folded, m.user_id])));
       await directory.upsertMembers(enterpriseId, file.members);
 
       const summary: ImportSummary = {
@@ -95,4 +102,18 @@ export async function importDirectory(database: Database, file: DirectoryFile, o
     if (error instanceof DryRunRollback) return error.summary;
     throw error;
   }
+}
+
+/**
+ * A member of the file may not take the e-mail of a current member the file leaves in place (not
+ * named, not pruned): e-mails match members, so one e-mail names one current member.
+ */
+function refuseTakenEmails(file: DirectoryFile, keptByEmail: ReadonlyMap<string, string>): void {
+  file.members.forEach((member, index) => {
+    const holder = keptByEmail.get(foldEmail(member.email));
+    if (holder !== undefined) {
+      throw invalidParameter(`members[${index}].email: ${JSON.stringify(member.email)} is the e-mail of member ${JSON.stringify(holder)}, ` +
+        "which this file does not name (name that member with another e-mail, or import with --prune to make it a former member)");
+    }
+  });
 }

@@ -10,6 +10,8 @@ export type EnterpriseRow = Selectable<EnterpriseTable>;
 export interface StoredMember {
   user_id: string;
   email: string;
+  /** The e-mail as it matches (domain/email-match.ts); unique among current members. */
+  email_folded: string;
   removed_at: number | null;
 }
 
@@ -39,7 +41,7 @@ export class DirectoryRepository {
 
   /** Every member of the enterprise, current and former, in no particular order. */
   async listMembers(enterpriseId: string): Promise<StoredMember[]> {
-    const rows = await this.db.selectFrom("member").select(["user_id", "email", "removed_at"]).where("enterprise_id", "=", enterpriseId).execute();
+    const rows = await this.db.selectFrom("member").select(["user_id", "email", "email_folded", "removed_at"]).where("enterprise_id", "=", enterpriseId).execute();
     return rows.map((row) => ({ ...row, removed_at: row.removed_at === null ? null : Number(row.removed_at) }));
   }
 

@@ -66,6 +66,15 @@ describe.each(dialects)("import directory --prune / --dry-run on %s", (dialect) 
     expect(await state()).toStrictEqual({ departments: ["100", "110", "111", "112", "120", "121"], former: [] });
   }, 60_000); // two CLI runs
 
+  it("a member given the e-mail of a current member the file does not name: one line naming both, exit 2, nothing written", async () => {
+    const path = file("taken-email.json", { ...acme, members: [{ user_id: "7003", email: "li.lei@ACME.example", account_type: 1, department_ids: [] }] });
+    const run = await importFile(path);
+    expect(run.code).toBe(2);
+    expect(run.stderr.trim().split("\n")).toHaveLength(1);
+    expect(run.stderr).toContain('members[0].email: "li.lei@ACME.example" is the e-mail of member "7001", which this file does not name');
+    expect(await database.db.selectFrom("member").select("user_id").where("user_id", "=", "7003").execute()).toStrictEqual([]);
+  });
+
   it("--prune prints what it removed and removes it; the full file later restores the former member", async () => {
     const pruned = await importFile(file("without-sales.json", acmeWithoutSales), "--prune");
     expect(pruned.code).toBe(0);

@@ -132,6 +132,30 @@ describe.each(dialects)("directory import with --prune on %s", (dialect) => {
     expect(await placements()).toStrictEqual(["7001@111", "7002@110"]);
   });
 
+  it("a file giving a member the e-mail of a current member it does not name is refused, naming both, and nothing changes", async () => {
+    const taken = { ...acme, members: [{ user_id: "7003", email: "HAN.meimei@acme.example", account_type: 1 as const, department_ids: [] }] };
+    await expect(importDirectory(database, taken)).rejects.toThrow(
+      'members[0].email: "HAN.meimei@acme.example" is the e-mail of member "7002", which this file does not name ' +
+      "(name that member with another e-mail, or import with --prune to make it a former member)");
+    expect(await members()).toStrictEqual([
+      { user_id: "7001", email: "li.lei@acme.example", former: false }, { user_id: "7002", email: "Han.Meimei@acme.example", former: false }]);
+  });
+
+  it("two members of the file may swap e-mails", async () => {
+    const [lee, han] = acme.members as [DirectoryFile["members"][number], DirectoryFile["members"][number]];
+    await importDirectory(database, { ...acme, members: [{ ...lee, email: han.email }, { ...han, email: lee.email }] });
+    expect((await members()).map((m) => [m.user_id, m.email])).toStrictEqual([["7001", han.email], ["7002", lee.email]]);
+  });
+
+  it("a former member restored with an e-mail another member has taken since is refused, and stays a former member", async () => {
+    await importDirectory(database, acmeWithoutSales, { prune: true });
+    const successor = { user_id: "7003", email: "han.meimei@acme.example", account_type: 1 as const, department_ids: [] };
+    await importDirectory(database, { ...acme, departments: [], members: [successor] });
+    await expect(importDirectory(database, { ...acme, members: [acme.members[1]!] })).rejects.toThrow(
+      'members[0].email: "Han.Meimei@acme.example" is the e-mail of member "7003", which this file does not name');
+    expect((await members()).map((m) => `${m.user_id}${m.former ? " (former)" : ""}`)).toStrictEqual(["7001", "7002 (former)", "7003"]);
+  });
+
   it("pruning again removes nothing more: a former member is not removed twice", async () => {
     await importDirectory(database, acmeWithoutSales, { prune: true });
     const again = await importDirectory(database, acmeWithoutSales, { prune: true });
