@@ -1,0 +1,206 @@
+// Benchmark: the usage report at scale. Prints figures; it is not a test. `npm run bench:report`
+// (options: --events N (default 1,000,000), --members (5,000), --models (20), --queries per report (10),
+// --db URL (a SQLite file, or postgres://… for a fresh database made on that server; default a
+// temporary SQLite file), --keep (with --db FILE: reuse the store in it if it exists)).
+//
+// Makes a synthetic store (bench/usage-data.ts: one year of events, imported by the real
+// `importUsage`), then times three reports through the code behind the RPC (UsageReports.report),
+// each beside the same answer computed by a plain SQL scan of the raw events, and checks the two
+// answers are equal:
+//   (1) 180 day buckets in Asia/Kolkata (+05:30), grouped by model, the whole enterprise;
+//   (2) 180 day buckets in the enterprise's zone (UTC), grouped by department (the root's children);
+//   (3) hour buckets over 31 days in the enterprise's zone, the whole enterprise.
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { parseArgs } from "node:util";
+import { sql } from "kysely";
+import pg from "pg";
+import { importDirectory } from "../src/operations/import-directory.js";
+import { importUsage } from "../src/operations/import-usage.js";
+import { UsageReports, type UsageReportRequest } from "../src/operations/usage-report.js";
+import { DepartmentRepository } from "../src/storage/department-repository.js";
+import { isPostgresUrl, migrateToLatest, openDatabase, type Database } from "../src/storage/database.js";
+import { UsageRepository } from "../src/storage/usage-repository.js";
+import { benchDirectory, random, writeUsageFile, YEAR_START } from "./usage-data.js";
+
+const { values: flags } = parseArgs({
+  options: {
+    events: { type: "string", default: "1000000" },
+    members: { type: "string", default: "5000" },
+    models: { type: "string", default: "20" },
+    queries: { type: "string", default: "10" },
+    db: { type: "string" },
+    keep: { type: "boolean", default: false },
+  },
+});
+const ENTERPRISE_ID = "bench";
+const DAY = 86_400;
+/** Asia/Kolkata has been +05:30 all year since 1945: its local day is a fixed shift of the UTC one. */
+const KOLKATA_OFFSET = 5 * 3600 + 1800;
+/** Reports run before the timed ones, not counted: a fresh process compiles the report's code first. */
+const WARM_UP = 2;
+const shape = { enterpriseId: ENTERPRISE_ID, members: Number(flags.members), models: Number(flags.models), events: Number(flags.events) };
+const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+
+/** A report's answer as "bucket start|group" -> "events/active/input/output/basic/pay_go", empty groups left out. */
+type Answer = Map<string, string>;
+
+interface ReportCase {
+  name: string;
+  request: (start: number) => Partial<UsageReportRequest> & { startTime: bigint; endTime: bigint };
+  /** The window's first second for a day index of the year. */
+  start: (day: number) => number;
+  reference: (database: Database, start: number, end: number) => Promise<Answer>;
+}
+
+const CASES: ReportCase[] = [
+  {
+    name: "180 days by model, Asia/Kolkata",
+    start: (day) => YEAR_START + day * DAY - KOLKATA_OFFSET,
+    request: (start) => ({ startTime: BigInt(start), endTime: BigInt(start + 180 * DAY), timeZone: "Asia/Kolkata", bucket: "day", groupBy: ["model"] }),
+    reference: (database, start) => scan(database, sql`((e.ts + ${sql.lit(KOLKATA_OFFSET)}) / ${sql.lit(DAY)}) * ${sql.lit(DAY)} - ${sql.lit(KOLKATA_OFFSET)}`,
+      sql`md.model_name || '|' || md.model_type || '|' || md.model_source`, sql`join usage_model md on md.model_id = e.model_id`, start, start + 180 * DAY),
+  },
+  {
+    name: "180 days by department, UTC",
+    start: (day) => YEAR_START + day * DAY,
+    request: (start) => ({ startTime: BigInt(start), endTime: BigInt(start + 180 * DAY), bucket: "day", groupBy: ["department"] }),
+    reference: (database, start) => scan(database, sql`(e.ts / ${sql.lit(DAY)}) * ${sql.lit(DAY)}`, sql`g.group_id`, sql`
+      join member m on m.member_key = e.member_key
+      join member_department md on md.enterprise_id = m.enterprise_id and md.user_id = m.user_id
+      join subtree g on g.department_id = md.department_id`, start, start + 180 * DAY),
+  },
+  {
+    name: "31 days by hour, UTC",
+    start: (day) => YEAR_START + day * DAY,
+    request: (start) => ({ startTime: BigInt(start), endTime: BigInt(start + 31 * DAY), bucket: "hour" }),
+    reference: (database, start) => scan(database, sql`(e.ts / 3600) * 3600`, sql`''`, sql``, start, start + 31 * DAY),
+  },
+];
+
+/**
+ * The reference (its constants are literals: a bound JavaScript number is a float to SQLite, and
+ * would make the bucket arithmetic fractional): the raw events of [start, end) summed per (bucket, group) by the database, with
+ * distinct members counted by it; a department group is a child of the root with its whole subtree.
+ */
+async function scan(database: Database, bucketStart: ReturnType<typeof sql>, group: ReturnType<typeof sql>, joins: ReturnType<typeof sql>,
+  start: number, end: number): Promise<Answer> {
+  const { rows } = await sql<{ b: number | string; g: string; n: string; a: string; i: string; o: string; bm: string; p: string }>`
+    with recursive subtree(department_id, group_id) as (
+      select department_id, department_id from department where enterprise_id = ${ENTERPRISE_ID} and parent_department_id = '1'
+      union all
+      select d.department_id, s.group_id from department d join subtree s on d.parent_department_id = s.department_id
+        where d.enterprise_id = ${ENTERPRISE_ID})
+    select ${bucketStart} as b, ${group} as g, cast(count(*) as text) as n, cast(count(distinct e.member_key) as text) as a,
+      cast(sum(e.input_tokens) as text) as i, cast(sum(e.output_tokens) as text) as o,
+      cast(sum(e.basic_micros) as text) as bm, cast(sum(e.pay_go_micros) as text) as p
+    from usage_event e ${joins}
+    where e.enterprise_id = ${ENTERPRISE_ID} and e.ts >= ${start} and e.ts < ${end}
+    group by 1, 2`.execute(database.db);
+  return new Map(rows.map((r) => [`${Number(r.b)}|${r.g}`, `${r.n}/${r.a}/${r.i}/${r.o}/${r.bm}/${r.p}`]));
+}
+
+/** One report through UsageReports (what the RPC runs), as an Answer, and its time. */
+async function timeReport(reports: UsageReports, request: UsageReportRequest): Promise<{ ms: number; answer: Answer }> {
+  const t = performance.now();
+  const report = await reports.report(ENTERPRISE_ID, request, new AbortController().signal);
+  const ms = performance.now() - t;
+  const answer: Answer = new Map();
+  for (const bucket of report.buckets) {
+    for (const g of bucket.groups) {
+      if (g.figures.events === 0n) continue;
+      const key = g.model ? `${g.model.model_name}|${g.model.model_type}|${g.model.model_source}` : g.department?.department_id ?? "";
+      const f = g.figures;
+      answer.set(`${bucket.start}|${key}`, `${f.events}/${f.activeMembers}/${f.inputTokens}/${f.outputTokens}/${f.basicMicros}/${f.payGoMicros}`);
+    }
+  }
+  return { ms, answer };
+}
+
+/** The first entry where two answers differ, or undefined when they are equal. */
+function firstDifference(service: Answer, scan: Answer): string | undefined {
+  for (const key of [...new Set([...service.keys(), ...scan.keys()])].sort()) {
+    if (service.get(key) !== scan.get(key)) return `${key}: service ${service.get(key) ?? "none"}, raw scan ${scan.get(key) ?? "none"}`;
+  }
+  return undefined;
+}
+
+async function timeCases(database: Database) {
+  const usage = new UsageRepository(database);
+  const reports = new UsageReports(usage, new DepartmentRepository(database.db));
+  const queries = Number(flags.queries);
+  for (const c of CASES) {
+    const rand = random(5);
+    const starts = Array.from({ length: WARM_UP + queries }, () => c.start(Math.floor(rand() * 180)));
+    const service: number[] = [];
+    const answers: Answer[] = [];
+    for (const [q, start] of starts.entries()) {
+      const request: UsageReportRequest = { timeZone: "", bucket: "", groupBy: [], departmentId: "", userIds: [], emails: [], pageSize: 0, pageToken: "", ...c.request(start) };
+      const { ms, answer } = await timeReport(reports, request);
+      if (q >= WARM_UP) service.push(ms);
+      answers.push(answer);
+    }
+    const raw: number[] = [];
+    for (const [q, start] of starts.entries()) {
+      const request = c.request(start);
+      const t = performance.now();
+      const answer = await c.reference(database, start, Number(request.endTime));
+      if (q >= WARM_UP) raw.push(performance.now() - t);
+      const difference = firstDifference(answers[q]!, answer);
+      if (difference) throw new Error(`${c.name}, report ${q}: the service's answer differs from the raw scan at ${difference}`);
+    }
+    service.sort((a, b) => a - b);
+    raw.sort((a, b) => a - b);
+    console.log(`  ${c.name.padEnd(34)} service p50 ${fmt(percentile(service, 50), 1)} ms, p99 ${fmt(percentile(service, 99), 1)} ms | ` +
+      `raw scan p50 ${fmt(percentile(raw, 50), 1)} ms, p99 ${fmt(percentile(raw, 99), 1)} ms | answers equal`);
+  }
+}
+
+const dir = mkdtempSync(join(tmpdir(), "eadmin-bench-report-"));
+let dropDatabase = async () => {};
+let url = flags.db ?? join(dir, "bench.sqlite");
+const reuse = flags.keep && !isPostgresUrl(url) && existsSync(url);
+if (isPostgresUrl(url)) {
+  const name = `eadmin_bench_report_${process.pid}`; // digits only after a fixed prefix
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const server = url;
+  const fresh = new URL(url);
+  fresh.pathname = `/${name}`;
+  url = fresh.toString();
+  dropDatabase = async () => {
+    const client = new pg.Client({ connectionString: server });
+    await client.connect();
+    await client.query(`drop database if exists ${name} with (force)`);
+    await client.end();
+  };
+}
+
+const database = openDatabase(url);
+try {
+  await migrateToLatest(database);
+  if (!reuse) {
+    await importDirectory(database, benchDirectory(shape));
+    const file = join(dir, "events.ndjson");
+    const t = performance.now();
+    await writeUsageFile(file, shape);
+    const imported = await importUsage(new UsageRepository(database), ENTERPRISE_ID, file);
+    rmSync(file);
+    if (database.dialect === "postgres") await sql`analyze`.execute(database.db);
+    console.log(`store: ${fmt(imported.recorded)} events, ${shape.members} members, ${shape.models} models over one year, ` +
+      `${database.dialect} (made in ${fmt((performance.now() - t) / 1000, 1)} s)`);
+  } else {
+    console.log(`store: reusing ${url}`);
+  }
+  console.log(`usage report, ${flags.queries} reports each (after ${WARM_UP} not counted), windows starting on random days of the year's first half:`);
+  await timeCases(database);
+} finally {
+  await database.close();
+  await dropDatabase();
+  rmSync(dir, { recursive: true, force: true });
+}
