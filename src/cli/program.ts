@@ -14,12 +14,13 @@ import { serveUntilSignal } from "../main.js";
 import { AccessAdmin } from "../operations/access-admin.js";
 import { importDirectory } from "../operations/import-directory.js";
 import { importUsage } from "../operations/import-usage.js";
+import { rebuildUsage } from "../operations/rebuild-usage.js";
 import { rotateMasterKey } from "../operations/rotate-master-key.js";
 import { decodeKey, loadLocalKeyProvider, type LocalKeyProvider } from "../keys/local-key-provider.js";
 import { keyRingStatus, verifyDataKeys } from "../operations/inspect-master-keys.js";
 import { EnvironmentConfigRepository } from "../storage/environment-config-repository.js";
 import { UsageRepository } from "../storage/usage-repository.js";
-import { exportProgressBar, progressBar } from "./progress-bar.js";
+import { exportProgressBar, progressBar, rebuildProgressBar } from "./progress-bar.js";
 import { exportUsageFile } from "./export-usage.js";
 import { RECORD_FORMATS } from "../rest/record-formats.js";
 import { AuthRepository } from "../storage/auth-repository.js";
@@ -165,6 +166,17 @@ export function buildProgram(): Command {
         process.stderr.isTTY ? exportProgressBar() : undefined));
       // stdout may be the export itself: the summary goes to stderr.
       outputOf(command, process.stderr).result(summary);
+    });
+
+  program.command("usage").description("the stored usage")
+    .command("rebuild")
+    .description("recompute an enterprise's pre-aggregated usage from its raw events (the recovery tool); safe while servers run, whose ingestion waits for it; progress bar on a TTY")
+    .requiredOption("--enterprise <id>", "enterprise id")
+    .addOption(dbOption())
+    .action(async (opts, command: Command) => {
+      const summary = await withDatabase(opts.db, (database) =>
+        rebuildUsage(new UsageRepository(database), opts.enterprise, process.stderr.isTTY ? rebuildProgressBar() : undefined));
+      outputOf(command).result(summary);
     });
 
   const appCommand = program.command("app").description("enterprise apps (app_id/app_secret)");

@@ -1,7 +1,9 @@
 // The progress bars of the long commands on a terminal (cli-progress): the import's (bytes read of
-// the file, events so far, rate) and the export's (local days done, rows so far, rate).
+// the file, events so far, rate), the export's (local days done, rows so far, rate) and the usage
+// rebuild's (events read of the enterprise's, rate).
 import { SingleBar, Presets } from "cli-progress";
 import type { ImportProgress } from "../operations/import-usage.js";
+import type { RebuildProgress } from "../operations/rebuild-usage.js";
 import type { ExportProgress } from "./export-usage.js";
 
 function bar(format: string): SingleBar {
@@ -26,6 +28,16 @@ export function exportProgressBar(): ExportProgress {
   return {
     start: (totalDays) => shown.start(totalDays, 0, { rows: 0, rate: 0 }),
     update: (daysDone, rows) => shown.update(daysDone, { rows, rate: perSecond(rows, started) }),
+    stop: () => shown.stop(),
+  };
+}
+
+export function rebuildProgressBar(): RebuildProgress {
+  const shown = bar("rebuilding [{bar}] {percentage}% | {value}/{total} events | {rate} events/s | eta {eta_formatted}");
+  const started = Date.now();
+  return {
+    start: (totalEvents) => shown.start(totalEvents, 0, { rate: 0 }),
+    update: (events) => shown.update(events, { rate: perSecond(events, started) }),
     stop: () => shown.stop(),
   };
 }

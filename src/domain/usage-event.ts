@@ -72,7 +72,8 @@ const KNOWN_FIELDS = new Set(["event_id", "user_id", "model_name", "model_type",
 
 const MAX_TOKENS = Number(MAX_EVENT_TOKENS);
 const MAX_MICROS = Number(MAX_EVENT_MICROS);
-const MAX_TIMESTAMP = 253402300799;
+/** The last second an event may have: 9999-12-31T23:59:59Z. */
+export const MAX_TIMESTAMP = 253402300799;
 /** An amount in the common form, small enough to convert without BigInt: at most 7 whole digits. */
 const SHORT_DECIMAL = /^(0|[1-9]\d{0,6})(?:\.(\d{1,6}))?$/;
 const MICROS_SCALE = [1_000_000, 100_000, 10_000, 1_000, 100, 10, 1];

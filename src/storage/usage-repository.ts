@@ -5,7 +5,7 @@ import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CompiledQuery, sql, type Kysely } from "kysely";
 import { invalidParameter } from "../domain/errors.js";
-import { modelKey, type EventValue, type ModelIdentity } from "../domain/usage-event.js";
+import { MAX_TIMESTAMP, modelKey, type EventValue, type ModelIdentity } from "../domain/usage-event.js";
 import { EVENTS, SUM_LIMIT_MESSAGE, SumLimitError } from "../domain/usage-totals.js";
 import { WindowSums } from "../domain/usage-window-sums.js";
 import { dayOf, type WindowPlan } from "../domain/usage-window.js";
@@ -188,7 +188,38 @@ export class UsageRepository {
     return added;
   }
 
-  private async ingestOnce(work: (tx: UsageRepository) => Promise<void>, importTotals: ImportRunningTotals | undefined): Promise<number> {
+  /**
+   * Recomputes the enterprise's running totals from its raw events (`usage rebuild`): its rows are
+   * deleted and made again from every event, in one ingestion, so that a live ingestion or import
+   * waits for it (on PostgreSQL for the ingestion lock, SQLite's write lock) and then adds to the
+   * rebuilt rows. Waits for the lock as long as it takes. `progress` hears the events read so far.
+   * Returns how many events it read.
+   */
+  async rebuildRunningTotals(enterpriseId: string, progress?: (events: number) => void): Promise<number> {
+    let events = 0;
+    await this.ingestOnce(async (tx) => {
+      const members = tx.db.selectFrom("member").select("member_key").where("enterprise_id", "=", enterpriseId);
+      await tx.db.deleteFrom("usage_running_total").where("member_key", "in", members).execute();
+      const daySums = tx.daySums!;
+      for await (const page of tx.eventsInWindow(enterpriseId, 0, MAX_TIMESTAMP + 1)) {
+        for (const e of page) daySums.add(e.memberKey, e.modelId, dayOf(e.ts), e.inputTokens, e.outputTokens, e.basicMicros, e.payGoMicros);
+        if (daySums.size >= FLUSH_DAY_SUMS) await addToRunningTotals(tx.database, daySums);
+        events += page.length;
+        progress?.(events);
+      }
+    }, undefined, true);
+    return events;
+  }
+
+  /** How many raw events the enterprise has (what `usage rebuild` will read). */
+  async eventCount(enterpriseId: string): Promise<number> {
+    const row = await this.db.selectFrom("usage_event").select((eb) => eb.fn.countAll<number | string>().as("n"))
+      .where("enterprise_id", "=", enterpriseId).executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  private async ingestOnce(work: (tx: UsageRepository) => Promise<void>, importTotals: ImportRunningTotals | undefined,
+    unbounded = importTotals !== undefined): Promise<number> {
     try {
       return await this.database.writeTransaction(async (trx) => {
         // PostgreSQL: one ingestion at a time, so that two never read and rewrite the same row at once.
@@ -202,7 +233,7 @@ export class UsageRepository {
         await work(tx);
         await addToRunningTotals(tx.database, tx.daySums);
         return tx.added;
-      }, { unbounded: importTotals !== undefined });
+      }, { unbounded });
     } catch (error) {
       // Models made inside a rolled-back transaction no longer exist: forget every cached id.
       this.modelIds.clear();
