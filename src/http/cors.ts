@@ -8,13 +8,13 @@ import type { HttpRequest, HttpResponse } from "../rest/envelope.js";
 import { addVary } from "./vary.js";
 
 /** How long a browser may keep a preflight's answer (Chromium's own cap). */
-export const PREFLIGHT_MAX_AGE_SECONDS = 7200;
+const PREFLIGHT_MAX_AGE_SECONDS = 7200;
 
 /** Connect's and gRPC-Web's request headers (connect-es's list), plus the bearer token and tracing. */
-export const ALLOWED_HEADERS = [...cors.allowedHeaders, "Authorization", "X-Request-Id", "Traceparent", "Tracestate"];
+const ALLOWED_HEADERS = [...cors.allowedHeaders, "Authorization", "X-Request-Id", "Traceparent", "Tracestate"].join(", ");
 
 /** The Connect and gRPC(-Web) trailers and encodings (connect-es's list), plus what REST answers carry. */
-export const EXPOSED_HEADERS = [...cors.exposedHeaders, "X-Request-Id", "Retry-After", "Content-Disposition"];
+const EXPOSED_HEADERS = [...cors.exposedHeaders, "X-Request-Id", "Retry-After", "Content-Disposition"].join(", ");
 
 export class CorsPolicy {
   private readonly origins: ReadonlySet<string>;
@@ -38,12 +38,12 @@ export class CorsPolicy {
     const preflight = req.method === "OPTIONS" && origin !== undefined && req.headers["access-control-request-method"] !== undefined;
     if (allowed) res.setHeader("access-control-allow-origin", origin);
     if (!preflight) {
-      if (allowed) res.setHeader("access-control-expose-headers", EXPOSED_HEADERS.join(", "));
+      if (allowed) res.setHeader("access-control-expose-headers", EXPOSED_HEADERS);
       return false;
     }
     if (allowed) {
       res.setHeader("access-control-allow-methods", this.allowedMethods);
-      res.setHeader("access-control-allow-headers", ALLOWED_HEADERS.join(", "));
+      res.setHeader("access-control-allow-headers", ALLOWED_HEADERS);
       res.setHeader("access-control-max-age", String(PREFLIGHT_MAX_AGE_SECONDS));
     }
     req.resume();
