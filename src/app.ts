@@ -3,9 +3,11 @@
 import { Http2ServerResponse } from "node:http2";
 import { performance } from "node:perf_hooks";
 import { createContextValues } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { compressionBrotli, compressionGzip, connectNodeAdapter } from "@connectrpc/connect-node";
 import { ConsoleAssets } from "./console-assets.js";
 import { AppError, ErrorCode } from "./domain/errors.js";
+import { COMPRESS_MIN_BYTES, endWithBody } from "./http/compression.js";
+import { CorsPolicy } from "./http/cors.js";
 import { Authenticator } from "./interceptors/auth.js";
 import { AccessLog } from "./interceptors/access-log.js";
 import { recordCall, rpcTransportOf } from "./interceptors/call-metrics.js";
@@ -17,6 +19,7 @@ import { attachCallSignal, callerTimeoutMs, callSignalKey, callSignalOf, endInco
 import type { Logger } from "./interceptors/logging.js";
 import { RateLimits, type RateLimitSettings } from "./domain/rate-limits.js";
 import { resolveRequestId } from "./interceptors/request-id.js";
+import { parseTraceparent } from "./interceptors/trace-context.js";
 import type { KeyProvider } from "./keys/key-provider.js";
 import type { MetricsAccess } from "./config.js";
 import { MetricsEndpoint } from "./metrics/metrics-endpoint.js";
@@ -25,7 +28,7 @@ import { AccessAdmin } from "./operations/access-admin.js";
 import { EnvironmentConfigs } from "./operations/environment-configs.js";
 import { writeError, type HttpRequest, type HttpResponse } from "./rest/envelope.js";
 import { ConnectJsonUnary } from "./rest/connect-json-unary.js";
-import { MAX_BODY_BYTES, RestFacade } from "./rest/rest-facade.js";
+import { isRestPath, MAX_BODY_BYTES, RestFacade } from "./rest/rest-facade.js";
 import { openApiJson } from "./openapi-document.js";
 import { businessServices, routes } from "./routes.js";
 import { HealthState } from "./services/health-service.js";
@@ -48,6 +51,8 @@ export interface AppDeps {
   metrics: ServiceMetrics;
   /** Who may read GET /metrics. */
   metricsAccess: MetricsAccess;
+  /** Browser origins allowed to call the API (CORS); empty: CORS is off. */
+  corsAllowedOrigins: readonly string[];
 }
 
 export interface App {
@@ -61,7 +66,7 @@ export interface App {
   beginShutdown(): void;
 }
 
-export function createApp({ database, logger, keys, rateLimits: rateLimitSettings, requestTimeoutMs, metrics, metricsAccess }: AppDeps): App {
+export function createApp({ database, logger, keys, rateLimits: rateLimitSettings, requestTimeoutMs, metrics, metricsAccess, corsAllowedOrigins }: AppDeps): App {
   const authRepository = new AuthRepository(database.db);
   const rateLimits = new RateLimits(rateLimitSettings);
   const directory = new DirectoryRepository(database.db);
@@ -93,6 +98,9 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
       });
     },
     readMaxBytes: MAX_BODY_BYTES,
+    // connect-es's own defaults, stated: the answer's messages are compressed past the same size as REST bodies.
+    acceptCompression: [compressionGzip, compressionBrotli],
+    compressMinBytes: COMPRESS_MIN_BYTES,
     // Unknown JSON fields are refused on Connect JSON as on REST: a misspelt field must not pass silently.
     jsonOptions: { useProtoFieldName: true, ignoreUnknownFields: false },
     contextValues: (req) => createContextValues().set(callLogKey, callLogOf(req)).set(callSignalKey, callSignalOf(req)),
@@ -105,6 +113,9 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
   const consoleAssets = new ConsoleAssets();
   // Built from the services the REST facade routes, once.
   const openApi = openApiJson(services.map((s) => s.service));
+  const cors = new CorsPolicy(corsAllowedOrigins, rest.router.list().map((route) => route.httpMethod));
+  /** What a web app on another origin may call: every RPC, the REST routes and the API's description. */
+  const isApiPath = (path: string) => rpcPaths.has(path) || isRestPath(path) || path === "/openapi.json";
   const accessLog = new AccessLog(logger);
   const inFlight = new Set<HttpResponse>();
   let draining = false;
@@ -114,7 +125,7 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
     const requestId = resolveRequestId(req.headers["x-request-id"]);
     req.headers["x-request-id"] = requestId; // Connect handlers read the resolved id from here
     res.setHeader("x-request-id", requestId);
-    const log: CallLog = { requestId, clientAddress: req.socket?.remoteAddress };
+    const log: CallLog = { requestId, trace: parseTraceparent(req.headers.traceparent), clientAddress: req.socket?.remoteAddress };
     attachCallLog(req, log);
     // The call's deadline: the server's request timeout, or the caller's own when it is shorter.
     const signal = responseSignal(res, Math.min(requestTimeoutMs, callerTimeoutMs(req) ?? requestTimeoutMs));
@@ -130,7 +141,8 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
       recordCall(metrics, res, log, durationMs);
     });
 
-    const path = (req.url ?? "/").split("?")[0];
+    const path = (req.url ?? "/").split("?")[0]!;
+    if (isApiPath(path) && cors.handle(req, res)) return;
     if (path === "/healthz") {
       res.statusCode = draining ? 503 : 200;
       res.setHeader("content-type", "application/json");
@@ -140,8 +152,7 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
     // The API's description is public, like the health check: it holds no data.
     if (path === "/openapi.json" && (req.method === "GET" || req.method === "HEAD")) {
       res.setHeader("content-type", "application/json; charset=utf-8");
-      res.setHeader("content-length", Buffer.byteLength(openApi));
-      res.end(openApi); // Node sends no body for HEAD
+      endWithBody(res, openApi);
       return;
     }
     if (metricsEndpoint.handle(req, res, log) || consoleAssets.handle(req, res, log)) return;

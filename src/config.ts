@@ -16,6 +16,8 @@ export interface ServeConfig extends Config {
   rateLimits: RateLimitSettings;
   limits: ServerLimits;
   metrics: MetricsAccess;
+  /** The browser origins allowed to call the API from their pages (CORS); empty: CORS is off. */
+  corsAllowedOrigins: readonly string[];
 }
 
 /** Who may read `GET /metrics`: nobody (404), anyone who reaches the port, or a bearer of METRICS_TOKEN. */
@@ -84,7 +86,8 @@ export function loadConfig(flags: { port?: string; host?: string; db?: string } 
 }
 
 export function loadServeConfig(flags: { port?: string; host?: string; db?: string } = {}, env = process.env): ServeConfig {
-  return { ...loadConfig(flags, env), rateLimits: loadRateLimits(env), limits: loadLimits(env), metrics: loadMetricsAccess(env) };
+  return { ...loadConfig(flags, env), rateLimits: loadRateLimits(env), limits: loadLimits(env), metrics: loadMetricsAccess(env),
+    corsAllowedOrigins: loadCorsAllowedOrigins(env) };
 }
 
 /**
@@ -100,6 +103,37 @@ export function loadMetricsAccess(env: NodeJS.ProcessEnv): MetricsAccess {
     throw new Error(`METRICS_TOKEN: METRICS=token needs a token of at least ${METRICS_TOKEN_MIN_LENGTH} printable characters without spaces`);
   }
   return { mode, token };
+}
+
+/**
+ * CORS_ALLOWED_ORIGINS: comma-separated origins, each `scheme://host[:port]` exactly as a browser
+ * sends it in `Origin`. `*` is refused: every caller sends a bearer token, and which web apps may use
+ * one is the operator's choice, origin by origin.
+ */
+export function loadCorsAllowedOrigins(env: NodeJS.ProcessEnv): string[] {
+  const text = env.CORS_ALLOWED_ORIGINS ?? "";
+  const origins: string[] = [];
+  for (const item of text.split(",").map((part) => part.trim()).filter((part) => part !== "")) {
+    if (item === "*") throw new Error("CORS_ALLOWED_ORIGINS: \"*\" is not accepted; list each origin allowed, e.g. https://admin.example.com");
+    const origin = browserOrigin(item);
+    if (origin !== item) {
+      const hint = origin === undefined ? "expected http(s)://host[:port], e.g. https://admin.example.com" : `a browser sends ${JSON.stringify(origin)}`;
+      throw new Error(`CORS_ALLOWED_ORIGINS: ${JSON.stringify(item)} is not an origin as browsers send it (no path, lower case, no default port): ${hint}`);
+    }
+    if (!origins.includes(origin)) origins.push(origin);
+  }
+  return origins;
+}
+
+/** The origin of an http(s) URL as browsers serialize it in `Origin` (no path, default port left out). */
+function browserOrigin(text: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return undefined;
+  }
+  return url.protocol === "http:" || url.protocol === "https:" ? url.origin : undefined;
 }
 
 /** RATE_LIMIT_RPS, RATE_LIMIT_BURST, TOKEN_EXCHANGE_LIMIT_PER_APP_ID, TOKEN_EXCHANGE_LIMIT_PER_ADDRESS; 0 turns one off. */

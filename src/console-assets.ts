@@ -4,6 +4,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { endWithBody } from "./http/compression.js";
 import type { CallLog } from "./interceptors/call-log.js";
 import type { HttpRequest, HttpResponse } from "./rest/envelope.js";
 
@@ -55,12 +56,12 @@ export class ConsoleAssets {
       res.setHeader("allow", "GET, HEAD");
       sendText(res, 405, `${req.method} is not allowed on ${path}`);
     } else {
-      void this.send(req, res, name, type);
+      void this.send(res, name, type);
     }
     return true;
   }
 
-  private async send(req: HttpRequest, res: HttpResponse, name: string, type: string): Promise<void> {
+  private async send(res: HttpResponse, name: string, type: string): Promise<void> {
     let body: Buffer;
     try {
       body = await readFile(join(this.dir, name));
@@ -71,9 +72,7 @@ export class ConsoleAssets {
     for (const [header, value] of Object.entries(SECURITY_HEADERS)) res.setHeader(header, value);
     res.statusCode = 200;
     res.setHeader("content-type", type);
-    res.setHeader("content-length", body.length);
-    if (req.method === "HEAD") res.end();
-    else res.end(body);
+    endWithBody(res, body);
   }
 }
 

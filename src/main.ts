@@ -22,7 +22,7 @@ export async function startService(config: ServeConfig, logger: Logger = createL
     await migrateToLatest(database);
     const keys = await loadLocalKeyProvider({ databaseUrl: config.databaseUrl });
     const app = createApp({ database, logger, keys, rateLimits: config.rateLimits, requestTimeoutMs: config.limits.requestTimeoutMs,
-      metrics, metricsAccess: config.metrics });
+      metrics, metricsAccess: config.metrics, corsAllowedOrigins: config.corsAllowedOrigins });
     const listener = await listen(app, config.port, config.host, config.limits);
     logger.info({ port: listener.port, host: config.host, database: database.dialect }, "listening");
     return {

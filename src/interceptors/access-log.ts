@@ -24,6 +24,8 @@ export class AccessLog {
     if (!answered && !this.admitCanceled()) return;
     const line = {
       request_id: log.requestId,
+      trace_id: log.trace?.traceId,
+      parent_id: log.trace?.parentId,
       method: req.method,
       path: (req.url ?? "").split("?")[0],
       // 499 (nginx's "client closed request"): the caller went away before the answer was written.

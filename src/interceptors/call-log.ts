@@ -2,12 +2,15 @@
 import type { IncomingMessage } from "node:http";
 import type { Http2ServerRequest } from "node:http2";
 import { createContextKey } from "@connectrpc/connect";
+import type { TraceParent } from "./trace-context.js";
 
 /** The transport a call came by (contracts section 1). */
 export type Transport = "grpc" | "grpc-web" | "connect" | "rest";
 
 export interface CallLog {
   requestId: string;
+  /** The caller's trace, from a valid `traceparent` header. */
+  trace?: TraceParent;
   /** The peer's address (a proxy's, behind one); the token exchange is rate limited by it. */
   clientAddress?: string;
   procedure?: string;

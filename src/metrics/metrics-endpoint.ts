@@ -3,6 +3,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { MetricsAccess } from "../config.js";
 import { AppError, ErrorCode, invalidToken } from "../domain/errors.js";
+import { endWithBody } from "../http/compression.js";
 import type { CallLog } from "../interceptors/call-log.js";
 import { writeError, type HttpRequest, type HttpResponse } from "../rest/envelope.js";
 import type { ServiceMetrics } from "./service-metrics.js";
@@ -33,8 +34,7 @@ export class MetricsEndpoint {
     this.metrics.registry.metrics().then((text) => {
       res.statusCode = 200;
       res.setHeader("content-type", this.metrics.registry.contentType);
-      res.setHeader("content-length", Buffer.byteLength(text));
-      res.end(text);
+      endWithBody(res, text);
     }, (error: unknown) => {
       log.cause = error;
       this.fail(res, log, new AppError(ErrorCode.INTERNAL, "internal error"));

@@ -6,6 +6,7 @@
 import { create, toJson, type DescMethodUnary } from "@bufbuild/protobuf";
 import { codeToHttpStatus, errorToJson, parseTimeout } from "@connectrpc/connect/protocol-connect";
 import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
+import { endWithBody } from "../http/compression.js";
 import type { CallLog } from "../interceptors/call-log.js";
 import { untilAborted } from "../interceptors/call-signal.js";
 import { endpointsOf, type CallPipeline, type Endpoint, type ServedService } from "../interceptors/call-pipeline.js";
@@ -71,8 +72,7 @@ export class ConnectJsonUnary {
     const body = JSON.stringify(toJson(method.output, create(method.output, response as never), { useProtoFieldName: true }));
     res.statusCode = 200;
     res.setHeader("content-type", "application/json");
-    res.setHeader("content-length", Buffer.byteLength(body));
-    res.end(body);
+    endWithBody(res, body);
   }
 }
 
@@ -93,6 +93,5 @@ function writeError(res: HttpResponse, log: CallLog, error: AppError): void {
   for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
   res.statusCode = codeToHttpStatus(connectError.code);
   res.setHeader("content-type", "application/json");
-  res.setHeader("content-length", Buffer.byteLength(body));
-  res.end(body);
+  endWithBody(res, body);
 }

@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { AppError, ErrorCode } from "../domain/errors.js";
 import { errorEntry } from "../error-table.js";
+import { endWithBody } from "../http/compression.js";
 
 export type HttpRequest = IncomingMessage | Http2ServerRequest;
 export type HttpResponse = ServerResponse | Http2ServerResponse;
@@ -26,6 +27,5 @@ export function writeInternalError(res: HttpResponse, requestId: string): void {
 function send(res: HttpResponse, status: number, body: string): void {
   res.statusCode = status;
   res.setHeader("content-type", "application/json; charset=utf-8");
-  res.setHeader("content-length", Buffer.byteLength(body));
-  res.end(body);
+  endWithBody(res, body);
 }

@@ -11,6 +11,7 @@ import { AppError, ErrorCode, invalidParameter, invalidToken } from "../domain/e
 import type { CallLog } from "../interceptors/call-log.js";
 import { untilAborted } from "../interceptors/call-signal.js";
 import { endpointsOf, type CallMeta, type CallPipeline, type Endpoint, type ServedMethod, type ServedService } from "../interceptors/call-pipeline.js";
+import { streamEncoder } from "../http/compression.js";
 import { writeError, writeInternalError, writeSuccess, type HttpRequest, type HttpResponse } from "./envelope.js";
 import { parseJsonExact } from "./exact-json.js";
 import { RestRouter, type RestRoute } from "./http-rules.js";
@@ -22,6 +23,11 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 
 /** Content-Type of a JSON body, with or without parameters such as charset. */
 export const JSON_CONTENT_TYPE = /^application\/json\s*(;|$)/i;
+
+/** Whether a path is under a REST prefix: the facade answers it, with 404 when no route matches. */
+export function isRestPath(path: string): boolean {
+  return path.startsWith("/openapi/") || path.startsWith("/api/");
+}
 
 export class RestFacade {
   readonly router: RestRouter;
@@ -39,7 +45,7 @@ export class RestFacade {
     const path = queryAt < 0 ? url : url.slice(0, queryAt);
     const match = this.router.match(req.method ?? "GET", path);
     if (match.kind === "none") {
-      if (!path.startsWith("/openapi/") && !path.startsWith("/api/")) return false;
+      if (!isRestPath(path)) return false;
       this.fail(res, log, new AppError(ErrorCode.ROUTE_NOT_FOUND, `no route for ${req.method} ${path}`));
       return true;
     }
@@ -126,7 +132,7 @@ export class RestFacade {
     meta.responseHeader!.forEach((value, name) => res.setHeader(name, value));
     res.statusCode = 200;
     res.setHeader("content-type", CONTENT_TYPES[format]);
-    await pipeStreams(Readable.from(body(), { objectMode: false }), res).catch((error: unknown) => {
+    await pipeStreams(Readable.from(body(), { objectMode: false }), streamEncoder(res), res).catch((error: unknown) => {
       // The pipeline's log already holds a handler's error (its code); a write to a caller gone is no fault.
       if (meta.log.code === undefined && !res.destroyed) {
         meta.log.code = ErrorCode.INTERNAL;
