@@ -10,7 +10,7 @@ import { Authenticator } from "./interceptors/auth.js";
 import { AccessLog } from "./interceptors/access-log.js";
 import { recordCall, rpcTransportOf } from "./interceptors/call-metrics.js";
 import { attachCallLog, callLogKey, callLogOf, type CallLog } from "./interceptors/call-log.js";
-import { CallPipeline } from "./interceptors/call-pipeline.js";
+import { CallChain } from "./interceptors/call-chain.js";
 import { encodeGrpcMessageBySpec } from "./interceptors/grpc-message-encoding.js";
 import { refuseMalformedProtobuf } from "./interceptors/protobuf-body-check.js";
 import { attachCallSignal, callerTimeoutMs, callSignalKey, callSignalOf, endIncompleteBodyAtDeadline, endStreamAfterAnswer, responseSignal } from "./interceptors/call-signal.js";
@@ -76,16 +76,16 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
     rateLimits,
     ingested: metrics.ingested,
   });
-  const pipeline = new CallPipeline(new Authenticator(authRepository), rateLimits, database.faultOf);
+  const chain = new CallChain(services, new Authenticator(authRepository), rateLimits, database.faultOf);
   const health = new HealthState(services.map((s) => s.service.typeName));
-  const rest = new RestFacade(services, pipeline);
-  const connectJson = new ConnectJsonUnary(services, pipeline);
+  const rest = new RestFacade(services, chain);
+  const connectJson = new ConnectJsonUnary(services, chain);
   const metricsEndpoint = new MetricsEndpoint(metrics, metricsAccess);
   /** The request paths of every RPC the adapter serves (reflection and health included). */
   const rpcPaths = new Set<string>();
   const rpc = connectNodeAdapter({
     routes: (router) => {
-      routes(services, pipeline, health)(router);
+      routes(services, chain.interceptors, health)(router);
       // connect-es decodes RPC bodies and encodes grpc-message itself; these wrappers correct both.
       router.handlers.forEach((handler, i) => {
         router.handlers[i] = encodeGrpcMessageBySpec(refuseMalformedProtobuf(handler, MAX_BODY_BYTES));
@@ -155,7 +155,7 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
     }
     if (rpcPaths.has(path)) {
       log.transport = rpcTransportOf(req);
-      // Reflection and health run outside the call pipeline, which names the business procedures.
+      // Reflection and health run outside the call chain, which names the business procedures.
       log.procedure ??= path;
     }
     endIncompleteBodyAtDeadline(req, signal, log);

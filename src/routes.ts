@@ -1,18 +1,18 @@
-// Registers every service once. The Connect router (all RPC transports), the REST facade and the
-// reflection service all take their list from here.
-import type { ConnectRouter } from "@connectrpc/connect";
+// Registers every service once. The Connect router (all RPC transports, and the in-memory router
+// transport of test/service), the REST facade and the reflection service all take their list from here.
+import type { DescService } from "@bufbuild/protobuf";
+import { createServiceImplSpec, type ConnectRouter, type Interceptor, type ServiceImpl, type ServiceImplSpec } from "@connectrpc/connect";
 import { AuthService, file_enterprise_admin_v1_auth } from "../gen/enterprise_admin/v1/auth_pb.js";
 import { DepartmentService, file_enterprise_admin_v1_department } from "../gen/enterprise_admin/v1/department_pb.js";
 import { UsageService, file_enterprise_admin_v1_usage } from "../gen/enterprise_admin/v1/usage_pb.js";
 import { EnvironmentConfigService, file_enterprise_admin_v1_environment } from "../gen/enterprise_admin/v1/environment_pb.js";
-import { bindService, type CallPipeline, type ServedService } from "./interceptors/call-pipeline.js";
 import type { RateLimits } from "./domain/rate-limits.js";
 import type { AccessAdmin } from "./operations/access-admin.js";
 import type { IngestionObserver } from "./operations/record-usage.js";
-import { authHandlers } from "./services/auth-service.js";
-import { departmentHandlers } from "./services/department-service.js";
-import { usageHandlers } from "./services/usage-service.js";
-import { environmentHandlers } from "./services/environment-service.js";
+import { authService } from "./services/auth-service.js";
+import { departmentService } from "./services/department-service.js";
+import { usageService } from "./services/usage-service.js";
+import { environmentService } from "./services/environment-service.js";
 import type { EnvironmentConfigs } from "./operations/environment-configs.js";
 import { UsageReports } from "./operations/usage-report.js";
 import { registerHealth, type HealthState } from "./services/health-service.js";
@@ -39,19 +39,28 @@ export interface ServiceDeps {
   ingested?: IngestionObserver;
 }
 
+/** A business service and its implementation, with connect-es's metadata of each method. */
+export interface ServedService {
+  service: DescService;
+  spec: ServiceImplSpec;
+}
+
+const served = <S extends DescService>(service: S, impl: ServiceImpl<S>): ServedService => ({ service, spec: createServiceImplSpec(service, impl) });
+
 export function businessServices(deps: ServiceDeps): ServedService[] {
   return [
-    { service: AuthService, handlers: authHandlers(deps.access, deps.rateLimits) },
-    { service: DepartmentService, handlers: departmentHandlers(deps.departments) },
-    { service: UsageService, handlers: usageHandlers(deps.usage, deps.directory, new UsageReports(deps.usage, deps.departments), deps.ingested) },
-    { service: EnvironmentConfigService, handlers: environmentHandlers(deps.environments) },
+    served(AuthService, authService(deps.access, deps.rateLimits)),
+    served(DepartmentService, departmentService(deps.departments)),
+    served(UsageService, usageService(deps.usage, deps.directory, new UsageReports(deps.usage, deps.departments), deps.ingested)),
+    served(EnvironmentConfigService, environmentService(deps.environments)),
   ];
 }
 
-export function routes(services: readonly ServedService[], pipeline: CallPipeline, health: HealthState) {
+/** `interceptors`: the business calls' chain (CallChain); reflection and health run without it. */
+export function routes(services: readonly ServedService[], interceptors: Interceptor[], health: HealthState) {
   return (router: ConnectRouter) => {
-    for (const { service, handlers } of services) {
-      router.service(service, bindService(service, handlers as never, pipeline));
+    for (const { spec } of services) {
+      for (const { method, impl } of Object.values(spec.methods)) router.rpc(method, impl, { interceptors });
     }
     registerReflection(router, servedFiles);
     registerHealth(router, health);

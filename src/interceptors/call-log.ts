@@ -35,5 +35,5 @@ export function callLogOf(req: IncomingMessage | Http2ServerRequest): CallLog {
   return (req as WithLog)[key] ?? { requestId: "" };
 }
 
-/** Carries the request's CallLog into Connect handlers. */
-export const callLogKey = createContextKey<CallLog>({ requestId: "" }, { description: "call log" });
+/** Carries the request's CallLog into the call's interceptors and handlers (call-outcome.ts makes one when none is set). */
+export const callLogKey = createContextKey<CallLog | undefined>(undefined, { description: "call log" });
