@@ -9,7 +9,7 @@ import type { AuthRepository } from "../../src/storage/auth-repository.js";
 import { serviceWithRule, syntheticService } from "../helpers/synthetic-service.js";
 
 // The token lookup is never reached: these checks happen while the server is being put together.
-const chainOf = (service: DescService) => new CallChain([{ service, spec: createServiceImplSpec(service, { getThing: async () => ({}) }) }],
+const chainOf = (service: DescService) => new CallChain([{ service, spec: createServiceImplSpec(service, {}) }],
   new Authenticator({} as AuthRepository), new RateLimits(DEFAULT_RATE_LIMITS));
 
 describe("every business method declares who may call it", () => {
