@@ -10,7 +10,7 @@ import type { RateLimits } from "../domain/rate-limits.js";
 import type { ServedService } from "../routes.js";
 import type { StoreFault } from "../storage/store-faults.js";
 import { CallAuthorizer, type Authenticator } from "./auth.js";
-import { callLogKey, type CallLog } from "./call-log.js";
+import { callLogKey, procedureOf, type CallLog } from "./call-log.js";
 import { CallOutcome } from "./call-outcome.js";
 import { callSignalKey } from "./call-signal.js";
 import { validationInterceptor } from "./validation.js";
@@ -73,6 +73,7 @@ export class LocalCall {
    * valid token never has it read. The chain then skips this step. Throws the caller's ConnectError.
    */
   async authorize(): Promise<void> {
+    this.log.procedure = procedureOf(this.spec.method);
     try {
       await this.authorizer.authorize(this.spec.method, this.context.requestHeader, this.context.values);
     } catch (error) {

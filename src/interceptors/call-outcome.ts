@@ -6,7 +6,7 @@
 import { ConnectError, type ContextValues, type Interceptor } from "@connectrpc/connect";
 import { AppError, ErrorCode } from "../domain/errors.js";
 import type { StoreFault } from "../storage/store-faults.js";
-import { callLogKey, type CallLog } from "./call-log.js";
+import { callLogKey, procedureOf, type CallLog } from "./call-log.js";
 import { callSignalKey, untilAborted } from "./call-signal.js";
 import { toConnectError } from "./connect-errors.js";
 import { resolveRequestId } from "./request-id.js";
@@ -18,7 +18,7 @@ export class CallOutcome {
 
   readonly interceptor: Interceptor = (next) => async (req) => {
     const log = logOf(req.contextValues, req.header);
-    log.procedure = `/${req.service.typeName}/${req.method.name}`;
+    log.procedure = procedureOf(req.method);
     // The transport's signal carries the caller's deadline; the call's own carries the server's timeout.
     const signal = AbortSignal.any([req.signal, req.contextValues.get(callSignalKey)]);
     req.contextValues.set(callSignalKey, signal);
