@@ -6,11 +6,9 @@ import { createContextValues } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { ConsoleAssets } from "./console-assets.js";
 import { AppError, ErrorCode } from "./domain/errors.js";
-import { Authenticator } from "./interceptors/auth.js";
 import { AccessLog } from "./interceptors/access-log.js";
 import { recordCall, rpcTransportOf } from "./interceptors/call-metrics.js";
 import { attachCallLog, callLogKey, callLogOf, type CallLog } from "./interceptors/call-log.js";
-import { CallChain } from "./interceptors/call-chain.js";
 import { encodeGrpcMessageBySpec } from "./interceptors/grpc-message-encoding.js";
 import { refuseMalformedProtobuf } from "./interceptors/protobuf-body-check.js";
 import { attachCallSignal, callerTimeoutMs, callSignalKey, callSignalOf, endIncompleteBodyAtDeadline, endStreamAfterAnswer, responseSignal } from "./interceptors/call-signal.js";
@@ -21,20 +19,13 @@ import type { KeyProvider } from "./keys/key-provider.js";
 import type { MetricsAccess } from "./config.js";
 import { MetricsEndpoint } from "./metrics/metrics-endpoint.js";
 import type { ServiceMetrics } from "./metrics/service-metrics.js";
-import { AccessAdmin } from "./operations/access-admin.js";
-import { EnvironmentConfigs } from "./operations/environment-configs.js";
 import { writeError, type HttpRequest, type HttpResponse } from "./rest/envelope.js";
 import { ConnectJsonUnary } from "./rest/connect-json-unary.js";
 import { MAX_BODY_BYTES, RestFacade } from "./rest/rest-facade.js";
 import { openApiJson } from "./openapi-document.js";
-import { businessServices, routes } from "./routes.js";
+import { createBusiness, routes } from "./routes.js";
 import { HealthState } from "./services/health-service.js";
-import { AuthRepository } from "./storage/auth-repository.js";
 import type { Database } from "./storage/database.js";
-import { DepartmentRepository } from "./storage/department-repository.js";
-import { EnvironmentConfigRepository } from "./storage/environment-config-repository.js";
-import { DirectoryRepository } from "./storage/directory-repository.js";
-import { UsageRepository } from "./storage/usage-repository.js";
 
 export interface AppDeps {
   database: Database;
@@ -62,21 +53,8 @@ export interface App {
 }
 
 export function createApp({ database, logger, keys, rateLimits: rateLimitSettings, requestTimeoutMs, metrics, metricsAccess }: AppDeps): App {
-  const authRepository = new AuthRepository(database.db);
-  const rateLimits = new RateLimits(rateLimitSettings);
-  const directory = new DirectoryRepository(database.db);
-  const usage = new UsageRepository(database);
+  const { services, chain, usage } = createBusiness({ database, keys, logger, rateLimits: new RateLimits(rateLimitSettings), ingested: metrics.ingested });
   metrics.watchIngestions(() => usage.ingestionCount());
-  const services = businessServices({
-    access: new AccessAdmin(authRepository, directory),
-    departments: new DepartmentRepository(database.db),
-    directory,
-    usage,
-    environments: new EnvironmentConfigs(new EnvironmentConfigRepository(database.db), keys, logger),
-    rateLimits,
-    ingested: metrics.ingested,
-  });
-  const chain = new CallChain(services, new Authenticator(authRepository), rateLimits, database.faultOf);
   const health = new HealthState(services.map((s) => s.service.typeName));
   const rest = new RestFacade(services, chain);
   const connectJson = new ConnectJsonUnary(services, chain);
