@@ -2,7 +2,6 @@
 // seeded with the acme and globex fixtures, called through connect-es's router transport: no port,
 // no HTTP, every interceptor and handler as the server runs them.
 import { randomBytes } from "node:crypto";
-import { Writable } from "node:stream";
 import type { DescService } from "@bufbuild/protobuf";
 import { ConnectError, createClient, createRouterTransport, type Client, type Code, type Interceptor } from "@connectrpc/connect";
 import { ErrorDetailSchema } from "../../gen/enterprise_admin/v1/errors_pb.js";
@@ -23,8 +22,8 @@ import { acme, globex } from "./fixtures.js";
 
 export interface InMemoryService {
   database: Database;
-  /** Every log line the services wrote, as text. */
-  logs: string[];
+  /** The operator's use cases (apps, tokens) on the same database. */
+  access: AccessAdmin;
   /** A client of `service` that sends `token` as its bearer token (none when undefined). */
   client<S extends DescService>(service: S, token?: string): Client<S>;
   /** A fresh access token for an enterprise with the given permissions. */
@@ -42,20 +41,13 @@ export async function startInMemoryService(dialect: DialectName): Promise<InMemo
   await importDirectory(database, acme);
   await importDirectory(database, globex);
   const access = new AccessAdmin(new AuthRepository(database.db), new DirectoryRepository(database.db));
-  const logs: string[] = [];
-  const sink = new Writable({
-    write(chunk, _encoding, done) {
-      logs.push(...String(chunk).split("\n").filter(Boolean));
-      done();
-    },
-  });
   const keys = await loadLocalKeyProvider({ databaseUrl: testDb.url, env: { [MASTER_KEY_ENV]: randomBytes(32).toString("base64") } });
-  const logger = createLogger({ level: "info", destination: sink });
+  const logger = createLogger({ level: "silent" });
   const { services, chain } = createBusiness({ database, keys, logger, rateLimits: new RateLimits(NO_RATE_LIMITS) });
   const served = routes(services, chain.interceptors, new HealthState(services.map((s) => s.service.typeName)));
   return {
     database,
-    logs,
+    access,
     client(service, token) {
       const bearer: Interceptor = (next) => (req) => {
         if (token !== undefined) req.header.set("authorization", `Bearer ${token}`);
