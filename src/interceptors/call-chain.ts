@@ -3,6 +3,8 @@
 // Connect router registers it with every business service (routes.ts). The REST facade and the Connect
 // JSON path run it in process here, through connect-es's own invocation of a handler with its
 // interceptors, so headers, deadlines and errors are decided by one implementation however a call came.
+// (connect-es marks those two functions internal to its protocol handlers: package.json pins its
+// version exactly, and test/e2e checks every transport against the same answers.)
 import type { DescMethod, DescMethodServerStreaming, DescMethodUnary, Message } from "@bufbuild/protobuf";
 import { ConnectError, createContextValues, createHandlerContext, type Interceptor, type MethodImplSpec } from "@connectrpc/connect";
 import { createAsyncIterable, invokeUnaryImplementation, transformInvokeImplementation } from "@connectrpc/connect/protocol";
