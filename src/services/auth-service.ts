@@ -1,7 +1,7 @@
 // AuthService: the token exchange and the calling token's self-inspection (whoami), over every transport.
+import type { ServiceImpl } from "@connectrpc/connect";
 import { AuthService } from "../../gen/enterprise_admin/v1/auth_pb.js";
 import type { RateLimits } from "../domain/rate-limits.js";
-import type { ServiceImpl } from "@connectrpc/connect";
 import { principalOf } from "../interceptors/auth.js";
 import { callLogKey } from "../interceptors/call-log.js";
 import type { AccessAdmin } from "../operations/access-admin.js";

@@ -1,11 +1,11 @@
 // DepartmentService: proto <-> repository for batch-get, children and keyword search. No SQL here.
+import type { ServiceImpl } from "@connectrpc/connect";
 import type { Department } from "../../gen/enterprise_admin/v1/department_pb.js";
 import { DepartmentService } from "../../gen/enterprise_admin/v1/department_pb.js";
 import { uniqueInOrder } from "../domain/batch.js";
 import { ROOT_PARENT_ID } from "../domain/department-tree.js";
 import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
 import { decodePageToken, effectivePageSize, encodePageToken } from "../domain/page-token.js";
-import type { ServiceImpl } from "@connectrpc/connect";
 import { principalOf } from "../interceptors/auth.js";
 import type { DepartmentRepository, DepartmentRow } from "../storage/department-repository.js";
 

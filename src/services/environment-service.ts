@@ -2,6 +2,7 @@
 // catalogue and the startup plan. No SQL, no crypto here.
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import type { ServiceImpl } from "@connectrpc/connect";
 import {
   EnvironmentConfigService,
   type EnvironmentConfigSchema,
@@ -14,7 +15,6 @@ import {
 } from "../../gen/enterprise_admin/v1/environment_pb.js";
 import { checkNetworkPolicy, NETWORK_POLICY, type RuntimeConfig } from "../domain/environment-rules.js";
 import { RUNTIME_CATALOGUE, latestVersion, resolvePackages, type PackageField, type Packages } from "../domain/runtime-versions.js";
-import type { ServiceImpl } from "@connectrpc/connect";
 import { principalOf } from "../interceptors/auth.js";
 import { fromRow, type EnvironmentChanges, type EnvironmentConfigs, type EnvironmentView } from "../operations/environment-configs.js";
 

@@ -1,10 +1,10 @@
 // UsageService.ExportUsage: the request's window and zone checked, then the export's rows
 // (operations/usage-export.ts) in messages of up to EXPORT_BATCH_ROWS rows.
 import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { HandlerContext } from "@connectrpc/connect";
 import type { ExportUsageRequest, ExportUsageResponseSchema } from "../../gen/enterprise_admin/v1/usage_pb.js";
 import { checkTimeZone } from "../domain/local-time.js";
 import { checkWindow } from "../domain/usage-window.js";
-import type { HandlerContext } from "@connectrpc/connect";
 import { principalOf } from "../interceptors/auth.js";
 import { signalOf } from "../interceptors/call-signal.js";
 import { exportFileName, exportUsageRows } from "../operations/usage-export.js";

@@ -1,12 +1,12 @@
 // UsageService: the documented usage query (docs/api-rules.md, Member model usage), event ingestion, and the
 // usage report and daily trend (operations/usage-report.ts).
 import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
 import { UsageService, type MemberUsageSchema, type ModelUsageSchema } from "../../gen/enterprise_admin/v1/usage_pb.js";
 import type { GroupFigures } from "../domain/report-cells.js";
 import { formatMicros } from "../domain/money.js";
 import { checkUsageEvent, compareModels } from "../domain/usage-event.js";
 import { checkWindow, planWindow } from "../domain/usage-window.js";
-import type { ServiceImpl } from "@connectrpc/connect";
 import { principalOf } from "../interceptors/auth.js";
 import { signalOf } from "../interceptors/call-signal.js";
 import { resolveNamedMembers } from "../operations/named-members.js";
