@@ -1,6 +1,7 @@
 // The abort signal of one call. It fires when the call's deadline passes (the server's request
 // timeout, or the caller's own `grpc-timeout`/`connect-timeout-ms` when shorter) or when the caller
-// goes away; the call chain (call-outcome.ts) then answers DEADLINE_EXCEEDED at once and handlers stop their long work.
+// goes away; the call chain (call-outcome.ts) then answers DEADLINE_EXCEEDED at once and handlers
+// stop their long work.
 import type { IncomingMessage } from "node:http";
 import http2, { Http2ServerResponse, type Http2ServerRequest } from "node:http2";
 import { Code, ConnectError, createContextKey, type HandlerContext } from "@connectrpc/connect";
