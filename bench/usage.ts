@@ -23,18 +23,19 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { freePort } from "./free-port.js";
 import { performance } from "node:perf_hooks";
-import { createClient } from "@connectrpc/connect";
+import { createClient, createContextValues, createHandlerContext } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { sql } from "kysely";
 import { UsageService } from "../gen/enterprise_admin/v1/usage_pb.js";
 import { create } from "@bufbuild/protobuf";
 import { QueryUserModelUsageRequestSchema } from "../gen/enterprise_admin/v1/usage_pb.js";
 import { formatMicros } from "../src/domain/money.js";
+import { callerKey } from "../src/interceptors/auth.js";
 import { AccessAdmin } from "../src/operations/access-admin.js";
 import { importDirectory } from "../src/operations/import-directory.js";
 import { importUsage } from "../src/operations/import-usage.js";
 import { UsageReports } from "../src/operations/usage-report.js";
-import { usageHandlers } from "../src/services/usage-service.js";
+import { usageService } from "../src/services/usage-service.js";
 import { DepartmentRepository } from "../src/storage/department-repository.js";
 import { AuthRepository } from "../src/storage/auth-repository.js";
 import { migrateToLatest, openDatabase, type Database } from "../src/storage/database.js";
@@ -155,8 +156,12 @@ async function measureIngestion(dbPath: string, batches: number) {
 /** (3) Query latency through the service's handler, and the same answer by a plain raw scan. */
 async function measureQueries(database: Database, label: string, members: number) {
   const usage = new UsageRepository(database);
-  const handlers = usageHandlers(usage, new DirectoryRepository(database.db), new UsageReports(usage, new DepartmentRepository(database.db)));
-  const call = { requestId: "bench", principal: { enterpriseId: ENTERPRISE_ID, appId: null, permissions: new Set(["statistics:read"]), tokenId: "bench", expiresAt: 0 }, clientAddress: undefined, signal: new AbortController().signal, responseHeader: new Headers() };
+  const handlers = usageService(usage, new DirectoryRepository(database.db), new UsageReports(usage, new DepartmentRepository(database.db)));
+  const principal = { enterpriseId: ENTERPRISE_ID, appId: null, permissions: new Set(["statistics:read"]), tokenId: "bench", expiresAt: 0 };
+  const call = createHandlerContext({
+    service: UsageService, method: UsageService.method.queryUserModelUsage, protocolName: "bench", requestMethod: "POST", url: "/",
+    contextValues: createContextValues().set(callerKey, { principal }),
+  });
   console.log(`(3) query on ${label}, 100 members, ${flags.queries} queries per window (handler: members, running totals and raw partial days, formatting):`);
   // A running service's page cache holds the tables the query reads; a fresh process's does not.
   // One pass over them stands for that. The events first: the store is larger than the 1 GiB cache,
@@ -227,7 +232,7 @@ async function timeService(runs: WindowRun[], handlers: UsageHandlers, call: Que
   }
 }
 
-type UsageHandlers = ReturnType<typeof usageHandlers>;
+type UsageHandlers = ReturnType<typeof usageService>;
 type QueryCall = Parameters<UsageHandlers["queryUserModelUsage"]>[1];
 
 /**

@@ -8,11 +8,9 @@ import { ConsoleAssets } from "./console-assets.js";
 import { AppError, ErrorCode } from "./domain/errors.js";
 import { COMPRESS_MIN_BYTES, endWithBody } from "./http/compression.js";
 import { CorsPolicy } from "./http/cors.js";
-import { Authenticator } from "./interceptors/auth.js";
 import { AccessLog } from "./interceptors/access-log.js";
 import { recordCall, rpcTransportOf } from "./interceptors/call-metrics.js";
 import { attachCallLog, callLogKey, callLogOf, type CallLog } from "./interceptors/call-log.js";
-import { CallPipeline } from "./interceptors/call-pipeline.js";
 import { encodeGrpcMessageBySpec } from "./interceptors/grpc-message-encoding.js";
 import { refuseMalformedProtobuf } from "./interceptors/protobuf-body-check.js";
 import { attachCallSignal, callerTimeoutMs, callSignalKey, callSignalOf, endIncompleteBodyAtDeadline, endStreamAfterAnswer, responseSignal } from "./interceptors/call-signal.js";
@@ -24,20 +22,13 @@ import type { KeyProvider } from "./keys/key-provider.js";
 import type { MetricsAccess } from "./config.js";
 import { MetricsEndpoint } from "./metrics/metrics-endpoint.js";
 import type { ServiceMetrics } from "./metrics/service-metrics.js";
-import { AccessAdmin } from "./operations/access-admin.js";
-import { EnvironmentConfigs } from "./operations/environment-configs.js";
 import { writeError, type HttpRequest, type HttpResponse } from "./rest/envelope.js";
 import { ConnectJsonUnary } from "./rest/connect-json-unary.js";
 import { isRestPath, MAX_BODY_BYTES, RestFacade } from "./rest/rest-facade.js";
 import { openApiJson } from "./openapi-document.js";
-import { businessServices, routes } from "./routes.js";
+import { createBusiness, routes } from "./routes.js";
 import { HealthState } from "./services/health-service.js";
-import { AuthRepository } from "./storage/auth-repository.js";
 import type { Database } from "./storage/database.js";
-import { DepartmentRepository } from "./storage/department-repository.js";
-import { EnvironmentConfigRepository } from "./storage/environment-config-repository.js";
-import { DirectoryRepository } from "./storage/directory-repository.js";
-import { UsageRepository } from "./storage/usage-repository.js";
 
 export interface AppDeps {
   database: Database;
@@ -67,30 +58,17 @@ export interface App {
 }
 
 export function createApp({ database, logger, keys, rateLimits: rateLimitSettings, requestTimeoutMs, metrics, metricsAccess, corsAllowedOrigins }: AppDeps): App {
-  const authRepository = new AuthRepository(database.db);
-  const rateLimits = new RateLimits(rateLimitSettings);
-  const directory = new DirectoryRepository(database.db);
-  const usage = new UsageRepository(database);
+  const { services, chain, usage } = createBusiness({ database, keys, logger, rateLimits: new RateLimits(rateLimitSettings), ingested: metrics.ingested });
   metrics.watchIngestions(() => usage.ingestionCount());
-  const services = businessServices({
-    access: new AccessAdmin(authRepository, directory),
-    departments: new DepartmentRepository(database.db),
-    directory,
-    usage,
-    environments: new EnvironmentConfigs(new EnvironmentConfigRepository(database.db), keys, logger),
-    rateLimits,
-    ingested: metrics.ingested,
-  });
-  const pipeline = new CallPipeline(new Authenticator(authRepository), rateLimits, database.faultOf);
   const health = new HealthState(services.map((s) => s.service.typeName));
-  const rest = new RestFacade(services, pipeline);
-  const connectJson = new ConnectJsonUnary(services, pipeline);
+  const rest = new RestFacade(services, chain);
+  const connectJson = new ConnectJsonUnary(services, chain);
   const metricsEndpoint = new MetricsEndpoint(metrics, metricsAccess);
   /** The request paths of every RPC the adapter serves (reflection and health included). */
   const rpcPaths = new Set<string>();
   const rpc = connectNodeAdapter({
     routes: (router) => {
-      routes(services, pipeline, health)(router);
+      routes(services, chain.interceptors, health)(router);
       // connect-es decodes RPC bodies and encodes grpc-message itself; these wrappers correct both.
       router.handlers.forEach((handler, i) => {
         router.handlers[i] = encodeGrpcMessageBySpec(refuseMalformedProtobuf(handler, MAX_BODY_BYTES));
@@ -166,7 +144,7 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
     }
     if (rpcPaths.has(path)) {
       log.transport = rpcTransportOf(req);
-      // Reflection and health run outside the call pipeline, which names the business procedures.
+      // Reflection and health run outside the call chain, which names the business procedures.
       log.procedure ??= path;
     }
     endIncompleteBodyAtDeadline(req, signal, log);

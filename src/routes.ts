@@ -1,25 +1,32 @@
-// Registers every service once. The Connect router (all RPC transports), the REST facade and the
-// reflection service all take their list from here.
-import type { ConnectRouter } from "@connectrpc/connect";
+// Registers every service once. The Connect router (all RPC transports, and the in-memory router
+// transport of test/service), the REST facade and the reflection service all take their list from here.
+import type { DescService } from "@bufbuild/protobuf";
+import { createServiceImplSpec, type ConnectRouter, type Interceptor, type ServiceImpl, type ServiceImplSpec } from "@connectrpc/connect";
 import { AuthService, file_enterprise_admin_v1_auth } from "../gen/enterprise_admin/v1/auth_pb.js";
 import { DepartmentService, file_enterprise_admin_v1_department } from "../gen/enterprise_admin/v1/department_pb.js";
 import { UsageService, file_enterprise_admin_v1_usage } from "../gen/enterprise_admin/v1/usage_pb.js";
 import { EnvironmentConfigService, file_enterprise_admin_v1_environment } from "../gen/enterprise_admin/v1/environment_pb.js";
-import { bindService, type CallPipeline, type ServedService } from "./interceptors/call-pipeline.js";
 import type { RateLimits } from "./domain/rate-limits.js";
-import type { AccessAdmin } from "./operations/access-admin.js";
+import { Authenticator } from "./interceptors/auth.js";
+import { CallChain } from "./interceptors/call-chain.js";
+import type { Logger } from "./interceptors/logging.js";
+import type { KeyProvider } from "./keys/key-provider.js";
+import { AccessAdmin } from "./operations/access-admin.js";
 import type { IngestionObserver } from "./operations/record-usage.js";
-import { authHandlers } from "./services/auth-service.js";
-import { departmentHandlers } from "./services/department-service.js";
-import { usageHandlers } from "./services/usage-service.js";
-import { environmentHandlers } from "./services/environment-service.js";
-import type { EnvironmentConfigs } from "./operations/environment-configs.js";
+import { authService } from "./services/auth-service.js";
+import { departmentService } from "./services/department-service.js";
+import { usageService } from "./services/usage-service.js";
+import { environmentService } from "./services/environment-service.js";
+import { EnvironmentConfigs } from "./operations/environment-configs.js";
 import { UsageReports } from "./operations/usage-report.js";
 import { registerHealth, type HealthState } from "./services/health-service.js";
 import { registerReflection } from "./services/reflection-service.js";
-import type { DepartmentRepository } from "./storage/department-repository.js";
-import type { DirectoryRepository } from "./storage/directory-repository.js";
-import type { UsageRepository } from "./storage/usage-repository.js";
+import { AuthRepository } from "./storage/auth-repository.js";
+import type { Database } from "./storage/database.js";
+import { DepartmentRepository } from "./storage/department-repository.js";
+import { DirectoryRepository } from "./storage/directory-repository.js";
+import { EnvironmentConfigRepository } from "./storage/environment-config-repository.js";
+import { UsageRepository } from "./storage/usage-repository.js";
 
 export const servedFiles = [
   file_enterprise_admin_v1_auth,
@@ -28,30 +35,51 @@ export const servedFiles = [
   file_enterprise_admin_v1_environment,
 ];
 
-export interface ServiceDeps {
-  access: AccessAdmin;
-  departments: DepartmentRepository;
-  directory: DirectoryRepository;
-  usage: UsageRepository;
-  environments: EnvironmentConfigs;
+export interface BusinessDeps {
+  database: Database;
+  /** Wraps the per-environment data keys that seal secrets. */
+  keys: KeyProvider;
+  logger: Logger;
   rateLimits: RateLimits;
   /** Hears of every committed usage batch (the service's metrics). */
   ingested?: IngestionObserver;
 }
 
-export function businessServices(deps: ServiceDeps): ServedService[] {
-  return [
-    { service: AuthService, handlers: authHandlers(deps.access, deps.rateLimits) },
-    { service: DepartmentService, handlers: departmentHandlers(deps.departments) },
-    { service: UsageService, handlers: usageHandlers(deps.usage, deps.directory, new UsageReports(deps.usage, deps.departments), deps.ingested) },
-    { service: EnvironmentConfigService, handlers: environmentHandlers(deps.environments) },
-  ];
+/** A business service and its implementation, with connect-es's metadata of each method. */
+export interface ServedService {
+  service: DescService;
+  spec: ServiceImplSpec;
 }
 
-export function routes(services: readonly ServedService[], pipeline: CallPipeline, health: HealthState) {
+/** The business services over one database and the call chain they run in. */
+export interface Business {
+  services: ServedService[];
+  chain: CallChain;
+  usage: UsageRepository;
+}
+
+const served = <S extends DescService>(service: S, impl: ServiceImpl<S>): ServedService => ({ service, spec: createServiceImplSpec(service, impl) });
+
+/** What createApp serves on every transport, and what the in-memory tests (test/service) call. */
+export function createBusiness({ database, keys, logger, rateLimits, ingested }: BusinessDeps): Business {
+  const authRepository = new AuthRepository(database.db);
+  const directory = new DirectoryRepository(database.db);
+  const departments = new DepartmentRepository(database.db);
+  const usage = new UsageRepository(database);
+  const services = [
+    served(AuthService, authService(new AccessAdmin(authRepository, directory), rateLimits)),
+    served(DepartmentService, departmentService(departments)),
+    served(UsageService, usageService(usage, directory, new UsageReports(usage, departments), ingested)),
+    served(EnvironmentConfigService, environmentService(new EnvironmentConfigs(new EnvironmentConfigRepository(database.db), keys, logger))),
+  ];
+  return { services, chain: new CallChain(services, new Authenticator(authRepository), rateLimits, database.faultOf), usage };
+}
+
+/** `interceptors`: the business calls' chain (CallChain); reflection and health run without it. */
+export function routes(services: readonly ServedService[], interceptors: Interceptor[], health: HealthState) {
   return (router: ConnectRouter) => {
-    for (const { service, handlers } of services) {
-      router.service(service, bindService(service, handlers as never, pipeline));
+    for (const { spec } of services) {
+      for (const { method, impl } of Object.values(spec.methods)) router.rpc(method, impl, { interceptors });
     }
     registerReflection(router, servedFiles);
     registerHealth(router, health);

@@ -1,6 +1,7 @@
 // What one request did, filled in as it runs and written as one structured log line when it ends.
 import type { IncomingMessage } from "node:http";
 import type { Http2ServerRequest } from "node:http2";
+import type { DescMethod } from "@bufbuild/protobuf";
 import { createContextKey } from "@connectrpc/connect";
 import type { TraceParent } from "./trace-context.js";
 
@@ -38,5 +39,8 @@ export function callLogOf(req: IncomingMessage | Http2ServerRequest): CallLog {
   return (req as WithLog)[key] ?? { requestId: "" };
 }
 
-/** Carries the request's CallLog into Connect handlers. */
-export const callLogKey = createContextKey<CallLog>({ requestId: "" }, { description: "call log" });
+/** Carries the request's CallLog into the call's interceptors and handlers (call-outcome.ts makes one when none is set). */
+export const callLogKey = createContextKey<CallLog | undefined>(undefined, { description: "call log" });
+
+/** A method's procedure as the log and the metrics name it: its RPC path. */
+export const procedureOf = (method: DescMethod): string => `/${method.parent.typeName}/${method.name}`;

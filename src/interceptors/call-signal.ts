@@ -1,9 +1,10 @@
 // The abort signal of one call. It fires when the call's deadline passes (the server's request
 // timeout, or the caller's own `grpc-timeout`/`connect-timeout-ms` when shorter) or when the caller
-// goes away; the pipeline then answers DEADLINE_EXCEEDED at once and handlers stop their long work.
+// goes away; the call chain (call-outcome.ts) then answers DEADLINE_EXCEEDED at once and handlers
+// stop their long work.
 import type { IncomingMessage } from "node:http";
 import http2, { Http2ServerResponse, type Http2ServerRequest } from "node:http2";
-import { Code, ConnectError, createContextKey } from "@connectrpc/connect";
+import { Code, ConnectError, createContextKey, type HandlerContext } from "@connectrpc/connect";
 import { parseTimeout as parseConnectTimeout } from "@connectrpc/connect/protocol-connect";
 import { parseTimeout as parseGrpcTimeout } from "@connectrpc/connect/protocol-grpc";
 import { AppError, ErrorCode } from "../domain/errors.js";
@@ -108,5 +109,13 @@ export function callSignalOf(req: IncomingMessage | Http2ServerRequest): AbortSi
   return (req as WithSignal)[key] ?? new AbortController().signal;
 }
 
-/** Carries the request's signal (the server's request timeout) into Connect handlers. */
+/**
+ * The call's signal: the request's (the server's request timeout, set by app.ts), joined with the
+ * transport's own (the caller's deadline) by call-outcome.ts before the handler runs.
+ */
 export const callSignalKey = createContextKey<AbortSignal>(new AbortController().signal, { description: "call signal" });
+
+/** Aborts when the call's deadline passes or its caller goes away: a handler's long work checks it. */
+export function signalOf(context: HandlerContext): AbortSignal {
+  return context.values.get(callSignalKey);
+}

@@ -3,10 +3,28 @@
 import { ScalarType, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import { pathToString } from "@bufbuild/protobuf/reflect";
 import { createValidator } from "@bufbuild/protovalidate";
+import type { Interceptor } from "@connectrpc/connect";
 import { invalidParameter } from "../domain/errors.js";
 import { textProblem } from "../domain/text-rules.js";
 
 const validator = createValidator();
+
+/** Validates each request message before the handler sees it (a stream's as it is read). */
+export const validationInterceptor: Interceptor = (next) => (req) => {
+  if (!req.stream) {
+    validateRequest(req.method.input, req.message);
+    return next(req);
+  }
+  const schema = req.method.input;
+  return next({ ...req, message: validated(schema, req.message) });
+};
+
+async function* validated<Desc extends DescMessage>(schema: Desc, messages: AsyncIterable<MessageShape<Desc>>): AsyncGenerator<MessageShape<Desc>> {
+  for await (const message of messages) {
+    validateRequest(schema, message);
+    yield message;
+  }
+}
 
 export function validateRequest<Desc extends DescMessage>(schema: Desc, message: MessageShape<Desc>): void {
   rejectUnstorableText(schema, message as unknown as Record<string, unknown>);

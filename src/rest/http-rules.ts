@@ -5,7 +5,7 @@
 import { getOption, ScalarType, type DescField, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import { http as httpOption } from "../../gen/google/api/annotations_pb.js";
 import type { HttpRule } from "../../gen/google/api/http_pb.js";
-import type { ServedMethod } from "../interceptors/call-pipeline.js";
+import type { ServedMethod } from "../interceptors/call-chain.js";
 import { recordsField } from "./record-formats.js";
 
 type Segment = { literal: string } | { field: DescField };

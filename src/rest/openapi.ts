@@ -8,7 +8,7 @@ import { EnvelopeSchema, ErrorCodeSchema } from "../../gen/enterprise_admin/v1/e
 import { method_errors as methodErrorsOption } from "../../gen/enterprise_admin/v1/options_pb.js";
 import { ErrorCode } from "../domain/errors.js";
 import { ERROR_TABLE } from "../error-table.js";
-import { methodAccess } from "../interceptors/call-pipeline.js";
+import { methodAccess } from "../interceptors/auth.js";
 import { SANE_REQUEST_ID } from "../interceptors/request-id.js";
 import { RestRouter, type RestRoute } from "./http-rules.js";
 import { isRequiredIn, MessageSchemas, type JsonSchema } from "./openapi-schemas.js";

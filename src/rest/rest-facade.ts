@@ -1,16 +1,19 @@
 // The REST facade: HTTP <-> proto only. Matches the annotation-built routes, assembles the request
-// (body, then path variables, then query), runs the same CallPipeline as every RPC, and answers in
-// the envelope, or, for a server-streaming method, with its records streamed as CSV or NDJSON. It
-// knows no service: a new annotated RPC needs no change here.
+// (body, then path variables, then query), runs the method's handler through the same interceptor
+// chain as every RPC (CallChain, in process), and answers in the envelope, or, for a server-streaming
+// method, with its records streamed as CSV or NDJSON. It knows no service: a new annotated RPC needs
+// no change here.
 import { Readable } from "node:stream";
 import { pipeline as pipeStreams } from "node:stream/promises";
-import { create, type DescField, type DescMethodServerStreaming } from "@bufbuild/protobuf";
+import { create, type DescField, type DescMethodServerStreaming, type Message } from "@bufbuild/protobuf";
 import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import { describeJsonError } from "../domain/json-errors.js";
 import { AppError, ErrorCode, invalidParameter, invalidToken } from "../domain/errors.js";
+import type { CallChain, LocalCall, ServedMethod } from "../interceptors/call-chain.js";
 import type { CallLog } from "../interceptors/call-log.js";
 import { untilAborted } from "../interceptors/call-signal.js";
-import { endpointsOf, type CallMeta, type CallPipeline, type Endpoint, type ServedMethod, type ServedService } from "../interceptors/call-pipeline.js";
+import { appErrorOf } from "../interceptors/connect-errors.js";
+import type { ServedService } from "../routes.js";
 import { streamEncoder } from "../http/compression.js";
 import { writeError, writeInternalError, writeSuccess, type HttpRequest, type HttpResponse } from "./envelope.js";
 import { parseJsonExact } from "./exact-json.js";
@@ -31,11 +34,9 @@ export function isRestPath(path: string): boolean {
 
 export class RestFacade {
   readonly router: RestRouter;
-  private readonly endpoints = new Map<ServedMethod, Endpoint>();
 
-  constructor(services: readonly ServedService[], private readonly pipeline: CallPipeline) {
+  constructor(services: readonly ServedService[], private readonly chain: CallChain) {
     this.router = new RestRouter(services.map((s) => s.service));
-    for (const endpoint of endpointsOf(services)) this.endpoints.set(endpoint.method, endpoint);
   }
 
   /** Answers the request if its path is a REST route (or under a REST prefix); false otherwise. */
@@ -65,20 +66,19 @@ export class RestFacade {
 
   private async serve(req: HttpRequest, res: HttpResponse, log: CallLog, signal: AbortSignal, route: RestRoute,
     pathValues: [DescField, string][], query: string): Promise<void> {
-    const endpoint = this.endpoints.get(route.method)!;
-    const meta: CallMeta = { authorization: req.headers.authorization, log, signal, responseHeader: new Headers() };
-    let authorized;
+    const call = this.chain.open(route.method, {
+      log, signal, authorization: req.headers.authorization, protocolName: "rest", requestMethod: req.method ?? "GET", url: req.url ?? "/",
+    });
     try {
       // A token in the URL ends up in proxy logs and browser history: refuse it before anything else.
       if (new URLSearchParams(query).has("access_token")) {
         throw invalidToken("access_token: not accepted in the query string; send Authorization: Bearer <access_token>");
       }
       // Authentication comes first: without a valid token the body is drained, never parsed.
-      authorized = await this.pipeline.authorize(route.method, endpoint.access, meta);
+      await call.authorize();
     } catch (error) {
       req.resume();
-      if (error instanceof AppError) return this.fail(res, log, error);
-      throw error;
+      return writeCallError(res, log, call, error);
     }
     let request;
     try {
@@ -91,20 +91,20 @@ export class RestFacade {
       }
       if (query !== "") applyQuery(route.method, request as Record<string, unknown>, query, route.body === "*");
     } catch (error) {
-      if (error instanceof AppError) return this.fail(res, log, error);
+      if (error instanceof AppError) return writeCallError(res, log, call, error);
       throw error;
     }
     if (route.method.methodKind === "server_streaming") {
-      return this.stream(res, route.method, this.pipeline.stream(route.method, endpoint.access, request as never, meta, endpoint.handler as never, authorized),
-        meta, recordFormatOf(request as Record<string, unknown>));
+      return this.stream(res, route.method, log, call, call.stream(request), recordFormatOf(request as Record<string, unknown>));
     }
     let response;
     try {
-      response = await this.pipeline.run(route.method, endpoint.access, request as never, meta, endpoint.handler as never, authorized);
+      response = await call.unary(request);
     } catch (error) {
-      return writeError(res, log.requestId, error as AppError);
+      return writeCallError(res, log, call, error);
     }
-    writeSuccess(res, log.requestId, messageToRestJson(route.method.output, response as Record<string, unknown>));
+    call.responseHeader.forEach((value, name) => res.setHeader(name, value));
+    writeSuccess(res, log.requestId, messageToRestJson(route.method.output, response as unknown as Record<string, unknown>));
   }
 
   /**
@@ -113,30 +113,31 @@ export class RestFacade {
    * the usual error envelope; after it, the status is sent already: the body is cut off (no final
    * chunk on HTTP/1.1, RST_STREAM on HTTP/2), which every client reports as an incomplete transfer.
    */
-  private async stream(res: HttpResponse, method: DescMethodServerStreaming, messages: AsyncGenerator<unknown>, meta: CallMeta, format: RecordFormat): Promise<void> {
-    let first: IteratorResult<unknown>;
+  private async stream(res: HttpResponse, method: DescMethodServerStreaming, log: CallLog, call: LocalCall, messages: AsyncGenerator<Message>,
+    format: RecordFormat): Promise<void> {
+    let first: IteratorResult<Message>;
     try {
       first = await messages.next();
     } catch (error) {
-      return writeError(res, meta.log.requestId, error as AppError);
+      return writeCallError(res, log, call, error);
     }
     const field = recordsField(method.output);
     const encoder = recordEncoder(field.message, format);
-    const recordsOf = (message: unknown) => ((message as Record<string, unknown>)[field.localName] ?? []) as Record<string, unknown>[];
+    const recordsOf = (message: Message) => ((message as unknown as Record<string, unknown>)[field.localName] ?? []) as Record<string, unknown>[];
     async function* body() {
       yield encoder.header;
       if (first.done) return;
       yield encoder.encode(recordsOf(first.value));
       for await (const message of messages) yield encoder.encode(recordsOf(message));
     }
-    meta.responseHeader!.forEach((value, name) => res.setHeader(name, value));
+    call.responseHeader.forEach((value, name) => res.setHeader(name, value));
     res.statusCode = 200;
     res.setHeader("content-type", CONTENT_TYPES[format]);
     await pipeStreams(Readable.from(body(), { objectMode: false }), streamEncoder(res), res).catch((error: unknown) => {
-      // The pipeline's log already holds a handler's error (its code); a write to a caller gone is no fault.
-      if (meta.log.code === undefined && !res.destroyed) {
-        meta.log.code = ErrorCode.INTERNAL;
-        meta.log.cause = error;
+      // The chain's log already holds a handler's error (its code); a write to a caller gone is no fault.
+      if (log.code === undefined && !res.destroyed) {
+        log.code = ErrorCode.INTERNAL;
+        log.cause = error;
       }
       res.destroy();
     });
@@ -146,6 +147,11 @@ export class RestFacade {
     log.code = error.code;
     writeError(res, log.requestId, error, headers);
   }
+}
+
+/** A failed call's error envelope: the chain's ConnectError (already in the log), or a local error, recorded now. */
+function writeCallError(res: HttpResponse, log: CallLog, call: LocalCall, error: unknown): void {
+  writeError(res, log.requestId, appErrorOf(call.failure(error)));
 }
 
 /**

@@ -2,6 +2,7 @@
 // catalogue and the startup plan. No SQL, no crypto here.
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import type { ServiceImpl } from "@connectrpc/connect";
 import {
   EnvironmentConfigService,
   type EnvironmentConfigSchema,
@@ -14,14 +15,14 @@ import {
 } from "../../gen/enterprise_admin/v1/environment_pb.js";
 import { checkNetworkPolicy, NETWORK_POLICY, type RuntimeConfig } from "../domain/environment-rules.js";
 import { RUNTIME_CATALOGUE, latestVersion, resolvePackages, type PackageField, type Packages } from "../domain/runtime-versions.js";
-import type { Handlers } from "../interceptors/call-pipeline.js";
+import { principalOf } from "../interceptors/auth.js";
 import { fromRow, type EnvironmentChanges, type EnvironmentConfigs, type EnvironmentView } from "../operations/environment-configs.js";
 
-export function environmentHandlers(configs: EnvironmentConfigs): Handlers<typeof EnvironmentConfigService> {
+export function environmentService(configs: EnvironmentConfigs): ServiceImpl<typeof EnvironmentConfigService> {
   return {
-    async createEnvironmentConfig(request, { principal }) {
+    async createEnvironmentConfig(request, context) {
       if (request.networkPolicy) checkNetworkPolicy(request.networkPolicy);
-      const view = await configs.create(principal.enterpriseId, {
+      const view = await configs.create(principalOf(context).enterpriseId, {
         name: request.name,
         description: request.description,
         preinstalledPackages: packagesFrom(request.preinstalledPackages),
@@ -32,16 +33,16 @@ export function environmentHandlers(configs: EnvironmentConfigs): Handlers<typeo
       return toMessage(view);
     },
 
-    async getEnvironmentConfig(request, { principal }) {
-      return toMessage(await configs.get(principal.enterpriseId, request.id));
+    async getEnvironmentConfig(request, context) {
+      return toMessage(await configs.get(principalOf(context).enterpriseId, request.id));
     },
 
-    async listEnvironmentConfigs(request, { principal }) {
-      const page = await configs.list(principal.enterpriseId, request.pageSize, request.pageToken);
+    async listEnvironmentConfigs(request, context) {
+      const page = await configs.list(principalOf(context).enterpriseId, request.pageSize, request.pageToken);
       return { items: page.items.map(toMessage), nextPageToken: page.nextPageToken };
     },
 
-    async updateEnvironmentConfig(request, { principal }) {
+    async updateEnvironmentConfig(request, context) {
       if (request.networkPolicy) checkNetworkPolicy(request.networkPolicy);
       // REST fills update_mask from the body's keys; an RPC caller without a mask updates what it set.
       const paths = new Set(request.updateMask?.paths ?? []);
@@ -54,11 +55,11 @@ export function environmentHandlers(configs: EnvironmentConfigs): Handlers<typeo
       if (given("environment_variables", Object.keys(request.environmentVariables).length > 0)) changes.environmentVariables = request.environmentVariables;
       if (given("secrets", Object.keys(request.secrets).length > 0)) changes.secrets = request.secrets;
       if (given("remove_secret_keys", request.removeSecretKeys.length > 0)) changes.removeSecretKeys = request.removeSecretKeys;
-      return toMessage(await configs.update(principal.enterpriseId, request.id, changes));
+      return toMessage(await configs.update(principalOf(context).enterpriseId, request.id, changes));
     },
 
-    async deleteEnvironmentConfig(request, { principal }) {
-      await configs.delete(principal.enterpriseId, request.id, request.etag);
+    async deleteEnvironmentConfig(request, context) {
+      await configs.delete(principalOf(context).enterpriseId, request.id, request.etag);
       return {};
     },
 
@@ -70,8 +71,8 @@ export function environmentHandlers(configs: EnvironmentConfigs): Handlers<typeo
       };
     },
 
-    async getStartupPlan(request, { principal }): Promise<MessageInitShape<typeof StartupPlanSchema>> {
-      const view = await configs.get(principal.enterpriseId, request.id);
+    async getStartupPlan(request, context): Promise<MessageInitShape<typeof StartupPlanSchema>> {
+      const view = await configs.get(principalOf(context).enterpriseId, request.id);
       const config = fromRow(view.row);
       const runtime = config.runtimeConfig;
       const steps: MessageInitShape<typeof StartupStepSchema>[] = [];

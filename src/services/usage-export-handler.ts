@@ -1,10 +1,12 @@
 // UsageService.ExportUsage: the request's window and zone checked, then the export's rows
 // (operations/usage-export.ts) in messages of up to EXPORT_BATCH_ROWS rows.
 import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { HandlerContext } from "@connectrpc/connect";
 import type { ExportUsageRequest, ExportUsageResponseSchema } from "../../gen/enterprise_admin/v1/usage_pb.js";
 import { checkTimeZone } from "../domain/local-time.js";
 import { checkWindow } from "../domain/usage-window.js";
-import type { AuthedCallContext } from "../interceptors/call-pipeline.js";
+import { principalOf } from "../interceptors/auth.js";
+import { signalOf } from "../interceptors/call-signal.js";
 import { exportFileName, exportUsageRows } from "../operations/usage-export.js";
 import type { DirectoryRepository } from "../storage/directory-repository.js";
 import type { UsageRepository } from "../storage/usage-repository.js";
@@ -12,12 +14,13 @@ import type { UsageRepository } from "../storage/usage-repository.js";
 export const MAX_EXPORT_DAYS = 366;
 
 export async function* exportUsage(usage: UsageRepository, directory: DirectoryRepository, request: ExportUsageRequest,
-  { principal, signal, responseHeader }: AuthedCallContext): AsyncGenerator<MessageInitShape<typeof ExportUsageResponseSchema>> {
+  context: HandlerContext): AsyncGenerator<MessageInitShape<typeof ExportUsageResponseSchema>> {
+  const principal = principalOf(context);
   const { start, end } = checkWindow(request.startTime, request.endTime, MAX_EXPORT_DAYS);
   const enterprise = (await directory.findEnterprise(principal.enterpriseId))!;
   const timeZone = request.timeZone === "" ? enterprise.time_zone : checkTimeZone(request.timeZone, "time_zone");
   // The name a REST download is saved under; the other transports carry it as a header too.
-  responseHeader.set("content-disposition", `attachment; filename="${exportFileName(start, end, timeZone, request.format || "csv")}"`);
-  const rows = exportUsageRows(usage, directory, { enterpriseId: enterprise.enterprise_id, currency: enterprise.currency, start, end, timeZone, signal });
+  context.responseHeader.set("content-disposition", `attachment; filename="${exportFileName(start, end, timeZone, request.format || "csv")}"`);
+  const rows = exportUsageRows(usage, directory, { enterpriseId: enterprise.enterprise_id, currency: enterprise.currency, start, end, timeZone, signal: signalOf(context) });
   for await (const batch of rows) yield { rows: batch };
 }

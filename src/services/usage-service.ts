@@ -1,12 +1,14 @@
 // UsageService: the documented usage query (docs/api-rules.md, Member model usage), event ingestion, and the
 // usage report and daily trend (operations/usage-report.ts).
 import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
 import { UsageService, type MemberUsageSchema, type ModelUsageSchema } from "../../gen/enterprise_admin/v1/usage_pb.js";
 import type { GroupFigures } from "../domain/report-cells.js";
 import { formatMicros } from "../domain/money.js";
 import { checkUsageEvent, compareModels } from "../domain/usage-event.js";
 import { checkWindow, planWindow } from "../domain/usage-window.js";
-import type { Handlers } from "../interceptors/call-pipeline.js";
+import { principalOf } from "../interceptors/auth.js";
+import { signalOf } from "../interceptors/call-signal.js";
 import { resolveNamedMembers } from "../operations/named-members.js";
 import { recordUsage, type IngestionObserver } from "../operations/record-usage.js";
 import type { UsageReports } from "../operations/usage-report.js";
@@ -18,12 +20,13 @@ import { BASIC, INPUT, modelAmounts, OUTPUT, PAY_GO } from "../domain/usage-tota
 import type { WindowSums } from "../domain/usage-window-sums.js";
 
 /** `ingested` hears of every committed RecordUsageEvents batch (the service's metrics). */
-export function usageHandlers(usage: UsageRepository, directory: DirectoryRepository, reports: UsageReports,
-  ingested?: IngestionObserver): Handlers<typeof UsageService> {
+export function usageService(usage: UsageRepository, directory: DirectoryRepository, reports: UsageReports,
+  ingested?: IngestionObserver): ServiceImpl<typeof UsageService> {
   return {
-    async queryUserModelUsage(request, { principal, signal }) {
+    async queryUserModelUsage(request, context) {
+      const { enterpriseId } = principalOf(context);
+      const signal = signalOf(context);
       const window = checkWindow(request.startTime, request.endTime);
-      const enterpriseId = principal.enterpriseId;
       const [named, currency] = await Promise.all([
         resolveNamedMembers(usage, enterpriseId, request, true),
         usage.currency(enterpriseId),
@@ -45,7 +48,9 @@ export function usageHandlers(usage: UsageRepository, directory: DirectoryReposi
       return { items, notFoundUserIds, notFoundEmails };
     },
 
-    async recordUsageEvents(request, { principal, signal }) {
+    async recordUsageEvents(request, context) {
+      const { enterpriseId } = principalOf(context);
+      const signal = signalOf(context);
       const events = request.events.map((event, index) => ({
         event: checkUsageEvent({
           event_id: event.eventId, user_id: event.userId, model_name: event.modelName, model_type: event.modelType,
@@ -54,11 +59,13 @@ export function usageHandlers(usage: UsageRepository, directory: DirectoryReposi
         }, `events[${index}]`),
         where: `events[${index}]`,
       }));
-      return recordUsage(usage, principal.enterpriseId, events, signal, ingested);
+      return recordUsage(usage, enterpriseId, events, signal, ingested);
     },
 
-    async getUsageReport(request, { principal, signal }) {
-      const report = await reports.report(principal.enterpriseId, request, signal);
+    async getUsageReport(request, context) {
+      const { enterpriseId } = principalOf(context);
+      const signal = signalOf(context);
+      const report = await reports.report(enterpriseId, request, signal);
       return {
         currency: report.currency,
         timeZone: report.timeZone,
@@ -84,8 +91,10 @@ export function usageHandlers(usage: UsageRepository, directory: DirectoryReposi
       };
     },
 
-    async getCoreMetrics(request, { principal, signal }) {
-      const metrics = await reports.coreMetrics(principal.enterpriseId, request, signal);
+    async getCoreMetrics(request, context) {
+      const { enterpriseId } = principalOf(context);
+      const signal = signalOf(context);
+      const metrics = await reports.coreMetrics(enterpriseId, request, signal);
       return {
         currency: metrics.currency,
         timeZone: metrics.timeZone,
@@ -93,7 +102,7 @@ export function usageHandlers(usage: UsageRepository, directory: DirectoryReposi
       };
     },
 
-    exportUsage: (request, call) => exportUsage(usage, directory, request, call),
+    exportUsage: (request, context) => exportUsage(usage, directory, request, context),
   };
 }
 
