@@ -274,6 +274,14 @@ describe("enterprise-admin CLI: output, errors and the demo, whatever the databa
     expect(await cliProcess(["--version"])).toStrictEqual({ code: 0, stdout: `${version}\n`, stderr: "" });
   });
 
+  it("in this process, commander's own endings are exit codes: --version is 0, a usage error 1 with its message", async () => {
+    const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+    expect(await cli(["--version"])).toStrictEqual({ code: 0, stdout: `${version}\n`, stderr: "" });
+    const usage = await cli(["token", "list"]);
+    expect([usage.code, usage.stdout]).toStrictEqual([1, ""]);
+    expect(usage.stderr).toMatch(/^error: required option '--enterprise <id>' not specified\n\nUsage: enterprise-admin token list \[options\]\n/);
+  });
+
   it("the real binary: a missing required option is commander's message and the help, exit 1", async () => {
     const result = await cliProcess(["token", "list", "--db", earlier]);
     expect([result.code, result.stdout]).toStrictEqual([1, ""]);
