@@ -344,6 +344,13 @@ describe("enterprise-admin CLI: output, errors and the demo, whatever the databa
     });
   });
 
+  it("without --db, a command uses the DATABASE_URL of its environment", async () => {
+    const path = join(dir, "from-env", "admin.sqlite");
+    const result = await cli(["migrate"], { DATABASE_URL: path });
+    expect([result.code, result.stderr]).toStrictEqual([0, `created directory ${join(dir, "from-env")} for the database ${path}\n`]);
+    expect(existsSync(path)).toBe(true);
+  });
+
   it("migrate says which directories it created for a new SQLite file", async () => {
     const path = join(dir, "new", "sub", "admin.sqlite");
     const result = await cli(["migrate", "--db", path]);
