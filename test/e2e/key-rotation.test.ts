@@ -282,9 +282,9 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
     const otherConfigs = new EnvironmentConfigs(new EnvironmentConfigRepository(otherDb.db), otherKeys);
     const otherSecrets = { API_KEY: `sk-${randomBytes(8).toString("hex")}` };
     const otherId = (await otherConfigs.create("acme", { name: "other", secrets: otherSecrets })).row.id;
+    const otherEnv = { ENTERPRISE_ADMIN_MASTER_KEY: "", ENTERPRISE_ADMIN_MASTER_KEY_FILE: t.keyFile };
     // The other database's rotations run in a process of their own: the key file's lock is taken across processes.
-    const otherCli = (...args: string[]) =>
-      cliProcess([...args, "--db", other.url], { ENTERPRISE_ADMIN_MASTER_KEY: "", ENTERPRISE_ADMIN_MASTER_KEY_FILE: t.keyFile });
+    const otherCli = (...args: string[]) => cliProcess([...args, "--db", other.url], otherEnv);
 
     await t.create(t.svc.baseUrl, "mine");
     for (let round = 0; round < 2; round++) {
@@ -297,7 +297,7 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
       Object.assign(otherSecrets, { [`K${round}`]: "v" });
     }
     await t.expectVerified();
-    expect(JSON.parse((await otherCli("keys", "verify")).stdout)).toMatchObject({ ok: true, data_keys: 1, unwrapped: 1 });
+    expect(JSON.parse((await runCli(["keys", "verify", "--db", other.url], otherEnv)).stdout)).toMatchObject({ ok: true, data_keys: 1, unwrapped: 1 });
     await t.expectSecretsOpen();
     const fresh = new EnvironmentConfigs(new EnvironmentConfigRepository(otherDb.db), await loadLocalKeyProvider({ databaseUrl: other.url, env: { ENTERPRISE_ADMIN_MASTER_KEY_FILE: t.keyFile } }));
     expect(await fresh.revealSecrets("acme", otherId)).toStrictEqual(otherSecrets);
