@@ -8,7 +8,7 @@ export default defineConfig({
     // Two cores: keep file parallelism modest so servers and databases don't starve each other.
     maxWorkers: 2,
     // Each file in a process of its own (vitest's default pool, named here on purpose): the threads
-    // pool cannot load usage-file-worker.ts and usage-file-check.ts, which start their work when
+    // pool cannot load usage-file-worker.ts (through config.ts), which starts reading a file when
     // imported on a worker thread.
     pool: "forks",
   },
