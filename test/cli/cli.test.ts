@@ -269,23 +269,12 @@ describe("enterprise-admin CLI: output, errors and the demo, whatever the databa
   }
   const datesOf = (events: Map<string, string>) => [...new Set([...events.values()].map((e) => e.slice(0, 10)))].sort();
 
-  it("the real binary: --version prints the version of package.json and exits 0", async () => {
-    const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
-    expect(await cliProcess(["--version"])).toStrictEqual({ code: 0, stdout: `${version}\n`, stderr: "" });
-  });
-
   it("in this process, commander's own endings are exit codes: --version is 0, a usage error 1 with its message", async () => {
     const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
     expect(await cli(["--version"])).toStrictEqual({ code: 0, stdout: `${version}\n`, stderr: "" });
     const usage = await cli(["token", "list"]);
     expect([usage.code, usage.stdout]).toStrictEqual([1, ""]);
     expect(usage.stderr).toMatch(/^error: required option '--enterprise <id>' not specified\n\nUsage: enterprise-admin token list \[options\]\n/);
-  });
-
-  it("the real binary: a missing required option is commander's message and the help, exit 1", async () => {
-    const result = await cliProcess(["token", "list", "--db", earlier]);
-    expect([result.code, result.stdout]).toStrictEqual([1, ""]);
-    expect(result.stderr).toMatch(/^error: required option '--enterprise <id>' not specified\n\nUsage: enterprise-admin token list \[options\]\n/);
   });
 
   it("seed --demo makes the same days whatever --as-of: two seeds agree on their common days, and the --as-of day is included", async () => {
@@ -330,18 +319,10 @@ describe("enterprise-admin CLI: output, errors and the demo, whatever the databa
     expect(JSON.parse(asked.stdout)).toStrictEqual({ access_token: expect.stringMatching(/^eat_/), token_id: expect.stringMatching(/^tok_/), expire: 7200 });
   });
 
-  it("the real binary: a file that is not there is one line naming it, exit 2", async () => {
+  it("a file that is not there is one line naming it, exit 2", async () => {
     const missing = join(dir, "missing.ndjson");
-    expect(await cliProcess(["import", "usage", missing, "--enterprise", "demo", "--db", earlier]))
+    expect(await cli(["import", "usage", missing, "--enterprise", "demo", "--db", earlier]))
       .toStrictEqual({ code: 2, stdout: "", stderr: `error: ${missing}: no such file or directory\n` });
-    expect((await cli(["import", "directory", join(dir, "missing.json"), "--db", earlier])).stderr).toBe(`error: ${join(dir, "missing.json")}: no such file or directory\n`);
-  });
-
-  it("the real binary: an unreachable PostgreSQL is one line naming the server (no credentials), exit 1", async () => {
-    const result = await cliProcess(["migrate", "--db", "postgres://admin:s3cret@127.0.0.1:1/admin"]);
-    expect(result).toStrictEqual({
-      code: 1, stdout: "", stderr: "error: cannot connect to the database postgres://127.0.0.1:1/admin: connection refused (is PostgreSQL running there?)\n",
-    });
   });
 
   it("without --db, a command uses the DATABASE_URL of its environment", async () => {
@@ -358,5 +339,36 @@ describe("enterprise-admin CLI: output, errors and the demo, whatever the databa
     expect(result.stderr).toBe(`created directories ${join(dir, "new")}, ${join(dir, "new", "sub")} for the database ${path}\n`);
     expect(JSON.parse(result.stdout)).toStrictEqual({ applied: Object.keys(migrations) });
     expect((await cli(["migrate", "--db", path])).stderr).toBe(""); // nothing created the second time
+  });
+});
+
+// Each test starts the real binary (bin/enterprise-admin.mjs) as a process: what its exit status is.
+// They share nothing, so they run at once.
+describe.concurrent("the real binary's exit status", () => {
+  const dir = mkdtempSync(join(tmpdir(), "eadmin-cli-bin-"));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("--version prints the version of package.json and exits 0", async () => {
+    const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+    expect(await cliProcess(["--version"])).toStrictEqual({ code: 0, stdout: `${version}\n`, stderr: "" });
+  });
+
+  it("a missing required option is commander's message and the help, exit 1", async () => {
+    const result = await cliProcess(["token", "list", "--db", join(dir, "options.sqlite")]);
+    expect([result.code, result.stdout]).toStrictEqual([1, ""]);
+    expect(result.stderr).toMatch(/^error: required option '--enterprise <id>' not specified\n\nUsage: enterprise-admin token list \[options\]\n/);
+  });
+
+  it("a file that is not there is one line naming it, exit 2", async () => {
+    const missing = join(dir, "missing.json");
+    expect(await cliProcess(["import", "directory", missing, "--db", join(dir, "missing.sqlite")]))
+      .toStrictEqual({ code: 2, stdout: "", stderr: `error: ${missing}: no such file or directory\n` });
+  });
+
+  it("an unreachable PostgreSQL is one line naming the server (no credentials), exit 1", async () => {
+    const result = await cliProcess(["migrate", "--db", "postgres://admin:s3cret@127.0.0.1:1/admin"]);
+    expect(result).toStrictEqual({
+      code: 1, stdout: "", stderr: "error: cannot connect to the database postgres://127.0.0.1:1/admin: connection refused (is PostgreSQL running there?)\n",
+    });
   });
 });
