@@ -1,5 +1,6 @@
 // config -> database -> migrate -> listen; SIGTERM/SIGINT drains in-flight calls and closes; a second
 // signal exits at once.
+import type { Writable } from "node:stream";
 import { createApp } from "./app.js";
 import type { ServeConfig } from "./config.js";
 import { createLogger, type Logger } from "./interceptors/logging.js";
@@ -14,13 +15,14 @@ export interface RunningService {
   close(): Promise<void>;
 }
 
-export async function startService(config: ServeConfig, logger: Logger = createLogger({ level: config.logLevel })): Promise<RunningService> {
+/** `env`: where the store's settings and the master keys are read (the rest is in `config`). */
+export async function startService(config: ServeConfig, logger: Logger = createLogger({ level: config.logLevel }), env: NodeJS.ProcessEnv = process.env): Promise<RunningService> {
   // One registry per running service; the store reports its lock waits to it.
   const metrics = new ServiceMetrics();
-  const database = openDatabase(config.databaseUrl, { backgroundCheckpoints: true, observer: metrics });
+  const database = openDatabase(config.databaseUrl, { backgroundCheckpoints: true, observer: metrics, env });
   try {
     await migrateToLatest(database);
-    const keys = await loadLocalKeyProvider({ databaseUrl: config.databaseUrl });
+    const keys = await loadLocalKeyProvider({ databaseUrl: config.databaseUrl, env });
     const app = createApp({ database, logger, keys, rateLimits: config.rateLimits, requestTimeoutMs: config.limits.requestTimeoutMs,
       metrics, metricsAccess: config.metrics, corsAllowedOrigins: config.corsAllowedOrigins });
     const listener = await listen(app, config.port, config.host, config.limits);
@@ -38,12 +40,15 @@ export async function startService(config: ServeConfig, logger: Logger = createL
   }
 }
 
-/** Runs until SIGTERM or SIGINT, then drains and exits. */
-export async function serveUntilSignal(config: ServeConfig): Promise<void> {
+/**
+ * Runs until SIGTERM or SIGINT, then drains and exits the process (the log goes to its stdout);
+ * `env` as for startService; the console's address is written to `notices`.
+ */
+export async function serveUntilSignal(config: ServeConfig, env: NodeJS.ProcessEnv, notices: Writable): Promise<void> {
   const logger = createLogger({ level: config.logLevel });
-  const service = await startService(config, logger);
+  const service = await startService(config, logger, env);
   // For a person at the terminal (the JSON log goes to stdout): where the browser console is.
-  process.stderr.write(`usage console: ${consoleUrl(config.host, service.port)}\n`);
+  notices.write(`usage console: ${consoleUrl(config.host, service.port)}\n`);
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {

@@ -15,11 +15,20 @@ const FILE_REASONS: Record<string, string> = {
 };
 
 export interface CliFailure {
-  message: string;
+  /** Absent when the command has already said what failed. */
+  message?: string;
   exitCode: 1 | 2;
 }
 
+/** A failure the command has already reported on stderr in its own words: only the exit code is left. */
+export class ReportedFailure extends Error {
+  constructor(readonly exitCode: 1 | 2) {
+    super(`exit code ${exitCode}`);
+  }
+}
+
 export function cliFailureOf(error: unknown): CliFailure {
+  if (error instanceof ReportedFailure) return { exitCode: error.exitCode };
   if (error instanceof AppError) return { message: error.message, exitCode: 2 };
   const { code, path } = (error ?? {}) as { code?: unknown; path?: unknown };
   if (typeof code === "string" && typeof path === "string" && code in FILE_REASONS) {

@@ -40,7 +40,8 @@ export interface UsageExportSummary {
   out: string;
 }
 
-export async function exportUsageFile(database: Database, options: UsageExportOptions, progress?: ExportProgress): Promise<UsageExportSummary> {
+/** Writes the rows to --out, else to `stdout`. */
+export async function exportUsageFile(database: Database, options: UsageExportOptions, stdout: Writable, progress?: ExportProgress): Promise<UsageExportSummary> {
   if (!(RECORD_FORMATS as readonly string[]).includes(options.format)) {
     throw invalidParameter(`--format: ${JSON.stringify(options.format)} is not one of ${RECORD_FORMATS.join(", ")}`);
   }
@@ -51,7 +52,7 @@ export async function exportUsageFile(database: Database, options: UsageExportOp
   const window = dateRangeWindow(options.from, options.to, timeZone, ["--from", "--to"]);
 
   const temporary = options.out === undefined ? undefined : `${options.out}.partial-${process.pid}`;
-  const out: Writable = temporary === undefined ? process.stdout : await openNew(temporary, options.out!);
+  const out: Writable = temporary === undefined ? stdout : await openNew(temporary, options.out!);
   const encoder = recordEncoder(UsageExportRowSchema, options.format as RecordFormat);
   const firstDay = Date.parse(options.from);
   let rows = 0;

@@ -1,10 +1,7 @@
-// The enterprise-admin command: runs the command tree of program.ts; a failure is one line on
-// stderr and a non-zero exit code (cli-errors.ts).
-import { cliFailureOf } from "./cli-errors.js";
-import { buildProgram } from "./program.js";
+// The enterprise-admin process: runs the command line (run-cli.ts) on this process's arguments,
+// streams and environment. A failure exits at once with its code; success lets the process end
+// when its work does (`serve` runs until a signal).
+import { runCli } from "./run-cli.js";
 
-buildProgram().parseAsync(process.argv).catch((error: unknown) => {
-  const failure = cliFailureOf(error);
-  console.error(`error: ${failure.message}`);
-  process.exit(failure.exitCode);
-});
+const exitCode = await runCli(process.argv.slice(2));
+if (exitCode !== 0) process.exit(exitCode);

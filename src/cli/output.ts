@@ -3,6 +3,7 @@
 // (cli-table3) for a person, with the Unix-second fields written as ISO 8601 times.
 import Table from "cli-table3";
 import type { Command } from "commander";
+import type { CliStream } from "./cli-io.js";
 
 type Value = unknown;
 
@@ -26,7 +27,7 @@ export interface Output {
 }
 
 /** The output of `command` (its --json and its parents'), written to `stream` (stdout unless the result must not mix with data there). */
-export function outputOf(command: Command, stream: NodeJS.WriteStream = process.stdout): Output {
+export function outputOf(command: Command, stream: CliStream): Output {
   const asked = command.optsWithGlobals().json === true;
   const json = asked || !stream.isTTY;
   const write = (text: string) => stream.write(`${text}\n`);

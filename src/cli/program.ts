@@ -1,7 +1,8 @@
 // The enterprise-admin command line (docs/cli.md): the Command tree, built by buildProgram()
-// for main.ts to run and for scripts/render-cli-doc.ts to document. Each command opens the database
+// for run-cli.ts to run and for scripts/render-cli-doc.ts to document. Each command opens the database
 // named by --db (else DATABASE_URL, else ./data/enterprise-admin.sqlite), migrates it, does one job,
-// and prints its result through output.ts.
+// and prints its result through output.ts. Commands write only to the streams of their CliIo and read
+// only its environment, so the command line runs in-process as well as in its own process.
 import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { Command, Option } from "commander";
@@ -34,13 +35,15 @@ import { checkUsageEvent } from "../domain/usage-event.js";
 import { recordUsage } from "../operations/record-usage.js";
 import { storeUnreachableOf } from "../storage/store-unreachable.js";
 import { outputOf } from "./output.js";
+import { processIo, type CliIo } from "./cli-io.js";
+import { ReportedFailure } from "./cli-errors.js";
 
 const dbOption = () => new Option("--db <url>", "database: a SQLite file path or file: URL, or postgres://… (default: $DATABASE_URL, else ./data/enterprise-admin.sqlite)");
 
-async function withDatabase<T>(url: string | undefined, work: (database: Database) => Promise<T>, migrate = true): Promise<T> {
-  const database = openDatabase(loadConfig({ db: url }).databaseUrl);
+async function withDatabase<T>(io: CliIo, url: string | undefined, work: (database: Database) => Promise<T>, migrate = true): Promise<T> {
+  const database = openDatabase(loadConfig({ db: url }, io.env).databaseUrl, { env: io.env });
   const made = database.createdDirectories;
-  if (made.length > 0) console.error(`created ${made.length === 1 ? "directory" : "directories"} ${made.join(", ")} for the database ${database.location}`);
+  if (made.length > 0) io.stderr.write(`created ${made.length === 1 ? "directory" : "directories"} ${made.join(", ")} for the database ${database.location}\n`);
   try {
     if (migrate) await migrateToLatest(database);
     return await work(database);
@@ -57,9 +60,9 @@ const accessAdmin = (database: Database) =>
   new AccessAdmin(new AuthRepository(database.db), new DirectoryRepository(database.db));
 
 /** `create`: whether a missing key file is created (serve and rotate) or an error (commands that only read). */
-const withKeys = <T>(url: string | undefined, create: boolean, work: (repository: EnvironmentConfigRepository, keys: LocalKeyProvider) => Promise<T>) =>
-  withDatabase(url, async (database) =>
-    work(new EnvironmentConfigRepository(database.db), await loadLocalKeyProvider({ databaseUrl: loadConfig({ db: url }).databaseUrl, create })));
+const withKeys = <T>(io: CliIo, url: string | undefined, create: boolean, work: (repository: EnvironmentConfigRepository, keys: LocalKeyProvider) => Promise<T>) =>
+  withDatabase(io, url, async (database) =>
+    work(new EnvironmentConfigRepository(database.db), await loadLocalKeyProvider({ databaseUrl: loadConfig({ db: url }, io.env).databaseUrl, env: io.env, create })));
 
 /** The new key of --new-key-file or --new-key, strictly decoded; the error never quotes it. */
 async function newKeyOption(opts: { newKey?: string; newKeyFile?: string }): Promise<Buffer | undefined> {
@@ -78,9 +81,16 @@ async function newKeyOption(opts: { newKey?: string; newKeyFile?: string }): Pro
 const packageVersion = (): string =>
   (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
 
-/** The enterprise-admin command tree; a new one each call (commander keeps parse state on it). */
-export function buildProgram(): Command {
+/**
+ * The enterprise-admin command tree; a new one each call (commander keeps parse state on it). Commander's
+ * own output (help, version, usage errors) goes to `io` too, and it throws a CommanderError where it would
+ * exit the process.
+ */
+export function buildProgram(io: CliIo = processIo()): Command {
   const program = new Command("enterprise-admin")
+    // Before any subcommand is added: each one copies these settings from its parent.
+    .exitOverride()
+    .configureOutput({ writeOut: (text) => io.stdout.write(text), writeErr: (text) => io.stderr.write(text) })
     .description("Enterprise Admin Service: serve the API and administer its data")
     .version(packageVersion(), "-V, --version", "print the version (package.json) and exit")
     .option("--json", "print results as JSON (the default when stdout is not a terminal; else tables)")
@@ -91,12 +101,12 @@ export function buildProgram(): Command {
     .option("--port <n>", "port (default: $PORT, else 8080)")
     .option("--host <addr>", "address to bind (default: $HOST, else 127.0.0.1)")
     .addOption(dbOption())
-    .action(async (opts) => serveUntilSignal(loadServeConfig({ port: opts.port, host: opts.host, db: opts.db })));
+    .action(async (opts) => serveUntilSignal(loadServeConfig({ port: opts.port, host: opts.host, db: opts.db }, io.env), io.env, io.stderr));
 
   program.command("migrate").description("apply pending migrations").addOption(dbOption())
     .action(async (opts, command: Command) => {
-      const applied = await withDatabase(opts.db, async (database) => migrateToLatest(database), false);
-      outputOf(command).result({ applied });
+      const applied = await withDatabase(io, opts.db, async (database) => migrateToLatest(database), false);
+      outputOf(command, io.stdout).result({ applied });
     });
 
   program.command("seed").description("load demo data and print an access token with every permission (alone, unless --json)")
@@ -106,21 +116,21 @@ export function buildProgram(): Command {
     .action(async (opts, command: Command) => {
       const asOf: string = opts.asOf ?? demoToday();
       const raws = demoUsageEvents(asOf);
-      const { summary, usage, created, token } = await withDatabase(opts.db, async (database) => {
+      const { summary, usage, created, token } = await withDatabase(io, opts.db, async (database) => {
         const summary = await importDirectory(database, demoDirectory);
         const events = raws.map((raw, i) => ({ event: checkUsageEvent(raw, `demo event ${i}`), where: `demo event ${i}` }));
         const usage = await recordUsage(new UsageRepository(database), DEMO_ENTERPRISE_ID, events);
         const environments = new EnvironmentConfigs(new EnvironmentConfigRepository(database.db),
-          await loadLocalKeyProvider({ databaseUrl: loadConfig({ db: opts.db }).databaseUrl }));
+          await loadLocalKeyProvider({ databaseUrl: loadConfig({ db: opts.db }, io.env).databaseUrl, env: io.env }));
         const existing = new Set((await environments.list(DEMO_ENTERPRISE_ID, 100, "")).items.map((item) => item.row.name));
         const created = demoEnvironments.filter((config) => !existing.has(config.name!));
         for (const config of created) await environments.create(DEMO_ENTERPRISE_ID, config);
         return { summary, usage, created, token: await accessAdmin(database).createToken(DEMO_ENTERPRISE_ID, [...PERMISSIONS], 7 * 86400) };
       });
-      console.error(`seeded enterprise "${summary.enterprise_id}": ${summary.departments} departments, ${summary.members} members, ` +
-        `${usage.recorded} new usage events over the ${DEMO_USAGE_DAYS} days up to ${asOf}, ${created.length} new environment configs`);
-      console.error("access token with every permission (valid 7 days):");
-      outputOf(command).value(token.accessToken, {
+      io.stderr.write(`seeded enterprise "${summary.enterprise_id}": ${summary.departments} departments, ${summary.members} members, ` +
+        `${usage.recorded} new usage events over the ${DEMO_USAGE_DAYS} days up to ${asOf}, ${created.length} new environment configs\n`);
+      io.stderr.write("access token with every permission (valid 7 days):\n");
+      outputOf(command, io.stdout).value(token.accessToken, {
         enterprise_id: summary.enterprise_id, departments: summary.departments, members: summary.members, as_of: asOf, days: DEMO_USAGE_DAYS,
         usage_events: raws.length, recorded: usage.recorded, environment_configs_created: created.length,
         access_token: token.accessToken, token_id: token.tokenId, expire: token.expire,
@@ -136,8 +146,8 @@ export function buildProgram(): Command {
     .action(async (file: string, opts, command: Command) => {
       const text = await readFile(file, "utf8");
       const parsed = parseDirectoryFile(text);
-      const summary = await withDatabase(opts.db, (database) => importDirectory(database, parsed, { prune: opts.prune, dryRun: opts.dryRun }));
-      outputOf(command).result(summary);
+      const summary = await withDatabase(io, opts.db, (database) => importDirectory(database, parsed, { prune: opts.prune, dryRun: opts.dryRun }));
+      outputOf(command, io.stdout).result(summary);
     });
 
   importCommand.command("usage").argument("<file>", "NDJSON usage events, one per line (docs/file-formats.md)")
@@ -145,9 +155,9 @@ export function buildProgram(): Command {
     .requiredOption("--enterprise <id>", "enterprise id")
     .addOption(dbOption())
     .action(async (file: string, opts, command: Command) => {
-      const summary = await withDatabase(opts.db, (database) =>
-        importUsage(new UsageRepository(database), opts.enterprise, file, process.stderr.isTTY ? progressBar() : undefined, usageImportTuning()));
-      outputOf(command).result(summary);
+      const summary = await withDatabase(io, opts.db, (database) =>
+        importUsage(new UsageRepository(database), opts.enterprise, file, io.stderr.isTTY ? progressBar(io.stderr) : undefined, usageImportTuning(io.env)));
+      outputOf(command, io.stdout).result(summary);
     });
 
   const exportCommand = program.command("export").description("write data files");
@@ -161,11 +171,11 @@ export function buildProgram(): Command {
     .option("--out <file>", "write to this file (complete or not at all) instead of stdout")
     .addOption(dbOption())
     .action(async (opts, command: Command) => {
-      const summary = await withDatabase(opts.db, (database) => exportUsageFile(database,
+      const summary = await withDatabase(io, opts.db, (database) => exportUsageFile(database,
         { enterprise: opts.enterprise, from: opts.from, to: opts.to, timeZone: opts.timeZone, format: opts.format, out: opts.out },
-        process.stderr.isTTY ? exportProgressBar() : undefined));
+        io.stdout, io.stderr.isTTY ? exportProgressBar(io.stderr) : undefined));
       // stdout may be the export itself: the summary goes to stderr.
-      outputOf(command, process.stderr).result(summary);
+      outputOf(command, io.stderr).result(summary);
     });
 
   program.command("usage").description("the stored usage")
@@ -174,9 +184,9 @@ export function buildProgram(): Command {
     .requiredOption("--enterprise <id>", "enterprise id")
     .addOption(dbOption())
     .action(async (opts, command: Command) => {
-      const summary = await withDatabase(opts.db, (database) =>
-        rebuildUsage(new UsageRepository(database), opts.enterprise, process.stderr.isTTY ? rebuildProgressBar() : undefined));
-      outputOf(command).result(summary);
+      const summary = await withDatabase(io, opts.db, (database) =>
+        rebuildUsage(new UsageRepository(database), opts.enterprise, io.stderr.isTTY ? rebuildProgressBar(io.stderr) : undefined));
+      outputOf(command, io.stdout).result(summary);
     });
 
   const appCommand = program.command("app").description("enterprise apps (app_id/app_secret)");
@@ -187,21 +197,21 @@ export function buildProgram(): Command {
     .addOption(dbOption())
     .action(async (opts, command: Command) => {
       const permissions = parsePermissions(opts.scopes);
-      const app = await withDatabase(opts.db, (database) => accessAdmin(database).createApp(opts.enterprise, permissions, opts.name));
-      outputOf(command).result(app);
+      const app = await withDatabase(io, opts.db, (database) => accessAdmin(database).createApp(opts.enterprise, permissions, opts.name));
+      outputOf(command, io.stdout).result(app);
     });
   appCommand.command("list").description("list an enterprise's apps").requiredOption("--enterprise <id>", "enterprise id")
     .addOption(dbOption())
     .action(async (opts, command: Command) => {
-      const apps = await withDatabase(opts.db, (database) => accessAdmin(database).listApps(opts.enterprise));
-      outputOf(command).result(apps, { times: ["created_at"], empty: `enterprise "${opts.enterprise}" has no apps` });
+      const apps = await withDatabase(io, opts.db, (database) => accessAdmin(database).listApps(opts.enterprise));
+      outputOf(command, io.stdout).result(apps, { times: ["created_at"], empty: `enterprise "${opts.enterprise}" has no apps` });
     });
   appCommand.command("revoke").argument("<app_id>").description("revoke an app; its tokens stop working at once")
     .addOption(dbOption())
     .action(async (appId: string, opts, command: Command) => {
-      const found = await withDatabase(opts.db, (database) => accessAdmin(database).revokeApp(appId));
+      const found = await withDatabase(io, opts.db, (database) => accessAdmin(database).revokeApp(appId));
       if (!found) throw new AppError(4001, `app "${appId}" not found`);
-      outputOf(command).result({ app_id: appId, revoked: true });
+      outputOf(command, io.stdout).result({ app_id: appId, revoked: true });
     });
 
   const keysCommand = program.command("keys").description("the master keys that wrap the secrets' data keys (every command is safe while servers run)");
@@ -213,33 +223,33 @@ export function buildProgram(): Command {
     .addOption(dbOption())
     .action(async (opts, command: Command) => {
       const newKey = await newKeyOption(opts);
-      const { summary, source } = await withKeys(opts.db, true, async (repository, keys) =>
+      const { summary, source } = await withKeys(io, opts.db, true, async (repository, keys) =>
         ({ summary: await rotateMasterKey(repository, keys, { newKey }), source: keys.source }));
-      outputOf(command).result(summary);
+      outputOf(command, io.stdout).result(summary);
       if (source.kind === "env") {
-        console.error(`new data keys are now wrapped under "${summary.master_key_id}": every instance needs the new key in ENTERPRISE_ADMIN_MASTER_KEY; ` +
-          "a retired key may leave the variable once `keys status` shows it wraps no data key");
+        io.stderr.write(`new data keys are now wrapped under "${summary.master_key_id}": every instance needs the new key in ENTERPRISE_ADMIN_MASTER_KEY; ` +
+          "a retired key may leave the variable once `keys status` shows it wraps no data key\n");
       }
     });
 
   keysCommand.command("status").description("each master key, current or retired, whether it is held, and how many data keys it wraps")
     .addOption(dbOption())
     .action(async (opts, command: Command) => {
-      outputOf(command).result(await withKeys(opts.db, false, keyRingStatus));
+      outputOf(command, io.stdout).result(await withKeys(io, opts.db, false, keyRingStatus));
     });
 
   keysCommand.command("verify").description("unwrap every data key; exit 1 naming each environment config that cannot be read")
     .addOption(dbOption())
     .action(async (opts, command: Command) => {
-      const report = await withKeys(opts.db, false, verifyDataKeys);
-      outputOf(command).result(report);
+      const report = await withKeys(io, opts.db, false, verifyDataKeys);
+      outputOf(command, io.stdout).result(report);
       for (const config of report.unreadable) {
-        console.error(`error: environment config "${config.name}" (${config.environment_id}) of enterprise "${config.enterprise_id}" cannot be read: ${config.reason}`);
+        io.stderr.write(`error: environment config "${config.name}" (${config.environment_id}) of enterprise "${config.enterprise_id}" cannot be read: ${config.reason}\n`);
       }
       if (!report.current_master_key_held) {
-        console.error(`error: the current master key "${report.current_master_key_id}" is not held by this key source: new secrets would be refused`);
+        io.stderr.write(`error: the current master key "${report.current_master_key_id}" is not held by this key source: new secrets would be refused\n`);
       }
-      if (!report.ok) process.exitCode = 1;
+      if (!report.ok) throw new ReportedFailure(1);
     });
 
   const tokenCommand = program.command("token").description("access tokens (never printed back once made)");
@@ -254,23 +264,23 @@ export function buildProgram(): Command {
       if (ttl === undefined) throw new AppError(4001, `--expires-in: "${opts.expiresIn}" is not a duration like 90s, 15m, 2h or 7d`);
       if (ttl > MAX_ACCESS_TOKEN_TTL_SECONDS) throw new AppError(4001, `--expires-in: "${opts.expiresIn}" is longer than the cap of ${MAX_ACCESS_TOKEN_TTL_SECONDS / 86400} days (${MAX_ACCESS_TOKEN_TTL_SECONDS / 86400}d)`);
       const permissions = parsePermissions(opts.scopes);
-      const token = await withDatabase(opts.db, (database) => accessAdmin(database).createToken(opts.enterprise, permissions, ttl));
-      console.error(`token_id: ${token.tokenId}`);
-      outputOf(command).value(token.accessToken, { access_token: token.accessToken, token_id: token.tokenId, expire: token.expire });
+      const token = await withDatabase(io, opts.db, (database) => accessAdmin(database).createToken(opts.enterprise, permissions, ttl));
+      io.stderr.write(`token_id: ${token.tokenId}\n`);
+      outputOf(command, io.stdout).value(token.accessToken, { access_token: token.accessToken, token_id: token.tokenId, expire: token.expire });
     });
   tokenCommand.command("list").description("list an enterprise's tokens, live and ended within a day (never the tokens)")
     .requiredOption("--enterprise <id>", "enterprise id")
     .addOption(dbOption())
     .action(async (opts, command: Command) => {
-      const tokens = await withDatabase(opts.db, (database) => accessAdmin(database).listTokens(opts.enterprise));
-      outputOf(command).result(tokens, { times: ["created_at", "expires_at"], empty: `enterprise "${opts.enterprise}" has no live or recently ended tokens` });
+      const tokens = await withDatabase(io, opts.db, (database) => accessAdmin(database).listTokens(opts.enterprise));
+      outputOf(command, io.stdout).result(tokens, { times: ["created_at", "expires_at"], empty: `enterprise "${opts.enterprise}" has no live or recently ended tokens` });
     });
   tokenCommand.command("revoke").argument("<token_id>").description("revoke a token; the next call with it gets 401 on every server")
     .addOption(dbOption())
     .action(async (tokenId: string, opts, command: Command) => {
-      const found = await withDatabase(opts.db, (database) => accessAdmin(database).revokeToken(tokenId));
+      const found = await withDatabase(io, opts.db, (database) => accessAdmin(database).revokeToken(tokenId));
       if (!found) throw new AppError(4001, `token "${tokenId}" not found`);
-      outputOf(command).result({ token_id: tokenId, revoked: true });
+      outputOf(command, io.stdout).result({ token_id: tokenId, revoked: true });
     });
 
   return program;

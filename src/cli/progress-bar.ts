@@ -4,16 +4,17 @@
 import { SingleBar, Presets } from "cli-progress";
 import type { ImportProgress } from "../operations/import-usage.js";
 import type { RebuildProgress } from "../operations/rebuild-usage.js";
+import type { CliStream } from "./cli-io.js";
 import type { ExportProgress } from "./export-usage.js";
 
-function bar(format: string): SingleBar {
-  return new SingleBar({ format, stream: process.stderr, hideCursor: true }, Presets.shades_classic);
+function bar(format: string, stream: CliStream): SingleBar {
+  return new SingleBar({ format, stream, hideCursor: true }, Presets.shades_classic);
 }
 
 const perSecond = (count: number, started: number) => Math.round(count / Math.max((Date.now() - started) / 1000, 0.001));
 
-export function progressBar(): ImportProgress {
-  const shown = bar("importing [{bar}] {percentage}% | {events} events | {rate} events/s | eta {eta_formatted}");
+export function progressBar(stream: CliStream): ImportProgress {
+  const shown = bar("importing [{bar}] {percentage}% | {events} events | {rate} events/s | eta {eta_formatted}", stream);
   const started = Date.now();
   return {
     start: (totalBytes) => shown.start(totalBytes, 0, { events: 0, rate: 0 }),
@@ -22,8 +23,8 @@ export function progressBar(): ImportProgress {
   };
 }
 
-export function exportProgressBar(): ExportProgress {
-  const shown = bar("exporting [{bar}] {value}/{total} days | {rows} rows | {rate} rows/s | eta {eta_formatted}");
+export function exportProgressBar(stream: CliStream): ExportProgress {
+  const shown = bar("exporting [{bar}] {value}/{total} days | {rows} rows | {rate} rows/s | eta {eta_formatted}", stream);
   const started = Date.now();
   return {
     start: (totalDays) => shown.start(totalDays, 0, { rows: 0, rate: 0 }),
@@ -32,8 +33,8 @@ export function exportProgressBar(): ExportProgress {
   };
 }
 
-export function rebuildProgressBar(): RebuildProgress {
-  const shown = bar("rebuilding [{bar}] {percentage}% | {value}/{total} events | {rate} events/s | eta {eta_formatted}");
+export function rebuildProgressBar(stream: CliStream): RebuildProgress {
+  const shown = bar("rebuilding [{bar}] {percentage}% | {value}/{total} events | {rate} events/s | eta {eta_formatted}", stream);
   const started = Date.now();
   return {
     start: (totalEvents) => shown.start(totalEvents, 0, { rate: 0 }),

@@ -16,6 +16,7 @@ import { ImportRunningTotals } from "../storage/usage-import-totals.js";
 import type { UsageEventRow, UsageRepository } from "../storage/usage-repository.js";
 import { MemberKeys } from "./record-usage.js";
 import { checkUsageFile } from "./usage-file-check.js";
+import { bundledWorkerUrl } from "./worker-bundle.js";
 import { DEFAULT_TUNING, VALUES_PER_EVENT, type EventColumns, type UsageFileMessage, type UsageFileTuning, type UsageFileWorkerData } from "./usage-file-worker.js";
 
 export interface ImportProgress {
@@ -38,7 +39,8 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
   }
   const totalBytes = (await stat(path)).size;
   const memberKeys = await memberKeysOf(repository, enterpriseId, await checkUsageFile(path, totalBytes));
-  const worker = new Worker(new URL("./usage-file-worker.mjs", import.meta.url), { workerData: { path, tuning } satisfies UsageFileWorkerData });
+  const thread = await bundledWorkerUrl(new URL("./usage-file-worker.mjs", import.meta.url));
+  const worker = new Worker(thread, { workerData: { path, tuning } satisfies UsageFileWorkerData });
   const messages = on(worker, "message")[Symbol.asyncIterator]() as AsyncIterator<[UsageFileMessage]>;
   const next = async (): Promise<Exclude<UsageFileMessage, { kind: "invalid" | "failed" }>> => {
     const [message] = (await messages.next()).value as [UsageFileMessage];

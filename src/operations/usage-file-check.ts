@@ -2,28 +2,12 @@
 // NDJSON file (each range starts after a newline) and gathers the user_ids it names, each with its
 // first line, so that the whole file is known good (but for its members, which the main thread
 // looks up) before anything is written. Two ranges on two threads halve its wall time.
-import { createReadStream } from "node:fs";
 import { open } from "node:fs/promises";
 import { once } from "node:events";
-import { parentPort, Worker, workerData } from "node:worker_threads";
-import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
-import { lineBatches, parseUsageLine } from "./usage-file-lines.js";
-
-/** A user_id's first event in a range: its line (counted from the range's start) and event_id. */
-export type FirstUse = [userId: string, line: number, eventId: string];
-
-export type RangeCheck =
-  | { kind: "checked"; lines: number; users: FirstUse[] }
-  /** The range's first bad line (counted from the range's start); `reason` follows the line's name in the message. */
-  | { kind: "invalid"; line: number; reason: string }
-  | { kind: "failed"; message: string };
-
-interface RangeCheckData {
-  path: string;
-  start: number;
-  /** Exclusive. */
-  end: number;
-}
+import { Worker } from "node:worker_threads";
+import { invalidParameter } from "../domain/errors.js";
+import type { RangeCheck, RangeCheckData } from "./usage-range-check.js";
+import { bundledWorkerUrl } from "./worker-bundle.js";
 
 /** Files below this size are checked on one thread (a second costs more than it saves). */
 const SPLIT_BYTES = 8 * 2 ** 20;
@@ -35,7 +19,8 @@ const SPLIT_BYTES = 8 * 2 ** 20;
 export async function checkUsageFile(path: string, totalBytes: number): Promise<Map<string, { line: number; eventId: string }>> {
   const middle = totalBytes >= SPLIT_BYTES ? await lineStartAfter(path, Math.floor(totalBytes / 2)) : totalBytes;
   const ranges = [{ path, start: 0, end: middle }, ...(middle < totalBytes ? [{ path, start: middle, end: totalBytes }] : [])];
-  const results = await Promise.all(ranges.map(checkRange));
+  const thread = await bundledWorkerUrl(new URL("./usage-range-check.mjs", import.meta.url));
+  const results = await Promise.all(ranges.map((range) => checkRange(thread, range)));
   const users = new Map<string, { line: number; eventId: string }>();
   let linesBefore = 0;
   for (const result of results) {
@@ -65,39 +50,12 @@ async function lineStartAfter(path: string, offset: number): Promise<number> {
   }
 }
 
-async function checkRange(data: RangeCheckData): Promise<RangeCheck> {
-  const worker = new Worker(new URL("./usage-file-check.mjs", import.meta.url), { workerData: data });
+async function checkRange(thread: URL, data: RangeCheckData): Promise<RangeCheck> {
+  const worker = new Worker(thread, { workerData: data });
   try {
     const [result] = (await once(worker, "message")) as [RangeCheck];
     return result;
   } finally {
     await worker.terminate();
   }
-}
-
-async function checkLines({ path, start, end }: RangeCheckData): Promise<RangeCheck> {
-  const users = new Map<string, FirstUse>();
-  let line = 0;
-  if (end > start) {
-    const stream = createReadStream(path, { start, end: end - 1, highWaterMark: 1 << 20 });
-    try {
-      for await (const lines of lineBatches(stream)) {
-        for (const text of lines) {
-          line++;
-          // Named by "" here: the message's line name is put before it once the range's first line is known.
-          const event = parseUsageLine(text, "");
-          if (event !== undefined && !users.has(event.userId)) users.set(event.userId, [event.userId, line, event.eventId]);
-        }
-      }
-    } catch (error) {
-      if (error instanceof AppError && error.code === ErrorCode.INVALID_PARAMETER) return { kind: "invalid", line, reason: error.message };
-      return { kind: "failed", message: error instanceof Error ? error.message : String(error) };
-    }
-  }
-  return { kind: "checked", lines: line, users: [...users.values()] };
-}
-
-/** The worker thread's work (usage-file-check.mjs): checks its range and posts the RangeCheck. */
-export async function runRangeCheck(): Promise<void> {
-  parentPort!.postMessage(await checkLines(workerData as RangeCheckData));
 }

@@ -1,5 +1,2 @@
-// The worker thread's entry: the TypeScript sources run through tsx's loader, as in bin/.
-import { register } from "tsx/esm/api";
-
-register();
-await import("./usage-file-worker.ts");
+// The reading thread's entry: bundled with what it imports by worker-bundle.ts.
+import "./usage-file-worker.ts";

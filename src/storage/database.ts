@@ -83,10 +83,13 @@ export interface OpenOptions {
   backgroundCheckpoints?: boolean;
   /** Told of the waits for the write lock; none by default. */
   observer?: StoreObserver;
+  /** Where SQLITE_CACHE_MIB and STORE_BUSY_TIMEOUT_MS are read; process.env by default. */
+  env?: NodeJS.ProcessEnv;
 }
 
 export function openDatabase(url: string, options: OpenOptions = {}): Database {
   const observer = options.observer ?? UNOBSERVED;
+  const env = options.env ?? process.env;
   if (isPostgresUrl(url)) {
     // BIGINT (int8) columns hold Unix seconds and counters that fit a JS number; parse them as numbers.
     pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
@@ -96,7 +99,7 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
     pool.on("error", () => {});
     const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
     const location = postgresLocation(url);
-    const busyTimeout = busyTimeoutMs();
+    const busyTimeout = busyTimeoutMs(env);
     const writeTransaction: Database["writeTransaction"] = (work, options = {}) => db.connection().execute(async (connection) => {
       await sql`begin`.execute(connection);
       // Bounds the wait for the ingestion lock (and any row lock) inside this transaction.
@@ -117,14 +120,14 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
   sqlite.pragma(`page_size = ${NEW_STORE_PAGE_BYTES}`);
   sqlite.pragma("journal_mode = WAL");
   sqlite.pragma("synchronous = NORMAL");
-  const busyTimeout = busyTimeoutMs();
+  const busyTimeout = busyTimeoutMs(env);
   sqlite.pragma(`busy_timeout = ${busyTimeout}`);
   sqlite.pragma("foreign_keys = ON");
   // A page cache of up to 1 GiB (SQLite's default is 2 MiB): the usage query reads a few hundred
   // pages of running totals and raw events per call, and a page in this cache costs no read. (The
   // OS cache is not enough: on the measured VM it was dropped under the process, and cold reads
   // made the query's p99 several times its p50.) Memory grows to this only as pages are read.
-  sqlite.pragma(`cache_size = -${cacheMiB() * 1024}`);
+  sqlite.pragma(`cache_size = -${cacheMiB(env) * 1024}`);
   sqlite.pragma("temp_store = MEMORY");
   // Checkpoint every 64 MiB of WAL instead of every 1,000 pages: an ingestion batch rewrites a few
   // megabytes, and at the default nearly every commit ran a checkpoint (copy back and fsync) of its own.
@@ -266,13 +269,13 @@ function withStatementCache(sqlite: SqliteDatabase.Database) {
 }
 
 /** SQLITE_CACHE_MIB (default 1024): the SQLite page cache's ceiling per connection, in MiB. */
-const cacheMiB = () => envNumber(process.env, "SQLITE_CACHE_MIB", { fallback: 1024, min: 2, max: 65536 });
+const cacheMiB = (env: NodeJS.ProcessEnv) => envNumber(env, "SQLITE_CACHE_MIB", { fallback: 1024, min: 2, max: 65536 });
 
 /**
  * STORE_BUSY_TIMEOUT_MS (default 5000): how long a write waits for the store's write lock (SQLite's,
  * or PostgreSQL's ingestion lock) before it gives up with a busy fault (503 to a caller).
  */
-const busyTimeoutMs = () => envNumber(process.env, "STORE_BUSY_TIMEOUT_MS", { fallback: 5000, min: 0, max: 600_000 });
+const busyTimeoutMs = (env: NodeJS.ProcessEnv) => envNumber(env, "STORE_BUSY_TIMEOUT_MS", { fallback: 5000, min: 0, max: 600_000 });
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
 

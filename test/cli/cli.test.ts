@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "kysely";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashCredential } from "../../src/domain/credentials.js";
 import { loadLocalKeyProvider } from "../../src/keys/local-key-provider.js";
 import { EnvironmentConfigs } from "../../src/operations/environment-configs.js";
@@ -10,13 +10,12 @@ import { importDirectory } from "../../src/operations/import-directory.js";
 import { migrateToLatest, openDatabase, type Database } from "../../src/storage/database.js";
 import { EnvironmentConfigRepository } from "../../src/storage/environment-config-repository.js";
 import { migrations } from "../../src/storage/migrations/index.js";
-import { cli, cliOnTerminal } from "../helpers/cli.js";
+import { cli, cliOnTerminal, cliProcess } from "../helpers/cli.js";
 import { createTestDatabase, dialects, type TestDatabase } from "../helpers/databases.js";
 import { acme } from "../helpers/fixtures.js";
 
-// Each test runs the real CLI as child processes (a second or more each to start): more than the
-// suite's 30 s per test when the machine is busy.
-vi.setConfig({ testTimeout: 90_000 });
+// The commands run in this process (test/helpers/cli.ts); the tests of what only a process shows (its
+// exit status, a terminal) run the real binary.
 
 describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
   let testDb: TestDatabase;
@@ -248,7 +247,7 @@ describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
     expect(lost.stderr).toContain(`error: the current master key "${rotated.master_key_id}" is not held by this key source: new secrets would be refused`);
     writeFileSync(keyFile, saved, { mode: 0o600 });
     await expectOk("verify");
-  }, 120_000); // ten CLI runs
+  });
 });
 
 describe("enterprise-admin CLI: output, errors and the demo, whatever the database", () => {
@@ -270,9 +269,12 @@ describe("enterprise-admin CLI: output, errors and the demo, whatever the databa
   }
   const datesOf = (events: Map<string, string>) => [...new Set([...events.values()].map((e) => e.slice(0, 10)))].sort();
 
-  it("--version prints the version of package.json", async () => {
+  it("in this process, commander's own endings are exit codes: --version is 0, a usage error 1 with its message", async () => {
     const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
     expect(await cli(["--version"])).toStrictEqual({ code: 0, stdout: `${version}\n`, stderr: "" });
+    const usage = await cli(["token", "list"]);
+    expect([usage.code, usage.stdout]).toStrictEqual([1, ""]);
+    expect(usage.stderr).toMatch(/^error: required option '--enterprise <id>' not specified\n\nUsage: enterprise-admin token list \[options\]\n/);
   });
 
   it("seed --demo makes the same days whatever --as-of: two seeds agree on their common days, and the --as-of day is included", async () => {
@@ -321,14 +323,13 @@ describe("enterprise-admin CLI: output, errors and the demo, whatever the databa
     const missing = join(dir, "missing.ndjson");
     expect(await cli(["import", "usage", missing, "--enterprise", "demo", "--db", earlier]))
       .toStrictEqual({ code: 2, stdout: "", stderr: `error: ${missing}: no such file or directory\n` });
-    expect((await cli(["import", "directory", join(dir, "missing.json"), "--db", earlier])).stderr).toBe(`error: ${join(dir, "missing.json")}: no such file or directory\n`);
   });
 
-  it("an unreachable PostgreSQL is one line naming the server (no credentials), exit 1", async () => {
-    const result = await cli(["migrate", "--db", "postgres://admin:s3cret@127.0.0.1:1/admin"]);
-    expect(result).toStrictEqual({
-      code: 1, stdout: "", stderr: "error: cannot connect to the database postgres://127.0.0.1:1/admin: connection refused (is PostgreSQL running there?)\n",
-    });
+  it("without --db, a command uses the DATABASE_URL of its environment", async () => {
+    const path = join(dir, "from-env", "admin.sqlite");
+    const result = await cli(["migrate"], { DATABASE_URL: path });
+    expect([result.code, result.stderr]).toStrictEqual([0, `created directory ${join(dir, "from-env")} for the database ${path}\n`]);
+    expect(existsSync(path)).toBe(true);
   });
 
   it("migrate says which directories it created for a new SQLite file", async () => {
@@ -338,5 +339,36 @@ describe("enterprise-admin CLI: output, errors and the demo, whatever the databa
     expect(result.stderr).toBe(`created directories ${join(dir, "new")}, ${join(dir, "new", "sub")} for the database ${path}\n`);
     expect(JSON.parse(result.stdout)).toStrictEqual({ applied: Object.keys(migrations) });
     expect((await cli(["migrate", "--db", path])).stderr).toBe(""); // nothing created the second time
+  });
+});
+
+// Each test starts the real binary (bin/enterprise-admin.mjs) as a process: what its exit status is.
+// They share nothing, so they run at once.
+describe.concurrent("the real binary's exit status", () => {
+  const dir = mkdtempSync(join(tmpdir(), "eadmin-cli-bin-"));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("--version prints the version of package.json and exits 0", async () => {
+    const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+    expect(await cliProcess(["--version"])).toStrictEqual({ code: 0, stdout: `${version}\n`, stderr: "" });
+  });
+
+  it("a missing required option is commander's message and the help, exit 1", async () => {
+    const result = await cliProcess(["token", "list", "--db", join(dir, "options.sqlite")]);
+    expect([result.code, result.stdout]).toStrictEqual([1, ""]);
+    expect(result.stderr).toMatch(/^error: required option '--enterprise <id>' not specified\n\nUsage: enterprise-admin token list \[options\]\n/);
+  });
+
+  it("a file that is not there is one line naming it, exit 2", async () => {
+    const missing = join(dir, "missing.json");
+    expect(await cliProcess(["import", "directory", missing, "--db", join(dir, "missing.sqlite")]))
+      .toStrictEqual({ code: 2, stdout: "", stderr: `error: ${missing}: no such file or directory\n` });
+  });
+
+  it("an unreachable PostgreSQL is one line naming the server (no credentials), exit 1", async () => {
+    const result = await cliProcess(["migrate", "--db", "postgres://admin:s3cret@127.0.0.1:1/admin"]);
+    expect(result).toStrictEqual({
+      code: 1, stdout: "", stderr: "error: cannot connect to the database postgres://127.0.0.1:1/admin: connection refused (is PostgreSQL running there?)\n",
+    });
   });
 });

@@ -1,20 +1,16 @@
-// The real CLI: `import directory FILE --prune` prints what it removes and removes it;
-// `--dry-run`, with or without --prune, prints the same and writes nothing. (The cases of the import
-// itself are in test/storage/directory-prune.test.ts; each CLI run here costs a process.)
+// The CLI: `import directory FILE --prune` prints what it removes and removes it; `--dry-run`, with
+// or without --prune, prints the same and writes nothing. (The cases of the import itself are in
+// test/storage/directory-prune.test.ts.)
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DirectoryFile } from "../../src/domain/directory-file.js";
 import { importDirectory } from "../../src/operations/import-directory.js";
 import { migrateToLatest, openDatabase, type Database } from "../../src/storage/database.js";
 import { cli } from "../helpers/cli.js";
 import { createTestDatabase, dialects, type TestDatabase } from "../helpers/databases.js";
 import { acme } from "../helpers/fixtures.js";
-
-// Each test runs the real CLI as child processes (a second or more each to start): more than the
-// suite's 30 s per test when the machine is busy.
-vi.setConfig({ testTimeout: 90_000 });
 
 const acmeWithoutSales: DirectoryFile = {
   ...acme,
@@ -64,7 +60,7 @@ describe.each(dialects)("import directory --prune / --dry-run on %s", (dialect) 
       enterprise_id: "acme", departments: 4, members: 1, removed_departments: [], removed_members: [], restored_members: [], dry_run: true,
     });
     expect(await state()).toStrictEqual({ departments: ["100", "110", "111", "112", "120", "121"], former: [] });
-  }, 60_000); // two CLI runs
+  });
 
   it("a member given the e-mail of a current member the file does not name: one line naming both, exit 2, nothing written", async () => {
     const path = file("taken-email.json", { ...acme, members: [{ user_id: "7003", email: "li.lei@ACME.example", account_type: 1, department_ids: [] }] });
@@ -84,5 +80,5 @@ describe.each(dialects)("import directory --prune / --dry-run on %s", (dialect) 
     const restored = await importDirectory(database, acme);
     expect(restored).toMatchObject({ removed_members: [], restored_members: [{ user_id: "7002", email: "Han.Meimei@acme.example" }] });
     expect(await state()).toStrictEqual({ departments: ["100", "110", "111", "112", "120", "121"], former: [] });
-  }, 60_000);
+  });
 });

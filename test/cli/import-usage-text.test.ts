@@ -1,18 +1,14 @@
-// The real CLI's `import usage` refuses text that no database would store as sent (U+0000, a lone
+// The CLI's `import usage` refuses text that no database would store as sent (U+0000, a lone
 // surrogate), naming the line and the field, and writes nothing of the file, on SQLite and PostgreSQL.
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { importDirectory } from "../../src/operations/import-directory.js";
 import { migrateToLatest, openDatabase, type Database } from "../../src/storage/database.js";
 import { cli } from "../helpers/cli.js";
 import { createTestDatabase, dialects, type TestDatabase } from "../helpers/databases.js";
 import { acme } from "../helpers/fixtures.js";
-
-// Each test runs the real CLI as child processes (a second or more each to start): more than the
-// suite's 30 s per test when the machine is busy.
-vi.setConfig({ testTimeout: 90_000 });
 
 /** One NDJSON line; `modelName` is JSON text (escapes included) placed inside the quotes. */
 const line = (eventId: string, modelNameJson = "gpt-x") =>

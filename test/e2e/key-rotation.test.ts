@@ -1,4 +1,4 @@
-// End to end: master key rotation (`keys rotate`, real CLI) while one or two real servers serve on the
+// End to end: master key rotation (`keys rotate`, the CLI) while one or two real servers serve on the
 // same database and key file. Whatever the servers write before, between and after rotations, every
 // data key still unwraps (`keys verify`), a later rotation succeeds, and the secrets open.
 import { randomBytes } from "node:crypto";
@@ -16,7 +16,7 @@ import { startService } from "../../src/main.js";
 import { EnvironmentConfigs } from "../../src/operations/environment-configs.js";
 import { rotateMasterKey, type RotationStep } from "../../src/operations/rotate-master-key.js";
 import { EnvironmentConfigRepository } from "../../src/storage/environment-config-repository.js";
-import { cli as runCli } from "../helpers/cli.js";
+import { cli as runCli, cliProcess } from "../helpers/cli.js";
 import { dialects, type DialectName } from "../helpers/databases.js";
 import { startTestService } from "../helpers/service.js";
 import { importDirectory } from "../../src/operations/import-directory.js";
@@ -33,9 +33,9 @@ const hasStrace = () => {
     return false;
   }
 };
-/** The real CLI's entry, for the strace test (other tests run it through test/helpers/cli.ts). */
+/** The real CLI's entry, for the strace test (the others run the CLI through test/helpers/cli.ts). */
 const bin = new URL("../../bin/enterprise-admin.mjs", import.meta.url).pathname;
-// Each test spawns the CLI several times (a few seconds each on a busy machine).
+// Each test runs several rotations and verifications beside one or two servers.
 const CLI_TEST_TIMEOUT_MS = 120_000;
 
 describe.each(dialects)("master key rotation while servers run (%s)", (dialect: DialectName) => {
@@ -59,10 +59,16 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
     cleanups.push(() => svc.close());
     const token = await svc.token();
 
-    /** The real CLI, on this database and key file (or the keys of ENTERPRISE_ADMIN_MASTER_KEY in `masterKeys`). */
+    /** The CLI (in this process), on this database and key file (or the keys of ENTERPRISE_ADMIN_MASTER_KEY in `masterKeys`). */
     const cliWith = (masterKeys: string, ...args: string[]) =>
       runCli([...args, "--db", svc.databaseUrl], { ENTERPRISE_ADMIN_MASTER_KEY_FILE: keyFile, ENTERPRISE_ADMIN_MASTER_KEY: masterKeys });
     const cli = (...args: string[]) => cliWith(masterKeys, ...args);
+    /**
+     * The CLI as a process of its own, for a rotation while the servers write: in this process the
+     * CLI's SQLite busy wait would stall the servers it waits for.
+     */
+    const cliAlone = (...args: string[]) =>
+      cliProcess([...args, "--db", svc.databaseUrl], { ENTERPRISE_ADMIN_MASTER_KEY_FILE: keyFile, ENTERPRISE_ADMIN_MASTER_KEY: masterKeys });
     const expectCli = async (...args: string[]) => {
       const result = await cli(...args);
       expect(result.stderr).toBe("");
@@ -117,7 +123,7 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
       const report = await expectCli("keys", "verify");
       expect(report).toMatchObject({ ok: true, data_keys: expected.size, unwrapped: expected.size, unreadable: [] });
     };
-    return { svc, keyFile, cli, cliWith, expectCli, startSecondServer, call, create, addSecret, expectSecretsOpen, expectVerified, expected };
+    return { svc, keyFile, cli, cliAlone, cliWith, expectCli, startSecondServer, call, create, addSecret, expectSecretsOpen, expectVerified, expected };
   }
 
   it("keys rotate while a server runs: the server's later creates and updates stay readable, and a second rotation succeeds", async () => {
@@ -181,7 +187,7 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
     };
     // Settled before the rotation's outcome is checked, so a writer's failure is reported, not left unhandled.
     const writers = Promise.all([writer(0), writer(1)]).then(() => undefined, (error: unknown) => error);
-    const rotation = await t.cli("keys", "rotate");
+    const rotation = await t.cliAlone("keys", "rotate");
     rotating = false;
     const writerFailure = await writers;
     if (writerFailure) throw writerFailure;
@@ -276,8 +282,9 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
     const otherConfigs = new EnvironmentConfigs(new EnvironmentConfigRepository(otherDb.db), otherKeys);
     const otherSecrets = { API_KEY: `sk-${randomBytes(8).toString("hex")}` };
     const otherId = (await otherConfigs.create("acme", { name: "other", secrets: otherSecrets })).row.id;
-    const otherCli = (...args: string[]) =>
-      runCli([...args, "--db", other.url], { ENTERPRISE_ADMIN_MASTER_KEY: "", ENTERPRISE_ADMIN_MASTER_KEY_FILE: t.keyFile });
+    const otherEnv = { ENTERPRISE_ADMIN_MASTER_KEY: "", ENTERPRISE_ADMIN_MASTER_KEY_FILE: t.keyFile };
+    // The other database's rotations run in a process of their own: the key file's lock is taken across processes.
+    const otherCli = (...args: string[]) => cliProcess([...args, "--db", other.url], otherEnv);
 
     await t.create(t.svc.baseUrl, "mine");
     for (let round = 0; round < 2; round++) {
@@ -290,7 +297,7 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
       Object.assign(otherSecrets, { [`K${round}`]: "v" });
     }
     await t.expectVerified();
-    expect(JSON.parse((await otherCli("keys", "verify")).stdout)).toMatchObject({ ok: true, data_keys: 1, unwrapped: 1 });
+    expect(JSON.parse((await runCli(["keys", "verify", "--db", other.url], otherEnv)).stdout)).toMatchObject({ ok: true, data_keys: 1, unwrapped: 1 });
     await t.expectSecretsOpen();
     const fresh = new EnvironmentConfigs(new EnvironmentConfigRepository(otherDb.db), await loadLocalKeyProvider({ databaseUrl: other.url, env: { ENTERPRISE_ADMIN_MASTER_KEY_FILE: t.keyFile } }));
     expect(await fresh.revealSecrets("acme", otherId)).toStrictEqual(otherSecrets);

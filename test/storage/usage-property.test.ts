@@ -37,6 +37,7 @@ const HOUR = 3_600;
 /** 2024-10-28T00:00:00Z: a UTC day boundary. */
 const T0 = 1_730_073_600;
 
+// Raise USAGE_PROPERTY_RUNS (and USAGE_PROPERTY_REST_RUNS) for a deeper search.
 const STORAGE_RUNS = Number(process.env.USAGE_PROPERTY_RUNS ?? 40);
 const REST_RUNS = Number(process.env.USAGE_PROPERTY_REST_RUNS ?? 12);
 
