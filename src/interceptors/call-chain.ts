@@ -6,7 +6,7 @@
 // (connect-es marks those two functions internal to its protocol handlers: package.json pins its
 // version exactly, and test/e2e checks every transport against the same answers.)
 import type { DescMethod, DescMethodServerStreaming, DescMethodUnary, Message } from "@bufbuild/protobuf";
-import { ConnectError, createContextValues, createHandlerContext, type Interceptor, type MethodImplSpec } from "@connectrpc/connect";
+import { Code, ConnectError, createContextValues, createHandlerContext, type Interceptor, type MethodImplSpec } from "@connectrpc/connect";
 import { createAsyncIterable, invokeUnaryImplementation, transformInvokeImplementation } from "@connectrpc/connect/protocol";
 import type { RateLimits } from "../domain/rate-limits.js";
 import type { ServedService } from "../routes.js";
@@ -31,6 +31,12 @@ export interface LocalCallInit {
   requestMethod: string;
   url: string;
 }
+
+/**
+ * Why a call's signal ends once it has answered: given, so that ending it builds no DOMException (the
+ * default reason), a cost every REST call paid.
+ */
+const CALL_ENDED = new ConnectError("the call has ended", Code.Canceled);
 
 export class CallChain {
   readonly interceptors: Interceptor[];
@@ -59,8 +65,11 @@ export class CallChain {
       url: init.url,
       requestSignal: init.signal,
       requestHeader: init.authorization === undefined ? {} : { authorization: init.authorization },
-      contextValues: createContextValues().set(callLogKey, init.log).set(callSignalKey, init.signal),
+      contextValues: createContextValues().set(callLogKey, init.log),
     });
+    // The context's signal follows the call's (it is linked to it): the call's signal, so that the
+    // outcome step has one signal to watch and needs no AbortSignal.any of the two.
+    context.values.set(callSignalKey, context.signal);
     return new LocalCall(spec, context, init.log, this.interceptors, this.authorizer, this.outcome);
   }
 }
@@ -100,7 +109,7 @@ export class LocalCall {
     try {
       return await invokeUnaryImplementation(spec, this.context, request, this.interceptors);
     } finally {
-      this.context.abort(); // as connect-es does: the call's signal ends with it
+      this.context.abort(CALL_ENDED); // as connect-es does: the call's signal ends with it
     }
   }
 
@@ -111,7 +120,7 @@ export class LocalCall {
     try {
       yield* transformInvokeImplementation(spec, this.context, this.interceptors)(createAsyncIterable([request]));
     } finally {
-      this.context.abort();
+      this.context.abort(CALL_ENDED);
     }
   }
 }

@@ -20,7 +20,9 @@ export class CallOutcome {
     const log = logOf(req.contextValues, req.header);
     log.procedure = procedureOf(req.method);
     // The transport's signal carries the caller's deadline; the call's own carries the server's timeout.
-    const signal = AbortSignal.any([req.signal, req.contextValues.get(callSignalKey)]);
+    // An in-process call's are one (call-chain.ts): AbortSignal.any costs every call.
+    const callSignal = req.contextValues.get(callSignalKey);
+    const signal = callSignal === req.signal ? callSignal : AbortSignal.any([req.signal, callSignal]);
     req.contextValues.set(callSignalKey, signal);
     try {
       const res = await untilAborted(next(req), signal);
