@@ -155,7 +155,7 @@ function loadLimits(env: NodeJS.ProcessEnv): ServerLimits {
   return limits;
 }
 
-/** `import usage`'s sizes: IMPORT_CHUNK_EVENTS (default 20,000) events a commit, at most. */
+/** `import usage`'s sizes: IMPORT_CHUNK_EVENTS (default 50,000) events a commit, at most. */
 export function usageImportTuning(env = process.env): UsageFileTuning {
   const chunkEvents = envNumber(env, "IMPORT_CHUNK_EVENTS", { fallback: DEFAULT_TUNING.chunkEvents, min: 1, max: 10_000_000 });
   return { ...DEFAULT_TUNING, chunkEvents, batchEvents: Math.min(DEFAULT_TUNING.batchEvents, chunkEvents) };
