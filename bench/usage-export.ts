@@ -16,16 +16,16 @@ import { performance } from "node:perf_hooks";
 import { Readable, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { parseArgs } from "node:util";
-import pg from "pg";
 import { UsageExportRowSchema } from "../gen/enterprise_admin/v1/usage_pb.js";
 import { dateRangeWindow } from "../src/domain/local-time.js";
 import { importDirectory } from "../src/operations/import-directory.js";
 import { importUsage } from "../src/operations/import-usage.js";
 import { exportUsageRows } from "../src/operations/usage-export.js";
 import { recordEncoder, type RecordFormat } from "../src/rest/record-formats.js";
-import { isPostgresUrl, migrateToLatest, openDatabase } from "../src/storage/database.js";
+import { migrateToLatest, openDatabase } from "../src/storage/database.js";
 import { DirectoryRepository } from "../src/storage/directory-repository.js";
 import { UsageRepository } from "../src/storage/usage-repository.js";
+import { benchDatabase } from "./bench-database.js";
 import { benchDirectory, writeUsageFile, YEAR_START } from "./usage-data.js";
 
 const { values: flags } = parseArgs({
@@ -46,27 +46,9 @@ const format = flags.format as RecordFormat;
 const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`;
 
 const dir = mkdtempSync(join(tmpdir(), "eadmin-bench-export-"));
-let dropDatabase = async () => {};
-let url = flags.db ?? join(dir, "bench.sqlite");
-if (isPostgresUrl(url)) {
-  const name = `eadmin_bench_export_${process.pid}`; // digits only after a fixed prefix
-  const admin = new pg.Client({ connectionString: url });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  await admin.end();
-  const server = url;
-  const fresh = new URL(url);
-  fresh.pathname = `/${name}`;
-  url = fresh.toString();
-  dropDatabase = async () => {
-    const client = new pg.Client({ connectionString: server });
-    await client.connect();
-    await client.query(`drop database if exists ${name} with (force)`);
-    await client.end();
-  };
-}
+const target = await benchDatabase(flags.db, dir, "export");
 
-const database = openDatabase(url);
+const database = openDatabase(target.url);
 try {
   await migrateToLatest(database);
   await importDirectory(database, benchDirectory(shape));
@@ -122,6 +104,6 @@ try {
   if (gc) console.log(`live heap after a full GC at each tenth: ${liveHeap.map(mb).join(", ")} (the GCs are inside the timing above)`);
 } finally {
   await database.close();
-  await dropDatabase();
+  await target.drop();
   rmSync(dir, { recursive: true, force: true });
 }

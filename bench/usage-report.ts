@@ -16,13 +16,13 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { sql } from "kysely";
-import pg from "pg";
 import { importDirectory } from "../src/operations/import-directory.js";
 import { importUsage } from "../src/operations/import-usage.js";
 import { UsageReports, type UsageReportRequest } from "../src/operations/usage-report.js";
 import { DepartmentRepository } from "../src/storage/department-repository.js";
 import { isPostgresUrl, migrateToLatest, openDatabase, type Database } from "../src/storage/database.js";
 import { UsageRepository } from "../src/storage/usage-repository.js";
+import { benchDatabase } from "./bench-database.js";
 import { benchDirectory, random, writeUsageFile, YEAR_START } from "./usage-data.js";
 
 const { values: flags } = parseArgs({
@@ -160,28 +160,10 @@ async function timeCases(database: Database) {
 }
 
 const dir = mkdtempSync(join(tmpdir(), "eadmin-bench-report-"));
-let dropDatabase = async () => {};
-let url = flags.db ?? join(dir, "bench.sqlite");
-const reuse = flags.keep && !isPostgresUrl(url) && existsSync(url);
-if (isPostgresUrl(url)) {
-  const name = `eadmin_bench_report_${process.pid}`; // digits only after a fixed prefix
-  const admin = new pg.Client({ connectionString: url });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  await admin.end();
-  const server = url;
-  const fresh = new URL(url);
-  fresh.pathname = `/${name}`;
-  url = fresh.toString();
-  dropDatabase = async () => {
-    const client = new pg.Client({ connectionString: server });
-    await client.connect();
-    await client.query(`drop database if exists ${name} with (force)`);
-    await client.end();
-  };
-}
+const target = await benchDatabase(flags.db, dir, "report");
+const reuse = flags.keep && !isPostgresUrl(target.url) && existsSync(target.url);
 
-const database = openDatabase(url);
+const database = openDatabase(target.url);
 try {
   await migrateToLatest(database);
   if (!reuse) {
@@ -195,12 +177,12 @@ try {
     console.log(`store: ${fmt(imported.recorded)} events, ${shape.members} members, ${shape.models} models over one year, ` +
       `${database.dialect} (made in ${fmt((performance.now() - t) / 1000, 1)} s)`);
   } else {
-    console.log(`store: reusing ${url}`);
+    console.log(`store: reusing ${target.url}`);
   }
   console.log(`usage report, ${flags.queries} reports each (after ${WARM_UP} not counted), windows starting on random days of the year's first half:`);
   await timeCases(database);
 } finally {
   await database.close();
-  await dropDatabase();
+  await target.drop();
   rmSync(dir, { recursive: true, force: true });
 }

@@ -11,14 +11,13 @@ import { PERMISSIONS } from "../../src/domain/permissions.js";
 import { createLogger } from "../../src/interceptors/logging.js";
 import { loadLocalKeyProvider, MASTER_KEY_ENV } from "../../src/keys/local-key-provider.js";
 import { AccessAdmin } from "../../src/operations/access-admin.js";
-import { importDirectory } from "../../src/operations/import-directory.js";
 import { createBusiness, routes } from "../../src/routes.js";
 import { HealthState } from "../../src/services/health-service.js";
 import { AuthRepository } from "../../src/storage/auth-repository.js";
-import { migrateToLatest, openDatabase, type Database } from "../../src/storage/database.js";
+import type { Database } from "../../src/storage/database.js";
 import { DirectoryRepository } from "../../src/storage/directory-repository.js";
-import { createTestDatabase, type DialectName } from "./databases.js";
-import { acme, globex } from "./fixtures.js";
+import type { DialectName } from "./databases.js";
+import { createSeededDatabase } from "./seeded-database.js";
 
 export interface InMemoryService {
   database: Database;
@@ -35,11 +34,7 @@ export interface InMemoryService {
 const NO_RATE_LIMITS = { ...DEFAULT_RATE_LIMITS, callsPerSecond: 0, exchangesPerMinutePerAppId: 0, exchangesPerMinutePerAddress: 0 };
 
 export async function startInMemoryService(dialect: DialectName): Promise<InMemoryService> {
-  const testDb = await createTestDatabase(dialect);
-  const database = openDatabase(testDb.url);
-  await migrateToLatest(database);
-  await importDirectory(database, acme);
-  await importDirectory(database, globex);
+  const { testDb, database } = await createSeededDatabase(dialect);
   const access = new AccessAdmin(new AuthRepository(database.db), new DirectoryRepository(database.db));
   const keys = await loadLocalKeyProvider({ databaseUrl: testDb.url, env: { [MASTER_KEY_ENV]: randomBytes(32).toString("base64") } });
   const logger = createLogger({ level: "silent" });

@@ -10,12 +10,11 @@ import { PERMISSIONS } from "../../src/domain/permissions.js";
 import { createLogger } from "../../src/interceptors/logging.js";
 import { startService } from "../../src/main.js";
 import { AccessAdmin } from "../../src/operations/access-admin.js";
-import { importDirectory } from "../../src/operations/import-directory.js";
 import { AuthRepository } from "../../src/storage/auth-repository.js";
-import { migrateToLatest, openDatabase, type Database } from "../../src/storage/database.js";
+import type { Database } from "../../src/storage/database.js";
 import { DirectoryRepository } from "../../src/storage/directory-repository.js";
-import { createTestDatabase, type DialectName } from "./databases.js";
-import { acme, globex } from "./fixtures.js";
+import type { DialectName } from "./databases.js";
+import { createSeededDatabase } from "./seeded-database.js";
 
 export interface TestService {
   baseUrl: string;
@@ -42,11 +41,7 @@ export async function startTestService(dialect: DialectName, env: Record<string,
   // The master key of a PostgreSQL test service would default to ./data/master.key: keep it in a temp
   // folder instead (SQLite test databases keep theirs beside the database file, also temporary).
   process.env.ENTERPRISE_ADMIN_MASTER_KEY_FILE ??= join(mkdtempSync(join(tmpdir(), "eadmin-keys-")), "master.key");
-  const testDb = await createTestDatabase(dialect);
-  const database = openDatabase(testDb.url);
-  await migrateToLatest(database);
-  await importDirectory(database, acme);
-  await importDirectory(database, globex);
+  const { testDb, database } = await createSeededDatabase(dialect);
   const access = new AccessAdmin(new AuthRepository(database.db), new DirectoryRepository(database.db));
 
   const logs: string[] = [];
