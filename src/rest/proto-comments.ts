@@ -1,5 +1,5 @@
 // The proto's own comments, for documents built from the descriptors (the generated descriptors carry
-// none). gen/enterprise_admin/v1/comments.json is written by `npm run generate` (scripts/proto-comments.mjs).
+// none). gen/enterprise_admin/v1/comments.json is written by `buf generate` (scripts/protoc-gen-comments.mjs).
 import { readFileSync } from "node:fs";
 import type { DescEnumValue, DescField, DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
 

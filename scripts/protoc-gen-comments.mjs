@@ -1,18 +1,19 @@
-// Writes gen/enterprise_admin/v1/comments.json: the leading comment of every service, method, message,
-// field, enum and enum value of our API, by full name. The generated descriptors carry no source
-// comments; the OpenAPI document (src/rest/openapi.ts) takes its descriptions from this file.
-// Run by `npm run generate` after `buf generate` (whose clean step empties gen/).
-import { execFileSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
-import { fromBinary } from "@bufbuild/protobuf";
-import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
+#!/usr/bin/env node
+// A protoc plugin, run by `buf generate` (buf.gen.yaml): writes enterprise_admin/v1/comments.json, the
+// leading comment of every service, method, message, field, enum and enum value of our API, by full
+// name. The generated descriptors carry no source comments; the OpenAPI document (src/rest/openapi.ts)
+// takes its descriptions from this file.
+import { readFileSync } from "node:fs";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { CodeGeneratorRequestSchema, CodeGeneratorResponse_Feature, CodeGeneratorResponseSchema } from "@bufbuild/protobuf/wkt";
 
-const root = new URL("..", import.meta.url);
-const image = execFileSync("buf", ["build", "--path", "proto/enterprise_admin", "--exclude-imports", "-o", "-#format=binpb"],
-  { cwd: root, maxBuffer: 64 * 1024 * 1024 });
+const OUTPUT = "enterprise_admin/v1/comments.json";
+
+const request = fromBinary(CodeGeneratorRequestSchema, readFileSync(0));
+const ours = new Set(request.fileToGenerate.filter((name) => name.startsWith("enterprise_admin/")));
 const comments = {};
 
-for (const file of fromBinary(FileDescriptorSetSchema, image).file) {
+for (const file of request.protoFile.filter((f) => ours.has(f.name))) {
   const byPath = new Map(file.sourceCodeInfo?.location.map((l) => [l.path.join("."), l.leadingComments]) ?? []);
   const note = (name, path) => {
     const text = prose(byPath.get(path.join(".")) ?? "");
@@ -44,4 +45,9 @@ function prose(comment) {
 }
 
 const sorted = Object.fromEntries(Object.entries(comments).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-writeFileSync(new URL("gen/enterprise_admin/v1/comments.json", root), `${JSON.stringify(sorted, null, 2)}\n`);
+const response = create(CodeGeneratorResponseSchema, {
+  // Reads comments only: proto3 optional fields change nothing here.
+  supportedFeatures: BigInt(CodeGeneratorResponse_Feature.PROTO3_OPTIONAL),
+  file: ours.size === 0 ? [] : [{ name: OUTPUT, content: `${JSON.stringify(sorted, null, 2)}\n` }],
+});
+process.stdout.write(toBinary(CodeGeneratorResponseSchema, response));
