@@ -34,19 +34,20 @@ export function acceptsGzip(header: string | string[] | undefined): boolean {
  */
 export function endWithBody(res: HttpResponse, body: string | Buffer): void {
   addVary(res, "Accept-Encoding");
-  const bytes = typeof body === "string" ? Buffer.from(body) : body;
-  if (bytes.length <= COMPRESS_MIN_BYTES || !acceptsGzip(res.req.headers["accept-encoding"])) return endAs(res, bytes);
-  gzip(bytes, (error, zipped) => {
+  const length = typeof body === "string" ? Buffer.byteLength(body) : body.length;
+  // A body sent as it is goes as given: Node writes a string body in one write with the headers.
+  if (length <= COMPRESS_MIN_BYTES || !acceptsGzip(res.req.headers["accept-encoding"])) return endAs(res, body, length);
+  gzip(body, (error, zipped) => {
     if (res.writableEnded || res.destroyed) return; // the caller went away meanwhile
-    if (error) return endAs(res, bytes);
+    if (error) return endAs(res, body, length);
     res.setHeader("content-encoding", "gzip");
-    endAs(res, zipped);
+    endAs(res, zipped, zipped.length);
   });
 }
 
-function endAs(res: HttpResponse, bytes: Buffer): void {
-  res.setHeader("content-length", bytes.length);
-  res.end(bytes); // Node sends no body for HEAD
+function endAs(res: HttpResponse, body: string | Buffer, length: number): void {
+  res.setHeader("content-length", length);
+  res.end(body); // Node sends no body for HEAD
 }
 
 /**
