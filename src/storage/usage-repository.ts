@@ -203,7 +203,7 @@ export class UsageRepository {
       const daySums = tx.daySums!;
       for await (const page of tx.eventsInWindow(enterpriseId, 0, MAX_TIMESTAMP + 1)) {
         for (const e of page) daySums.add(e.memberKey, e.modelId, dayOf(e.ts), e.inputTokens, e.outputTokens, e.basicMicros, e.payGoMicros);
-        if (daySums.size >= FLUSH_DAY_SUMS) await addToRunningTotals(tx.database, daySums);
+        await tx.flushHeldSums(daySums);
         events += page.length;
         progress?.(events);
       }
@@ -297,6 +297,11 @@ export class UsageRepository {
     for (const row of fresh) {
       daySums.add(row.memberKey, row.modelId, row.day, row.inputTokens, row.outputTokens, row.basicMicros, row.payGoMicros);
     }
+    await this.flushHeldSums(daySums);
+  }
+
+  /** Adds the held sums to the running totals once many are held, so an ingestion's memory stays bounded. */
+  private async flushHeldSums(daySums: DaySums): Promise<void> {
     if (daySums.size >= FLUSH_DAY_SUMS) await addToRunningTotals(this.database, daySums);
   }
 
