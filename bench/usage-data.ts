@@ -13,13 +13,15 @@ export interface UsageDataShape {
   models: number;
   events: number;
   seed?: number;
+  /** The enterprise's time zone (the directory file's; default UTC). */
+  timeZone?: string;
 }
 
 export function benchDirectory(shape: UsageDataShape): DirectoryFile {
   const departments = [{ department_id: "1", parent_department_id: "0", name: "Bench Corp" }];
   for (let d = 0; d < 50; d++) departments.push({ department_id: `d${d}`, parent_department_id: "1", name: `Team ${d}` });
   return {
-    enterprise: { enterprise_id: shape.enterpriseId, name: "Bench Corp", currency: "USD" },
+    enterprise: { enterprise_id: shape.enterpriseId, name: "Bench Corp", currency: "USD", ...(shape.timeZone ? { time_zone: shape.timeZone } : {}) },
     departments,
     members: Array.from({ length: shape.members }, (_, i) => ({
       user_id: memberId(i), email: `user${i}@bench.example`, account_type: (i % 7 === 0 ? 2 : 1) as 1 | 2, department_ids: [`d${i % 50}`],

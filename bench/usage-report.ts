@@ -1,15 +1,18 @@
 // Benchmark: the usage report at scale. Prints figures; it is not a test. `npm run bench:report`
 // (options: --events N (default 1,000,000), --members (5,000), --models (20), --queries per report (10),
+// --zone (the enterprise's time zone: Asia/Kolkata (default) or UTC),
 // --db URL (a SQLite file, or postgres://… for a fresh database made on that server; default a
 // temporary SQLite file), --keep (with --db FILE: reuse the store in it if it exists)).
 //
 // Makes a synthetic store (bench/usage-data.ts: one year of events, imported by the real
-// `importUsage`), then times three reports through the code behind the RPC (UsageReports.report),
+// `importUsage`), then times four reports through the code behind the RPC (UsageReports.report),
 // each beside the same answer computed by a plain SQL scan of the raw events, and checks the two
 // answers are equal:
 //   (1) 180 day buckets in Asia/Kolkata (+05:30), grouped by model, the whole enterprise;
-//   (2) 180 day buckets in the enterprise's zone (UTC), grouped by department (the root's children);
-//   (3) hour buckets over 31 days in the enterprise's zone, the whole enterprise.
+//   (2) 180 day buckets in the enterprise's zone, grouped by department (the root's children);
+//   (3) hour buckets over 31 days in the enterprise's zone, the whole enterprise;
+//   (4) as (1) in the other of UTC and Asia/Kolkata: days of a zone not the enterprise's, which the
+//       rollups hold as hours and quarter hours.
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -32,6 +35,7 @@ const { values: flags } = parseArgs({
     models: { type: "string", default: "20" },
     queries: { type: "string", default: "10" },
     db: { type: "string" },
+    zone: { type: "string", default: "Asia/Kolkata" },
     keep: { type: "boolean", default: false },
   },
 });
@@ -41,7 +45,14 @@ const DAY = 86_400;
 const KOLKATA_OFFSET = 5 * 3600 + 1800;
 /** Reports run before the timed ones, not counted: a fresh process compiles the report's code first. */
 const WARM_UP = 2;
-const shape = { enterpriseId: ENTERPRISE_ID, members: Number(flags.members), models: Number(flags.models), events: Number(flags.events) };
+if (flags.zone !== "UTC" && flags.zone !== "Asia/Kolkata") throw new Error("--zone: UTC or Asia/Kolkata");
+/** The enterprise zone's offset, and the other zone's: both fixed all year. */
+const OWN_OFFSET = flags.zone === "UTC" ? 0 : KOLKATA_OFFSET;
+const OTHER_ZONE = flags.zone === "UTC" ? "Asia/Kolkata" : "UTC";
+const OTHER_OFFSET = KOLKATA_OFFSET - OWN_OFFSET;
+const shape = {
+  enterpriseId: ENTERPRISE_ID, members: Number(flags.members), models: Number(flags.models), events: Number(flags.events), timeZone: flags.zone,
+};
 const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
@@ -56,29 +67,37 @@ interface ReportCase {
   reference: (database: Database, start: number, end: number) => Promise<Answer>;
 }
 
+/** SQL: the start of the local day or hour (`unit` seconds) holding e.ts in a zone `offset` seconds east of UTC. */
+const localStart = (unit: number, offset: number) =>
+  sql`((e.ts + ${sql.lit(offset)}) / ${sql.lit(unit)}) * ${sql.lit(unit)} - ${sql.lit(offset)}`;
+const MODEL_GROUP = sql`md.model_name || '|' || md.model_type || '|' || md.model_source`;
+const MODEL_JOIN = sql`join usage_model md on md.model_id = e.model_id`;
+
+const byModelIn = (name: string, zone: string, offset: number): ReportCase => ({
+  name: `180 days by model, ${name}`,
+  start: (day) => YEAR_START + day * DAY - offset,
+  request: (start) => ({ startTime: BigInt(start), endTime: BigInt(start + 180 * DAY), timeZone: zone, bucket: "day", groupBy: ["model"] }),
+  reference: (database, start) => scan(database, localStart(DAY, offset), MODEL_GROUP, MODEL_JOIN, start, start + 180 * DAY),
+});
+
 const CASES: ReportCase[] = [
+  byModelIn("Asia/Kolkata", "Asia/Kolkata", KOLKATA_OFFSET),
   {
-    name: "180 days by model, Asia/Kolkata",
-    start: (day) => YEAR_START + day * DAY - KOLKATA_OFFSET,
-    request: (start) => ({ startTime: BigInt(start), endTime: BigInt(start + 180 * DAY), timeZone: "Asia/Kolkata", bucket: "day", groupBy: ["model"] }),
-    reference: (database, start) => scan(database, sql`((e.ts + ${sql.lit(KOLKATA_OFFSET)}) / ${sql.lit(DAY)}) * ${sql.lit(DAY)} - ${sql.lit(KOLKATA_OFFSET)}`,
-      sql`md.model_name || '|' || md.model_type || '|' || md.model_source`, sql`join usage_model md on md.model_id = e.model_id`, start, start + 180 * DAY),
-  },
-  {
-    name: "180 days by department, UTC",
-    start: (day) => YEAR_START + day * DAY,
+    name: "180 days by department, own zone",
+    start: (day) => YEAR_START + day * DAY - OWN_OFFSET,
     request: (start) => ({ startTime: BigInt(start), endTime: BigInt(start + 180 * DAY), bucket: "day", groupBy: ["department"] }),
-    reference: (database, start) => scan(database, sql`(e.ts / ${sql.lit(DAY)}) * ${sql.lit(DAY)}`, sql`g.group_id`, sql`
+    reference: (database, start) => scan(database, localStart(DAY, OWN_OFFSET), sql`g.group_id`, sql`
       join member m on m.member_key = e.member_key
       join member_department md on md.enterprise_id = m.enterprise_id and md.user_id = m.user_id
       join subtree g on g.department_id = md.department_id`, start, start + 180 * DAY),
   },
   {
-    name: "31 days by hour, UTC",
-    start: (day) => YEAR_START + day * DAY,
+    name: "31 days by hour, own zone",
+    start: (day) => YEAR_START + day * DAY - OWN_OFFSET,
     request: (start) => ({ startTime: BigInt(start), endTime: BigInt(start + 31 * DAY), bucket: "hour" }),
-    reference: (database, start) => scan(database, sql`(e.ts / 3600) * 3600`, sql`''`, sql``, start, start + 31 * DAY),
+    reference: (database, start) => scan(database, localStart(3600, OWN_OFFSET), sql`''`, sql``, start, start + 31 * DAY),
   },
+  byModelIn(`${OTHER_ZONE} (not the enterprise's zone)`, OTHER_ZONE, OTHER_OFFSET),
 ];
 
 /**
@@ -174,7 +193,7 @@ try {
     const imported = await importUsage(new UsageRepository(database), ENTERPRISE_ID, file);
     rmSync(file);
     if (database.dialect === "postgres") await sql`analyze`.execute(database.db);
-    console.log(`store: ${fmt(imported.recorded)} events, ${shape.members} members, ${shape.models} models over one year, ` +
+    console.log(`store: ${fmt(imported.recorded)} events, ${shape.members} members, ${shape.models} models over one year, enterprise zone ${flags.zone}, ` +
       `${database.dialect} (made in ${fmt((performance.now() - t) / 1000, 1)} s)`);
   } else {
     console.log(`store: reusing ${target.url}`);

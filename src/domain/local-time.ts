@@ -65,6 +65,17 @@ function nextStart(local: DateTime, unit: "day" | "hour"): DateTime {
   return boundary > local ? boundary : next;
 }
 
+/** The local day of `zone` holding the Unix second `ts`: [start, end) in Unix seconds. */
+export function localDayAround(ts: number, zone: string): { start: number; end: number } {
+  const local = DateTime.fromSeconds(ts, { zone }).startOf("day");
+  return { start: local.toSeconds(), end: nextStart(local, "day").toSeconds() };
+}
+
+/** The UTC offset of `zone` at the Unix second `ts`, in minutes. */
+export function utcOffsetMinutes(ts: number, zone: string): number {
+  return DateTime.fromSeconds(ts, { zone }).offset;
+}
+
 /** The local date (YYYY-MM-DD) of a Unix second in `zone`. */
 export function localDateOf(seconds: number, zone: string): string {
   return DateTime.fromSeconds(seconds, { zone }).toISODate()!;

@@ -1,5 +1,6 @@
 // `usage rebuild`: an enterprise's pre-aggregated usage (the running totals that user-model-usage
-// reads) recomputed from its raw events, the store's record of every event. The recovery tool for
+// reads, the rollups that the report and the daily trend read, in the enterprise's current time
+// zone) recomputed from its raw events, the store's record of every event. The recovery tool for
 // aggregates that no longer agree with the events (a restored backup of one table, a bug, a hand
 // edit); safe while servers run, which wait for it and then go on.
 import { invalidParameter } from "../domain/errors.js";
@@ -23,7 +24,7 @@ export async function rebuildUsage(repository: UsageRepository, enterpriseId: st
   }
   progress?.start(await repository.eventCount(enterpriseId));
   try {
-    const events = await repository.rebuildRunningTotals(enterpriseId, (read) => progress?.update(read));
+    const events = await repository.rebuild(enterpriseId, (read) => progress?.update(read));
     return { enterprise_id: enterpriseId, events };
   } finally {
     progress?.stop();

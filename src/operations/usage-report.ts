@@ -1,8 +1,9 @@
 // The usage report and the daily trend (one engine for both): the request's window, zone, filters
-// and member page worked out, then the usage facts of the window (domain/usage-facts.ts) summed per
-// (bucket, group), and the groups put in order with their key fields. Facts come from the raw events
-// now (rawEventFacts: the reference implementation); a pre-aggregated store plugs in as another
-// UsageFacts.
+// and member page worked out, then the usage of the window summed per (bucket, group), and the groups
+// put in order with their key fields. The whole enterprise's usage, ungrouped or by model, comes from
+// the rollups (domain/usage-rollup.ts): each bucket covered by stored periods, raw events read only
+// at a window edge off a quarter hour. Usage by member or department, or of some members only, comes
+// from the usage facts of the window (domain/usage-facts.ts): the raw events (rawEventFacts).
 import { invalidParameter } from "../domain/errors.js";
 import { checkTimeZone, dateRangeWindow, type TimeBucket } from "../domain/local-time.js";
 import { decodePageToken, effectivePageSize, encodePageToken } from "../domain/page-token.js";
@@ -14,6 +15,7 @@ import {
 import { compareCodePoints, compareModels, type ModelIdentity } from "../domain/usage-event.js";
 import type { UsageFacts } from "../domain/usage-facts.js";
 import { ROOT_PARENT_ID } from "../domain/department-tree.js";
+import { RollupPeriods, type Grain, type RollupLayout } from "../domain/usage-rollup.js";
 import type { DepartmentRepository } from "../storage/department-repository.js";
 import type { MemberRow, UsageRepository } from "../storage/usage-repository.js";
 import { resolveNamedMembers } from "./named-members.js";
@@ -183,6 +185,41 @@ export class UsageReports {
     };
   }
 
+  private async addFacts(cells: ReportCells, enterpriseId: string, start: number, end: number, members: readonly number[] | undefined,
+    signal: AbortSignal): Promise<void> {
+    for await (const page of this.facts(enterpriseId, start, end, members)) {
+      signal.throwIfAborted();
+      cells.add(page);
+    }
+  }
+
+  /** The whole enterprise's usage from the rollups: each bucket as stored periods, and raw events where no quarter fits. */
+  private async addRollups(cells: ReportCells, plan: ReportPlan, layout: RollupLayout, signal: AbortSignal): Promise<void> {
+    const periods = new RollupPeriods(layout);
+    // Per grain, and whether the period is alone in its bucket (its stored count is the bucket's
+    // active members; else the members are read to be put together): period -> bucket.
+    const bucketOf = new Map<string, { grain: Grain; alone: boolean; buckets: Map<number, number> }>();
+    const raw: Array<{ from: number; to: number }> = [];
+    plan.buckets.forEach((bucket, index) => {
+      const cover = periods.cover(bucket.start, bucket.end);
+      const alone = cover.periods.length === 1 && cover.raw.length === 0;
+      for (const { grain, start } of cover.periods) {
+        const key = `${grain}:${alone}`;
+        if (!bucketOf.has(key)) bucketOf.set(key, { grain, alone, buckets: new Map() });
+        bucketOf.get(key)!.buckets.set(start, index);
+      }
+      raw.push(...cover.raw);
+    });
+    const models = plan.dimensions.includes("model") ? "each" : "all";
+    for (const { grain, alone, buckets } of bucketOf.values()) {
+      signal.throwIfAborted();
+      for (const row of await this.usage.rollups.rows(plan.enterpriseId, grain, [...buckets.keys()], models, !alone)) {
+        cells.addRollup(buckets.get(row.period)!, row);
+      }
+    }
+    for (const { from, to } of raw) await this.addFacts(cells, plan.enterpriseId, from, to, undefined, signal);
+  }
+
   /** The members (of `members`, else all) with at least one fact in the window. */
   private async activeMembers(enterpriseId: string, start: number, end: number, members: readonly number[] | undefined,
     signal: AbortSignal): Promise<MemberRow[]> {
@@ -194,12 +231,15 @@ export class UsageReports {
     return this.usage.membersByKeys(enterpriseId, [...active]);
   }
 
-  /** The engine: facts summed per (bucket, group), then each bucket's groups in order with their key fields. */
+  /** The engine: usage summed per (bucket, group), then each bucket's groups in order with their key fields. */
   private async run(plan: ReportPlan, signal: AbortSignal): Promise<ReportBucket[]> {
     const cells = new ReportCells(plan.buckets, new Grouping(plan.dimensions, plan.departments?.groupsOf));
-    for await (const page of this.facts(plan.enterpriseId, plan.start, plan.end, plan.members)) {
-      signal.throwIfAborted();
-      cells.add(page);
+    const wholeEnterprise = plan.members === undefined && plan.departments === undefined && plan.dimensions.every((d) => d === "model");
+    const layout = wholeEnterprise ? await this.usage.rollups.layout(plan.enterpriseId) : undefined;
+    if (layout) {
+      await this.addRollups(cells, plan, layout, signal);
+    } else {
+      await this.addFacts(cells, plan.enterpriseId, plan.start, plan.end, plan.members, signal);
     }
     const groups = plan.buckets.map((_, index) => cells.groups(index));
 

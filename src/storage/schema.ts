@@ -105,6 +105,27 @@ export interface UsageRunningTotalTable {
   totals: Uint8Array;
 }
 
+/** Which zone an enterprise's hour and day rollups follow (src/domain/usage-rollup.ts, RollupLayout). */
+export interface UsageRollupLayoutTable {
+  enterprise_id: string;
+  version: number;
+  time_zone: string;
+  hour_phase: number;
+}
+
+/** An enterprise's usage in one period of a grain, for one model (0: all of them); see usage-rollup.ts. */
+export interface UsageRollupTable {
+  enterprise_id: string;
+  grain: number;
+  period: number;
+  model_id: number;
+  member_count: number;
+  /** "events input output basic pay_go", decimal. */
+  sums: string;
+  /** The member keys, a portable roaring bitmap. */
+  members: Uint8Array;
+}
+
 /** 64-bit integers written as bigint; read back as text by the aggregations, never as a float. */
 type Money = ColumnType<string, bigint | string, bigint | string>;
 
@@ -174,6 +195,8 @@ export interface Schema {
   usage_event: UsageEventTable;
   usage_running_total: UsageRunningTotalTable;
   usage_ingestion_count: UsageIngestionCountTable;
+  usage_rollup_layout: UsageRollupLayoutTable;
+  usage_rollup: UsageRollupTable;
   environment_config: EnvironmentConfigTable;
   environment_data_key: EnvironmentDataKeyTable;
   environment_secret: EnvironmentSecretTable;

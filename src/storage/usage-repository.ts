@@ -14,6 +14,8 @@ import type { Database, Dialect } from "./database.js";
 import { DaySums } from "../domain/usage-day-sums.js";
 import { addToRunningTotals, chunks } from "./usage-running-totals.js";
 import type { ImportRunningTotals } from "./usage-import-totals.js";
+import { UsageRollups } from "./usage-rollups.js";
+import { RollupDelta, RollupPeriods } from "../domain/usage-rollup.js";
 
 export interface MemberKeyRow {
   member_key: number;
@@ -53,6 +55,8 @@ interface SharedCaches {
   models: Map<number, ModelIdentity>;
   /** The multi-row INSERT's SQL for a given row count, compiled once and run with new parameters. */
   insertStatements: Map<number, string>;
+  /** Likewise the rollups' upsert (UsageRollups). */
+  rollupUpserts: Map<number, string>;
 }
 
 export class UsageRepository {
@@ -61,16 +65,19 @@ export class UsageRepository {
   private readonly modelIds: Map<string, number>;
   private readonly models: Map<number, ModelIdentity>;
   private readonly insertStatements: Map<number, string>;
+  /** The rollups (usage-rollups.ts), on the same connection or transaction. */
+  readonly rollups: UsageRollups;
 
   constructor(
     private readonly database: Pick<Database, "db" | "dialect" | "direct" | "writeTransaction" | "observer">,
-    private readonly caches: SharedCaches = { modelIds: new Map(), models: new Map(), insertStatements: new Map() },
+    private readonly caches: SharedCaches = { modelIds: new Map(), models: new Map(), insertStatements: new Map(), rollupUpserts: new Map() },
   ) {
     this.db = database.db;
     this.dialect = database.dialect;
     this.modelIds = caches.modelIds;
     this.models = caches.models;
     this.insertStatements = caches.insertStatements;
+    this.rollups = new UsageRollups(this.db, this.dialect, caches.rollupUpserts);
   }
 
   /**
@@ -189,20 +196,25 @@ export class UsageRepository {
   }
 
   /**
-   * Recomputes the enterprise's running totals from its raw events (`usage rebuild`): its rows are
-   * deleted and made again from every event, in one ingestion, so that a live ingestion or import
+   * Recomputes the enterprise's running totals and rollups from its raw events (`usage rebuild`): its
+   * rows are deleted and made again from every event (the rollups in its current zone), in one ingestion, so that a live ingestion or import
    * waits for it (on PostgreSQL for the ingestion lock, SQLite's write lock) and then adds to the
    * rebuilt rows. Waits for the lock as long as it takes. `progress` hears the events read so far.
    * Returns how many events it read.
    */
-  async rebuildRunningTotals(enterpriseId: string, progress?: (events: number) => void): Promise<number> {
+  async rebuild(enterpriseId: string, progress?: (events: number) => void): Promise<number> {
     let events = 0;
     await this.ingestOnce(async (tx) => {
       const members = tx.db.selectFrom("member").select("member_key").where("enterprise_id", "=", enterpriseId);
       await tx.db.deleteFrom("usage_running_total").where("member_key", "in", members).execute();
+      const rollup = new RollupDelta(new RollupPeriods(await tx.rollups.restart(enterpriseId)));
+      tx.rollupDeltas.set(enterpriseId, rollup);
       const daySums = tx.daySums!;
       for await (const page of tx.eventsInWindow(enterpriseId, 0, MAX_TIMESTAMP + 1)) {
-        for (const e of page) daySums.add(e.memberKey, e.modelId, dayOf(e.ts), e.inputTokens, e.outputTokens, e.basicMicros, e.payGoMicros);
+        for (const e of page) {
+          daySums.add(e.memberKey, e.modelId, dayOf(e.ts), e.inputTokens, e.outputTokens, e.basicMicros, e.payGoMicros);
+          rollup.add(e.memberKey, e.modelId, e.ts, e.inputTokens, e.outputTokens, e.basicMicros, e.payGoMicros);
+        }
         await tx.flushHeldSums(daySums);
         events += page.length;
         progress?.(events);
@@ -232,6 +244,7 @@ export class UsageRepository {
         tx.importTotals = importTotals;
         await work(tx);
         await addToRunningTotals(tx.database, tx.daySums);
+        await tx.writeRollups();
         return tx.added;
       }, { unbounded });
     } catch (error) {
@@ -269,6 +282,8 @@ export class UsageRepository {
   }
 
   private daySums: DaySums | undefined;
+  /** Per enterprise, the rollup delta of this ingestion (undefined: its rollups are not kept, see UsageRollups.layoutForIngestion). */
+  private readonly rollupDeltas = new Map<string, RollupDelta | undefined>();
   /** An import's running totals from its frames (addSumFrames), in an import's chunk. */
   private importTotals: ImportRunningTotals | undefined;
   private added = 0;
@@ -281,8 +296,12 @@ export class UsageRepository {
   async insertEvents(enterpriseId: string, rows: readonly UsageEventRow[], options: { summed?: boolean } = {}): Promise<void> {
     const daySums = this.daySums;
     if (!daySums) throw new Error("insertEvents runs only inside ingest()");
+    const rollup = await this.rollupDeltaOf(enterpriseId); // before the rows: whether the enterprise had events decides it
     const fresh = this.database.direct ? this.insertSorted(enterpriseId, rows) : await this.insertChunks(enterpriseId, rows);
     this.added += fresh.length;
+    if (rollup) {
+      for (const r of fresh) rollup.add(r.memberKey, r.modelId, r.ts, r.inputTokens, r.outputTokens, r.basicMicros, r.payGoMicros);
+    }
     if (options.summed) {
       if (!this.importTotals) throw new Error("summed rows go in only inside ingestImportChunk()");
       if (fresh.length === rows.length) return;
@@ -300,9 +319,27 @@ export class UsageRepository {
     await this.flushHeldSums(daySums);
   }
 
-  /** Adds the held sums to the running totals once many are held, so an ingestion's memory stays bounded. */
+  /** Adds the held sums to the running totals and rollups once many are held, so an ingestion's memory stays bounded. */
   private async flushHeldSums(daySums: DaySums): Promise<void> {
     if (daySums.size >= FLUSH_DAY_SUMS) await addToRunningTotals(this.database, daySums);
+    let held = 0;
+    for (const delta of this.rollupDeltas.values()) held += delta?.size ?? 0;
+    if (held >= FLUSH_ROLLUP_EVENTS) await this.writeRollups();
+  }
+
+  private async rollupDeltaOf(enterpriseId: string): Promise<RollupDelta | undefined> {
+    if (!this.rollupDeltas.has(enterpriseId)) {
+      const layout = await this.rollups.layoutForIngestion(enterpriseId);
+      this.rollupDeltas.set(enterpriseId, layout && new RollupDelta(new RollupPeriods(layout)));
+    }
+    return this.rollupDeltas.get(enterpriseId);
+  }
+
+  /** Adds the held rollup deltas to the stored rollups. */
+  private async writeRollups(): Promise<void> {
+    for (const [enterpriseId, delta] of this.rollupDeltas) {
+      if (delta && delta.size > 0) await this.rollups.add(enterpriseId, delta.take());
+    }
   }
 
   /**
@@ -653,3 +690,6 @@ const CHUNK_PAUSE_MS = 5;
 
 /** Write the held day sums when this many (member, day) sums have gathered. */
 const FLUSH_DAY_SUMS = 50_000;
+
+/** Write the held rollup deltas when they hold this many events. */
+const FLUSH_ROLLUP_EVENTS = 200_000;

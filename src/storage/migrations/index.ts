@@ -2,8 +2,10 @@
 import type { Migration } from "kysely";
 import * as baseline from "./20261126T080000-baseline.js";
 import * as formerMembers from "./20261127T100000-former-members.js";
+import * as usageRollups from "./20261128T090000-usage-rollups.js";
 
 export const migrations: Record<string, Migration> = {
   "20261126T080000-baseline": baseline,
   "20261127T100000-former-members": formerMembers,
+  "20261128T090000-usage-rollups": usageRollups,
 };

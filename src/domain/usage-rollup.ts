@@ -1,0 +1,174 @@
+// The usage rollups: an enterprise's usage summed per period and model, with the members who had
+// usage in each period as a roaring bitmap, so that active members stay an exact distinct count when
+// periods or models are put together. Three grains, each a partition of time:
+// - QUARTER: UTC quarter hours. Every zone's midnights and hours fall on one (UTC offsets are whole
+//   quarter hours), so every bucket of every zone is a run of whole quarters;
+// - HOUR: 3,600-second periods starting on the layout's hour phase (its zone's offset modulo an
+//   hour: :30 for Asia/Kolkata), the local hours of that zone;
+// - DAY: the local days of the layout's zone (23 or 25 hours on a daylight-saving day).
+// The layout's zone is the enterprise's when its rollups were begun (storage/usage-rollups.ts). A
+// report covers each of its buckets with the coarsest periods that fit (coverBucket): one day row for
+// a day of the layout's zone, hours and quarters for the days of other zones, and raw events only
+// where a window's edge is not on a quarter hour. Model 0 (ALL_MODELS) rows hold every model together.
+import { localDayAround, utcOffsetMinutes } from "./local-time.js";
+import { EVENTS, ModelSums, SUMS } from "./usage-totals.js";
+import type { EventValue } from "./usage-event.js";
+
+/** The format of the rows; a store whose layout has another version is rebuilt (usage rebuild). */
+export const ROLLUP_VERSION = 1;
+
+export const QUARTER = 0;
+export const HOUR = 1;
+export const DAY = 2;
+export type Grain = typeof QUARTER | typeof HOUR | typeof DAY;
+export const GRAINS: readonly Grain[] = [QUARTER, HOUR, DAY];
+
+/** The model id of the rows summing every model (usage_model ids start at 1). */
+export const ALL_MODELS = 0;
+
+const QUARTER_SECONDS = 900;
+const HOUR_SECONDS = 3600;
+
+/** Which zone the HOUR and DAY periods follow. */
+export interface RollupLayout {
+  timeZone: string;
+  /** Where hours start: seconds past a UTC hour, a multiple of 900. */
+  hourPhase: number;
+}
+
+/** The layout for `timeZone`, its hours phased by the zone's offset at `at` (Unix seconds). */
+export function layoutFor(timeZone: string, at: number): RollupLayout {
+  const phase = mod(-utcOffsetMinutes(at, timeZone) * 60, HOUR_SECONDS);
+  return { timeZone, hourPhase: phase % QUARTER_SECONDS === 0 ? phase : 0 };
+}
+
+/** The periods of a layout: which quarter, hour and day hold a second, and where each ends. */
+export class RollupPeriods {
+  private day = { start: 1, end: 0 };
+
+  constructor(readonly layout: RollupLayout) {}
+
+  /** The start of the period of `grain` holding `ts`. */
+  startOf(grain: Grain, ts: number): number {
+    if (grain === QUARTER) return ts - mod(ts, QUARTER_SECONDS);
+    if (grain === HOUR) return ts - mod(ts - this.layout.hourPhase, HOUR_SECONDS);
+    return this.dayAround(ts).start;
+  }
+
+  /** The end of the period of `grain` that starts at `start`. */
+  endOf(grain: Grain, start: number): number {
+    if (grain === QUARTER) return start + QUARTER_SECONDS;
+    if (grain === HOUR) return start + HOUR_SECONDS;
+    return this.dayAround(start).end;
+  }
+
+  /** The local day around `ts`, the last one asked kept (a batch's events are mostly of one day). */
+  private dayAround(ts: number): { start: number; end: number } {
+    if (ts < this.day.start || ts >= this.day.end) this.day = localDayAround(ts, this.layout.timeZone);
+    return this.day;
+  }
+
+  /**
+   * [start, end) as the coarsest whole periods that fit, in time order, and the seconds no quarter
+   * fits (at an edge off a quarter hour) as raw ranges.
+   */
+  cover(start: number, end: number): { periods: Array<{ grain: Grain; start: number }>; raw: Array<{ from: number; to: number }> } {
+    const periods: Array<{ grain: Grain; start: number }> = [];
+    const raw: Array<{ from: number; to: number }> = [];
+    let t = start;
+    while (t < end) {
+      const grain = [DAY, HOUR, QUARTER].find((g) => this.startOf(g as Grain, t) === t && this.endOf(g as Grain, t) <= end) as Grain | undefined;
+      if (grain !== undefined) {
+        periods.push({ grain, start: t });
+        t = this.endOf(grain, t);
+        continue;
+      }
+      const to = Math.min(end, this.startOf(QUARTER, t) + QUARTER_SECONDS);
+      const last = raw[raw.length - 1];
+      if (last && last.to === t) last.to = to;
+      else raw.push({ from: t, to });
+      t = to;
+    }
+    return { periods, raw };
+  }
+}
+
+/** A period's usage of one model (or ALL_MODELS): its sums and its members (repeats allowed). */
+export interface RollupEntry {
+  sums: ModelSums;
+  members: number[];
+}
+
+/** Periods of one grain: period start -> model id -> entry. */
+export type GrainEntries = Map<number, Map<number, RollupEntry>>;
+
+/** The usage an ingestion adds to the rollups, held in memory until it is written. */
+export class RollupDelta {
+  private quarters: GrainEntries = new Map();
+  /** Events held. */
+  size = 0;
+
+  constructor(readonly periods: RollupPeriods) {}
+
+  add(memberKey: number, modelId: number, ts: number, inputTokens: EventValue, outputTokens: EventValue,
+    basicMicros: EventValue, payGoMicros: EventValue): void {
+    const entry = entryOf(this.quarters, ts - mod(ts, QUARTER_SECONDS), modelId);
+    entry.sums.addValue(0, inputTokens);
+    entry.sums.addValue(1, outputTokens);
+    entry.sums.addValue(2, basicMicros);
+    entry.sums.addValue(3, payGoMicros);
+    entry.sums.add(EVENTS, 1);
+    entry.members.push(memberKey);
+    this.size++;
+  }
+
+  /**
+   * Every grain's entries, ALL_MODELS included: the hours and days made from the quarters (each
+   * quarter lies in one hour and one day). Empties the delta.
+   */
+  take(): Map<Grain, GrainEntries> {
+    const byGrain = new Map<Grain, GrainEntries>(GRAINS.map((g) => [g, g === QUARTER ? this.quarters : new Map()]));
+    for (const [quarter, models] of [...this.quarters]) {
+      for (const [modelId, entry] of [...models]) {
+        for (const grain of GRAINS) {
+          const start = this.periods.startOf(grain, quarter);
+          if (grain !== QUARTER) mergeInto(entryOf(byGrain.get(grain)!, start, modelId), entry);
+          mergeInto(entryOf(byGrain.get(grain)!, start, ALL_MODELS), entry);
+        }
+      }
+    }
+    this.quarters = new Map();
+    this.size = 0;
+    return byGrain;
+  }
+}
+
+/** Adds `from`'s sums and members to `into`. */
+export function mergeInto(into: RollupEntry, from: RollupEntry): void {
+  for (let i = 0; i < SUMS; i++) into.sums.addValue(i, from.sums.exact(i));
+  for (const member of from.members) into.members.push(member);
+}
+
+function entryOf(entries: GrainEntries, start: number, modelId: number): RollupEntry {
+  let models = entries.get(start);
+  if (!models) entries.set(start, (models = new Map()));
+  let entry = models.get(modelId);
+  if (!entry) models.set(modelId, (entry = { sums: new ModelSums(), members: [] }));
+  return entry;
+}
+
+/** The stored form of sums: the five of ModelSums in its order, decimal, exact at any size. */
+export function encodeSums(sums: ModelSums): string {
+  let text = String(sums.exact(0));
+  for (let i = 1; i < SUMS; i++) text += ` ${sums.exact(i)}`;
+  return text;
+}
+
+/** Adds stored sums (encodeSums) to `into`. */
+export function addEncodedSums(text: string, into: ModelSums): void {
+  const parts = text.split(" ");
+  if (parts.length !== SUMS || parts.some((p) => !/^\d+$/.test(p))) throw new Error(`usage rollup: malformed sums ${JSON.stringify(text)}`);
+  for (let i = 0; i < SUMS; i++) into.addValue(i, parts[i]!.length <= 15 ? Number(parts[i]) : BigInt(parts[i]!));
+}
+
+const mod = (a: number, m: number) => ((a % m) + m) % m;

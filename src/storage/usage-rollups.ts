@@ -1,0 +1,135 @@
+// The usage rollups' rows (src/domain/usage-rollup.ts): an enterprise's layout, the deltas of its
+// ingestions added to the stored periods, and the periods a report reads. Writes run inside an
+// ingestion's transaction (storage/usage-repository.ts), which no other ingestion shares (SQLite's
+// write lock, PostgreSQL's ingestion lock): reading a row and writing it back is safe.
+import roaring from "roaring";
+import { CompiledQuery, sql, type Kysely } from "kysely";
+import {
+  addEncodedSums, encodeSums, layoutFor, ROLLUP_VERSION, type Grain, type GrainEntries, type RollupLayout,
+} from "../domain/usage-rollup.js";
+import { ModelSums } from "../domain/usage-totals.js";
+import type { Dialect } from "./database.js";
+import type { Schema } from "./schema.js";
+import { chunks } from "./usage-running-totals.js";
+
+const { RoaringBitmap32 } = roaring;
+
+/** A stored period of one model (or ALL_MODELS). */
+export interface RollupRow {
+  grain: Grain;
+  period: number;
+  modelId: number;
+  memberCount: number;
+  sums: ModelSums;
+  /** The members, a portable roaring bitmap (when read: a period alone in its bucket needs only the count). */
+  members?: Uint8Array;
+}
+
+/** The column values of a row to write, in ROW_COLUMNS order. */
+const ROW_COLUMNS = ["enterprise_id", "grain", "period", "model_id", "member_count", "sums", "members"] as const;
+
+export class UsageRollups {
+  /**
+   * `upserts`: the upsert's SQL by row count, compiled once and run with new parameters (building a
+   * 512-row INSERT with the query builder costs more than running it); shared by the repositories of
+   * one store.
+   */
+  constructor(private readonly db: Kysely<Schema>, private readonly dialect: Dialect, private readonly upserts: Map<number, string>) {}
+
+  /** The enterprise's layout; undefined while its rollups are not complete (see layoutForIngestion). */
+  async layout(enterpriseId: string): Promise<RollupLayout | undefined> {
+    const row = await this.db.selectFrom("usage_rollup_layout").select(["version", "time_zone", "hour_phase"])
+      .where("enterprise_id", "=", enterpriseId).executeTakeFirst();
+    if (!row || row.version !== ROLLUP_VERSION) return undefined;
+    return { timeZone: row.time_zone, hourPhase: row.hour_phase };
+  }
+
+  /**
+   * The layout an ingestion adds to: begun in the enterprise's zone when the enterprise has no usage
+   * yet, so its rollups hold every event from the first. None for an enterprise whose events came
+   * before its rollups (a store older than them): `usage rebuild` makes them (`restart`).
+   */
+  async layoutForIngestion(enterpriseId: string): Promise<RollupLayout | undefined> {
+    const layout = await this.layout(enterpriseId);
+    if (layout) return layout;
+    const anyEvent = await this.db.selectFrom("usage_event").select("event_id").where("enterprise_id", "=", enterpriseId).limit(1).executeTakeFirst();
+    return anyEvent ? undefined : this.restart(enterpriseId);
+  }
+
+  /** Deletes the enterprise's rollups and begins them again, empty, in its current zone. */
+  async restart(enterpriseId: string): Promise<RollupLayout> {
+    await this.db.deleteFrom("usage_rollup").where("enterprise_id", "=", enterpriseId).execute();
+    await this.db.deleteFrom("usage_rollup_layout").where("enterprise_id", "=", enterpriseId).execute();
+    const { time_zone } = await this.db.selectFrom("enterprise").select("time_zone").where("enterprise_id", "=", enterpriseId).executeTakeFirstOrThrow();
+    const layout = layoutFor(time_zone, Math.floor(Date.now() / 1000));
+    await this.db.insertInto("usage_rollup_layout")
+      .values({ enterprise_id: enterpriseId, version: ROLLUP_VERSION, time_zone: layout.timeZone, hour_phase: layout.hourPhase }).execute();
+    return layout;
+  }
+
+  /** Adds a delta's entries (RollupDelta.take) to the stored rows. */
+  async add(enterpriseId: string, delta: ReadonlyMap<Grain, GrainEntries>): Promise<void> {
+    for (const [grain, entries] of delta) {
+      for (const periods of chunks([...entries.keys()])) {
+        const stored = new Map<string, { sums: string; members: Uint8Array }>();
+        for (const row of await this.storedRows(enterpriseId, grain, periods)) {
+          stored.set(`${row.period}:${row.model_id}`, row);
+        }
+        const rows: unknown[][] = [];
+        for (const period of periods) {
+          for (const [modelId, entry] of entries.get(period)!) {
+            const before = stored.get(`${period}:${modelId}`);
+            const members = before ? RoaringBitmap32.deserialize(before.members, "portable") : new RoaringBitmap32();
+            members.addMany(entry.members);
+            if (before) addEncodedSums(before.sums, entry.sums);
+            rows.push([enterpriseId, grain, period, modelId, members.size, encodeSums(entry.sums), members.serialize("portable")]);
+          }
+        }
+        for (const part of chunks(rows)) await this.db.executeQuery(CompiledQuery.raw(this.upsertStatement(part.length), part.flat()));
+      }
+    }
+  }
+
+  private upsertStatement(rowCount: number): string {
+    let text = this.upserts.get(rowCount);
+    if (!text) {
+      const placeholder = Object.fromEntries(ROW_COLUMNS.map((c) => [c, 0])) as never;
+      text = this.db.insertInto("usage_rollup").values(Array.from({ length: rowCount }, () => placeholder))
+        .onConflict((oc) => oc.columns(["enterprise_id", "grain", "period", "model_id"]).doUpdateSet((eb) => ({
+          member_count: eb.ref("excluded.member_count"), sums: eb.ref("excluded.sums"), members: eb.ref("excluded.members"),
+        })))
+        .compile().sql;
+      this.upserts.set(rowCount, text);
+    }
+    return text;
+  }
+
+  private storedRows(enterpriseId: string, grain: Grain, periods: readonly number[]) {
+    return this.db.selectFrom("usage_rollup").select(["period", "model_id", "sums", "members"])
+      .where("enterprise_id", "=", enterpriseId).where("grain", "=", grain).where(this.periodIn(periods)).execute();
+  }
+
+  /** The stored rows of these periods of a grain: every model's, or only the ALL_MODELS ones; with their members or without. */
+  async rows(enterpriseId: string, grain: Grain, periods: readonly number[], models: "each" | "all", withMembers: boolean): Promise<RollupRow[]> {
+    if (periods.length === 0) return [];
+    const rows = await this.db.selectFrom("usage_rollup")
+      .select(["period", "model_id", "member_count", "sums", withMembers ? "members" : sql<null>`null`.as("members")])
+      .where("enterprise_id", "=", enterpriseId).where("grain", "=", grain).where(this.periodIn(periods))
+      .where("model_id", models === "all" ? "=" : ">", 0).execute();
+    return rows.map((row) => {
+      const sums = new ModelSums();
+      addEncodedSums(row.sums, sums);
+      return {
+        grain, period: Number(row.period), modelId: Number(row.model_id), memberCount: Number(row.member_count), sums,
+        members: row.members ?? undefined,
+      };
+    });
+  }
+
+  /** period in a list, the list one parameter (a JSON array on SQLite, an array on PostgreSQL). */
+  private periodIn(periods: readonly number[]) {
+    return this.dialect === "postgres"
+      ? sql<boolean>`period = any(${[...periods]}::bigint[])`
+      : sql<boolean>`period in (select value from json_each(${JSON.stringify(periods)}))`;
+  }
+}
