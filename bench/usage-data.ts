@@ -15,6 +15,8 @@ export interface UsageDataShape {
   seed?: number;
   /** The enterprise's time zone (the directory file's; default UTC). */
   timeZone?: string;
+  /** The days the events span from YEAR_START (default 365). */
+  days?: number;
 }
 
 export function benchDirectory(shape: UsageDataShape): DirectoryFile {
@@ -48,14 +50,15 @@ export function random(seed: number) {
   };
 }
 
-/** Event timestamps in order over the year: weekdays and work hours carry most of the load. */
+/** Event timestamps in order over the year (or `days`): weekdays and work hours carry most of the load. */
 export async function writeUsageFile(path: string, shape: UsageDataShape): Promise<void> {
   const rand = random(shape.seed ?? 42);
   const out = createWriteStream(path, { highWaterMark: 1 << 22 });
   // The bursts below average (5 * 1.4 + 2 * 0.4) / 7 * (10 * 1.8 + 14 * 0.5) / 24 = 1.16: divide it out
   // so that the events fill the whole year.
   const meanIntensity = ((5 * 1.4 + 2 * 0.4) / 7) * ((10 * 1.8 + 14 * 0.5) / 24);
-  const perSecond = shape.events / (365 * 86400) / meanIntensity;
+  const span = (shape.days ?? 365) * 86400;
+  const perSecond = shape.events / span / meanIntensity;
   let ts = YEAR_START;
   let buffer = "";
   for (let i = 0; i < shape.events; i++) {
@@ -63,7 +66,7 @@ export async function writeUsageFile(path: string, shape: UsageDataShape): Promi
     const weekday = (Math.floor(ts / 86400) + 3) % 7 < 5;
     const intensity = (weekday ? 1.4 : 0.4) * (hour >= 1 && hour <= 10 ? 1.8 : 0.5);
     ts += Math.max(0, Math.round(-Math.log(1 - rand()) / (perSecond * intensity)));
-    if (ts >= YEAR_START + 365 * 86400) ts = YEAR_START + 365 * 86400 - 1;
+    if (ts >= YEAR_START + span) ts = YEAR_START + span - 1;
     // A fifth of the members make half the events.
     const member = rand() < 0.5 ? Math.floor(rand() * shape.members / 5) : Math.floor(rand() * shape.members);
     const m = Math.floor(Math.pow(rand(), 2) * shape.models);

@@ -120,7 +120,7 @@ export interface UsageRollupTable {
   period: number;
   model_id: number;
   member_count: number;
-  /** "events input output basic pay_go", decimal. */
+  /** "input output basic pay_go events", decimal. */
   sums: string;
   /** The member keys, a portable roaring bitmap. */
   members: Uint8Array;

@@ -69,23 +69,34 @@ export class UsageRollups {
 
   /** Adds a delta's entries (RollupDelta.take) to the stored rows. */
   async add(enterpriseId: string, delta: ReadonlyMap<Grain, GrainEntries>): Promise<void> {
+    // One bitmap for every new row and one buffer for their serialized members: a bitmap object and
+    // a Buffer per row cost several times the row's write (native objects, each with a finalizer).
+    const scratch = new RoaringBitmap32();
+    const bytes = new GrowingBytes();
     for (const [grain, entries] of delta) {
       for (const periods of chunks([...entries.keys()])) {
-        const stored = new Map<string, { sums: string; members: Uint8Array }>();
+        const stored = new Map<number, Map<number, { sums: string; members: Uint8Array }>>();
         for (const row of await this.storedRows(enterpriseId, grain, periods)) {
-          stored.set(`${row.period}:${row.model_id}`, row);
+          const period = Number(row.period);
+          if (!stored.has(period)) stored.set(period, new Map());
+          stored.get(period)!.set(Number(row.model_id), row);
         }
         const rows: unknown[][] = [];
         for (const period of periods) {
           for (const [modelId, entry] of entries.get(period)!) {
-            const before = stored.get(`${period}:${modelId}`);
-            const members = before ? RoaringBitmap32.deserialize(before.members, "portable") : new RoaringBitmap32();
-            members.addMany(entry.members);
-            if (before) addEncodedSums(before.sums, entry.sums);
-            rows.push([enterpriseId, grain, period, modelId, members.size, encodeSums(entry.sums), members.serialize("portable")]);
+            const before = stored.get(period)?.get(modelId);
+            let members = scratch.copyFrom(entry.members);
+            if (before) {
+              members = RoaringBitmap32.deserialize(before.members, "portable").addMany(entry.members);
+              addEncodedSums(before.sums, entry.sums);
+            }
+            const serialized = bytes.take(members.getSerializationSizeInBytes("portable"));
+            members.serialize("portable", serialized);
+            rows.push([enterpriseId, grain, period, modelId, members.size, encodeSums(entry.sums), serialized]);
           }
         }
         for (const part of chunks(rows)) await this.db.executeQuery(CompiledQuery.raw(this.upsertStatement(part.length), part.flat()));
+        bytes.reset();
       }
     }
   }
@@ -131,5 +142,26 @@ export class UsageRollups {
     return this.dialect === "postgres"
       ? sql<boolean>`period = any(${[...periods]}::bigint[])`
       : sql<boolean>`period in (select value from json_each(${JSON.stringify(periods)}))`;
+  }
+}
+
+/** Slices of a buffer taken one after another; a new buffer when one is full (the slices taken stay valid). */
+class GrowingBytes {
+  private buffer = Buffer.allocUnsafe(1 << 16);
+  private used = 0;
+
+  take(length: number): Buffer {
+    if (this.used + length > this.buffer.length) {
+      this.buffer = Buffer.allocUnsafe(Math.max(1 << 16, 2 * length));
+      this.used = 0;
+    }
+    const slice = this.buffer.subarray(this.used, this.used + length);
+    this.used += length;
+    return slice;
+  }
+
+  /** Forgets the slices taken (once written): the buffer is reused. */
+  reset(): void {
+    this.used = 0;
   }
 }

@@ -1,11 +1,14 @@
-// The real CLI: `usage rebuild --enterprise` makes an enterprise's running totals again from its raw
-// events: byte for byte the rows that ingestion wrote, whatever was lost or damaged, and exact while
-// ingestion goes on beside it.
+// The real CLI: `usage rebuild --enterprise` makes an enterprise's running totals and rollups again
+// from its raw events: byte for byte the rows that ingestion wrote, whatever was lost or damaged, and
+// exact while ingestion goes on beside it; and it makes the rollups of a store whose events came
+// before them, or after the enterprise's time zone changed.
 import { spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { checkUsageEvent } from "../../src/domain/usage-event.js";
 import { importDirectory } from "../../src/operations/import-directory.js";
 import { recordUsage } from "../../src/operations/record-usage.js";
+import { UsageReports, type UsageReportRequest } from "../../src/operations/usage-report.js";
+import { DepartmentRepository } from "../../src/storage/department-repository.js";
 import { migrateToLatest, openDatabase, type Database } from "../../src/storage/database.js";
 import { UsageRepository } from "../../src/storage/usage-repository.js";
 import { cli } from "../helpers/cli.js";
@@ -55,12 +58,52 @@ describe.each(dialects)("usage rebuild on %s", (dialect) => {
     .innerJoin("member as m", "m.member_key", "t.member_key").select(["m.user_id", "t.day", "t.totals"])
     .where("m.enterprise_id", "=", enterpriseId).orderBy("m.user_id").orderBy("t.day").execute())
     .map((r) => `${r.user_id} ${r.day} ${Buffer.from(r.totals).toString("hex")}`);
+  /** Every rollup row of an enterprise and its layout. */
+  const rollups = async (enterpriseId = "acme") => [
+    ...(await database.db.selectFrom("usage_rollup_layout").select(["time_zone", "hour_phase"]).where("enterprise_id", "=", enterpriseId).execute())
+      .map((r) => `layout ${r.time_zone} ${r.hour_phase}`),
+    ...(await database.db.selectFrom("usage_rollup").select(["grain", "period", "model_id", "member_count", "sums", "members"])
+      .where("enterprise_id", "=", enterpriseId).orderBy("grain").orderBy("period").orderBy("model_id").execute())
+      .map((r) => `${r.grain} ${r.period} ${r.model_id} ${r.member_count} ${r.sums} ${Buffer.from(r.members).toString("hex")}`),
+  ];
+  /** Reports of the enterprise that the rollups answer (day buckets in two zones by model, hours, one bucket), as JSON. */
+  const reports = async () => {
+    const service = new UsageReports(new UsageRepository(database), new DepartmentRepository(database.db));
+    const base = { startTime: BigInt(FIRST_DAY - 7 * 3600 + 900), endTime: BigInt(FIRST_DAY + 21 * DAY), timeZone: "", bucket: "day", groupBy: [] as string[],
+      departmentId: "", userIds: [], emails: [], pageSize: 0, pageToken: "" } satisfies UsageReportRequest;
+    const answers = [];
+    for (const request of [
+      { ...base, groupBy: ["model"] }, { ...base, timeZone: "Asia/Kathmandu", groupBy: ["model"] },
+      { ...base, bucket: "hour", endTime: base.startTime + BigInt(4 * DAY) }, { ...base, bucket: "none", timeZone: "America/New_York" },
+    ]) {
+      answers.push((await service.report("acme", request, new AbortController().signal)).buckets);
+    }
+    return JSON.stringify(answers, (_, v: unknown) => (typeof v === "bigint" ? v.toString() : v));
+  };
+  /** The same reports from the raw events alone: an enterprise without a rollup layout is read raw. */
+  const rawReports = async () => {
+    const layout = await database.db.selectFrom("usage_rollup_layout").selectAll().where("enterprise_id", "=", "acme").execute();
+    await database.db.deleteFrom("usage_rollup_layout").where("enterprise_id", "=", "acme").execute();
+    try {
+      return await reports();
+    } finally {
+      if (layout.length > 0) await database.db.insertInto("usage_rollup_layout").values(layout).execute();
+    }
+  };
   const rebuild = (enterpriseId = "acme") => cli(["usage", "rebuild", "--enterprise", enterpriseId, "--db", testDb.url]);
 
   it("makes lost and damaged rows again, byte for byte as ingestion wrote them, and touches no other enterprise", async () => {
     const written = await rows();
     const other = await rows("globex");
+    const writtenRollups = await rollups();
+    const otherRollups = await rollups("globex");
     expect(written.length).toBeGreaterThan(20);
+    expect(writtenRollups.length).toBeGreaterThan(100);
+    expect(await reports()).toBe(await rawReports());
+    // Damage to the rollups: a day's rows gone, an hour's sums changed.
+    await database.db.deleteFrom("usage_rollup").where("enterprise_id", "=", "acme").where("grain", "=", 2).where("period", "<", FIRST_DAY + 3 * DAY).execute();
+    await database.db.updateTable("usage_rollup").set({ sums: "1 2 3 4 5" }).where("enterprise_id", "=", "acme").where("grain", "=", 1).execute();
+    expect(await rollups()).not.toStrictEqual(writtenRollups);
     // Damage: a member's rows gone, another's rows holding some other row's totals.
     const keys = await database.db.selectFrom("member").select(["user_id", "member_key"]).where("enterprise_id", "=", "acme").execute();
     const keyOf = (userId: string) => keys.find((k) => k.user_id === userId)!.member_key;
@@ -74,6 +117,40 @@ describe.each(dialects)("usage rebuild on %s", (dialect) => {
     expect(JSON.parse(run.stdout)).toStrictEqual({ enterprise_id: "acme", events: 600 });
     expect(await rows()).toStrictEqual(written);
     expect(await rows("globex")).toStrictEqual(other);
+    expect(await rollups()).toStrictEqual(writtenRollups);
+    expect(await rollups("globex")).toStrictEqual(otherRollups);
+  });
+
+  it("a store whose events came before its rollups is read raw, exactly, until a rebuild makes them", async () => {
+    const exact = await rawReports();
+    await database.db.deleteFrom("usage_rollup").where("enterprise_id", "=", "acme").execute();
+    await database.db.deleteFrom("usage_rollup_layout").where("enterprise_id", "=", "acme").execute();
+    // Ingestion adds no rollups to an enterprise that has events but no layout: they would be partial.
+    await recordUsage(new UsageRepository(database), "acme", events("no-layout", 10));
+    expect(await rollups()).toStrictEqual([]);
+    const withNew = await reports();
+    expect(withNew).not.toBe(exact);
+    expect((await rebuild()).code).toBe(0);
+    expect((await rollups())[0]).toBe("layout UTC 0");
+    expect(await reports()).toBe(withNew);
+  });
+
+  it("after the enterprise's zone changes, reports stay exact in the old layout, and a rebuild moves it to the new zone", async () => {
+    const exact = await rawReports();
+    await importDirectory(database, { ...acme, enterprise: { ...acme.enterprise, time_zone: "Asia/Kathmandu" } });
+    try {
+      // The default zone is now Kathmandu: the reports differ, the rollups (UTC days) still answer them exactly.
+      const kathmandu = await reports();
+      expect(kathmandu).not.toBe(exact);
+      expect((await rollups())[0]).toBe("layout UTC 0");
+      expect(kathmandu).toBe(await rawReports());
+      expect((await rebuild()).code).toBe(0);
+      expect((await rollups())[0]).toBe("layout Asia/Kathmandu 900");
+      expect(await reports()).toBe(kathmandu);
+    } finally {
+      await importDirectory(database, acme);
+      expect((await rebuild()).code).toBe(0);
+    }
   });
 
   it("an unknown enterprise is one line on stderr and exit 2", async () => {
@@ -83,6 +160,9 @@ describe.each(dialects)("usage rebuild on %s", (dialect) => {
   });
 
   it("while ingestion goes on beside it, every event counts once: a second rebuild changes nothing", async () => {
+    const count = async () => Number((await database.db.selectFrom("usage_event").select((eb) => eb.fn.countAll<number | string>().as("n"))
+      .where("enterprise_id", "=", "acme").executeTakeFirstOrThrow()).n);
+    const before = await count();
     const child = spawn(process.execPath, [CLI, "usage", "rebuild", "--enterprise", "acme", "--db", testDb.url], { env: { ...process.env, DATABASE_URL: "" } });
     let stdout = "";
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
@@ -101,9 +181,11 @@ describe.each(dialects)("usage rebuild on %s", (dialect) => {
     const rebuiltBeside = await rows();
     expect(JSON.parse(stdout).events).toBeGreaterThanOrEqual(600);
     expect(recorded).toBeGreaterThan(0);
+    const rollupsBeside = await rollups();
     expect((await rebuild()).code).toBe(0);
     expect(await rows()).toStrictEqual(rebuiltBeside);
-    const total = await database.db.selectFrom("usage_event").select((eb) => eb.fn.countAll<number | string>().as("n")).where("enterprise_id", "=", "acme").executeTakeFirstOrThrow();
-    expect(Number(total.n)).toBe(600 + recorded);
+    expect(await rollups()).toStrictEqual(rollupsBeside);
+    expect(await reports()).toBe(await rawReports());
+    expect(await count()).toBe(before + recorded);
   });
 });

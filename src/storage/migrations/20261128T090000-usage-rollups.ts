@@ -23,7 +23,7 @@ async function createRollups(db: Kysely<any>, postgres: boolean): Promise<void> 
     .addColumn("hour_phase", "integer", (c) => c.notNull())
     .execute();
   // grain: 0 a UTC quarter hour, 1 an hour, 2 a local day (of the layout's zone); period: its first
-  // second; model_id 0: all models together. sums: "events input output basic pay_go" in decimal
+  // second; model_id 0: all models together. sums: "input output basic pay_go events" in decimal
   // (exact at any size); members: the member keys as a portable roaring bitmap.
   const table = sql`usage_rollup (
       enterprise_id text ${binary} not null, grain integer not null, period bigint not null, model_id integer not null,
