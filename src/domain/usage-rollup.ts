@@ -9,7 +9,9 @@
 // The layout's zone is the enterprise's when its rollups were begun (storage/usage-rollups.ts). A
 // report covers each of its buckets with the coarsest periods that fit (coverBucket): one day row for
 // a day of the layout's zone, hours and quarters for the days of other zones, and raw events only
-// where a window's edge is not on a quarter hour. Model 0 (ALL_MODELS) rows hold every model together.
+// where a window's edge is not on a quarter hour. Model 0 (ALL_MODELS) rows hold every model together;
+// a day's also holds each member's sums of the day, which answer reports by member or department
+// (and of some members only) over days of the layout's zone.
 import { localDayAround, utcOffsetMinutes } from "./local-time.js";
 import { EVENTS, ModelSums, SUMS } from "./usage-totals.js";
 import type { EventValue } from "./usage-event.js";
@@ -45,6 +47,8 @@ export function layoutFor(timeZone: string, at: number): RollupLayout {
 /** The periods of a layout: which quarter, hour and day hold a second, and where each ends. */
 export class RollupPeriods {
   private day = { start: 1, end: 0 };
+  /** The day of each quarter asked (dayOfQuarter): an ingestion's events come in no time order. */
+  private readonly quarterDays = new Map<number, number>();
 
   constructor(readonly layout: RollupLayout) {}
 
@@ -60,6 +64,34 @@ export class RollupPeriods {
     if (grain === QUARTER) return start + QUARTER_SECONDS;
     if (grain === HOUR) return start + HOUR_SECONDS;
     return this.dayAround(start).end;
+  }
+
+  /** The start of the day holding the quarter hour that starts at `quarter`. */
+  dayOfQuarter(quarter: number): number {
+    let day = this.quarterDays.get(quarter);
+    if (day === undefined) this.quarterDays.set(quarter, (day = this.startOf(DAY, quarter)));
+    return day;
+  }
+
+  /** [start, end) as the whole days of the layout's zone inside it, and the rest as raw ranges. */
+  coverByDays(start: number, end: number): { days: number[]; raw: Array<{ from: number; to: number }> } {
+    const days: number[] = [];
+    const raw: Array<{ from: number; to: number }> = [];
+    let t = start;
+    while (t < end) {
+      const day = this.dayAround(t);
+      if (day.start === t && day.end <= end) {
+        days.push(t);
+        t = day.end;
+        continue;
+      }
+      const to = Math.min(end, day.end);
+      const last = raw[raw.length - 1];
+      if (last && last.to === t) last.to = to;
+      else raw.push({ from: t, to });
+      t = to;
+    }
+    return { days, raw };
   }
 
   /** The local day around `ts`, the last one asked kept (a batch's events are mostly of one day). */
@@ -102,9 +134,16 @@ export interface RollupEntry {
 /** Periods of one grain: period start -> model id -> entry. */
 export type GrainEntries = Map<number, Map<number, RollupEntry>>;
 
+/** What a delta adds: every grain's entries, and each member's sums per day (start of the day -> member key -> sums). */
+export interface RollupAdditions {
+  grains: Map<Grain, GrainEntries>;
+  memberDays: Map<number, Map<number, ModelSums>>;
+}
+
 /** The usage an ingestion adds to the rollups, held in memory until it is written. */
 export class RollupDelta {
   private quarters: GrainEntries = new Map();
+  private memberDays = new Map<number, Map<number, ModelSums>>();
   /** Events held. */
   size = 0;
 
@@ -112,21 +151,24 @@ export class RollupDelta {
 
   add(memberKey: number, modelId: number, ts: number, inputTokens: EventValue, outputTokens: EventValue,
     basicMicros: EventValue, payGoMicros: EventValue): void {
-    const entry = entryOf(this.quarters, ts - mod(ts, QUARTER_SECONDS), modelId);
-    entry.sums.addValue(0, inputTokens);
-    entry.sums.addValue(1, outputTokens);
-    entry.sums.addValue(2, basicMicros);
-    entry.sums.addValue(3, payGoMicros);
-    entry.sums.add(EVENTS, 1);
+    const quarter = ts - mod(ts, QUARTER_SECONDS);
+    const entry = entryOf(this.quarters, quarter, modelId);
+    addEvent(entry.sums, inputTokens, outputTokens, basicMicros, payGoMicros);
     entry.members.push(memberKey);
+    const day = this.periods.dayOfQuarter(quarter);
+    let members = this.memberDays.get(day);
+    if (!members) this.memberDays.set(day, (members = new Map()));
+    let sums = members.get(memberKey);
+    if (!sums) members.set(memberKey, (sums = new ModelSums()));
+    addEvent(sums, inputTokens, outputTokens, basicMicros, payGoMicros);
     this.size++;
   }
 
   /**
    * Every grain's entries, ALL_MODELS included: the hours and days made from the quarters (each
-   * quarter lies in one hour and one day). Empties the delta.
+   * quarter lies in one hour and one day); and the members' day sums. Empties the delta.
    */
-  take(): Map<Grain, GrainEntries> {
+  take(): RollupAdditions {
     const byGrain = new Map<Grain, GrainEntries>(GRAINS.map((g) => [g, g === QUARTER ? this.quarters : new Map()]));
     // In time order: the periods' days are then looked up once each (a zone's days cost a lookup).
     for (const quarter of [...this.quarters.keys()].sort((x, y) => x - y)) {
@@ -139,10 +181,20 @@ export class RollupDelta {
         }
       }
     }
+    const memberDays = this.memberDays;
     this.quarters = new Map();
+    this.memberDays = new Map();
     this.size = 0;
-    return byGrain;
+    return { grains: byGrain, memberDays };
   }
+}
+
+function addEvent(sums: ModelSums, inputTokens: EventValue, outputTokens: EventValue, basicMicros: EventValue, payGoMicros: EventValue): void {
+  sums.addValue(0, inputTokens);
+  sums.addValue(1, outputTokens);
+  sums.addValue(2, basicMicros);
+  sums.addValue(3, payGoMicros);
+  sums.add(EVENTS, 1);
 }
 
 /** Adds `from`'s sums and members to `into`. */

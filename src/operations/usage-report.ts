@@ -3,7 +3,9 @@
 // put in order with their key fields. The whole enterprise's usage, ungrouped or by model, comes from
 // the rollups (domain/usage-rollup.ts): each bucket covered by stored periods, raw events read only
 // at a window edge off a quarter hour. Usage by member or department, or of some members only, comes
-// from the usage facts of the window (domain/usage-facts.ts): the raw events (rawEventFacts).
+// from the usage facts of the window (domain/usage-facts.ts): each member's day sums from the rollups
+// for the whole days of the rollups' zone inside a bucket (not by model), and the raw events of the
+// rest (rawEventFacts).
 import { invalidParameter } from "../domain/errors.js";
 import { checkTimeZone, dateRangeWindow, type TimeBucket } from "../domain/local-time.js";
 import { decodePageToken, effectivePageSize, encodePageToken } from "../domain/page-token.js";
@@ -15,7 +17,9 @@ import {
 import { compareCodePoints, compareModels, type ModelIdentity } from "../domain/usage-event.js";
 import type { UsageFacts } from "../domain/usage-facts.js";
 import { ROOT_PARENT_ID } from "../domain/department-tree.js";
-import { RollupPeriods, type Grain, type RollupLayout } from "../domain/usage-rollup.js";
+import { ALL_MODELS, RollupPeriods, type Grain, type RollupLayout } from "../domain/usage-rollup.js";
+import type { UsageFact } from "../domain/usage-facts.js";
+import { forEachMemberSums } from "../storage/member-day-sums.js";
 import type { DepartmentRepository } from "../storage/department-repository.js";
 import type { MemberRow, UsageRepository } from "../storage/usage-repository.js";
 import { resolveNamedMembers } from "./named-members.js";
@@ -74,6 +78,10 @@ export const rawEventFacts = (usage: UsageRepository): UsageFacts =>
 /** What the engine sums: a window in buckets, grouped, over some members (undefined: all). */
 interface ReportPlan {
   enterpriseId: string;
+  /** The enterprise's rollups, when it has them. */
+  layout: RollupLayout | undefined;
+  /** The facts, when the rollups do not answer the whole report. */
+  facts: UsageFacts;
   start: number;
   end: number;
   buckets: TimeBucket[];
@@ -92,8 +100,8 @@ interface DepartmentScope {
 }
 
 export class UsageReports {
-  constructor(private readonly usage: UsageRepository, private readonly departments: DepartmentRepository,
-    private readonly facts: UsageFacts = rawEventFacts(usage)) {}
+  constructor(private readonly usage: UsageRepository, private readonly departments: DepartmentRepository
+) {}
 
   async report(enterpriseId: string, request: UsageReportRequest, signal: AbortSignal): Promise<UsageReport> {
     const kind = bucketKind(request.bucket);
@@ -109,6 +117,9 @@ export class UsageReports {
       ? await this.departmentScope(enterpriseId, request.departmentId)
       : undefined;
     let members = intersect(named?.members.map((m) => m.member_key), departments && [...departments.groupsOf.keys()]);
+    const buckets = planBuckets(start, end, zone, kind);
+    const layout = await this.usage.rollups.layout(enterpriseId);
+    const facts = this.factsFor(layout, buckets, dimensions);
 
     let pageMembers: MemberRow[] | undefined;
     let nextPageToken = "";
@@ -118,7 +129,7 @@ export class UsageReports {
         request.departmentId, request.userIds, request.emails]);
       const pageSize = effectivePageSize(request.pageSize, { default: DEFAULT_REPORT_MEMBERS, max: MAX_REPORT_MEMBERS });
       const after = decodePageToken(query, request.pageToken);
-      const active = await this.activeMembers(enterpriseId, start, end, members, signal);
+      const active = await this.activeMembers(facts, enterpriseId, start, end, members, signal);
       const ordered = active.sort((a, b) => compareCodePoints(a.user_id, b.user_id))
         .filter((member) => after === undefined || compareCodePoints(member.user_id, after) > 0);
       pageMembers = ordered.slice(0, pageSize);
@@ -126,11 +137,9 @@ export class UsageReports {
       members = pageMembers.map((m) => m.member_key);
     }
 
-    const buckets = await this.run({
-      enterpriseId, start, end, buckets: planBuckets(start, end, zone, kind), dimensions, members, departments, pageMembers,
-    }, signal);
+    const answer = await this.run({ enterpriseId, layout, facts, start, end, buckets, dimensions, members, departments, pageMembers }, signal);
     return {
-      currency: settings.currency, timeZone: zone, buckets, nextPageToken,
+      currency: settings.currency, timeZone: zone, buckets: answer, nextPageToken,
       notFoundUserIds: named?.notFoundUserIds ?? [], notFoundEmails: named?.notFoundEmails ?? [],
     };
   }
@@ -144,8 +153,10 @@ export class UsageReports {
     if (days > MAX_REPORT_DAYS) {
       throw invalidParameter(`start_date to end_date: ${days} days > ${MAX_REPORT_DAYS} (both dates count)`);
     }
+    const layout = await this.usage.rollups.layout(enterpriseId);
+    const dayBuckets = planBuckets(start, end, zone, "day");
     const buckets = await this.run({
-      enterpriseId, start, end, buckets: planBuckets(start, end, zone, "day"), dimensions: [], members: undefined,
+      enterpriseId, layout, facts: this.factsFor(layout, dayBuckets, []), start, end, buckets: dayBuckets, dimensions: [], members: undefined,
     }, signal);
     return { currency: settings.currency, timeZone: zone, items: buckets.map((b) => ({ date: b.date, ...b.groups[0]!.figures })) };
   }
@@ -185,9 +196,9 @@ export class UsageReports {
     };
   }
 
-  private async addFacts(cells: ReportCells, enterpriseId: string, start: number, end: number, members: readonly number[] | undefined,
-    signal: AbortSignal): Promise<void> {
-    for await (const page of this.facts(enterpriseId, start, end, members)) {
+  private async addFacts(cells: ReportCells, facts: UsageFacts, enterpriseId: string, start: number, end: number,
+    members: readonly number[] | undefined, signal: AbortSignal): Promise<void> {
+    for await (const page of facts(enterpriseId, start, end, members)) {
       signal.throwIfAborted();
       cells.add(page);
     }
@@ -217,14 +228,54 @@ export class UsageReports {
         cells.addRollup(buckets.get(row.period)!, row);
       }
     }
-    for (const { from, to } of raw) await this.addFacts(cells, plan.enterpriseId, from, to, undefined, signal);
+    for (const { from, to } of raw) await this.addFacts(cells, rawEventFacts(this.usage), plan.enterpriseId, from, to, undefined, signal);
+  }
+
+  /**
+   * Where the facts come from: without model groups, each member's day sums for the whole days of
+   * the rollups' zone inside a bucket (memberDayFacts), else the raw events.
+   */
+  private factsFor(layout: RollupLayout | undefined, buckets: readonly TimeBucket[], dimensions: readonly string[]): UsageFacts {
+    return layout && !dimensions.includes("model") ? this.memberDayFacts(layout, buckets) : rawEventFacts(this.usage);
+  }
+
+  /**
+   * Facts of the window: per member and whole day of the layout's zone inside a bucket, one fact
+   * summing the member's day (model ALL_MODELS, at the day's start, so in that bucket); the raw events
+   * of the rest of each bucket. A foreign zone's day or an hour holds no whole day: it is read raw.
+   */
+  private memberDayFacts(layout: RollupLayout, buckets: readonly TimeBucket[]): UsageFacts {
+    const usage = this.usage;
+    const periods = new RollupPeriods(layout);
+    return async function* (enterpriseId, start, end, memberKeys) {
+      const days: number[] = [];
+      const raw: Array<{ from: number; to: number }> = [];
+      for (const bucket of buckets) {
+        const cover = periods.coverByDays(Math.max(start, bucket.start), Math.min(end, bucket.end));
+        days.push(...cover.days);
+        raw.push(...cover.raw);
+      }
+      const only = memberKeys && new Set(memberKeys);
+      for (let at = 0; at < days.length; at += DAYS_READ_AT_ONCE) {
+        for (const { day, memberSums } of await usage.rollups.memberDays(enterpriseId, days.slice(at, at + DAYS_READ_AT_ONCE))) {
+          const facts: UsageFact[] = [];
+          forEachMemberSums(memberSums, (memberKey, [inputTokens, outputTokens, basicMicros, payGoMicros, events]) => {
+            if (only && !only.has(memberKey)) return;
+            facts.push({ memberKey, modelId: ALL_MODELS, ts: day, events: Number(events), inputTokens: inputTokens!, outputTokens: outputTokens!,
+              basicMicros: basicMicros!, payGoMicros: payGoMicros! });
+          });
+          yield facts;
+        }
+      }
+      for (const { from, to } of raw) yield* usage.eventsInWindow(enterpriseId, from, to, memberKeys);
+    };
   }
 
   /** The members (of `members`, else all) with at least one fact in the window. */
-  private async activeMembers(enterpriseId: string, start: number, end: number, members: readonly number[] | undefined,
+  private async activeMembers(facts: UsageFacts, enterpriseId: string, start: number, end: number, members: readonly number[] | undefined,
     signal: AbortSignal): Promise<MemberRow[]> {
     const active = new Set<number>();
-    for await (const page of this.facts(enterpriseId, start, end, members)) {
+    for await (const page of facts(enterpriseId, start, end, members)) {
       signal.throwIfAborted();
       for (const fact of page) active.add(fact.memberKey);
     }
@@ -235,11 +286,10 @@ export class UsageReports {
   private async run(plan: ReportPlan, signal: AbortSignal): Promise<ReportBucket[]> {
     const cells = new ReportCells(plan.buckets, new Grouping(plan.dimensions, plan.departments?.groupsOf));
     const wholeEnterprise = plan.members === undefined && plan.departments === undefined && plan.dimensions.every((d) => d === "model");
-    const layout = wholeEnterprise ? await this.usage.rollups.layout(plan.enterpriseId) : undefined;
-    if (layout) {
-      await this.addRollups(cells, plan, layout, signal);
+    if (wholeEnterprise && plan.layout) {
+      await this.addRollups(cells, plan, plan.layout, signal);
     } else {
-      await this.addFacts(cells, plan.enterpriseId, plan.start, plan.end, plan.members, signal);
+      await this.addFacts(cells, plan.facts, plan.enterpriseId, plan.start, plan.end, plan.members, signal);
     }
     const groups = plan.buckets.map((_, index) => cells.groups(index));
 
@@ -268,6 +318,9 @@ export class UsageReports {
     });
   }
 }
+
+/** Member day sums read per statement: a month of days, so a report's memory stays a month's. */
+const DAYS_READ_AT_ONCE = 31;
 
 /** The members in both lists (undefined: no restriction). */
 function intersect(a: readonly number[] | undefined, b: readonly number[] | undefined): readonly number[] | undefined {

@@ -124,6 +124,8 @@ export interface UsageRollupTable {
   sums: string;
   /** The member keys, a portable roaring bitmap. */
   members: Uint8Array;
+  /** On a day's ALL_MODELS row: each member's sums of the day (storage/member-day-sums.ts); else null. */
+  member_sums: Uint8Array | null;
 }
 
 /** 64-bit integers written as bigint; read back as text by the aggregations, never as a float. */

@@ -5,8 +5,9 @@
 import roaring from "roaring";
 import { CompiledQuery, sql, type Kysely } from "kysely";
 import {
-  addEncodedSums, encodeSums, layoutFor, ROLLUP_VERSION, type Grain, type GrainEntries, type RollupLayout,
+  addEncodedSums, ALL_MODELS, DAY, encodeSums, layoutFor, ROLLUP_VERSION, type Grain, type RollupAdditions, type RollupLayout,
 } from "../domain/usage-rollup.js";
+import { addMemberSums, encodeMemberSums } from "./member-day-sums.js";
 import { ModelSums } from "../domain/usage-totals.js";
 import type { Dialect } from "./database.js";
 import type { Schema } from "./schema.js";
@@ -26,7 +27,7 @@ export interface RollupRow {
 }
 
 /** The column values of a row to write, in ROW_COLUMNS order. */
-const ROW_COLUMNS = ["enterprise_id", "grain", "period", "model_id", "member_count", "sums", "members"] as const;
+const ROW_COLUMNS = ["enterprise_id", "grain", "period", "model_id", "member_count", "sums", "members", "member_sums"] as const;
 
 export class UsageRollups {
   /**
@@ -67,15 +68,15 @@ export class UsageRollups {
     return layout;
   }
 
-  /** Adds a delta's entries (RollupDelta.take) to the stored rows. */
-  async add(enterpriseId: string, delta: ReadonlyMap<Grain, GrainEntries>): Promise<void> {
+  /** Adds a delta's entries and member day sums (RollupDelta.take) to the stored rows. */
+  async add(enterpriseId: string, { grains: delta, memberDays }: RollupAdditions): Promise<void> {
     // One bitmap for every new row and one buffer for their serialized members: a bitmap object and
     // a Buffer per row cost several times the row's write (native objects, each with a finalizer).
     const scratch = new RoaringBitmap32();
     const bytes = new GrowingBytes();
     for (const [grain, entries] of delta) {
       for (const periods of chunks([...entries.keys()])) {
-        const stored = new Map<number, Map<number, { sums: string; members: Uint8Array }>>();
+        const stored = new Map<number, Map<number, { sums: string; members: Uint8Array; member_sums: Uint8Array | null }>>();
         for (const row of await this.storedRows(enterpriseId, grain, periods)) {
           const period = Number(row.period);
           if (!stored.has(period)) stored.set(period, new Map());
@@ -92,13 +93,21 @@ export class UsageRollups {
             }
             const serialized = bytes.take(members.getSerializationSizeInBytes("portable"));
             members.serialize("portable", serialized);
-            rows.push([enterpriseId, grain, period, modelId, members.size, encodeSums(entry.sums), serialized]);
+            rows.push([enterpriseId, grain, period, modelId, members.size, encodeSums(entry.sums), serialized,
+              grain === DAY && modelId === ALL_MODELS ? this.memberDaySums(memberDays.get(period), before?.member_sums ?? null) : null]);
           }
         }
         for (const part of chunks(rows)) await this.db.executeQuery(CompiledQuery.raw(this.upsertStatement(part.length), part.flat()));
         bytes.reset();
       }
     }
+  }
+
+  /** A day's member sums: the stored ones with the delta's added. */
+  private memberDaySums(added: Map<number, ModelSums> | undefined, stored: Uint8Array | null): Uint8Array {
+    const sums = added ?? new Map<number, ModelSums>();
+    if (stored) addMemberSums(stored, sums);
+    return encodeMemberSums(sums);
   }
 
   private upsertStatement(rowCount: number): string {
@@ -108,6 +117,7 @@ export class UsageRollups {
       text = this.db.insertInto("usage_rollup").values(Array.from({ length: rowCount }, () => placeholder))
         .onConflict((oc) => oc.columns(["enterprise_id", "grain", "period", "model_id"]).doUpdateSet((eb) => ({
           member_count: eb.ref("excluded.member_count"), sums: eb.ref("excluded.sums"), members: eb.ref("excluded.members"),
+          member_sums: eb.ref("excluded.member_sums"),
         })))
         .compile().sql;
       this.upserts.set(rowCount, text);
@@ -116,7 +126,7 @@ export class UsageRollups {
   }
 
   private storedRows(enterpriseId: string, grain: Grain, periods: readonly number[]) {
-    return this.db.selectFrom("usage_rollup").select(["period", "model_id", "sums", "members"])
+    return this.db.selectFrom("usage_rollup").select(["period", "model_id", "sums", "members", "member_sums"])
       .where("enterprise_id", "=", enterpriseId).where("grain", "=", grain).where(this.periodIn(periods)).execute();
   }
 
@@ -135,6 +145,14 @@ export class UsageRollups {
         members: row.members ?? undefined,
       };
     });
+  }
+
+  /** The member sums of these days of the layout (those with usage), each with its day's start. */
+  async memberDays(enterpriseId: string, days: readonly number[]): Promise<Array<{ day: number; memberSums: Uint8Array }>> {
+    if (days.length === 0) return [];
+    const rows = await this.db.selectFrom("usage_rollup").select(["period", "member_sums"])
+      .where("enterprise_id", "=", enterpriseId).where("grain", "=", DAY).where(this.periodIn(days)).where("model_id", "=", ALL_MODELS).execute();
+    return rows.map((row) => ({ day: Number(row.period), memberSums: row.member_sums ?? new Uint8Array() }));
   }
 
   /** period in a list, the list one parameter (a JSON array on SQLite, an array on PostgreSQL). */

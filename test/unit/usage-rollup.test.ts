@@ -67,7 +67,7 @@ describe("RollupDelta", () => {
     const t = at("2025-06-01T18:20:00Z"); // 23:50 in Kolkata: the next quarter is the next local day
     for (let i = 0; i < 10_000; i++) delta.add(1 + (i % 3), 7, t, big, 1, big, 0);
     delta.add(9, 8, t + 600, 5, 6, 7, 8); // 00:00 in Kolkata
-    const grains = delta.take();
+    const { grains, memberDays } = delta.take();
     const entry = (grain: Grain, start: number, model: number) => {
       const e = grains.get(grain)!.get(start)?.get(model);
       return e && { sums: [0, 1, 2, 3, 4].map((i) => e.sums.total(i)), members: [...new Set(e.members)].sort() };
@@ -80,7 +80,29 @@ describe("RollupDelta", () => {
     expect(entry(DAY, at("2025-05-31T18:30:00Z"), 7)).toStrictEqual(entry(QUARTER, at("2025-06-01T18:15:00Z"), 7));
     expect(entry(DAY, at("2025-06-01T18:30:00Z"), 8)).toStrictEqual({ sums: [5n, 6n, 7n, 8n, 1n], members: [9] });
     expect(entry(DAY, at("2025-06-01T18:30:00Z"), 7)).toBeUndefined();
+    const memberDay = (day: string, member: number) => [0, 1, 2, 3, 4].map((i) => memberDays.get(at(day))?.get(member)?.total(i));
+    expect(memberDay("2025-05-31T18:30:00Z", 1)).toStrictEqual([3334n * big, 3334n, 3334n * big, 0n, 3334n]);
+    expect(memberDay("2025-06-01T18:30:00Z", 9)).toStrictEqual([5n, 6n, 7n, 8n, 1n]);
+    expect([...memberDays.keys()]).toHaveLength(2);
     expect(delta.size).toBe(0);
-    expect(delta.take().get(QUARTER)!.size).toBe(0);
+    expect(delta.take().grains.get(QUARTER)!.size).toBe(0);
+  });
+});
+
+describe("member day sums", () => {
+  it("round-trip every member's five sums in key order, exactly past 2^53", async () => {
+    const { encodeMemberSums, forEachMemberSums } = await import("../../src/storage/member-day-sums.js");
+    const { ModelSums } = await import("../../src/domain/usage-totals.js");
+    const sums = new Map<number, InstanceType<typeof ModelSums>>();
+    for (const [key, values] of [[900, [1, 2, 3, 4, 5]], [7, [0, 0, 0, 0, 1]], [2 ** 31 + 5, [2 ** 53 - 1, 10 ** 12, 0, 1, 2]]] as const) {
+      const s = new ModelSums();
+      values.forEach((v, i) => s.add(i, v));
+      sums.set(key, s);
+    }
+    sums.get(900)!.addBig(0, 2n ** 64n); // past 2^53: stays exact as a bigint
+    const read: string[] = [];
+    forEachMemberSums(encodeMemberSums(sums), (key, values) => read.push(`${key}: ${values.join(" ")}`));
+    expect(read).toStrictEqual(["7: 0 0 0 0 1", `900: ${2n ** 64n + 1n} 2 3 4 5`, `${2 ** 31 + 5}: ${2 ** 53 - 1} ${10 ** 12} 0 1 2`]);
+    expect(() => forEachMemberSums(new Uint8Array([5, 0x80]), () => {})).toThrow(/ends past the data/);
   });
 });

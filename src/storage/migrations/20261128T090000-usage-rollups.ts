@@ -24,10 +24,12 @@ async function createRollups(db: Kysely<any>, postgres: boolean): Promise<void> 
     .execute();
   // grain: 0 a UTC quarter hour, 1 an hour, 2 a local day (of the layout's zone); period: its first
   // second; model_id 0: all models together. sums: "input output basic pay_go events" in decimal
-  // (exact at any size); members: the member keys as a portable roaring bitmap.
+  // (exact at any size); members: the member keys as a portable roaring bitmap; member_sums, on a
+  // day's all-models row only: each member's sums of the day (src/storage/member-day-sums.ts).
   const table = sql`usage_rollup (
       enterprise_id text ${binary} not null, grain integer not null, period bigint not null, model_id integer not null,
       member_count integer not null, sums text not null, members ${sql.raw(postgres ? "bytea" : "blob")} not null,
+      member_sums ${sql.raw(postgres ? "bytea" : "blob")},
       primary key (enterprise_id, grain, period, model_id))`;
   await sql`create table ${table} ${sql.raw(postgres ? "" : "without rowid")}`.execute(db);
 }
