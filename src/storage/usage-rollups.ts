@@ -7,7 +7,7 @@ import { CompiledQuery, sql, type Kysely } from "kysely";
 import {
   addEncodedSums, ALL_MODELS, DAY, encodeSums, layoutFor, ROLLUP_VERSION, type Grain, type RollupAdditions, type RollupLayout,
 } from "../domain/usage-rollup.js";
-import { addMemberSums, encodeMemberSums } from "./member-day-sums.js";
+import { mergeMemberSums } from "./member-day-sums.js";
 import { ModelSums } from "../domain/usage-totals.js";
 import type { Dialect } from "./database.js";
 import type { Schema } from "./schema.js";
@@ -94,20 +94,13 @@ export class UsageRollups {
             const serialized = bytes.take(members.getSerializationSizeInBytes("portable"));
             members.serialize("portable", serialized);
             rows.push([enterpriseId, grain, period, modelId, members.size, encodeSums(entry.sums), serialized,
-              grain === DAY && modelId === ALL_MODELS ? this.memberDaySums(memberDays.get(period), before?.member_sums ?? null) : null]);
+              grain === DAY && modelId === ALL_MODELS ? mergeMemberSums(before?.member_sums ?? null, memberDays.get(period) ?? new Map()) : null]);
           }
         }
         for (const part of chunks(rows)) await this.db.executeQuery(CompiledQuery.raw(this.upsertStatement(part.length), part.flat()));
         bytes.reset();
       }
     }
-  }
-
-  /** A day's member sums: the stored ones with the delta's added. */
-  private memberDaySums(added: Map<number, ModelSums> | undefined, stored: Uint8Array | null): Uint8Array {
-    const sums = added ?? new Map<number, ModelSums>();
-    if (stored) addMemberSums(stored, sums);
-    return encodeMemberSums(sums);
   }
 
   private upsertStatement(rowCount: number): string {

@@ -4,6 +4,8 @@ import { describe, expect, it } from "vitest";
 import {
   ALL_MODELS, DAY, HOUR, layoutFor, QUARTER, RollupDelta, RollupPeriods, type Grain,
 } from "../../src/domain/usage-rollup.js";
+import { ModelSums } from "../../src/domain/usage-totals.js";
+import { forEachMemberSums, mergeMemberSums } from "../../src/storage/member-day-sums.js";
 
 const at = (iso: string) => Date.parse(iso) / 1000;
 const periodsOf = (zone: string) => new RollupPeriods(layoutFor(zone, at("2025-06-01T00:00:00Z")));
@@ -90,19 +92,31 @@ describe("RollupDelta", () => {
 });
 
 describe("member day sums", () => {
-  it("round-trip every member's five sums in key order, exactly past 2^53", async () => {
-    const { encodeMemberSums, forEachMemberSums } = await import("../../src/storage/member-day-sums.js");
-    const { ModelSums } = await import("../../src/domain/usage-totals.js");
-    const sums = new Map<number, InstanceType<typeof ModelSums>>();
-    for (const [key, values] of [[900, [1, 2, 3, 4, 5]], [7, [0, 0, 0, 0, 1]], [2 ** 31 + 5, [2 ** 53 - 1, 10 ** 12, 0, 1, 2]]] as const) {
+  const sumsOf = (entries: ReadonlyArray<readonly [number, readonly number[]]>) =>
+    new Map(entries.map(([key, values]) => {
       const s = new ModelSums();
       values.forEach((v, i) => s.add(i, v));
-      sums.set(key, s);
-    }
+      return [key, s] as const;
+    }));
+  const read = (packed: Uint8Array) => {
+    const out: string[] = [];
+    forEachMemberSums(packed, (key, values) => out.push(`${key}: ${values.join(" ")}`));
+    return out;
+  };
+
+  it("round-trip every member's five sums in key order, exactly past 2^53", () => {
+    const sums = sumsOf([[900, [1, 2, 3, 4, 5]], [7, [0, 0, 0, 0, 1]], [2 ** 31 + 5, [2 ** 53 - 1, 10 ** 12, 0, 1, 2]]]);
     sums.get(900)!.addBig(0, 2n ** 64n); // past 2^53: stays exact as a bigint
-    const read: string[] = [];
-    forEachMemberSums(encodeMemberSums(sums), (key, values) => read.push(`${key}: ${values.join(" ")}`));
-    expect(read).toStrictEqual(["7: 0 0 0 0 1", `900: ${2n ** 64n + 1n} 2 3 4 5`, `${2 ** 31 + 5}: ${2 ** 53 - 1} ${10 ** 12} 0 1 2`]);
+    expect(read(mergeMemberSums(null, sums))).toStrictEqual(["7: 0 0 0 0 1", `900: ${2n ** 64n + 1n} 2 3 4 5`, `${2 ** 31 + 5}: ${2 ** 53 - 1} ${10 ** 12} 0 1 2`]);
     expect(() => forEachMemberSums(new Uint8Array([5, 0x80]), () => {})).toThrow(/ends past the data/);
+  });
+
+  it("merge stored sums with added ones: members of either, sums added, untouched ones as stored", () => {
+    const stored = mergeMemberSums(null, sumsOf([[3, [1, 1, 1, 1, 1]], [200, [5, 0, 0, 0, 1]], [70_000, [2 ** 53 - 1, 0, 0, 0, 1]]]));
+    const merged = mergeMemberSums(stored, sumsOf([[1, [9, 9, 9, 9, 9]], [200, [1, 2, 3, 4, 5]], [70_000, [2, 0, 0, 0, 1]], [80_000, [0, 0, 0, 0, 1]]]));
+    expect(read(merged)).toStrictEqual([
+      "1: 9 9 9 9 9", "3: 1 1 1 1 1", "200: 6 2 3 4 6", `70000: ${2n ** 53n + 1n} 0 0 0 2`, "80000: 0 0 0 0 1",
+    ]);
+    expect(read(mergeMemberSums(merged, new Map()))).toStrictEqual(read(merged));
   });
 });
