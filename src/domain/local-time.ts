@@ -1,7 +1,9 @@
 // Local time for the usage analytics: IANA time zone names, and the buckets of a window that start at
 // local midnight (or on the local hour) in a zone. Luxon does the zone arithmetic (over the platform's
 // Intl time zone data), so a daylight-saving day lasts 23 or 25 hours and +05:30 and +05:45 zones
-// work. Times are Unix seconds.
+// work. A zone's offset costs luxon a formatToParts call, so a window's offsets are found once
+// (ZoneOffsets) and a bucket with one offset throughout is plain arithmetic; luxon works out the
+// buckets an offset change falls in. Times are Unix seconds.
 import { DateTime, IANAZone } from "luxon";
 import { invalidParameter } from "./errors.js";
 
@@ -42,17 +44,103 @@ function buckets(start: number, end: number, zone: string, unit: "day" | "hour")
 }
 
 function* eachBucket(start: number, end: number, zone: string, unit: "day" | "hour"): Generator<TimeBucket> {
-  let local: DateTime = DateTime.fromSeconds(start, { zone }).startOf(unit);
-  while (local.toSeconds() < end) {
-    const next = nextStart(local, unit);
-    yield {
-      start: Math.max(start, local.toSeconds()),
-      end: Math.min(end, next.toSeconds()),
-      date: unit === "day" ? local.toISODate()! : "",
-    };
-    local = next;
+  const offsets = new ZoneOffsets(zone, start - DAY_SECONDS, end + DAY_SECONDS);
+  let at = DateTime.fromSeconds(start, { zone }).startOf(unit).toSeconds();
+  while (at < end) {
+    const next = offsets.nextStart(at, unit);
+    yield { start: Math.max(start, at), end: Math.min(end, next), date: unit === "day" ? offsets.dateOf(at) : "" };
+    at = next;
   }
 }
+
+const DAY_SECONDS = 86_400;
+const UNIT_SECONDS = { day: DAY_SECONDS, hour: 3_600 } as const;
+
+/**
+ * A zone's UTC offset over a window [from, to): the offset probed once a day, and each change found
+ * by bisection to the second. Within the window, offsets and the starts of days and hours that see
+ * no change are arithmetic; the rest, and anything outside the window, is luxon's.
+ */
+export class ZoneOffsets {
+  /** Segment i is [starts[i], starts[i + 1]) (the last to `to`) with offset offsets[i], in seconds. */
+  private readonly starts: number[] = [];
+  private readonly offsets: number[] = [];
+
+  constructor(readonly zone: string, private readonly from: number, private readonly to: number) {
+    const offsetOf = (ts: number) => DateTime.fromSeconds(ts, { zone }).offset * 60;
+    let at = from;
+    let offset = offsetOf(at);
+    this.starts.push(at);
+    this.offsets.push(offset);
+    while (at < to) {
+      const probe = Math.min(to, at + DAY_SECONDS);
+      const probed = offsetOf(probe);
+      if (probed !== offset) {
+        // The change is in (at, probe]: the first second with the new offset.
+        let low = at;
+        let high = probe;
+        while (high - low > 1) {
+          const middle = Math.floor((low + high) / 2);
+          if (offsetOf(middle) === offset) low = middle;
+          else high = middle;
+        }
+        this.starts.push(high);
+        this.offsets.push(offsetOf(high));
+        offset = offsetOf(high);
+        at = high;
+        continue;
+      }
+      at = probe;
+    }
+  }
+
+  /** The offset at `ts`, in seconds east of UTC. */
+  offsetAt(ts: number): number {
+    if (ts < this.from || ts >= this.to) return DateTime.fromSeconds(ts, { zone: this.zone }).offset * 60;
+    return this.offsets[this.segmentOf(ts)]!;
+  }
+
+  /** Whether the offset is the same over all of [a, b] (both inside the window). */
+  private constantOver(a: number, b: number): boolean {
+    return a >= this.from && b < this.to && this.segmentOf(a) === this.segmentOf(b);
+  }
+
+  private segmentOf(ts: number): number {
+    let low = 0;
+    let high = this.starts.length - 1;
+    while (low < high) {
+      const middle = (low + high + 1) >>> 1;
+      if (this.starts[middle]! <= ts) low = middle;
+      else high = middle - 1;
+    }
+    return low;
+  }
+
+  /**
+   * The start of the local day or hour after the one that starts at `start`: a unit later when
+   * `start` is on the local boundary (a day that began after a jump over midnight is not) and the
+   * offset holds until then.
+   */
+  nextStart(start: number, unit: "day" | "hour"): number {
+    const next = start + UNIT_SECONDS[unit];
+    if (this.constantOver(start, next) && mod(start + this.offsetAt(start), UNIT_SECONDS[unit]) === 0) return next;
+    return nextStart(DateTime.fromSeconds(start, { zone: this.zone }), unit).toSeconds();
+  }
+
+  /** The local day holding `ts`: [start, end). */
+  dayAround(ts: number): { start: number; end: number } {
+    const start = ts - mod(ts + this.offsetAt(ts), DAY_SECONDS);
+    if (this.constantOver(start, start + DAY_SECONDS)) return { start, end: start + DAY_SECONDS };
+    return localDayAround(ts, this.zone);
+  }
+
+  /** The local date (YYYY-MM-DD) of `ts`. */
+  dateOf(ts: number): string {
+    return new Date((ts + this.offsetAt(ts)) * 1000).toISOString().slice(0, 10);
+  }
+}
+
+const mod = (a: number, m: number) => ((a % m) + m) % m;
 
 /**
  * The start of the local day or hour after `local`. Luxon's plus() keeps the wall-clock minutes

@@ -47,8 +47,11 @@ export class ReportCells {
   }
 
   add(facts: readonly UsageFact[]): void {
+    let bucket = -1;
     for (const fact of facts) {
-      const bucket = bucketIndexOf(this.buckets, fact.ts);
+      // Facts come mostly in time order (a page of member day sums all of one day): the last bucket first.
+      const last = this.buckets[bucket];
+      if (!last || fact.ts < last.start || fact.ts >= last.end) bucket = bucketIndexOf(this.buckets, fact.ts);
       if (bucket < 0) continue;
       const cells = this.cells[bucket]!;
       for (const key of this.grouping.keysOf(fact.memberKey, fact.modelId)) {

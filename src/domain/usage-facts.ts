@@ -21,6 +21,6 @@ export interface UsageFact {
 
 /**
  * The facts of an enterprise in the window [start, end), in pages, in any order, only those of `memberKeys` when given
- * (an empty list: none).
+ * (an empty list: none). A page and its facts are valid until the next page is asked for (a source may reuse them).
  */
 export type UsageFacts = (enterpriseId: string, start: number, end: number, memberKeys: readonly number[] | undefined) => AsyncIterable<readonly UsageFact[]>;

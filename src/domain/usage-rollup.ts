@@ -12,7 +12,7 @@
 // where a window's edge is not on a quarter hour. Model 0 (ALL_MODELS) rows hold every model together;
 // a day's also holds each member's sums of the day, which answer reports by member or department
 // (and of some members only) over days of the layout's zone.
-import { localDayAround, utcOffsetMinutes } from "./local-time.js";
+import { localDayAround, utcOffsetMinutes, ZoneOffsets } from "./local-time.js";
 import { EVENTS, ModelSums, SUMS } from "./usage-totals.js";
 import type { EventValue } from "./usage-event.js";
 
@@ -49,8 +49,13 @@ export class RollupPeriods {
   private day = { start: 1, end: 0 };
   /** The day of each quarter asked (dayOfQuarter): an ingestion's events come in no time order. */
   private readonly quarterDays = new Map<number, number>();
+  /** The zone's offsets over the window asked about, when one is given (a report's). */
+  private readonly offsets: ZoneOffsets | undefined;
 
-  constructor(readonly layout: RollupLayout) {}
+  /** `window`: the seconds the periods will be asked about, whose days are then found by arithmetic. */
+  constructor(readonly layout: RollupLayout, window?: { start: number; end: number }) {
+    this.offsets = window && new ZoneOffsets(layout.timeZone, window.start - 2 * 86_400, window.end + 2 * 86_400);
+  }
 
   /** The start of the period of `grain` holding `ts`. */
   startOf(grain: Grain, ts: number): number {
@@ -96,7 +101,7 @@ export class RollupPeriods {
 
   /** The local day around `ts`, the last one asked kept (a batch's events are mostly of one day). */
   private dayAround(ts: number): { start: number; end: number } {
-    if (ts < this.day.start || ts >= this.day.end) this.day = localDayAround(ts, this.layout.timeZone);
+    if (ts < this.day.start || ts >= this.day.end) this.day = this.offsets?.dayAround(ts) ?? localDayAround(ts, this.layout.timeZone);
     return this.day;
   }
 

@@ -20,6 +20,7 @@ import { ROOT_PARENT_ID } from "../domain/department-tree.js";
 import { ALL_MODELS, RollupPeriods, type Grain, type RollupLayout } from "../domain/usage-rollup.js";
 import type { UsageFact } from "../domain/usage-facts.js";
 import { forEachMemberSums } from "../storage/member-day-sums.js";
+import { BASIC, EVENTS, INPUT, OUTPUT, PAY_GO } from "../domain/usage-totals.js";
 import type { DepartmentRepository } from "../storage/department-repository.js";
 import type { MemberRow, UsageRepository } from "../storage/usage-repository.js";
 import { resolveNamedMembers } from "./named-members.js";
@@ -206,7 +207,7 @@ export class UsageReports {
 
   /** The whole enterprise's usage from the rollups: each bucket as stored periods, and raw events where no quarter fits. */
   private async addRollups(cells: ReportCells, plan: ReportPlan, layout: RollupLayout, signal: AbortSignal): Promise<void> {
-    const periods = new RollupPeriods(layout);
+    const periods = new RollupPeriods(layout, plan);
     // Per grain, and whether the period is alone in its bucket (its stored count is the bucket's
     // active members; else the members are read to be put together): period -> bucket.
     const bucketOf = new Map<string, { grain: Grain; alone: boolean; buckets: Map<number, number> }>();
@@ -246,7 +247,7 @@ export class UsageReports {
    */
   private memberDayFacts(layout: RollupLayout, buckets: readonly TimeBucket[]): UsageFacts {
     const usage = this.usage;
-    const periods = new RollupPeriods(layout);
+    const periods = new RollupPeriods(layout, { start: buckets[0]?.start ?? 0, end: buckets[buckets.length - 1]?.end ?? 0 });
     return async function* (enterpriseId, start, end, memberKeys) {
       const days: number[] = [];
       const raw: Array<{ from: number; to: number }> = [];
@@ -256,15 +257,23 @@ export class UsageReports {
         raw.push(...cover.raw);
       }
       const only = memberKeys && new Set(memberKeys);
+      // A page is one day's members; its fact objects are reused for the next day's (UsageFacts allows it).
+      const pool: UsageFact[] = [];
       for (let at = 0; at < days.length; at += DAYS_READ_AT_ONCE) {
         for (const { day, memberSums } of await usage.rollups.memberDays(enterpriseId, days.slice(at, at + DAYS_READ_AT_ONCE))) {
-          const facts: UsageFact[] = [];
-          forEachMemberSums(memberSums, (memberKey, [inputTokens, outputTokens, basicMicros, payGoMicros, events]) => {
+          let count = 0;
+          forEachMemberSums(memberSums, (memberKey, sums) => {
             if (only && !only.has(memberKey)) return;
-            facts.push({ memberKey, modelId: ALL_MODELS, ts: day, events: Number(events), inputTokens: inputTokens!, outputTokens: outputTokens!,
-              basicMicros: basicMicros!, payGoMicros: payGoMicros! });
+            const fact = (pool[count++] ??= { memberKey, modelId: ALL_MODELS, ts: day, inputTokens: 0, outputTokens: 0, basicMicros: 0, payGoMicros: 0 });
+            fact.memberKey = memberKey;
+            fact.ts = day;
+            fact.inputTokens = sums[INPUT]!;
+            fact.outputTokens = sums[OUTPUT]!;
+            fact.basicMicros = sums[BASIC]!;
+            fact.payGoMicros = sums[PAY_GO]!;
+            fact.events = Number(sums[EVENTS]);
           });
-          yield facts;
+          yield count === pool.length ? pool : pool.slice(0, count);
         }
       }
       for (const { from, to } of raw) yield* usage.eventsInWindow(enterpriseId, from, to, memberKeys);

@@ -44,9 +44,21 @@ export function mergeMemberSums(stored: Uint8Array | null, added: ReadonlyMap<nu
   return out.subarray(0, written);
 }
 
-/** Calls `each` with every member's key and sums (numbers while below 2^49, else bigints), in key order. */
+/**
+ * Calls `each` with every member's key and sums (numbers while below 2^49, else bigints), in key
+ * order. `sums` is one array refilled for each member: read it before `each` returns.
+ */
 export function forEachMemberSums(packed: Uint8Array, each: (memberKey: number, sums: Array<number | bigint>) => void): void {
-  forEachStoredEntry(packed, (key, values) => each(key, values()));
+  const values: Array<number | bigint> = [0, 0, 0, 0, 0];
+  let at = 0;
+  let key = 0;
+  while (at < packed.length) {
+    let step: number;
+    [step, at] = readVarint(packed, at);
+    key += step;
+    at = readSums(packed, at, values);
+    each(key, values);
+  }
 }
 
 /**
@@ -68,24 +80,32 @@ function forEachStoredEntry(packed: Uint8Array,
       at++;
     }
     const bytes = packed.subarray(first, at);
-    each(key, () => decodeSums(bytes), bytes);
+    each(key, () => {
+      const values: Array<number | bigint> = [];
+      readSums(bytes, 0, values);
+      return values;
+    }, bytes);
   }
 }
 
-/** Five varints: up to 7 bytes a number, longer ones a bigint. */
-function decodeSums(bytes: Uint8Array): Array<number | bigint> {
-  const values: Array<number | bigint> = [];
-  let at = 0;
+/** Five varints at `at` into `values` (up to 7 bytes a number, longer ones a bigint); returns the offset after them. */
+function readSums(packed: Uint8Array, at: number, values: Array<number | bigint>): number {
   for (let i = 0; i < SUMS; i++) {
     let end = at;
-    while (bytes[end]! >= 0x80) end++;
-    if (end - at < NUMBER_BYTES) [values[i], at] = readVarint(bytes, at);
-    else {
-      values[i] = readBigVarint(bytes, at);
+    while (packed[end]! >= 0x80) end++;
+    if (end >= packed.length) throw new Error("member day sums: an entry ends past the data");
+    if (end - at < NUMBER_BYTES) {
+      // Inline (readVarint's [value, next] pair would be an array a varint, millions a report).
+      let value = 0;
+      let scale = 1;
+      for (; at <= end; at++, scale *= 128) value += (packed[at]! & 0x7f) * scale;
+      values[i] = value;
+    } else {
+      values[i] = readBigVarint(packed, at);
       at = end + 1;
     }
   }
-  return values;
+  return at;
 }
 
 /** a + b exactly: a number while below 2^53. */
