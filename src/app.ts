@@ -13,7 +13,7 @@ import { recordCall, rpcTransportOf } from "./interceptors/call-metrics.js";
 import { attachCallLog, callLogKey, callLogOf, type CallLog } from "./interceptors/call-log.js";
 import { encodeGrpcMessageBySpec } from "./interceptors/grpc-message-encoding.js";
 import { refuseMalformedProtobuf } from "./interceptors/protobuf-body-check.js";
-import { attachCallSignal, callerTimeoutMs, callSignalKey, callSignalOf, endIncompleteBodyAtDeadline, endStreamAfterAnswer, responseSignal } from "./interceptors/call-signal.js";
+import { attachCallSignal, callerTimeoutMs, callSignalKey, callSignalOf, endIncompleteBodyAtDeadline, responseSignal } from "./interceptors/call-signal.js";
 import type { Logger } from "./interceptors/logging.js";
 import { RateLimits, type RateLimitSettings } from "./domain/rate-limits.js";
 import { resolveRequestId } from "./interceptors/request-id.js";
@@ -106,12 +106,10 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
     const log: CallLog = { requestId, trace: parseTraceparent(req.headers.traceparent), clientAddress: req.socket?.remoteAddress };
     attachCallLog(req, log);
     // The call's deadline: the server's request timeout, or the caller's own when it is shorter.
-    const signal = responseSignal(res, Math.min(requestTimeoutMs, callerTimeoutMs(req) ?? requestTimeoutMs));
+    const signal = responseSignal(req, res, Math.min(requestTimeoutMs, callerTimeoutMs(req) ?? requestTimeoutMs));
     attachCallSignal(req, signal);
     inFlight.add(res);
     if (draining) closeAfterAnswer(res);
-    // A request body still arriving at the deadline: its stream must not outlive the answer.
-    signal.addEventListener("abort", () => req.complete || endStreamAfterAnswer(res), { once: true });
     res.once("close", () => {
       inFlight.delete(res);
       const durationMs = performance.now() - started;

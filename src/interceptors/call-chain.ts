@@ -6,7 +6,7 @@
 // (connect-es marks those two functions internal to its protocol handlers: package.json pins its
 // version exactly, and test/e2e checks every transport against the same answers.)
 import type { DescMethod, DescMethodServerStreaming, DescMethodUnary, Message } from "@bufbuild/protobuf";
-import { Code, ConnectError, createContextValues, createHandlerContext, type Interceptor, type MethodImplSpec } from "@connectrpc/connect";
+import { ConnectError, createContextValues, type HandlerContext, type Interceptor, type MethodImplSpec } from "@connectrpc/connect";
 import { createAsyncIterable, invokeUnaryImplementation, transformInvokeImplementation } from "@connectrpc/connect/protocol";
 import type { RateLimits } from "../domain/rate-limits.js";
 import type { ServedService } from "../routes.js";
@@ -32,12 +32,6 @@ export interface LocalCallInit {
   url: string;
 }
 
-/**
- * Why a call's signal ends once it has answered: given, so that ending it builds no DOMException (the
- * default reason), a cost every REST call paid.
- */
-const CALL_ENDED = new ConnectError("the call has ended", Code.Canceled);
-
 export class CallChain {
   readonly interceptors: Interceptor[];
   private readonly outcome: CallOutcome;
@@ -53,29 +47,38 @@ export class CallChain {
     for (const { spec } of services) for (const method of Object.values(spec.methods)) this.specs.set(method.method, method);
   }
 
-  /** A call of a business method, to run in process: its context carries the call's log and signal. */
+  /**
+   * A call of a business method, to run in process. Its context is the transport's call as it is: its
+   * signal is the call's (it ends at the deadline or when the caller goes away, call-signal.ts), so a
+   * call costs no linked AbortControllers or deadline timer of its own, and no abort when it ends.
+   */
   open(method: ServedMethod, init: LocalCallInit): LocalCall {
     const spec = this.specs.get(method);
     if (!spec) throw new Error(`${method.parent.typeName}.${method.name} is not a served business method`);
-    const context = createHandlerContext({
+    const requestHeader = new Headers();
+    if (init.authorization !== undefined) requestHeader.set("authorization", init.authorization);
+    const context: HandlerContext = {
       service: method.parent,
       method,
       protocolName: init.protocolName,
       requestMethod: init.requestMethod,
       url: init.url,
-      requestSignal: init.signal,
-      requestHeader: init.authorization === undefined ? {} : { authorization: init.authorization },
-      contextValues: createContextValues().set(callLogKey, init.log),
-    });
-    // The context's signal follows the call's (it is linked to it): the call's signal, so that the
-    // outcome step has one signal to watch and needs no AbortSignal.any of the two.
-    context.values.set(callSignalKey, context.signal);
+      signal: init.signal,
+      timeoutMs: noTimeout,
+      requestHeader,
+      responseHeader: new Headers(),
+      responseTrailer: new Headers(),
+      values: createContextValues().set(callLogKey, init.log).set(callSignalKey, init.signal),
+    };
     return new LocalCall(spec, context, init.log, this.interceptors, this.authorizer, this.outcome);
   }
 }
 
+/** The call's deadline is its signal's (the transport's); connect-es's own timeout is not used in process. */
+const noTimeout = () => undefined;
+
 export class LocalCall {
-  constructor(private readonly spec: MethodImplSpec, private readonly context: ReturnType<typeof createHandlerContext>,
+  constructor(private readonly spec: MethodImplSpec, private readonly context: HandlerContext,
     private readonly log: CallLog, private readonly interceptors: Interceptor[], private readonly authorizer: CallAuthorizer,
     private readonly outcome: CallOutcome) {}
 
@@ -103,24 +106,16 @@ export class LocalCall {
   }
 
   /** Runs a unary method's chain: its response message, or the caller's ConnectError. */
-  async unary(request: Message): Promise<Message> {
+  unary(request: Message): Promise<Message> {
     const spec = this.spec;
     if (spec.kind !== "unary") throw new Error(`${spec.method.name} is not unary`);
-    try {
-      return await invokeUnaryImplementation(spec, this.context, request, this.interceptors);
-    } finally {
-      this.context.abort(CALL_ENDED); // as connect-es does: the call's signal ends with it
-    }
+    return invokeUnaryImplementation(spec, this.context, request, this.interceptors);
   }
 
   /** Runs a server-streaming method's chain: its messages; an error ends them with the caller's ConnectError. */
   async *stream(request: Message): AsyncGenerator<Message> {
     const spec = this.spec;
     if (spec.kind !== "server_streaming") throw new Error(`${spec.method.name} is not server-streaming`);
-    try {
-      yield* transformInvokeImplementation(spec, this.context, this.interceptors)(createAsyncIterable([request]));
-    } finally {
-      this.context.abort(CALL_ENDED);
-    }
+    yield* transformInvokeImplementation(spec, this.context, this.interceptors)(createAsyncIterable([request]));
   }
 }

@@ -14,11 +14,15 @@ import { toConnectError } from "./connect-errors.js";
 
 /**
  * A signal that aborts with DEADLINE_EXCEEDED after `timeoutMs`, or with CANCELED when the response
- * closes unanswered. Its timer ends with the response, so a flood of short calls holds no timers.
+ * closes unanswered. Its timer ends with the response, so a flood of short calls holds no timers. A
+ * request body still arriving at the deadline must not outlive the answer: see endStreamAfterAnswer.
  */
-export function responseSignal(res: HttpResponse, timeoutMs: number): AbortSignal {
+export function responseSignal(req: HttpRequest, res: HttpResponse, timeoutMs: number): AbortSignal {
   const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(deadlineExceeded(timeoutMs)), timeoutMs);
+  const timer = setTimeout(() => {
+    controller.abort(deadlineExceeded(timeoutMs));
+    if (!req.complete) endStreamAfterAnswer(res);
+  }, timeoutMs);
   res.once("close", () => {
     clearTimeout(timer);
     if (!controller.signal.aborted && !wasAnswered(res)) controller.abort(new AppError(ErrorCode.CANCELED, "the caller cancelled the call"));
@@ -47,10 +51,28 @@ export function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<
     return Promise.reject(abortError(signal.reason));
   }
   return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(abortError(signal.reason));
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+    const listener = new AbortListener(signal, reject);
+    signal.addEventListener("abort", listener);
+    work.then((value) => {
+      signal.removeEventListener("abort", listener);
+      resolve(value);
+    }, (error: unknown) => {
+      signal.removeEventListener("abort", listener);
+      reject(error);
+    });
   });
+}
+
+/**
+ * Rejects with the abort's AppError when its signal aborts. An object listener (not a closure): the
+ * loader names every function a call creates (keepNames), which cost each call more than the wait did.
+ */
+class AbortListener {
+  constructor(private readonly signal: AbortSignal, private readonly reject: (error: AppError) => void) {}
+
+  handleEvent(): void {
+    this.reject(abortError(this.signal.reason));
+  }
 }
 
 /**
@@ -86,7 +108,7 @@ export function endIncompleteBodyAtDeadline(req: HttpRequest, signal: AbortSigna
  * open (Node closes it only when no trailers were sent and the body was never read). The answer gets
  * a moment to go out, then RST_STREAM NO_ERROR (RFC 9113 section 8.1) frees the stream.
  */
-export function endStreamAfterAnswer(res: HttpResponse): void {
+function endStreamAfterAnswer(res: HttpResponse): void {
   if (!(res instanceof Http2ServerResponse)) return;
   const stream = res.stream;
   const timer = setTimeout(() => stream.close(http2.constants.NGHTTP2_NO_ERROR), ANSWER_GRACE_MS);

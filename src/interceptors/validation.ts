@@ -52,32 +52,27 @@ interface Found {
 }
 
 /**
- * The first string in `message` that cannot be stored, if any. Its path is spelled out only when
- * one is found: a batch of 1,000 events has 10,000 strings.
+ * The first string in `message` that cannot be stored, if any. A list item's path is spelled out
+ * only when one is found: a batch of 1,000 events has 10,000 strings.
  */
 function unstorableText(schema: DescMessage, message: Record<string, unknown>): Found | undefined {
-  const check = (text: unknown, path: () => string): Found | undefined => {
-    const problem = typeof text === "string" ? textProblem(text) : undefined;
-    return problem === undefined ? undefined : { path: path(), problem };
-  };
-  const inside = (found: Found | undefined, prefix: string) => found && { ...found, path: `${prefix}.${found.path}` };
   for (const field of schema.fields) {
     const value = message[field.localName];
     let found: Found | undefined;
     if (field.fieldKind === "scalar") {
-      if (field.scalar === ScalarType.STRING) found = check(value, () => field.name);
+      if (field.scalar === ScalarType.STRING) found = checkText(value, field.name);
     } else if (field.fieldKind === "message") {
       if (value) found = inside(unstorableText(field.message, value as Record<string, unknown>), field.name);
     } else if (field.fieldKind === "list") {
       const items = value as unknown[];
       for (let i = 0; i < items.length && !found; i++) {
         if (field.listKind === "message") found = inside(unstorableText(field.message, items[i] as Record<string, unknown>), `${field.name}[${i}]`);
-        else if (field.scalar === ScalarType.STRING) found = check(items[i], () => `${field.name}[${i}]`);
+        else if (field.scalar === ScalarType.STRING) found = checkText(items[i], field.name, i);
       }
     } else if (field.fieldKind === "map") {
       for (const [key, item] of Object.entries(value as Record<string, unknown>)) {
-        found = check(key, () => `${field.name} key ${JSON.stringify(key)}`);
-        if (!found && field.mapKind === "scalar" && field.scalar === ScalarType.STRING) found = check(item, () => `${field.name}.${key}`);
+        found = checkText(key, `${field.name} key ${JSON.stringify(key)}`);
+        if (!found && field.mapKind === "scalar" && field.scalar === ScalarType.STRING) found = checkText(item, `${field.name}.${key}`);
         if (!found && field.mapKind === "message") found = inside(unstorableText(field.message, item as Record<string, unknown>), `${field.name}.${key}`);
         if (found) break;
       }
@@ -85,4 +80,16 @@ function unstorableText(schema: DescMessage, message: Record<string, unknown>): 
     if (found) return found;
   }
   return undefined;
+}
+
+// Module functions, not closures made per call: the loader names each closure it creates (keepNames).
+
+/** `text`'s problem, if it is a string that cannot be stored; `index` is its place in a list. */
+function checkText(text: unknown, path: string, index?: number): Found | undefined {
+  const problem = typeof text === "string" ? textProblem(text) : undefined;
+  return problem === undefined ? undefined : { path: index === undefined ? path : `${path}[${index}]`, problem };
+}
+
+function inside(found: Found | undefined, prefix: string): Found | undefined {
+  return found && { ...found, path: `${prefix}.${found.path}` };
 }
