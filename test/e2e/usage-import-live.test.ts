@@ -80,17 +80,14 @@ async function expectConsistent(database: Database): Promise<number> {
 describe.each(dialects)("import usage beside live ingestion on %s", (dialect: DialectName) => {
   let svc: TestService;
   const dir = mkdtempSync(join(tmpdir(), "eadmin-import-live-"));
-  const busyTimeout = process.env.STORE_BUSY_TIMEOUT_MS;
+  // A short wait for the write lock (the server's and the import's), so that some calls do wait it out and get 503 (then retried).
+  const busyTimeout = { STORE_BUSY_TIMEOUT_MS: "100" };
 
   beforeAll(async () => {
-    // A short wait for the write lock, so that some calls do wait it out and get 503 (then retried).
-    process.env.STORE_BUSY_TIMEOUT_MS = "100";
-    svc = await startTestService(dialect);
+    svc = await startTestService(dialect, busyTimeout);
   });
   afterAll(async () => {
     await svc?.close();
-    if (busyTimeout === undefined) delete process.env.STORE_BUSY_TIMEOUT_MS;
-    else process.env.STORE_BUSY_TIMEOUT_MS = busyTimeout;
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -100,7 +97,7 @@ describe.each(dialects)("import usage beside live ingestion on %s", (dialect: Di
     writeFileSync(path, usageLines("file", fileEvents).join("\n"));
     const token = await svc.token(["usage:write"]);
     let importing = true;
-    const imported = runCli(["import", "usage", path, "--enterprise", "acme", "--db", svc.databaseUrl], { IMPORT_CHUNK_EVENTS: "500" })
+    const imported = runCli(["import", "usage", path, "--enterprise", "acme", "--db", svc.databaseUrl], { ...busyTimeout, IMPORT_CHUNK_EVENTS: "500" })
       .finally(() => (importing = false));
 
     // Calls start once the import has committed a chunk: its members' running totals are then its own, until a call changes them.
