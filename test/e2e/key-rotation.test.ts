@@ -341,7 +341,7 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
     await t.expectCli("keys", "rotate");
     const trace = join(dirname(t.keyFile), "strace.txt");
     const env = { ...process.env, DATABASE_URL: "", ENTERPRISE_ADMIN_MASTER_KEY: "", ENTERPRISE_ADMIN_MASTER_KEY_FILE: t.keyFile };
-    const { stdout } = await run("strace", ["-f", "-y", "-qq", "-o", trace, "-e", "trace=fsync,fdatasync,rename,renameat,renameat2,write,pwrite64,pwritev", process.execPath, bin, "keys", "rotate", "--db", t.svc.databaseUrl], { env });
+    const { stdout } = await run("strace", ["-f", "--seccomp-bpf", "-y", "-qq", "-o", trace, "-e", "trace=fsync,fdatasync,rename,renameat,renameat2,write,pwrite64,pwritev", process.execPath, bin, "keys", "rotate", "--db", t.svc.databaseUrl], { env });
     expect(JSON.parse(stdout).removed_master_key_ids).toHaveLength(1);
     const lines = (await readFile(trace, "utf8")).split("\n");
     const ontoKeyFile = lines.flatMap((line, i) => (/rename.*, "[^"]*\/master\.key"/.test(line) ? [i] : []));

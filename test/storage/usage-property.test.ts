@@ -38,7 +38,7 @@ const HOUR = 3_600;
 const T0 = 1_730_073_600;
 
 // Raise USAGE_PROPERTY_RUNS (and USAGE_PROPERTY_REST_RUNS) for a deeper search.
-const STORAGE_RUNS = Number(process.env.USAGE_PROPERTY_RUNS ?? 40);
+const STORAGE_RUNS = Number(process.env.USAGE_PROPERTY_RUNS ?? 15);
 const REST_RUNS = Number(process.env.USAGE_PROPERTY_REST_RUNS ?? 12);
 
 const MODELS = [
