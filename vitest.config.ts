@@ -12,9 +12,10 @@ export default defineConfig({
     // worker thread.
     pool: "forks",
     // Each worker runs its test files one after another in one process, loading src/ and the
-    // dependencies once instead of once per file (that loading was half the suite's time). Test
-    // files therefore leave nothing behind: a server's settings and master keys are passed to it
-    // (test/helpers/service.ts), never set in process.env, and every file closes what it starts.
+    // dependencies once instead of once per file (per file, the loading costs as much as the tests
+    // themselves). Test files therefore leave nothing behind: a server's settings and master keys are
+    // passed to it (test/helpers/service.ts), never set in process.env, and every file closes what it
+    // starts (docs/operations.md, Tests and CI).
     isolate: false,
   },
 });
