@@ -92,7 +92,7 @@ describe.each(dialects)("import usage beside live ingestion on %s", (dialect: Di
   });
 
   it("the import exits 0, every call gets 200 or 503 with Retry-After, and each acknowledged event counts once", async () => {
-    const fileEvents = 40_000;
+    const fileEvents = 20_000;
     const path = join(dir, "usage.ndjson");
     writeFileSync(path, usageLines("file", fileEvents).join("\n"));
     const token = await svc.token(["usage:write"]);
@@ -161,7 +161,7 @@ describe.each(dialects)("an import killed part-way on %s", (dialect: DialectName
   });
 
   it("leaves whole chunks whose totals agree with their events; running it again completes it exactly", async () => {
-    const [fileEvents, chunkEvents] = [20_000, 500];
+    const [fileEvents, chunkEvents] = [10_000, 250];
     const path = join(dir, "usage.ndjson");
     writeFileSync(path, usageLines("crash", fileEvents).join("\n"));
     const args = ["import", "usage", path, "--enterprise", "acme", "--db", testDb.url];
