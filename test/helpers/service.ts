@@ -20,6 +20,8 @@ export interface TestService {
   baseUrl: string;
   port: number;
   databaseUrl: string;
+  /** The server's environment (its settings and master keys): a second server on the same database starts with it. */
+  env: NodeJS.ProcessEnv;
   /** A second connection to the same database, for seeding and inspecting. */
   database: Database;
   access: AccessAdmin;
@@ -63,6 +65,7 @@ export async function startTestService(dialect: DialectName, env: Record<string,
     baseUrl: `http://127.0.0.1:${service.port}`,
     port: service.port,
     databaseUrl: testDb.url,
+    env: serverEnv,
     database,
     access,
     logs,
