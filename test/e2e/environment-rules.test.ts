@@ -106,7 +106,6 @@ describe.each(dialects)("environment config rules (%s)", (dialect) => {
   let svc: TestService;
   let keyDir: string;
   let keyFile: string;
-  let previousKeyFile: string | undefined;
   let token: string; // acme, every permission
   let globexToken: string;
   let initechToken: string;
@@ -130,9 +129,7 @@ describe.each(dialects)("environment config rules (%s)", (dialect) => {
   beforeAll(async () => {
     keyDir = await mkdtemp(join(tmpdir(), "env-rules-key-"));
     keyFile = join(keyDir, "master.key");
-    previousKeyFile = process.env.ENTERPRISE_ADMIN_MASTER_KEY_FILE;
-    process.env.ENTERPRISE_ADMIN_MASTER_KEY_FILE = keyFile;
-    svc = await startTestService(dialect);
+    svc = await startTestService(dialect, { ENTERPRISE_ADMIN_MASTER_KEY_FILE: keyFile });
     await importDirectory(svc.database, initech);
     await importDirectory(svc.database, hooli);
     token = await svc.token();
@@ -146,8 +143,6 @@ describe.each(dialects)("environment config rules (%s)", (dialect) => {
 
   afterAll(async () => {
     await svc?.close();
-    if (previousKeyFile === undefined) delete process.env.ENTERPRISE_ADMIN_MASTER_KEY_FILE;
-    else process.env.ENTERPRISE_ADMIN_MASTER_KEY_FILE = previousKeyFile;
     if (keyDir) await rm(keyDir, { recursive: true, force: true });
   });
 

@@ -10,7 +10,7 @@ import { dialects } from "../helpers/databases.js";
 import { accessLines, connectFrom, rapidResetFlood, type FloodResult } from "../helpers/hostile-clients.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 
-const FLOOD_MS = 3_000;
+const FLOOD_MS = 1_500;
 const MAX_RESETS = 100;
 const BATCH_GET = "/openapi/v1/departments/batch-get";
 const ATTACKER = "127.0.0.2";

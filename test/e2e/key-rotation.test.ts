@@ -52,23 +52,22 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
     const keyDir = await mkdtemp(join(tmpdir(), "key-rotation-"));
     cleanups.push(() => rm(keyDir, { recursive: true, force: true }));
     const keyFile = join(keyDir, "master.key");
-    process.env.ENTERPRISE_ADMIN_MASTER_KEY_FILE = keyFile;
-    process.env.ENTERPRISE_ADMIN_MASTER_KEY = masterKeys;
-    cleanups.push(async () => delete process.env.ENTERPRISE_ADMIN_MASTER_KEY);
-    const svc = await startTestService(dialect);
+    /** A server's or the CLI's master keys: the key file, or the keys in ENTERPRISE_ADMIN_MASTER_KEY. */
+    const keyEnv = (keys: string) => ({ ENTERPRISE_ADMIN_MASTER_KEY_FILE: keyFile, ENTERPRISE_ADMIN_MASTER_KEY: keys });
+    const svc = await startTestService(dialect, keyEnv(masterKeys));
     cleanups.push(() => svc.close());
     const token = await svc.token();
 
     /** The CLI (in this process), on this database and key file (or the keys of ENTERPRISE_ADMIN_MASTER_KEY in `masterKeys`). */
     const cliWith = (masterKeys: string, ...args: string[]) =>
-      runCli([...args, "--db", svc.databaseUrl], { ENTERPRISE_ADMIN_MASTER_KEY_FILE: keyFile, ENTERPRISE_ADMIN_MASTER_KEY: masterKeys });
+      runCli([...args, "--db", svc.databaseUrl], keyEnv(masterKeys));
     const cli = (...args: string[]) => cliWith(masterKeys, ...args);
     /**
      * The CLI as a process of its own, for a rotation while the servers write: in this process the
      * CLI's SQLite busy wait would stall the servers it waits for.
      */
     const cliAlone = (...args: string[]) =>
-      cliProcess([...args, "--db", svc.databaseUrl], { ENTERPRISE_ADMIN_MASTER_KEY_FILE: keyFile, ENTERPRISE_ADMIN_MASTER_KEY: masterKeys });
+      cliProcess([...args, "--db", svc.databaseUrl], keyEnv(masterKeys));
     const expectCli = async (...args: string[]) => {
       const result = await cli(...args);
       expect(result.stderr).toBe("");
@@ -78,10 +77,9 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
 
     /** A second server on the same database and key file (or these keys in ENTERPRISE_ADMIN_MASTER_KEY). */
     const startSecondServer = async (secondMasterKeys = masterKeys) => {
-      process.env.ENTERPRISE_ADMIN_MASTER_KEY = secondMasterKeys;
       const quiet = new Writable({ write: (_chunk, _encoding, done) => done() });
-      const second = await startService(loadServeConfig({ port: "0", host: "127.0.0.1", db: svc.databaseUrl }), createLogger({ level: "info", destination: quiet }));
-      process.env.ENTERPRISE_ADMIN_MASTER_KEY = masterKeys;
+      const second = await startService(loadServeConfig({ port: "0", host: "127.0.0.1", db: svc.databaseUrl }, {}),
+        createLogger({ level: "info", destination: quiet }), keyEnv(secondMasterKeys));
       cleanups.push(() => second.close());
       return `http://127.0.0.1:${second.port}`;
     };
@@ -115,7 +113,7 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
     };
     /** Every secret ever set still opens, with the key file as it is now. */
     const expectSecretsOpen = async (withKeys = masterKeys) => {
-      const keys = await loadLocalKeyProvider({ databaseUrl: svc.databaseUrl, env: { ENTERPRISE_ADMIN_MASTER_KEY_FILE: keyFile, ENTERPRISE_ADMIN_MASTER_KEY: withKeys } });
+      const keys = await loadLocalKeyProvider({ databaseUrl: svc.databaseUrl, env: keyEnv(withKeys) });
       const configs = new EnvironmentConfigs(new EnvironmentConfigRepository(svc.database.db), keys);
       for (const [id, secrets] of expected) expect(await configs.revealSecrets("acme", id)).toStrictEqual(secrets);
     };
@@ -343,7 +341,7 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
     await t.expectCli("keys", "rotate");
     const trace = join(dirname(t.keyFile), "strace.txt");
     const env = { ...process.env, DATABASE_URL: "", ENTERPRISE_ADMIN_MASTER_KEY: "", ENTERPRISE_ADMIN_MASTER_KEY_FILE: t.keyFile };
-    const { stdout } = await run("strace", ["-f", "-y", "-qq", "-o", trace, "-e", "trace=fsync,fdatasync,rename,renameat,renameat2,write,pwrite64,pwritev", process.execPath, bin, "keys", "rotate", "--db", t.svc.databaseUrl], { env });
+    const { stdout } = await run("strace", ["-f", "--seccomp-bpf", "-y", "-qq", "-o", trace, "-e", "trace=fsync,fdatasync,rename,renameat,renameat2,write,pwrite64,pwritev", process.execPath, bin, "keys", "rotate", "--db", t.svc.databaseUrl], { env });
     expect(JSON.parse(stdout).removed_master_key_ids).toHaveLength(1);
     const lines = (await readFile(trace, "utf8")).split("\n");
     const ontoKeyFile = lines.flatMap((line, i) => (/rename.*, "[^"]*\/master\.key"/.test(line) ? [i] : []));

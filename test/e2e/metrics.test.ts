@@ -84,17 +84,13 @@ async function postJson(baseUrl: string, path: string, body: unknown, token: str
 
 describe.each(dialects)("metrics behind a token on %s", (dialect: DialectName) => {
   let svc: TestService;
-  const busyTimeout = process.env.STORE_BUSY_TIMEOUT_MS;
 
   beforeAll(async () => {
     // A short busy timeout, so the busy case below is quick (read when the store opens).
-    process.env.STORE_BUSY_TIMEOUT_MS = String(BUSY_TIMEOUT_MS);
-    svc = await startTestService(dialect, { METRICS_TOKEN });
+    svc = await startTestService(dialect, { METRICS_TOKEN, STORE_BUSY_TIMEOUT_MS: String(BUSY_TIMEOUT_MS) });
   });
   afterAll(async () => {
     await svc?.close();
-    if (busyTimeout === undefined) delete process.env.STORE_BUSY_TIMEOUT_MS;
-    else process.env.STORE_BUSY_TIMEOUT_MS = busyTimeout;
   });
 
   it("a wrong or missing token gets 401 with code 1002 and no figures; the right one gets the exposition", async () => {

@@ -2,7 +2,7 @@
 // Requests are held open with `Expect: 100-continue`: the server's 100 Continue proves the handler has
 // started (Node answers it right before emitting 'request'), and the body is only sent after SIGTERM, so
 // each request is provably in flight while the server shuts down.
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import http from "node:http";
 import http2 from "node:http2";
@@ -10,15 +10,14 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
+import { cli } from "../helpers/cli.js";
 import { rawHttp } from "../helpers/hostile-clients.js";
 
 const CLI = fileURLToPath(new URL("../../bin/enterprise-admin.mjs", import.meta.url));
-const run = promisify(execFile);
 const IDS = ["111", "0", "nope", "111"];
 const BODY = JSON.stringify({ department_ids: IDS });
 /** The demo enterprise's answer (src/cli/demo-directory.ts), in the REST `data` shape. */
@@ -253,7 +252,8 @@ describe("serve: graceful shutdown on SIGTERM", () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "eadmin-shutdown-"));
     const db = join(dir, "demo.sqlite");
-    const seeded = await run(process.execPath, [CLI, "seed", "--demo", "--db", db], { timeout: 60_000 });
+    // Seeded in this process (the same command, without a process start of its own): only `serve` needs one here.
+    const seeded = await cli(["seed", "--demo", "--db", db]);
     token = seeded.stdout.trim();
     expect(token, "seed --demo prints the access token alone on stdout").toMatch(/^\S+$/);
 
@@ -466,7 +466,9 @@ describe("serve: the shutdown grace and a second signal", () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "eadmin-grace-"));
-    token = (await run(process.execPath, [CLI, "seed", "--demo", "--db", join(dir, "demo.sqlite")], { timeout: 60_000 })).stdout.trim();
+    const seeded = await cli(["seed", "--demo", "--db", join(dir, "demo.sqlite")]);
+    expect(seeded.code, seeded.stderr).toBe(0);
+    token = seeded.stdout.trim();
   }, 60_000);
 
   afterAll(() => {

@@ -48,16 +48,12 @@ async function storedEvents(database: Database) {
 
 describe.each(dialects)("a busy store on %s", (dialect: DialectName) => {
   let svc: TestService;
-  const busyTimeout = process.env.STORE_BUSY_TIMEOUT_MS;
 
   beforeAll(async () => {
-    process.env.STORE_BUSY_TIMEOUT_MS = "300";
-    svc = await startTestService(dialect);
+    svc = await startTestService(dialect, { STORE_BUSY_TIMEOUT_MS: "300" });
   });
   afterAll(async () => {
     await svc?.close();
-    if (busyTimeout === undefined) delete process.env.STORE_BUSY_TIMEOUT_MS;
-    else process.env.STORE_BUSY_TIMEOUT_MS = busyTimeout;
   });
 
   const holdWriteLock = () => holdStoreWriteLock(dialect, svc.databaseUrl);

@@ -24,6 +24,7 @@ describe.each(dialects)("token administration (%s)", (dialect) => {
     other = await startService(
       loadServeConfig({ port: "0", host: "127.0.0.1", db: svc.databaseUrl }, { LOG_LEVEL: "silent" }),
       createLogger({ level: "silent" }),
+      svc.env,
     );
   });
 

@@ -72,6 +72,11 @@ async function expectConsistent(database: Database): Promise<number> {
       from usage_event where enterprise_id = 'acme' and ts >= ${start} and ts < ${end} group by member_key, model_id`.execute(database.db);
     expect(served).toEqual(rows.map((r) => [Number(r.m), Number(r.model), r.i, r.o, r.b, r.p].join(",")).sort());
   }
+  return storedEvents(database);
+}
+
+/** The number of acme's stored events. */
+async function storedEvents(database: Database): Promise<number> {
   const { count } = await database.db.selectFrom("usage_event").select((eb) => eb.fn.countAll<number | string>().as("count"))
     .where("enterprise_id", "=", "acme").executeTakeFirstOrThrow();
   return Number(count);
@@ -80,27 +85,24 @@ async function expectConsistent(database: Database): Promise<number> {
 describe.each(dialects)("import usage beside live ingestion on %s", (dialect: DialectName) => {
   let svc: TestService;
   const dir = mkdtempSync(join(tmpdir(), "eadmin-import-live-"));
-  const busyTimeout = process.env.STORE_BUSY_TIMEOUT_MS;
+  // A short wait for the write lock (the server's and the import's), so that some calls do wait it out and get 503 (then retried).
+  const busyTimeout = { STORE_BUSY_TIMEOUT_MS: "100" };
 
   beforeAll(async () => {
-    // A short wait for the write lock, so that some calls do wait it out and get 503 (then retried).
-    process.env.STORE_BUSY_TIMEOUT_MS = "100";
-    svc = await startTestService(dialect);
+    svc = await startTestService(dialect, busyTimeout);
   });
   afterAll(async () => {
     await svc?.close();
-    if (busyTimeout === undefined) delete process.env.STORE_BUSY_TIMEOUT_MS;
-    else process.env.STORE_BUSY_TIMEOUT_MS = busyTimeout;
     rmSync(dir, { recursive: true, force: true });
   });
 
   it("the import exits 0, every call gets 200 or 503 with Retry-After, and each acknowledged event counts once", async () => {
-    const fileEvents = 40_000;
+    const fileEvents = 20_000;
     const path = join(dir, "usage.ndjson");
     writeFileSync(path, usageLines("file", fileEvents).join("\n"));
     const token = await svc.token(["usage:write"]);
     let importing = true;
-    const imported = runCli(["import", "usage", path, "--enterprise", "acme", "--db", svc.databaseUrl], { IMPORT_CHUNK_EVENTS: "500" })
+    const imported = runCli(["import", "usage", path, "--enterprise", "acme", "--db", svc.databaseUrl], { ...busyTimeout, IMPORT_CHUNK_EVENTS: "500" })
       .finally(() => (importing = false));
 
     // Calls start once the import has committed a chunk: its members' running totals are then its own, until a call changes them.
@@ -164,17 +166,17 @@ describe.each(dialects)("an import killed part-way on %s", (dialect: DialectName
   });
 
   it("leaves whole chunks whose totals agree with their events; running it again completes it exactly", async () => {
-    const fileEvents = 40_000;
+    const [fileEvents, chunkEvents] = [10_000, 250];
     const path = join(dir, "usage.ndjson");
     writeFileSync(path, usageLines("crash", fileEvents).join("\n"));
     const args = ["import", "usage", path, "--enterprise", "acme", "--db", testDb.url];
-    const env = { IMPORT_CHUNK_EVENTS: "1000" };
+    const env = { IMPORT_CHUNK_EVENTS: String(chunkEvents) };
     let storedAtKill = 0;
     const killed = await runCli(args, env, (kill) => {
-      // Killed once a few chunks have committed, well before the last.
+      // Killed once a few chunks have committed, well before the last (a count is all a poll needs).
       const poll = setInterval(async () => {
-        const stored = await expectConsistent(database).catch(() => 0);
-        if (stored >= 3000) {
+        const stored = await storedEvents(database).catch(() => 0);
+        if (stored >= 3 * chunkEvents) {
           clearInterval(poll);
           kill();
           storedAtKill = stored;
@@ -182,11 +184,11 @@ describe.each(dialects)("an import killed part-way on %s", (dialect: DialectName
       }, 25);
     });
     expect(killed.signal).toBe("SIGKILL");
-    expect(storedAtKill).toBeGreaterThanOrEqual(3000);
+    expect(storedAtKill).toBeGreaterThanOrEqual(3 * chunkEvents);
     const prefix = await expectConsistent(database);
     expect(prefix).toBeGreaterThanOrEqual(storedAtKill);
     expect(prefix).toBeLessThan(fileEvents);
-    expect(prefix % 1000).toBe(0); // whole chunks only
+    expect(prefix % chunkEvents).toBe(0); // whole chunks only
 
     const rerun = await runCli(args, env);
     expect(rerun.code).toBe(0);

@@ -1,6 +1,6 @@
 // Starts the real service (the same startService the CLI's `serve` runs) on a free port of 127.0.0.1,
 // on a fresh database of the given dialect, seeded with the acme and globex fixtures.
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
@@ -20,6 +20,8 @@ export interface TestService {
   baseUrl: string;
   port: number;
   databaseUrl: string;
+  /** The server's environment (its settings and master keys): a second server on the same database starts with it. */
+  env: NodeJS.ProcessEnv;
   /** A second connection to the same database, for seeding and inspecting. */
   database: Database;
   access: AccessAdmin;
@@ -31,16 +33,19 @@ export interface TestService {
 }
 
 /**
- * `env` sets the server's limits as the environment would (MAX_CONNECTIONS, REQUEST_TIMEOUT_MS,
- * RATE_LIMIT_RPS, …). Rate limits are off unless `env` turns them on (rate-limits.test.ts does): a
- * test's quick loop of calls or token exchanges must not meet a 429 meant for production traffic.
+ * `env` is the server's whole environment (nothing comes from process.env, which stays untouched):
+ * its limits (MAX_CONNECTIONS, REQUEST_TIMEOUT_MS, RATE_LIMIT_RPS, …), its store's settings
+ * (STORE_BUSY_TIMEOUT_MS) and its master keys (ENTERPRISE_ADMIN_MASTER_KEY_FILE or
+ * ENTERPRISE_ADMIN_MASTER_KEY; by default a key file of its own in a temp folder, removed by close()).
+ * Rate limits are off unless `env` turns them on (rate-limits.test.ts does): a test's quick loop of
+ * calls or token exchanges must not meet a 429 meant for production traffic.
  */
 const NO_RATE_LIMITS = { RATE_LIMIT_RPS: "0", TOKEN_EXCHANGE_LIMIT_PER_APP_ID: "0", TOKEN_EXCHANGE_LIMIT_PER_ADDRESS: "0" };
 
 export async function startTestService(dialect: DialectName, env: Record<string, string> = {}): Promise<TestService> {
-  // The master key of a PostgreSQL test service would default to ./data/master.key: keep it in a temp
-  // folder instead (SQLite test databases keep theirs beside the database file, also temporary).
-  process.env.ENTERPRISE_ADMIN_MASTER_KEY_FILE ??= join(mkdtempSync(join(tmpdir(), "eadmin-keys-")), "master.key");
+  // A PostgreSQL service's default key file would be ./data/master.key: each service gets one in a temp folder.
+  const keyDir = mkdtempSync(join(tmpdir(), "eadmin-keys-"));
+  const serverEnv = { LOG_LEVEL: "info", ...NO_RATE_LIMITS, ENTERPRISE_ADMIN_MASTER_KEY_FILE: join(keyDir, "master.key"), ...env };
   const { testDb, database } = await createSeededDatabase(dialect);
   const access = new AccessAdmin(new AuthRepository(database.db), new DirectoryRepository(database.db));
 
@@ -52,13 +57,15 @@ export async function startTestService(dialect: DialectName, env: Record<string,
     },
   });
   const service = await startService(
-    loadServeConfig({ port: "0", host: "127.0.0.1", db: testDb.url }, { LOG_LEVEL: "info", ...NO_RATE_LIMITS, ...env }),
+    loadServeConfig({ port: "0", host: "127.0.0.1", db: testDb.url }, serverEnv),
     createLogger({ level: "info", destination: sink }),
+    serverEnv,
   );
   return {
     baseUrl: `http://127.0.0.1:${service.port}`,
     port: service.port,
     databaseUrl: testDb.url,
+    env: serverEnv,
     database,
     access,
     logs,
@@ -69,6 +76,7 @@ export async function startTestService(dialect: DialectName, env: Record<string,
       await service.close();
       await database.close();
       await testDb.drop();
+      rmSync(keyDir, { recursive: true, force: true });
     },
   };
 }

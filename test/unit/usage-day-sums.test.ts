@@ -57,10 +57,19 @@ describe("day sums across threads", () => {
     receive(receiver, sender.takeFrames(), [1], [2]);
     expect(plain(receiver)).toStrictEqual({ 1: { 20000: { 2: [10n ** 16n, 10_000n, 0n, 9_999_999_999_990_000n, 10_000n] } } });
 
-    const huge = new DaySumFrames();
-    // 2^64 - 1 is about 1.8 * 10^19: 18.5 million events at the per-event ceiling pass it.
-    for (let i = 0; i < 18_500_000; i++) huge.add(0, 0, 20_000, 1_000_000_000_000, 0, 0, 0);
-    expect(() => huge.takeFrames()).toThrow(SumLimitError);
+    // 2^64 - 1 = 2048 * (2^53 - 1) + 2047: events of the largest exact number reach the limit in
+    // 2,049 additions (at the per-event ceiling of 10^12 it takes 18.5 million of them).
+    const atLimit = new DaySumFrames();
+    for (let i = 0; i < 2048; i++) atLimit.add(0, 0, 20_000, Number.MAX_SAFE_INTEGER, 0, 0, 0);
+    atLimit.add(0, 0, 20_000, 2047, 0, 0, 0);
+    const limitReceiver = new DaySums();
+    receive(limitReceiver, atLimit.takeFrames(), [1], [2]);
+    expect(plain(limitReceiver)).toStrictEqual({ 1: { 20000: { 2: [2n ** 64n - 1n, 0n, 0n, 0n, 2049n] } } });
+
+    const past = new DaySumFrames();
+    for (let i = 0; i < 2048; i++) past.add(0, 0, 20_000, Number.MAX_SAFE_INTEGER, 0, 0, 0);
+    past.add(0, 0, 20_000, 2048, 0, 0, 0);
+    expect(() => past.takeFrames()).toThrow(SumLimitError);
   });
 
   it("takes repeats away from sums that came as frames", () => {
@@ -179,15 +188,20 @@ describe("running totals across threads", () => {
     forEachFrame(frames, (_, isRunning, day, start, end) => days.push([day, isRunning && plainPacked(frames, start, end)]));
     expect(days.at(-1)).toStrictEqual([20_009, { 0: [10n ** 16n, 10_000n, 0n, 0n, 10_000n] }]);
 
-    // 2^64 - 1 is about 1.8 * 10^19: 18.5 million events at the per-event ceiling pass it, here over 37 messages.
+    // 2^64 - 1 = 2048 * (2^53 - 1) + 2047 (see above), reached over several messages: each day's own
+    // sum stays far below it, the running total reaches it exactly, and one more passes it.
     const huge = new DaySumFrames();
     const hugeRunning = new FileRunningTotals();
-    expect(() => {
-      for (let day = 0; day < 37; day++) {
-        for (let i = 0; i < 500_000; i++) huge.add(0, 0, 20_000 + day, 1_000_000_000_000, 0, 0, 0);
-        hugeRunning.see(0, 20_000 + day);
-        huge.takeFrames(hugeRunning);
-      }
-    }).toThrow(SumLimitError);
+    const day = (d: number, count: number, value: number) => {
+      for (let i = 0; i < count; i++) huge.add(0, 0, 20_000 + d, value, 0, 0, 0);
+      hugeRunning.see(0, 20_000 + d);
+      return huge.takeFrames(hugeRunning);
+    };
+    for (let d = 0; d < 4; d++) day(d, 512, Number.MAX_SAFE_INTEGER);
+    const atLimit = day(4, 1, 2047);
+    const last: unknown[] = [];
+    forEachFrame(atLimit, (_, isRunning, d, start, end) => last.push([d, isRunning && plainPacked(atLimit, start, end)]));
+    expect(last).toStrictEqual([[20_004, { 0: [2n ** 64n - 1n, 0n, 0n, 0n, 2049n] }]]);
+    expect(() => day(5, 1, 1)).toThrow(SumLimitError);
   });
 });
