@@ -51,10 +51,15 @@ export function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<
     return Promise.reject(abortError(signal.reason));
   }
   return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(abortError(signal.reason));
+    // Bound, not a named closure: the loader (tsx, keepNames) defines a name on each one made.
+    const onAbort = rejectAborted.bind(undefined, signal, reject);
     signal.addEventListener("abort", onAbort, { once: true });
     work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
   });
+}
+
+function rejectAborted(signal: AbortSignal, reject: (error: AppError) => void): void {
+  reject(abortError(signal.reason));
 }
 
 /**
