@@ -51,28 +51,15 @@ export function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<
     return Promise.reject(abortError(signal.reason));
   }
   return new Promise<T>((resolve, reject) => {
-    const listener = new AbortListener(signal, reject);
-    signal.addEventListener("abort", listener);
-    work.then((value) => {
-      signal.removeEventListener("abort", listener);
-      resolve(value);
-    }, (error: unknown) => {
-      signal.removeEventListener("abort", listener);
-      reject(error);
-    });
+    // Bound, not a named closure: the loader (tsx, keepNames) defines a name on each one made.
+    const onAbort = rejectAborted.bind(undefined, signal, reject);
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
   });
 }
 
-/**
- * Rejects with the abort's AppError when its signal aborts. An object listener (not a closure): the
- * loader names every function a call creates (keepNames), which cost each call more than the wait did.
- */
-class AbortListener {
-  constructor(private readonly signal: AbortSignal, private readonly reject: (error: AppError) => void) {}
-
-  handleEvent(): void {
-    this.reject(abortError(this.signal.reason));
-  }
+function rejectAborted(signal: AbortSignal, reject: (error: AppError) => void): void {
+  reject(abortError(signal.reason));
 }
 
 /**

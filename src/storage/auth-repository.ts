@@ -1,5 +1,6 @@
 // Enterprise apps and access tokens. Only hashes of secrets and tokens are stored or looked up.
 import type { Kysely, Selectable } from "kysely";
+import { reusedQuery } from "./reused-query.js";
 import type { AccessTokenTable, AppTable, Schema } from "./schema.js";
 
 export type AppRow = Selectable<AppTable>;
@@ -10,7 +11,16 @@ export type TokenListing = Omit<AccessTokenRow, "token_hash" | "enterprise_id">;
 export type ActiveToken = Pick<AccessTokenRow, "token_id" | "enterprise_id" | "app_id" | "permissions" | "expires_at">;
 
 export class AuthRepository {
-  constructor(private readonly db: Kysely<Schema>) {}
+  /** Every authenticated call's lookup: compiled once (reused-query.ts). */
+  private readonly activeToken: (tokenHash: string, now: number) => Promise<ActiveToken[]>;
+
+  constructor(private readonly db: Kysely<Schema>) {
+    this.activeToken = reusedQuery(db, (tokenHash: string, now: number) => db.selectFrom("access_token")
+      .select(["token_id", "enterprise_id", "app_id", "permissions", "expires_at"])
+      .where("token_hash", "=", tokenHash)
+      .where("expires_at", ">", now)
+      .where("revoked_at", "is", null));
+  }
 
   async insertApp(row: AppRow): Promise<void> {
     await this.db.insertInto("app").values(row).execute();
@@ -67,12 +77,7 @@ export class AuthRepository {
 
   /** The token's id, enterprise, app, permissions and expiry if it exists, has not expired and is not revoked. */
   async findActiveToken(tokenHash: string, now: number): Promise<ActiveToken | undefined> {
-    return this.db.selectFrom("access_token")
-      .select(["token_id", "enterprise_id", "app_id", "permissions", "expires_at"])
-      .where("token_hash", "=", tokenHash)
-      .where("expires_at", ">", now)
-      .where("revoked_at", "is", null)
-      .executeTakeFirst();
+    return (await this.activeToken(tokenHash, now))[0];
   }
 
 }

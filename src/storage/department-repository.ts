@@ -1,5 +1,6 @@
 // Departments of one enterprise: batch reads, children, keyword search, and upserts and deletes for the import.
 import { sql, type Kysely, type Selectable } from "kysely";
+import { reusedQuery } from "./reused-query.js";
 import type { DepartmentTable, Schema } from "./schema.js";
 
 export type DepartmentRow = Omit<Selectable<DepartmentTable>, "name_folded" | "enterprise_id">;
@@ -7,12 +8,11 @@ export type DepartmentRow = Omit<Selectable<DepartmentTable>, "name_folded" | "e
 const columns = ["department_id", "parent_department_id", "name", "full_path", "depth"] as const;
 
 export class DepartmentRepository {
-  constructor(private readonly db: Kysely<Schema>) {}
+  /** The batch read of every REST and RPC batch-get: compiled once per list length (reused-query.ts). */
+  private readonly byIds: (enterpriseId: string, ids: readonly string[], withRoot: boolean) => Promise<DepartmentRow[]>;
 
-  /** The departments with these IDs, plus the root when `withRoot`; one query, in no particular order. */
-  async findByIds(enterpriseId: string, ids: readonly string[], withRoot: boolean): Promise<DepartmentRow[]> {
-    if (ids.length === 0 && !withRoot) return [];
-    return this.db
+  constructor(private readonly db: Kysely<Schema>) {
+    this.byIds = reusedQuery(db, (enterpriseId: string, ids: readonly string[], withRoot: boolean) => db
       .selectFrom("department")
       .select(columns)
       .where("enterprise_id", "=", enterpriseId)
@@ -21,8 +21,13 @@ export class DepartmentRepository {
         if (ids.length > 0) matches.push(eb("department_id", "in", ids));
         if (withRoot) matches.push(eb("parent_department_id", "=", "0"));
         return eb.or(matches);
-      })
-      .execute();
+      }));
+  }
+
+  /** The departments with these IDs, plus the root when `withRoot`; one query, in no particular order. */
+  async findByIds(enterpriseId: string, ids: readonly string[], withRoot: boolean): Promise<DepartmentRow[]> {
+    if (ids.length === 0 && !withRoot) return [];
+    return this.byIds(enterpriseId, ids, withRoot);
   }
 
   async exists(enterpriseId: string, departmentId: string): Promise<boolean> {
