@@ -29,16 +29,16 @@ export function mergeMemberSums(stored: Uint8Array | null, added: ReadonlyMap<nu
       written = typeof value === "number" ? writeVarint(out, written, value) : writeBigVarint(out, written, value);
     }
   };
-  forEachStoredEntry(from, (key, values, entryBytes) => {
+  forEachStoredEntry(from, (key, values, sumsFrom, sumsTo) => {
     while (next < keys.length && keys[next]! < key) writeAdded(keys[next++]!);
     if (next < keys.length && keys[next] === key) {
-      writeAdded(keys[next++]!, values());
+      writeAdded(keys[next++]!, values);
       return;
     }
     written = writeVarint(out, written, key - previous);
     previous = key;
-    out.set(entryBytes, written);
-    written += entryBytes.length;
+    out.set(from.subarray(sumsFrom, sumsTo), written);
+    written += sumsTo - sumsFrom;
   });
   while (next < keys.length) writeAdded(keys[next++]!);
   return out.subarray(0, written);
@@ -49,6 +49,12 @@ export function mergeMemberSums(stored: Uint8Array | null, added: ReadonlyMap<nu
  * order. `sums` is one array refilled for each member: read it before `each` returns.
  */
 export function forEachMemberSums(packed: Uint8Array, each: (memberKey: number, sums: Array<number | bigint>) => void): void {
+  forEachStoredEntry(packed, (key, values) => each(key, values));
+}
+
+/** Walks the entries: each member's key, its sums (one array refilled), and where its five sums' bytes lie in `packed`. */
+function forEachStoredEntry(packed: Uint8Array,
+  each: (memberKey: number, values: Array<number | bigint>, sumsFrom: number, sumsTo: number) => void): void {
   const values: Array<number | bigint> = [0, 0, 0, 0, 0];
   let at = 0;
   let key = 0;
@@ -56,35 +62,9 @@ export function forEachMemberSums(packed: Uint8Array, each: (memberKey: number, 
     let step: number;
     [step, at] = readVarint(packed, at);
     key += step;
+    const from = at;
     at = readSums(packed, at, values);
-    each(key, values);
-  }
-}
-
-/**
- * Walks the entries: each member's key, its sums decoded on demand, and the bytes of its five sums
- * as stored (a view of `packed`).
- */
-function forEachStoredEntry(packed: Uint8Array,
-  each: (memberKey: number, values: () => Array<number | bigint>, sumBytes: Uint8Array) => void): void {
-  let at = 0;
-  let key = 0;
-  while (at < packed.length) {
-    let step: number;
-    [step, at] = readVarint(packed, at);
-    key += step;
-    const first = at;
-    for (let i = 0; i < SUMS; i++) {
-      while (packed[at]! >= 0x80) at++;
-      if (at >= packed.length) throw new Error("member day sums: an entry ends past the data");
-      at++;
-    }
-    const bytes = packed.subarray(first, at);
-    each(key, () => {
-      const values: Array<number | bigint> = [];
-      readSums(bytes, 0, values);
-      return values;
-    }, bytes);
+    each(key, values, from, at);
   }
 }
 
