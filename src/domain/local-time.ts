@@ -67,7 +67,7 @@ export class ZoneOffsets {
   private readonly offsets: number[] = [];
 
   constructor(readonly zone: string, private readonly from: number, private readonly to: number) {
-    const offsetOf = (ts: number) => DateTime.fromSeconds(ts, { zone }).offset * 60;
+    const offsetOf = (ts: number) => utcOffsetMinutes(ts, zone) * 60;
     let at = from;
     let offset = offsetOf(at);
     this.starts.push(at);
@@ -96,7 +96,7 @@ export class ZoneOffsets {
 
   /** The offset at `ts`, in seconds east of UTC. */
   offsetAt(ts: number): number {
-    if (ts < this.from || ts >= this.to) return DateTime.fromSeconds(ts, { zone: this.zone }).offset * 60;
+    if (ts < this.from || ts >= this.to) return utcOffsetMinutes(ts, this.zone) * 60;
     return this.offsets[this.segmentOf(ts)]!;
   }
 
@@ -140,7 +140,8 @@ export class ZoneOffsets {
   }
 }
 
-const mod = (a: number, m: number) => ((a % m) + m) % m;
+/** a modulo m, never negative (for times before an offset's origin). */
+export const mod = (a: number, m: number) => ((a % m) + m) % m;
 
 /**
  * The start of the local day or hour after `local`. Luxon's plus() keeps the wall-clock minutes

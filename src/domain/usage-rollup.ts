@@ -12,7 +12,7 @@
 // where a window's edge is not on a quarter hour. Model 0 (ALL_MODELS) rows hold every model together;
 // a day's also holds each member's sums of the day, which answer reports by member or department
 // (and of some members only) over days of the layout's zone.
-import { localDayAround, utcOffsetMinutes, ZoneOffsets } from "./local-time.js";
+import { localDayAround, mod, utcOffsetMinutes, ZoneOffsets } from "./local-time.js";
 import { EVENTS, ModelSums, SUMS } from "./usage-totals.js";
 import type { EventValue } from "./usage-event.js";
 
@@ -78,27 +78,6 @@ export class RollupPeriods {
     return day;
   }
 
-  /** [start, end) as the whole days of the layout's zone inside it, and the rest as raw ranges. */
-  coverByDays(start: number, end: number): { days: number[]; raw: Array<{ from: number; to: number }> } {
-    const days: number[] = [];
-    const raw: Array<{ from: number; to: number }> = [];
-    let t = start;
-    while (t < end) {
-      const day = this.dayAround(t);
-      if (day.start === t && day.end <= end) {
-        days.push(t);
-        t = day.end;
-        continue;
-      }
-      const to = Math.min(end, day.end);
-      const last = raw[raw.length - 1];
-      if (last && last.to === t) last.to = to;
-      else raw.push({ from: t, to });
-      t = to;
-    }
-    return { days, raw };
-  }
-
   /** The local day around `ts`, the last one asked kept (a batch's events are mostly of one day). */
   private dayAround(ts: number): { start: number; end: number } {
     if (ts < this.day.start || ts >= this.day.end) this.day = this.offsets?.dayAround(ts) ?? localDayAround(ts, this.layout.timeZone);
@@ -106,21 +85,24 @@ export class RollupPeriods {
   }
 
   /**
-   * [start, end) as the coarsest whole periods that fit, in time order, and the seconds no quarter
-   * fits (at an edge off a quarter hour) as raw ranges.
+   * [start, end) as the coarsest whole periods of `grains` (coarsest first) that fit, in time order,
+   * and the seconds no such period fits as raw ranges: with every grain, only a window edge off a
+   * quarter hour; with days alone, whatever is not a whole day of the layout's zone.
    */
-  cover(start: number, end: number): { periods: Array<{ grain: Grain; start: number }>; raw: Array<{ from: number; to: number }> } {
+  cover(start: number, end: number, grains: readonly Grain[] = [DAY, HOUR, QUARTER])
+    : { periods: Array<{ grain: Grain; start: number }>; raw: Array<{ from: number; to: number }> } {
+    const finest = grains[grains.length - 1]!;
     const periods: Array<{ grain: Grain; start: number }> = [];
     const raw: Array<{ from: number; to: number }> = [];
     let t = start;
     while (t < end) {
-      const grain = [DAY, HOUR, QUARTER].find((g) => this.startOf(g as Grain, t) === t && this.endOf(g as Grain, t) <= end) as Grain | undefined;
+      const grain = grains.find((g) => this.startOf(g, t) === t && this.endOf(g, t) <= end);
       if (grain !== undefined) {
         periods.push({ grain, start: t });
         t = this.endOf(grain, t);
         continue;
       }
-      const to = Math.min(end, this.startOf(QUARTER, t) + QUARTER_SECONDS);
+      const to = Math.min(end, this.endOf(finest, this.startOf(finest, t)));
       const last = raw[raw.length - 1];
       if (last && last.to === t) last.to = to;
       else raw.push({ from: t, to });
@@ -230,4 +212,3 @@ export function addEncodedSums(text: string, into: ModelSums): void {
   for (let i = 0; i < SUMS; i++) into.addValue(i, parts[i]!.length <= 15 ? Number(parts[i]) : BigInt(parts[i]!));
 }
 
-const mod = (a: number, m: number) => ((a % m) + m) % m;

@@ -17,7 +17,7 @@ import {
 import { compareCodePoints, compareModels, type ModelIdentity } from "../domain/usage-event.js";
 import type { UsageFacts } from "../domain/usage-facts.js";
 import { ROOT_PARENT_ID } from "../domain/department-tree.js";
-import { ALL_MODELS, RollupPeriods, type Grain, type RollupLayout } from "../domain/usage-rollup.js";
+import { ALL_MODELS, DAY, RollupPeriods, type Grain, type RollupLayout } from "../domain/usage-rollup.js";
 import type { UsageFact } from "../domain/usage-facts.js";
 import { forEachMemberSums } from "../storage/member-day-sums.js";
 import { BASIC, EVENTS, INPUT, OUTPUT, PAY_GO } from "../domain/usage-totals.js";
@@ -101,8 +101,7 @@ interface DepartmentScope {
 }
 
 export class UsageReports {
-  constructor(private readonly usage: UsageRepository, private readonly departments: DepartmentRepository
-) {}
+  constructor(private readonly usage: UsageRepository, private readonly departments: DepartmentRepository) {}
 
   async report(enterpriseId: string, request: UsageReportRequest, signal: AbortSignal): Promise<UsageReport> {
     const kind = bucketKind(request.bucket);
@@ -252,8 +251,8 @@ export class UsageReports {
       const days: number[] = [];
       const raw: Array<{ from: number; to: number }> = [];
       for (const bucket of buckets) {
-        const cover = periods.coverByDays(Math.max(start, bucket.start), Math.min(end, bucket.end));
-        days.push(...cover.days);
+        const cover = periods.cover(Math.max(start, bucket.start), Math.min(end, bucket.end), [DAY]);
+        days.push(...cover.periods.map((p) => p.start));
         raw.push(...cover.raw);
       }
       const only = memberKeys && new Set(memberKeys);

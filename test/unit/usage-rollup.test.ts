@@ -47,6 +47,10 @@ describe("RollupPeriods", () => {
     const start = at("2025-06-01T18:15:00Z");
     expect(kathmandu.cover(start, start + 86_400).periods).toStrictEqual([{ grain: DAY, start }]);
     expect(kathmandu.cover(start + 3600, start + 3 * 3600).periods).toStrictEqual([{ grain: HOUR, start: start + 3600 }, { grain: HOUR, start: start + 7200 }]);
+    // Days alone (a report's member day sums): the rest of the window is raw, whatever its length.
+    expect(kathmandu.cover(start - 900, start + 86_400 + 3600, [DAY])).toStrictEqual({
+      periods: [{ grain: DAY, start }], raw: [{ from: start - 900, to: start }, { from: start + 86_400, to: start + 86_400 + 3600 }],
+    });
   });
 
   it("only the seconds off a quarter hour at a window's edges are raw", () => {
