@@ -114,7 +114,7 @@ async function seed(dbFile: string): Promise<string> {
   try {
     await migrateToLatest(database);
     await importDirectory(database, directoryFile(DEPARTMENTS));
-    const access = new AccessAdmin(new AuthRepository(database.db), new DirectoryRepository(database.db));
+    const access = new AccessAdmin(new AuthRepository(database), new DirectoryRepository(database.db));
     return (await access.createToken(ENTERPRISE_ID, ["departments:read"], 3600)).accessToken;
   } finally {
     await database.close();

@@ -112,7 +112,7 @@ async function main() {
 /** (2) The ingestion RPC into the full store, through the real server and the Connect client. */
 async function measureIngestion(dbPath: string, batches: number) {
   const database = openDatabase(dbPath);
-  const token = (await new AccessAdmin(new AuthRepository(database.db), new DirectoryRepository(database.db))
+  const token = (await new AccessAdmin(new AuthRepository(database), new DirectoryRepository(database.db))
     .createToken(ENTERPRISE_ID, ["usage:write"], 3600)).accessToken;
   await database.close();
   const port = await freePort();

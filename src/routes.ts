@@ -62,7 +62,7 @@ const served = <S extends DescService>(service: S, impl: ServiceImpl<S>): Served
 
 /** What createApp serves on every transport, and what the in-memory tests (test/service) call. */
 export function createBusiness({ database, keys, logger, rateLimits, ingested }: BusinessDeps): Business {
-  const authRepository = new AuthRepository(database.db);
+  const authRepository = new AuthRepository(database);
   const directory = new DirectoryRepository(database.db);
   const departments = new DepartmentRepository(database.db);
   const usage = new UsageRepository(database);
@@ -70,7 +70,7 @@ export function createBusiness({ database, keys, logger, rateLimits, ingested }:
     served(AuthService, authService(new AccessAdmin(authRepository, directory), rateLimits)),
     served(DepartmentService, departmentService(departments)),
     served(UsageService, usageService(usage, directory, new UsageReports(usage, departments), ingested)),
-    served(EnvironmentConfigService, environmentService(new EnvironmentConfigs(new EnvironmentConfigRepository(database.db), keys, logger))),
+    served(EnvironmentConfigService, environmentService(new EnvironmentConfigs(new EnvironmentConfigRepository(database), keys, logger))),
   ];
   return { services, chain: new CallChain(services, new Authenticator(authRepository), rateLimits, database.faultOf), usage };
 }

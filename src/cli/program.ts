@@ -56,12 +56,12 @@ async function withDatabase<T>(io: CliIo, url: string | undefined, work: (databa
 }
 
 const accessAdmin = (database: Database) =>
-  new AccessAdmin(new AuthRepository(database.db), new DirectoryRepository(database.db));
+  new AccessAdmin(new AuthRepository(database), new DirectoryRepository(database.db));
 
 /** `create`: whether a missing key file is created (serve and rotate) or an error (commands that only read). */
 const withKeys = <T>(io: CliIo, url: string | undefined, create: boolean, work: (repository: EnvironmentConfigRepository, keys: LocalKeyProvider) => Promise<T>) =>
   withDatabase(io, url, async (database) =>
-    work(new EnvironmentConfigRepository(database.db), await loadLocalKeyProvider({ databaseUrl: loadConfig({ db: url }, io.env).databaseUrl, env: io.env, create })));
+    work(new EnvironmentConfigRepository(database), await loadLocalKeyProvider({ databaseUrl: loadConfig({ db: url }, io.env).databaseUrl, env: io.env, create })));
 
 /** The new key of --new-key-file or --new-key, strictly decoded; the error never quotes it. */
 async function newKeyOption(opts: { newKey?: string; newKeyFile?: string }): Promise<Buffer | undefined> {
@@ -124,7 +124,7 @@ export function buildProgram(io: CliIo = processIo()): Command {
         const summary = await importDirectory(database, demoDirectory);
         const events = raws.map((raw, i) => ({ event: checkUsageEvent(raw, `demo event ${i}`), where: `demo event ${i}` }));
         const usage = await recordUsage(new UsageRepository(database), DEMO_ENTERPRISE_ID, events);
-        const environments = new EnvironmentConfigs(new EnvironmentConfigRepository(database.db),
+        const environments = new EnvironmentConfigs(new EnvironmentConfigRepository(database),
           await loadLocalKeyProvider({ databaseUrl: loadConfig({ db: opts.db }, io.env).databaseUrl, env: io.env }));
         const existing = new Set((await environments.list(DEMO_ENTERPRISE_ID, 100, "")).items.map((item) => item.row.name));
         const created = demoEnvironments.filter((config) => !existing.has(config.name!));

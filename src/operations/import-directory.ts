@@ -46,7 +46,7 @@ export async function importDirectory(database: Database, file: DirectoryFile, o
   const prune = options.prune ?? false;
   const dryRun = options.dryRun ?? false;
   try {
-    return await database.db.transaction().execute(async (trx) => {
+    return await database.writeTransaction(async (trx) => {
       const departments = new DepartmentRepository(trx);
       const directory = new DirectoryRepository(trx);
       const now = nowSeconds();

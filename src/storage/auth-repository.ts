@@ -1,5 +1,6 @@
 // Enterprise apps and access tokens. Only hashes of secrets and tokens are stored or looked up.
 import type { Kysely, Selectable } from "kysely";
+import type { Database, WriteTransaction } from "./database.js";
 import { reusedQuery } from "./reused-query.js";
 import type { AccessTokenTable, AppTable, Schema } from "./schema.js";
 
@@ -14,7 +15,14 @@ export class AuthRepository {
   /** Every authenticated call's lookup: compiled once (reused-query.ts). */
   private readonly activeToken: (tokenHash: string, now: number) => Promise<ActiveToken[]>;
 
-  constructor(private readonly db: Kysely<Schema>) {
+  private readonly db: Kysely<Schema>;
+  private readonly writeTransaction: WriteTransaction;
+
+  /** Every write runs in the store's writeTransaction: a token exchange waits for the write lock without blocking the server. */
+  constructor(store: Pick<Database, "db" | "writeTransaction">) {
+    const { db, writeTransaction } = store;
+    this.db = db;
+    this.writeTransaction = writeTransaction;
     this.activeToken = reusedQuery(db, (tokenHash: string, now: number) => db.selectFrom("access_token")
       .select(["token_id", "enterprise_id", "app_id", "permissions", "expires_at"])
       .where("token_hash", "=", tokenHash)
@@ -23,7 +31,7 @@ export class AuthRepository {
   }
 
   async insertApp(row: AppRow): Promise<void> {
-    await this.db.insertInto("app").values(row).execute();
+    await this.writeTransaction((trx) => trx.insertInto("app").values(row).execute());
   }
 
   async findApp(appId: string): Promise<AppRow | undefined> {
@@ -36,7 +44,7 @@ export class AuthRepository {
 
   /** Marks the app and every token it obtained revoked; returns false for an unknown app. */
   async revokeApp(appId: string, now: number): Promise<boolean> {
-    return this.db.transaction().execute(async (trx) => {
+    return this.writeTransaction(async (trx) => {
       const result = await trx.updateTable("app").set({ revoked_at: now })
         .where("app_id", "=", appId).where("revoked_at", "is", null).executeTakeFirst();
       await trx.updateTable("access_token").set({ revoked_at: now })
@@ -47,14 +55,14 @@ export class AuthRepository {
   }
 
   async insertToken(row: AccessTokenRow): Promise<void> {
-    await this.db.insertInto("access_token").values(row).execute();
+    await this.writeTransaction((trx) => trx.insertInto("access_token").values(row).execute());
   }
 
   /** Deletes the tokens that ended (expired or revoked) before `before`: a statement of its own. */
   async purgeEndedTokens(before: number): Promise<void> {
-    await this.db.deleteFrom("access_token")
+    await this.writeTransaction((trx) => trx.deleteFrom("access_token")
       .where((eb) => eb.or([eb("expires_at", "<", before), eb("revoked_at", "<", before)]))
-      .execute();
+      .execute());
   }
 
   /** An enterprise's tokens as an operator sees them: never their hashes. */
@@ -67,7 +75,7 @@ export class AuthRepository {
 
   /** Marks one token revoked; returns false for an unknown token id. */
   async revokeToken(tokenId: string, now: number): Promise<boolean> {
-    return this.db.transaction().execute(async (trx) => {
+    return this.writeTransaction(async (trx) => {
       const result = await trx.updateTable("access_token").set({ revoked_at: now })
         .where("token_id", "=", tokenId).where("revoked_at", "is", null).executeTakeFirst();
       if (Number(result.numUpdatedRows) > 0) return true;

@@ -44,6 +44,9 @@ export interface Database {
   close(): Promise<void>;
 }
 
+/** Database.writeTransaction, for a repository that writes. */
+export type WriteTransaction = Database["writeTransaction"];
+
 /** What the store reports of its waits, for the service's metrics. */
 export interface StoreObserver {
   /**

@@ -2,6 +2,7 @@
 // master key ring's state (which master key wraps new data keys). Rows hold only ciphertexts; sealing
 // and opening happen above (operations/environment-configs.ts).
 import { PostgresAdapter, sql, type Kysely, type Selectable } from "kysely";
+import type { WriteTransaction } from "./database.js";
 import type { EnvironmentConfigTable, MasterKeyTable, Schema } from "./schema.js";
 
 export type EnvironmentConfigRow = Selectable<EnvironmentConfigTable>;
@@ -23,11 +24,23 @@ export interface WrappedKeyRow {
 const SQLITE_SYNCHRONOUS_LEVELS = ["off", "normal", "full", "extra"] as const;
 
 export class EnvironmentConfigRepository {
-  constructor(readonly db: Kysely<Schema>) {}
+  readonly db: Kysely<Schema>;
+  private readonly writeTransaction?: WriteTransaction;
 
-  /** Runs `work` in one transaction with a repository bound to it. */
+  /** A repository bound to a transaction (the `tx` that `transaction` hands out) has no writeTransaction. */
+  constructor(store: { db: Kysely<Schema>; writeTransaction?: WriteTransaction }) {
+    this.db = store.db;
+    this.writeTransaction = store.writeTransaction;
+  }
+
+  /**
+   * Runs `work` in one transaction that holds the store's write lock from its start, with a
+   * repository bound to it. (A transaction that read first and then wrote would fail at its first
+   * write on SQLite when another writer had committed since its read: a rotation step beside a PATCH.)
+   */
   async transaction<T>(work: (tx: EnvironmentConfigRepository) => Promise<T>): Promise<T> {
-    return this.db.transaction().execute((trx) => work(new EnvironmentConfigRepository(trx)));
+    if (!this.writeTransaction) throw new Error("a transaction inside a transaction: use the repository it was handed");
+    return this.writeTransaction((trx) => work(new EnvironmentConfigRepository({ db: trx })));
   }
 
   /**
@@ -41,9 +54,9 @@ export class EnvironmentConfigRepository {
    */
   async durableTransaction<T>(work: (tx: EnvironmentConfigRepository) => Promise<T>): Promise<T> {
     if (this.#isPostgres()) {
-      return this.db.transaction().execute(async (trx) => {
-        await sql`set local synchronous_commit = on`.execute(trx);
-        return work(new EnvironmentConfigRepository(trx));
+      return this.transaction(async (tx) => {
+        await sql`set local synchronous_commit = on`.execute(tx.db);
+        return work(tx);
       });
     }
     const { rows } = await sql<{ synchronous: number }>`pragma synchronous`.execute(this.db);

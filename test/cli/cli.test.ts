@@ -191,7 +191,7 @@ describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
     await migrateToLatest(database);
     await importDirectory(database, acme);
     const keys = await loadLocalKeyProvider({ databaseUrl: testDb.url, env: keyEnv });
-    const configs = new EnvironmentConfigs(new EnvironmentConfigRepository(database.db), keys);
+    const configs = new EnvironmentConfigs(new EnvironmentConfigRepository(database), keys);
     const a = (await configs.create("acme", { name: "keys-a", secrets: { K: "a" } })).row.id;
     const b = (await configs.create("acme", { name: "keys-b", secrets: { K: "b" } })).row.id;
     const first = keys.initialKeyId;

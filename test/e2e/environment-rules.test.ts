@@ -138,7 +138,7 @@ describe.each(dialects)("environment config rules (%s)", (dialect) => {
     readToken = await svc.token(["environments:read"]);
     writeToken = await svc.token(["environments:write"]);
     const keys = await loadLocalKeyProvider({ databaseUrl: svc.databaseUrl, env: { ENTERPRISE_ADMIN_MASTER_KEY_FILE: keyFile } });
-    configs = new EnvironmentConfigs(new EnvironmentConfigRepository(svc.database.db), keys);
+    configs = new EnvironmentConfigs(new EnvironmentConfigRepository(svc.database), keys);
   });
 
   afterAll(async () => {

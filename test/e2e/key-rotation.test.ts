@@ -114,7 +114,7 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
     /** Every secret ever set still opens, with the key file as it is now. */
     const expectSecretsOpen = async (withKeys = masterKeys) => {
       const keys = await loadLocalKeyProvider({ databaseUrl: svc.databaseUrl, env: keyEnv(withKeys) });
-      const configs = new EnvironmentConfigs(new EnvironmentConfigRepository(svc.database.db), keys);
+      const configs = new EnvironmentConfigs(new EnvironmentConfigRepository(svc.database), keys);
       for (const [id, secrets] of expected) expect(await configs.revealSecrets("acme", id)).toStrictEqual(secrets);
     };
     const expectVerified = async () => {
@@ -201,7 +201,7 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
     const t = await setup();
     const server = t.svc.baseUrl;
     for (let i = 0; i < 5; i++) await t.create(server, `config-${i}`);
-    const repository = new EnvironmentConfigRepository(t.svc.database.db);
+    const repository = new EnvironmentConfigRepository(t.svc.database);
     for (const step of ["key-added", "key-made-current", "batch-rewrapped", "all-rewrapped"] as const) {
       const keys = await loadLocalKeyProvider({ databaseUrl: t.svc.databaseUrl, env: { ENTERPRISE_ADMIN_MASTER_KEY_FILE: t.keyFile } });
       const crash = new Error(`crash after ${step}`);
@@ -277,7 +277,7 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
     await migrateToLatest(otherDb);
     await importDirectory(otherDb, acme);
     const otherKeys = await loadLocalKeyProvider({ databaseUrl: other.url, env: { ENTERPRISE_ADMIN_MASTER_KEY_FILE: t.keyFile } });
-    const otherConfigs = new EnvironmentConfigs(new EnvironmentConfigRepository(otherDb.db), otherKeys);
+    const otherConfigs = new EnvironmentConfigs(new EnvironmentConfigRepository(otherDb), otherKeys);
     const otherSecrets = { API_KEY: `sk-${randomBytes(8).toString("hex")}` };
     const otherId = (await otherConfigs.create("acme", { name: "other", secrets: otherSecrets })).row.id;
     const otherEnv = { ENTERPRISE_ADMIN_MASTER_KEY: "", ENTERPRISE_ADMIN_MASTER_KEY_FILE: t.keyFile };
@@ -297,7 +297,7 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
     await t.expectVerified();
     expect(JSON.parse((await runCli(["keys", "verify", "--db", other.url], otherEnv)).stdout)).toMatchObject({ ok: true, data_keys: 1, unwrapped: 1 });
     await t.expectSecretsOpen();
-    const fresh = new EnvironmentConfigs(new EnvironmentConfigRepository(otherDb.db), await loadLocalKeyProvider({ databaseUrl: other.url, env: { ENTERPRISE_ADMIN_MASTER_KEY_FILE: t.keyFile } }));
+    const fresh = new EnvironmentConfigs(new EnvironmentConfigRepository(otherDb), await loadLocalKeyProvider({ databaseUrl: other.url, env: { ENTERPRISE_ADMIN_MASTER_KEY_FILE: t.keyFile } }));
     expect(await fresh.revealSecrets("acme", otherId)).toStrictEqual(otherSecrets);
   }, CLI_TEST_TIMEOUT_MS);
 
@@ -307,7 +307,7 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
     for (let i = 0; i < 3; i++) await t.create(t.svc.baseUrl, `config-${i}`);
     const crash = new Error("crash after a batch");
     const keys = await loadLocalKeyProvider({ databaseUrl: t.svc.databaseUrl, env: { ENTERPRISE_ADMIN_MASTER_KEY: oldKey } });
-    await expect(rotateMasterKey(new EnvironmentConfigRepository(t.svc.database.db), keys, {
+    await expect(rotateMasterKey(new EnvironmentConfigRepository(t.svc.database), keys, {
       newKey: Buffer.from(newKey, "base64"), batchSize: 1, afterStep: (step) => { if (step === "batch-rewrapped") throw crash; },
     })).rejects.toBe(crash);
 

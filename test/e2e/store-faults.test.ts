@@ -82,6 +82,46 @@ describe.each(dialects)("a busy store on %s", (dialect: DialectName) => {
     expect(retried).toMatchObject({ status: 200, body: { code: 0, data: { recorded: 10 } } });
     expect(await storedEvents(svc.database)).toMatchObject({ count: 10 });
   }, 60_000);
+
+  it("config writes and token exchanges wait for a held write lock without stalling the server, then succeed", async () => {
+    const token = await svc.token();
+    const app = await svc.access.createApp("acme", ["departments:read"], "during-lock");
+    const call = async (method: string, path: string, body?: unknown, bearer: string | undefined = token) => {
+      const reply = await fetch(svc.baseUrl + path, {
+        method, body: body === undefined ? undefined : JSON.stringify(body),
+        headers: { ...(bearer ? { authorization: `Bearer ${bearer}` } : {}), "content-type": "application/json" },
+      });
+      return { status: reply.status, json: (await reply.json()) as { code: number; message: string; data: any } };
+    };
+    const created = await call("POST", "/api/v1/environment_configs", { name: "held-lock", secrets: { API_KEY: "sk-1" } });
+    const doomed = await call("POST", "/api/v1/environment_configs", { name: "held-lock-doomed" });
+    expect([created.status, doomed.status]).toStrictEqual([200, 200]);
+
+    // Held for half the busy timeout: each write below must wait for it (no 503 at once, no failed
+    // upgrade of a transaction that read first) while the server answers others meanwhile.
+    const release = await holdWriteLock();
+    const released = new Promise<void>((resolve) => setTimeout(() => void release().then(resolve), 150));
+    const writes = Promise.all([
+      call("PATCH", `/api/v1/environment_configs/${created.json.data.id}`, { secrets: { SECOND: "sk-2" } }),
+      call("POST", "/api/v1/environment_configs", { name: "held-lock-2" }),
+      call("DELETE", `/api/v1/environment_configs/${doomed.json.data.id}`),
+      call("POST", "/openapi/v1/auth/token", { app_id: app.app_id, app_secret: app.app_secret }, undefined),
+    ]);
+    const readStarted = performance.now();
+    const read = await call("GET", "/api/v1/environment_configs?page_size=10");
+    const readMs = performance.now() - readStarted;
+    await released;
+    const [patched, second, deleted, exchanged] = await writes;
+
+    expect(read.status).toBe(200);
+    expect(readMs).toBeLessThan(100);
+    expect({ status: patched.status, code: patched.json.code, keys: patched.json.data?.secret_keys })
+      .toStrictEqual({ status: 200, code: 0, keys: ["API_KEY", "SECOND"] });
+    expect({ status: second.status, code: second.json.code }).toStrictEqual({ status: 200, code: 0 });
+    expect({ status: deleted.status, code: deleted.json.code }).toStrictEqual({ status: 200, code: 0 });
+    expect({ status: exchanged.status, code: exchanged.json.code }).toStrictEqual({ status: 200, code: 0 });
+    expect((await call("GET", `/api/v1/environment_configs/${doomed.json.data.id}`)).status).toBe(404);
+  }, 60_000);
 });
 
 describe.runIf(dialects.includes("sqlite"))("a full disk under SQLite", () => {
@@ -122,7 +162,7 @@ describe.runIf(dialects.includes("sqlite"))("a full disk under SQLite", () => {
   it("callers get 503 with Retry-After and the log says disk full and where; nothing acknowledged is lost; writes resume when space returns", async (ctx) => {
     if (!mounted) ctx.skip();
     const baseUrl = `http://127.0.0.1:${service!.port}`;
-    const token = (await new AccessAdmin(new AuthRepository(database!.db), new DirectoryRepository(database!.db))
+    const token = (await new AccessAdmin(new AuthRepository(database!), new DirectoryRepository(database!.db))
       .createToken("acme", ["usage:write"], 3600)).accessToken;
     // Leave about 256 KiB free: a few batches fit, then the disk is full.
     // Filled up to the last block (written a MiB at a time, so that the store's own writes meanwhile

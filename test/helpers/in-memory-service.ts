@@ -35,7 +35,7 @@ const NO_RATE_LIMITS = { ...DEFAULT_RATE_LIMITS, callsPerSecond: 0, exchangesPer
 
 export async function startInMemoryService(dialect: DialectName): Promise<InMemoryService> {
   const { testDb, database } = await createSeededDatabase(dialect);
-  const access = new AccessAdmin(new AuthRepository(database.db), new DirectoryRepository(database.db));
+  const access = new AccessAdmin(new AuthRepository(database), new DirectoryRepository(database.db));
   const keys = await loadLocalKeyProvider({ databaseUrl: testDb.url, env: { [MASTER_KEY_ENV]: randomBytes(32).toString("base64") } });
   const logger = createLogger({ level: "silent" });
   const { services, chain } = createBusiness({ database, keys, logger, rateLimits: new RateLimits(NO_RATE_LIMITS) });

@@ -47,7 +47,7 @@ export async function startTestService(dialect: DialectName, env: Record<string,
   const keyDir = mkdtempSync(join(tmpdir(), "eadmin-keys-"));
   const serverEnv = { LOG_LEVEL: "info", ...NO_RATE_LIMITS, ENTERPRISE_ADMIN_MASTER_KEY_FILE: join(keyDir, "master.key"), ...env };
   const { testDb, database } = await createSeededDatabase(dialect);
-  const access = new AccessAdmin(new AuthRepository(database.db), new DirectoryRepository(database.db));
+  const access = new AccessAdmin(new AuthRepository(database), new DirectoryRepository(database.db));
 
   const logs: string[] = [];
   const sink = new Writable({

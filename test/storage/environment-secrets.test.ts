@@ -94,7 +94,7 @@ describe.each(dialects)("environment secrets at rest (%s)", (dialect: DialectNam
     const keyFile = join(keyDir, "master.key");
     const loadKeys = () => loadLocalKeyProvider({ databaseUrl: testDb.url, env: { ENTERPRISE_ADMIN_MASTER_KEY_FILE: keyFile } });
     const keys = await loadKeys();
-    const repository = new EnvironmentConfigRepository(database.db);
+    const repository = new EnvironmentConfigRepository(database);
     const configs = new EnvironmentConfigs(repository, keys);
     const readKeyFile = async () => JSON.parse(await readFile(keyFile, "utf8")) as KeyFileContent;
     return { testDb, database, close, keyFile, loadKeys, keys, repository, configs, readKeyFile };
@@ -344,7 +344,7 @@ describe.each(dialects)("environment secrets at rest (%s)", (dialect: DialectNam
       expect(await env.database.db.selectFrom("environment_secret").selectAll().orderBy("environment_id").orderBy("key").execute()).toStrictEqual(sealedBefore);
 
       // a provider loaded fresh from the key file reveals everything
-      const fresh = new EnvironmentConfigs(new EnvironmentConfigRepository(env.database.db), await env.loadKeys());
+      const fresh = new EnvironmentConfigs(new EnvironmentConfigRepository(env.database), await env.loadKeys());
       for (const [id, { enterpriseId, secrets }] of expected) expect(await fresh.revealSecrets(enterpriseId, id)).toStrictEqual(secrets);
 
       // a provider holding only a retired key can no longer unwrap, under its own id or relabelled as the new one
@@ -352,7 +352,7 @@ describe.each(dialects)("environment secrets at rest (%s)", (dialect: DialectNam
       cleanups.push(() => rm(otherDir, { recursive: true, force: true }));
       for (const id of [oldId, first.master_key_id, summary.master_key_id]) {
         const oldOnly = new LocalKeyProvider({ kind: "file", path: join(otherDir, "old.key") }, [{ id, key: oldKey }], id);
-        const stale = new EnvironmentConfigs(new EnvironmentConfigRepository(env.database.db), oldOnly);
+        const stale = new EnvironmentConfigs(new EnvironmentConfigRepository(env.database), oldOnly);
         for (const [configId, { enterpriseId }] of expected) {
           await expect(stale.revealSecrets(enterpriseId, configId)).rejects.toBeInstanceOf(SecretDecryptionError);
         }
@@ -391,7 +391,7 @@ describe.each(dialects)("environment secrets at rest (%s)", (dialect: DialectNam
       expect(second.rewrapped_data_keys).toBe(1);
       expect(second.removed_master_key_ids).toStrictEqual([first.master_key_id]);
       expect((await env.readKeyFile()).keys.map((k) => k.id).sort()).toStrictEqual([env.keys.initialKeyId, second.master_key_id].sort());
-      const fresh = new EnvironmentConfigs(new EnvironmentConfigRepository(env.database.db), await env.loadKeys());
+      const fresh = new EnvironmentConfigs(new EnvironmentConfigRepository(env.database), await env.loadKeys());
       expect(await fresh.revealSecrets("acme", id)).toStrictEqual(secrets);
     });
 
@@ -411,7 +411,7 @@ describe.each(dialects)("environment secrets at rest (%s)", (dialect: DialectNam
       await expect(rotateMasterKey(env.repository, env.keys)).rejects.toBeInstanceOf(SecretDecryptionError);
       expect(await readFile(env.keyFile, "utf8")).toBe(fileBefore);
       expect(await env.repository.allDataKeys()).toStrictEqual(keysBefore);
-      const fresh = new EnvironmentConfigs(new EnvironmentConfigRepository(db), await env.loadKeys());
+      const fresh = new EnvironmentConfigs(new EnvironmentConfigRepository({ db }), await env.loadKeys());
       expect(await fresh.revealSecrets("acme", good)).toStrictEqual(secrets);
     });
 
