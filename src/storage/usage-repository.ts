@@ -297,7 +297,7 @@ export class UsageRepository {
     const daySums = this.daySums;
     if (!daySums) throw new Error("insertEvents runs only inside ingest()");
     const rollup = await this.rollupDeltaOf(enterpriseId); // before the rows: whether the enterprise had events decides it
-    const fresh = this.database.direct ? this.insertSorted(enterpriseId, rows) : await this.insertChunks(enterpriseId, rows);
+    const fresh = await this.insertNew(enterpriseId, rows);
     this.added += fresh.length;
     if (rollup) {
       for (const r of fresh) rollup.add(r.memberKey, r.modelId, r.ts, r.inputTokens, r.outputTokens, r.basicMicros, r.payGoMicros);
@@ -354,102 +354,33 @@ export class UsageRepository {
   }
 
   /**
-   * SQLite: the events in the table's key order (day, member), so that consecutive inserts
-   * land on the same pages (measured: an import 12% faster than in file order). They go in by
-   * INSERTs of INSERT_ROWS rows (measured in isolation 3.6-5.1 µs an event against 5.1-6.4 µs for
-   * single-row statements, whose cost is mostly the call and its parameters; a 2-million-event
-   * import 13% faster). The usual batch repeats no event: every INSERT adds all its rows, and that
-   * is all. An INSERT that adds fewer met a repeat, stored or within `rows`, whose first one must
-   * win whatever the order: the batch is undone (a savepoint) and inserted again by `insertRepeating`.
-   * (Dropping repeats up front cost every batch a Set of its event_ids: about 7% of an import's
-   * writing thread.)
+   * Inserts the rows whose (enterprise_id, event_id) is not stored yet, the first of a repeated one
+   * winning whatever the order; returns them. In usage_event's key order (day, member), so that
+   * consecutive inserts land on the same pages (on SQLite an import 12% faster than in file order),
+   * by multi-row INSERTs (chunks). The usual batch repeats no event: every INSERT adds all its rows,
+   * and that is all. One that adds fewer met a repeat, stored or within `rows`: the batch is undone
+   * (a savepoint) and inserted again without the repeats. (Dropping repeats up front cost every batch
+   * a Set of its event_ids: about 7% of an import's writing thread.)
    */
-  private insertSorted(enterpriseId: string, rows: readonly UsageEventRow[]): UsageEventRow[] {
-    const direct = this.database.direct!;
-    const ordered = inKeyOrder(rows);
-    direct("savepoint usage_batch").run([]);
-    const insertMany = direct(this.insertStatement(INSERT_ROWS));
-    const many: unknown[] = new Array(INSERT_ROWS * EVENT_COLUMNS.length);
-    let at = 0;
-    let allNew = true;
-    for (; allNew && at + INSERT_ROWS <= ordered.length; at += INSERT_ROWS) {
-      for (let i = 0; i < INSERT_ROWS; i++) setEventParameters(many, i * EVENT_COLUMNS.length, enterpriseId, ordered[at + i]!);
-      allNew = insertMany.run(many) === INSERT_ROWS;
+  private async insertNew(enterpriseId: string, rows: readonly UsageEventRow[]): Promise<UsageEventRow[]> {
+    let fresh = inKeyOrder(rows);
+    await sql`savepoint usage_batch`.execute(this.db);
+    if (!(await this.insertAll(enterpriseId, fresh))) {
+      await sql`rollback to savepoint usage_batch`.execute(this.db);
+      fresh = inKeyOrder(await this.withoutKnownEvents(enterpriseId, rows));
+      await this.insertAll(enterpriseId, fresh);
     }
-    if (allNew) {
-      const insertOne = direct(this.insertStatement(1));
-      const one: unknown[] = new Array(EVENT_COLUMNS.length);
-      for (; allNew && at < ordered.length; at++) {
-        setEventParameters(one, 0, enterpriseId, ordered[at]!);
-        allNew = insertOne.run(one) === 1;
-      }
-    }
-    if (allNew) {
-      direct("release usage_batch").run([]);
-      return ordered;
-    }
-    direct("rollback to usage_batch").run([]);
-    direct("release usage_batch").run([]);
-    return this.insertRepeating(enterpriseId, rows);
-  }
-
-  /**
-   * SQLite, a batch that repeats events: an event_id repeated within `rows` is dropped first, so
-   * that the first one wins, then each INSERT of INSERT_ROWS rows that adds fewer than it was given
-   * is undone (a savepoint) and its rows inserted one by one, each telling whether it was new.
-   */
-  private insertRepeating(enterpriseId: string, rows: readonly UsageEventRow[]): UsageEventRow[] {
-    const direct = this.database.direct!;
-    const seen = new Set<string>();
-    const ordered = inKeyOrder(rows.filter((row) => !seen.has(row.eventId) && (seen.add(row.eventId), true)));
-    const insertOne = direct(this.insertStatement(1));
-    const one: unknown[] = new Array(EVENT_COLUMNS.length);
-    const insertOneByOne = (part: readonly UsageEventRow[]) => part.filter((row) => {
-      setEventParameters(one, 0, enterpriseId, row);
-      return insertOne.run(one) === 1;
-    });
-    const insertMany = direct(this.insertStatement(INSERT_ROWS));
-    const many: unknown[] = new Array(INSERT_ROWS * EVENT_COLUMNS.length);
-    const fresh: UsageEventRow[] = [];
-    let at = 0;
-    for (; at + INSERT_ROWS <= ordered.length; at += INSERT_ROWS) {
-      const part = ordered.slice(at, at + INSERT_ROWS);
-      for (let i = 0; i < INSERT_ROWS; i++) setEventParameters(many, i * EVENT_COLUMNS.length, enterpriseId, part[i]!);
-      direct("savepoint usage_rows").run([]);
-      if (insertMany.run(many) === INSERT_ROWS) {
-        fresh.push(...part);
-      } else {
-        direct("rollback to usage_rows").run([]);
-        fresh.push(...insertOneByOne(part));
-      }
-      direct("release usage_rows").run([]);
-    }
-    fresh.push(...insertOneByOne(ordered.slice(at)));
+    await sql`release savepoint usage_batch`.execute(this.db);
     return fresh;
   }
 
-  /**
-   * PostgreSQL: multi-row INSERTs. The common case, no event seen before, is one INSERT per chunk;
-   * when some were (it added fewer rows than it was given), it is undone and redone without them.
-   */
-  private async insertChunks(enterpriseId: string, rows: readonly UsageEventRow[]): Promise<UsageEventRow[]> {
-    const fresh: UsageEventRow[] = [];
+  /** Inserts `rows`; false as soon as an INSERT adds fewer rows than it was given (it met a repeat). */
+  private async insertAll(enterpriseId: string, rows: readonly UsageEventRow[]): Promise<boolean> {
     for (const chunk of chunks(rows)) {
-      await sql`savepoint usage_chunk`.execute(this.db);
       const result = await this.db.executeQuery(CompiledQuery.raw(this.insertStatement(chunk.length), eventParameters(enterpriseId, chunk)));
-      if (Number(result.numAffectedRows ?? 0n) === chunk.length) {
-        fresh.push(...chunk);
-      } else {
-        await sql`rollback to savepoint usage_chunk`.execute(this.db);
-        const unseen = await this.withoutKnownEvents(enterpriseId, chunk);
-        for (const part of chunks(unseen)) {
-          await this.db.executeQuery(CompiledQuery.raw(this.insertStatement(part.length), eventParameters(enterpriseId, part)));
-        }
-        fresh.push(...unseen);
-      }
-      await sql`release savepoint usage_chunk`.execute(this.db);
+      if (Number(result.numAffectedRows ?? 0n) !== chunk.length) return false;
     }
-    return fresh;
+    return true;
   }
 
   /** The rows whose event_id is neither stored nor earlier in `rows`. */
@@ -683,8 +614,6 @@ function setEventParameters(parameters: unknown[], at: number, enterpriseId: str
 }
 
 /** Rows per SQLite INSERT of events (2,560 parameters). */
-const INSERT_ROWS = 256;
-
 /** How long an import leaves SQLite's write lock free after each chunk: longer than a waiting writer's poll (1 ms). */
 const CHUNK_PAUSE_MS = 5;
 
