@@ -19,12 +19,6 @@ export type Dialect = "sqlite" | "postgres";
 export interface Database {
   readonly db: Kysely<Schema>;
   readonly dialect: Dialect;
-  /**
-   * SQLite only: a prepared statement to run synchronously, on the connection Kysely uses (so inside
-   * its open transaction); each run returns the rows it changed. For bulk writes: a single-row
-   * statement run many times costs less than a multi-row one, and far less than a Kysely round trip.
-   */
-  readonly direct?: DirectStatement;
   /** The store, for operators: a SQLite file's path, or a PostgreSQL server and database (no credentials). */
   readonly location: string;
   /** SQLite: the directories that opening created for the file, outermost first (none when they all existed). */
@@ -57,13 +51,6 @@ export interface StoreObserver {
 }
 
 const UNOBSERVED: StoreObserver = { lockWaited: () => {} };
-
-export type DirectStatement = (sql: string) => {
-  /** Runs the statement; returns the rows it changed. */
-  run(parameters: readonly unknown[]): number;
-  /** The rows the statement returns. */
-  all(parameters: readonly unknown[]): unknown[];
-};
 
 /** The page size of a new SQLite store: see openDatabase. */
 export const NEW_STORE_PAGE_BYTES = 16384;
@@ -139,12 +126,6 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
   const checkpointer = options.backgroundCheckpoints && path !== ":memory:" ? startWalCheckpointer(path) : undefined;
   const statements = withStatementCache(sqlite);
   const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: statements }) });
-  const direct: DirectStatement = (sql) => {
-    const statement = statements.prepare(sql);
-    return statement.reader
-      ? { run: () => { throw new Error("run() on a statement that returns rows"); }, all: (parameters) => statement.all(parameters) }
-      : { run: (parameters) => statement.run(parameters).changes, all: () => { throw new Error("all() on a statement that returns no rows"); } };
-  };
   const close = async () => {
     await db.destroy();
     await checkpointer?.stop();
@@ -171,7 +152,7 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
       await sleep(LOCK_POLL_MS);
     }
   };
-  return { db, dialect: "sqlite", direct, location, createdDirectories, writeTransaction, faultOf: (error) => storeFaultOf(error, location), observer, close };
+  return { db, dialect: "sqlite", location, createdDirectories, writeTransaction, faultOf: (error) => storeFaultOf(error, location), observer, close };
 }
 
 /** Makes `directory` and its missing parents; returns those it made, outermost first. */

@@ -63,7 +63,7 @@ export class ImportRunningTotals {
    * member keys and model ids by `memberKeys` and `modelIds`. `daySums` holds the day sums already
    * taken away for repeats; it is drained into the stored rows here.
    */
-  async add(database: Pick<Database, "db" | "dialect" | "direct">, frames: Uint8Array, memberKeys: ArrayLike<number>, modelIds: ArrayLike<number>,
+  async add(database: Pick<Database, "db" | "dialect">, frames: Uint8Array, memberKeys: ArrayLike<number>, modelIds: ArrayLike<number>,
     daySums: DaySums): Promise<void> {
     await this.meetNewMembers(database, frames, memberKeys);
     const rows = new RowsByDay(frames.length + (frames.length >> 3)); // cells take about the frames' bytes
@@ -106,7 +106,7 @@ export class ImportRunningTotals {
    * row before its first day in the file as the base, unless the store holds a row on or after that
    * day, or it repeated an event, or its first frame is a day's sums.
    */
-  private async meetNewMembers(database: Pick<Database, "db" | "dialect" | "direct">, frames: Uint8Array, memberKeys: ArrayLike<number>): Promise<void> {
+  private async meetNewMembers(database: Pick<Database, "db" | "dialect">, frames: Uint8Array, memberKeys: ArrayLike<number>): Promise<void> {
     const firstDays: Array<[memberKey: number, day: number]> = [];
     forEachFrame(frames, (fileMember, running, day) => {
       const memberKey = memberKeys[fileMember]!;

@@ -69,7 +69,7 @@ export class UsageRepository {
   readonly rollups: UsageRollups;
 
   constructor(
-    private readonly database: Pick<Database, "db" | "dialect" | "direct" | "writeTransaction" | "observer">,
+    private readonly database: Pick<Database, "db" | "dialect" | "writeTransaction" | "observer">,
     private readonly caches: SharedCaches = { modelIds: new Map(), models: new Map(), insertStatements: new Map(), rollupUpserts: new Map() },
   ) {
     this.db = database.db;

@@ -37,7 +37,7 @@ export interface StoredRow {
 }
 
 /** Adds held sums to usage_running_total; run inside the ingestion's transaction. */
-export async function addToRunningTotals(database: Pick<Database, "db" | "dialect" | "direct">, sums: DaySums): Promise<void> {
+export async function addToRunningTotals(database: Pick<Database, "db" | "dialect">, sums: DaySums): Promise<void> {
   for (const chunk of chunks(sums.drain())) {
     const storedByMember = await readStoredRows(database, chunk.map(([memberKey, days]) => [memberKey, days[0]![0]]));
     const rows = new RowsByDay();
@@ -53,12 +53,10 @@ export async function addToRunningTotals(database: Pick<Database, "db" | "dialec
  * or before that day and every row after it, in day order (usually one row: today's, or the last
  * one before today), by member key.
  */
-export async function readStoredRows(database: Pick<Database, "db" | "dialect" | "direct">,
+export async function readStoredRows(database: Pick<Database, "db" | "dialect">,
   memberDays: ReadonlyArray<readonly [memberKey: number, day: number]>): Promise<Map<number, StoredRow[]>> {
-  const { db, dialect, direct } = database;
-  const parameters = memberDays.flat();
-  const text = storedStatement(dialect, memberDays.length);
-  const [found] = (direct ? direct(text).all(parameters) : (await db.executeQuery(CompiledQuery.raw(text, parameters))).rows) as StoredRows[];
+  const { db, dialect } = database;
+  const [found] = (await db.executeQuery<StoredRows>(CompiledQuery.raw(storedStatement(dialect, memberDays.length), memberDays.flat()))).rows;
   return splitStoredRows(found);
 }
 
@@ -66,8 +64,7 @@ export async function readStoredRows(database: Pick<Database, "db" | "dialect" |
  * Rows to store, gathered and then written (upserted) together, their bytes end to end in one
  * buffer. SQLite gets them in the table's order, by day, then member (they are made member by
  * member; an import's run of days for each of 512 members written in that order jumped between as
- * many day ranges of the table), one prepared statement a row; PostgreSQL by statements of
- * CHUNK_ROWS rows.
+ * many day ranges of the table), by statements of up to CHUNK_ROWS rows.
  */
 export class RowsByDay {
   private bytes: Uint8Array;
@@ -102,22 +99,17 @@ export class RowsByDay {
     this.ends.push(this.used);
   }
 
-  async write(database: Pick<Database, "db" | "dialect" | "direct">): Promise<void> {
-    const { db, dialect, direct } = database;
+  async write(database: Pick<Database, "db" | "dialect">): Promise<void> {
+    const { db, dialect } = database;
     const cell = (i: number) => this.bytes.subarray(i === 0 ? 0 : this.ends[i - 1]!, this.ends[i]!);
-    if (!direct) {
-      for (let at = 0; at < this.days.length; at += CHUNK_ROWS) {
-        const parameters: unknown[] = [];
-        for (let i = at; i < Math.min(at + CHUNK_ROWS, this.days.length); i++) parameters.push(this.members[i], this.days[i], cell(i));
-        await db.executeQuery(CompiledQuery.raw(upsertStatement(db, dialect, parameters.length / 3), parameters));
-      }
-      return;
-    }
-    const upsertOne = direct(upsertStatement(db, dialect, 1));
     const order = Array.from(this.days.keys());
     // Usually (an ingestion of today's events) one day, already in member order.
     if (this.days.some((day) => day !== this.days[0])) order.sort((a, b) => this.days[a]! - this.days[b]! || this.members[a]! - this.members[b]!);
-    for (const i of order) upsertOne.run([this.members[i]!, this.days[i]!, cell(i)]);
+    for (const part of chunks(order)) {
+      const parameters: unknown[] = [];
+      for (const i of part) parameters.push(this.members[i], this.days[i], cell(i));
+      await db.executeQuery(CompiledQuery.raw(upsertStatement(db, dialect, part.length), parameters));
+    }
   }
 }
 
