@@ -1,11 +1,12 @@
-// The accumulation of a usage report: facts (usage-facts.ts) and rollup periods (usage-rollup.ts)
+// The accumulation of a usage report: raw events, members' day sums and rollup periods (usage-rollup.ts)
 // summed per (bucket, group), exactly (numbers while below 2^53, then bigints), with the distinct
 // members of each: the facts' members and the periods' member bitmaps put together.
 import roaring from "roaring";
 import { bucketIndexOf } from "./report-buckets.js";
 import type { Grouping, GroupKey } from "./report-groups.js";
 import type { TimeBucket } from "./local-time.js";
-import type { UsageFact } from "./usage-facts.js";
+import type { RawEvent } from "./usage-event.js";
+import { ALL_MODELS } from "./usage-rollup.js";
 import { BASIC, EVENTS, INPUT, ModelSums, OUTPUT, PAY_GO, SUMS } from "./usage-totals.js";
 
 const { RoaringBitmap32 } = roaring;
@@ -18,6 +19,20 @@ export interface RollupFigures {
   /** A portable roaring bitmap of the member keys: needed unless the period is alone in its bucket. */
   members?: Uint8Array;
 }
+
+/** Each member's sums of one day of the rollups' zone (read by storage/member-day-sums.ts). */
+export interface MemberSumsOfDay {
+  count: number;
+  /** The members' keys, in key order (the first `count`). */
+  keys: Float64Array;
+  /** Five sums a member, in ModelSums order. */
+  sums: Float64Array;
+  /** By position: the five sums, exactly, of a member whose sums do not all fit `sums` exactly. */
+  big: Map<number, bigint[]> | undefined;
+}
+
+/** An empty MemberSumsOfDay, to decode days into one after another. */
+export const memberSumsScratch = (): MemberSumsOfDay => ({ count: 0, keys: new Float64Array(0), sums: new Float64Array(0), big: undefined });
 
 /** A (bucket, group)'s figures. */
 export interface GroupFigures {
@@ -33,36 +48,57 @@ export interface GroupFigures {
 interface Cell {
   key: GroupKey;
   sums: ModelSums;
-  /** Distinct members: active members do not add up across cells, so each cell keeps its own. */
-  members: Set<number>;
+  /**
+   * The members of its facts, repeats included (active members do not add up across cells, so each
+   * cell keeps its own): counted distinct once, at the end (a Set's add per fact cost more).
+   */
+  members: MemberKeys;
   /** The member bitmaps of the rollup periods added, with their counts. */
   bitmaps: Array<{ members?: Uint8Array; count: number }>;
 }
 
 export class ReportCells {
-  private readonly cells: Map<string, Cell>[];
+  /** Per bucket, its cells by group index (GroupKey.index). */
+  private readonly cells: Cell[][];
 
   constructor(private readonly buckets: readonly TimeBucket[], private readonly grouping: Grouping) {
-    this.cells = buckets.map(() => new Map());
+    this.cells = buckets.map(() => []);
   }
 
-  add(facts: readonly UsageFact[]): void {
+  /** Raw events, each in its bucket (events outside every bucket are skipped). */
+  add(events: readonly RawEvent[]): void {
     let bucket = -1;
-    for (const fact of facts) {
-      // Facts come mostly in time order (a page of member day sums all of one day): the last bucket first.
+    for (const fact of events) {
+      // Events come in (day, member, time) order: the last bucket first.
       const last = this.buckets[bucket];
       if (!last || fact.ts < last.start || fact.ts >= last.end) bucket = bucketIndexOf(this.buckets, fact.ts);
       if (bucket < 0) continue;
       const cells = this.cells[bucket]!;
       for (const key of this.grouping.keysOf(fact.memberKey, fact.modelId)) {
-        let cell = cells.get(key.id);
-        if (!cell) cells.set(key.id, (cell = newCell(key)));
-        cell.sums.addValue(INPUT, fact.inputTokens);
-        cell.sums.addValue(OUTPUT, fact.outputTokens);
-        cell.sums.addValue(BASIC, fact.basicMicros);
-        cell.sums.addValue(PAY_GO, fact.payGoMicros);
-        cell.sums.add(EVENTS, fact.events ?? 1);
-        cell.members.add(fact.memberKey);
+        const cell = (cells[key.index] ??= newCell(key));
+        cell.sums.add(INPUT, fact.inputTokens);
+        cell.sums.add(OUTPUT, fact.outputTokens);
+        cell.sums.add(BASIC, fact.basicMicros);
+        cell.sums.add(PAY_GO, fact.payGoMicros);
+        cell.sums.add(EVENTS, 1);
+        cell.members.push(fact.memberKey);
+      }
+    }
+  }
+
+  /** A day's member sums (their usage of all models), the day lying in bucket `bucket`; only the members in `only` when given. */
+  addMemberSums(bucket: number, day: MemberSumsOfDay, only: ReadonlySet<number> | undefined): void {
+    const cells = this.cells[bucket]!;
+    const { keys, sums, big } = day;
+    for (let m = 0; m < day.count; m++) {
+      const memberKey = keys[m]!;
+      if (only && !only.has(memberKey)) continue;
+      const exact = big?.get(m);
+      for (const key of this.grouping.keysOf(memberKey, ALL_MODELS)) {
+        const cell = (cells[key.index] ??= newCell(key));
+        if (exact) for (let i = 0; i < SUMS; i++) cell.sums.addBig(i, exact[i]!);
+        else for (let i = 0; i < SUMS; i++) cell.sums.add(i, sums[m * SUMS + i]!);
+        cell.members.push(memberKey);
       }
     }
   }
@@ -74,8 +110,7 @@ export class ReportCells {
   addRollup(bucket: number, period: RollupFigures): void {
     const cells = this.cells[bucket]!;
     for (const key of this.grouping.keysOf(-1, period.modelId)) {
-      let cell = cells.get(key.id);
-      if (!cell) cells.set(key.id, (cell = newCell(key)));
+      const cell = (cells[key.index] ??= newCell(key));
       for (let i = 0; i < SUMS; i++) cell.sums.addValue(i, period.sums.exact(i));
       cell.bitmaps.push({ members: period.members, count: period.memberCount });
     }
@@ -83,7 +118,7 @@ export class ReportCells {
 
   /** A bucket's groups with events, in no particular order. */
   groups(bucket: number): GroupFigures[] {
-    return [...this.cells[bucket]!.values()].map(({ key, sums, members, bitmaps }) => ({
+    return this.cells[bucket]!.filter((cell) => cell !== undefined).map(({ key, sums, members, bitmaps }) => ({
       key,
       events: sums.total(EVENTS),
       activeMembers: distinctMembers(members, bitmaps),
@@ -96,14 +131,37 @@ export class ReportCells {
 }
 
 function newCell(key: GroupKey): Cell {
-  return { key, sums: new ModelSums(), members: new Set(), bitmaps: [] };
+  return { key, sums: new ModelSums(), members: new MemberKeys(), bitmaps: [] };
 }
 
-/** How many members in the set and the bitmaps together: a lone bitmap's stored count, else their union's size. */
-function distinctMembers(members: ReadonlySet<number>, bitmaps: ReadonlyArray<{ members?: Uint8Array; count: number }>): number {
-  if (bitmaps.length === 0) return members.size;
-  if (bitmaps.length === 1 && members.size === 0) return bitmaps[0]!.count;
-  const union = new RoaringBitmap32(members);
+/** Member keys as they come, repeats included. */
+class MemberKeys {
+  private keys = new Uint32Array(16);
+  private count = 0;
+
+  push(memberKey: number): void {
+    if (this.count === this.keys.length) {
+      const grown = new Uint32Array(2 * this.count);
+      grown.set(this.keys);
+      this.keys = grown;
+    }
+    this.keys[this.count++] = memberKey;
+  }
+
+  /** The distinct keys, as a bitmap. */
+  distinct(): InstanceType<typeof RoaringBitmap32> {
+    return new RoaringBitmap32(this.keys.subarray(0, this.count));
+  }
+
+  get empty(): boolean {
+    return this.count === 0;
+  }
+}
+
+/** How many members in the cell's keys and bitmaps together: a lone bitmap's stored count, else their union's size. */
+function distinctMembers(members: MemberKeys, bitmaps: ReadonlyArray<{ members?: Uint8Array; count: number }>): number {
+  if (bitmaps.length === 1 && members.empty) return bitmaps[0]!.count;
+  const union = members.distinct();
   for (const bitmap of bitmaps) {
     if (!bitmap.members) throw new Error("report cells: a period's members were not read, though it shares its bucket");
     union.orInPlace(RoaringBitmap32.deserialize(bitmap.members, "portable"));

@@ -12,6 +12,8 @@ const DIMENSIONS: readonly string[] = ["model", "member", "department"];
 export interface GroupKey {
   /** The parts joined: unique per group within a report. */
   id: string;
+  /** The group's number in its report (0, 1, 2, … in the order first met): the same for the same `id`. */
+  index: number;
   modelId: number;
   memberKey: number;
   departmentId: string;
@@ -36,6 +38,7 @@ export function groupDimensions(groupBy: readonly string[]): GroupDimension[] {
  */
 export class Grouping {
   private readonly known = new Map<number, Map<number, readonly GroupKey[]>>();
+  private readonly indexes = new Map<string, number>();
   private readonly byModel: boolean;
   private readonly byMember: boolean;
   private readonly byDepartment: boolean;
@@ -60,7 +63,12 @@ export class Grouping {
     const model = this.byModel ? modelId : -1;
     const member = this.byMember ? memberKey : -1;
     const departments = this.byDepartment ? this.departmentGroupsOf!.get(memberKey) ?? [] : [""];
-    return departments.map((departmentId) => ({ id: `${model},${member},${departmentId}`, modelId: model, memberKey: member, departmentId }));
+    return departments.map((departmentId) => {
+      const id = `${model},${member},${departmentId}`;
+      let index = this.indexes.get(id);
+      if (index === undefined) this.indexes.set(id, (index = this.indexes.size));
+      return { id, index, modelId: model, memberKey: member, departmentId };
+    });
   }
 }
 

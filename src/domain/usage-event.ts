@@ -190,3 +190,14 @@ export function compareCodePoints(a: string, b: string): number {
   }
   return a.length - b.length;
 }
+
+/** One stored event as a window reads it (UsageRepository.eventsInWindow): its member and model by key. */
+export interface RawEvent {
+  memberKey: number;
+  modelId: number;
+  ts: number;
+  inputTokens: number;
+  outputTokens: number;
+  basicMicros: number;
+  payGoMicros: number;
+}

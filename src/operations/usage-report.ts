@@ -3,24 +3,20 @@
 // put in order with their key fields. The whole enterprise's usage, ungrouped or by model, comes from
 // the rollups (domain/usage-rollup.ts): each bucket covered by stored periods, raw events read only
 // at a window edge off a quarter hour. Usage by member or department, or of some members only, comes
-// from the usage facts of the window (domain/usage-facts.ts): each member's day sums from the rollups
-// for the whole days of the rollups' zone inside a bucket (not by model), and the raw events of the
-// rest (rawEventFacts).
+// from each member's day sums in the rollups for the whole days of the rollups' zone inside a bucket
+// (not by model), and the raw events of the rest.
 import { invalidParameter } from "../domain/errors.js";
 import { checkTimeZone, dateRangeWindow, type TimeBucket } from "../domain/local-time.js";
 import { decodePageToken, effectivePageSize, encodePageToken } from "../domain/page-token.js";
 import { bucketKind, checkReportWindow, MAX_REPORT_DAYS, planBuckets } from "../domain/report-buckets.js";
-import { ReportCells, type GroupFigures } from "../domain/report-cells.js";
+import { memberSumsScratch, ReportCells, type GroupFigures } from "../domain/report-cells.js";
 import {
   compareGroups, departmentGroupRanks, groupDimensions, Grouping, ranksOf, type GroupDimension,
 } from "../domain/report-groups.js";
 import { compareCodePoints, compareModels, type ModelIdentity } from "../domain/usage-event.js";
-import type { UsageFacts } from "../domain/usage-facts.js";
 import { ROOT_PARENT_ID } from "../domain/department-tree.js";
-import { ALL_MODELS, DAY, RollupPeriods, type Grain, type RollupLayout } from "../domain/usage-rollup.js";
-import type { UsageFact } from "../domain/usage-facts.js";
-import { forEachMemberSums } from "../storage/member-day-sums.js";
-import { BASIC, EVENTS, INPUT, OUTPUT, PAY_GO } from "../domain/usage-totals.js";
+import { DAY, RollupPeriods, type Grain, type RollupLayout } from "../domain/usage-rollup.js";
+import { decodeMemberSums } from "../storage/member-day-sums.js";
 import type { DepartmentRepository } from "../storage/department-repository.js";
 import type { MemberRow, UsageRepository } from "../storage/usage-repository.js";
 import { resolveNamedMembers } from "./named-members.js";
@@ -72,17 +68,11 @@ export interface DailyFigures extends GroupFigures {
   date: string;
 }
 
-/** The facts of the raw events: every event one fact. */
-export const rawEventFacts = (usage: UsageRepository): UsageFacts =>
-  (enterpriseId, start, end, memberKeys) => usage.eventsInWindow(enterpriseId, start, end, memberKeys);
-
 /** What the engine sums: a window in buckets, grouped, over some members (undefined: all). */
 interface ReportPlan {
   enterpriseId: string;
   /** The enterprise's rollups, when it has them. */
   layout: RollupLayout | undefined;
-  /** The facts, when the rollups do not answer the whole report. */
-  facts: UsageFacts;
   start: number;
   end: number;
   buckets: TimeBucket[];
@@ -119,7 +109,6 @@ export class UsageReports {
     let members = intersect(named?.members.map((m) => m.member_key), departments && [...departments.groupsOf.keys()]);
     const buckets = planBuckets(start, end, zone, kind);
     const layout = await this.usage.rollups.layout(enterpriseId);
-    const facts = this.factsFor(layout, buckets, dimensions);
 
     let pageMembers: MemberRow[] | undefined;
     let nextPageToken = "";
@@ -129,7 +118,7 @@ export class UsageReports {
         request.departmentId, request.userIds, request.emails]);
       const pageSize = effectivePageSize(request.pageSize, { default: DEFAULT_REPORT_MEMBERS, max: MAX_REPORT_MEMBERS });
       const after = decodePageToken(query, request.pageToken);
-      const active = await this.activeMembers(facts, enterpriseId, start, end, members, signal);
+      const active = await this.activeMembers({ enterpriseId, layout, start, end, buckets, dimensions, members }, signal);
       const ordered = active.sort((a, b) => compareCodePoints(a.user_id, b.user_id))
         .filter((member) => after === undefined || compareCodePoints(member.user_id, after) > 0);
       pageMembers = ordered.slice(0, pageSize);
@@ -137,7 +126,7 @@ export class UsageReports {
       members = pageMembers.map((m) => m.member_key);
     }
 
-    const answer = await this.run({ enterpriseId, layout, facts, start, end, buckets, dimensions, members, departments, pageMembers }, signal);
+    const answer = await this.run({ enterpriseId, layout, start, end, buckets, dimensions, members, departments, pageMembers }, signal);
     return {
       currency: settings.currency, timeZone: zone, buckets: answer, nextPageToken,
       notFoundUserIds: named?.notFoundUserIds ?? [], notFoundEmails: named?.notFoundEmails ?? [],
@@ -156,7 +145,7 @@ export class UsageReports {
     const layout = await this.usage.rollups.layout(enterpriseId);
     const dayBuckets = planBuckets(start, end, zone, "day");
     const buckets = await this.run({
-      enterpriseId, layout, facts: this.factsFor(layout, dayBuckets, []), start, end, buckets: dayBuckets, dimensions: [], members: undefined,
+      enterpriseId, layout, start, end, buckets: dayBuckets, dimensions: [], members: undefined,
     }, signal);
     return { currency: settings.currency, timeZone: zone, items: buckets.map((b) => ({ date: b.date, ...b.groups[0]!.figures })) };
   }
@@ -196,9 +185,10 @@ export class UsageReports {
     };
   }
 
-  private async addFacts(cells: ReportCells, facts: UsageFacts, enterpriseId: string, start: number, end: number,
+  /** The raw events of [start, end) (of `members` only, when given) into `cells`. */
+  private async addEvents(cells: ReportCells, enterpriseId: string, start: number, end: number,
     members: readonly number[] | undefined, signal: AbortSignal): Promise<void> {
-    for await (const page of facts(enterpriseId, start, end, members)) {
+    for await (const page of this.usage.eventsInWindow(enterpriseId, start, end, members)) {
       signal.throwIfAborted();
       cells.add(page);
     }
@@ -228,77 +218,59 @@ export class UsageReports {
         cells.addRollup(buckets.get(row.period)!, row);
       }
     }
-    for (const { from, to } of raw) await this.addFacts(cells, rawEventFacts(this.usage), plan.enterpriseId, from, to, undefined, signal);
+    for (const { from, to } of raw) await this.addEvents(cells, plan.enterpriseId, from, to, undefined, signal);
   }
 
   /**
-   * Where the facts come from: without model groups, each member's day sums for the whole days of
-   * the rollups' zone inside a bucket (memberDayFacts), else the raw events.
+   * Each member's day sums from the rollups for the whole days of their zone inside a bucket, and the
+   * raw events of the rest of each bucket (a foreign zone's day or an hour holds no whole day: read raw).
    */
-  private factsFor(layout: RollupLayout | undefined, buckets: readonly TimeBucket[], dimensions: readonly string[]): UsageFacts {
-    return layout && !dimensions.includes("model") ? this.memberDayFacts(layout, buckets) : rawEventFacts(this.usage);
-  }
-
-  /**
-   * Facts of the window: per member and whole day of the layout's zone inside a bucket, one fact
-   * summing the member's day (model ALL_MODELS, at the day's start, so in that bucket); the raw events
-   * of the rest of each bucket. A foreign zone's day or an hour holds no whole day: it is read raw.
-   */
-  private memberDayFacts(layout: RollupLayout, buckets: readonly TimeBucket[]): UsageFacts {
-    const usage = this.usage;
+  private async addMemberDays(cells: ReportCells, plan: ReportPlan, layout: RollupLayout, signal: AbortSignal): Promise<void> {
+    const { buckets, enterpriseId, members } = plan;
     const periods = new RollupPeriods(layout, { start: buckets[0]?.start ?? 0, end: buckets[buckets.length - 1]?.end ?? 0 });
-    return async function* (enterpriseId, start, end, memberKeys) {
-      const days: number[] = [];
-      const raw: Array<{ from: number; to: number }> = [];
-      for (const bucket of buckets) {
-        const cover = periods.cover(Math.max(start, bucket.start), Math.min(end, bucket.end), [DAY]);
-        days.push(...cover.periods.map((p) => p.start));
-        raw.push(...cover.raw);
+    const days: Array<{ day: number; bucket: number }> = [];
+    const raw: Array<{ from: number; to: number }> = [];
+    buckets.forEach((bucket, index) => {
+      const cover = periods.cover(Math.max(plan.start, bucket.start), Math.min(plan.end, bucket.end), [DAY]);
+      for (const period of cover.periods) days.push({ day: period.start, bucket: index });
+      raw.push(...cover.raw);
+    });
+    const bucketOfDay = new Map(days.map(({ day, bucket }) => [day, bucket]));
+    const only = members && new Set(members);
+    const decoded = memberSumsScratch();
+    for (let at = 0; at < days.length; at += DAYS_READ_AT_ONCE) {
+      signal.throwIfAborted();
+      const some = days.slice(at, at + DAYS_READ_AT_ONCE).map(({ day }) => day);
+      for (const { day, memberSums } of await this.usage.rollups.memberDays(enterpriseId, some)) {
+        cells.addMemberSums(bucketOfDay.get(day)!, decodeMemberSums(memberSums, decoded), only);
       }
-      const only = memberKeys && new Set(memberKeys);
-      // A page is one day's members; its fact objects are reused for the next day's (UsageFacts allows it).
-      const pool: UsageFact[] = [];
-      for (let at = 0; at < days.length; at += DAYS_READ_AT_ONCE) {
-        for (const { day, memberSums } of await usage.rollups.memberDays(enterpriseId, days.slice(at, at + DAYS_READ_AT_ONCE))) {
-          let count = 0;
-          forEachMemberSums(memberSums, (memberKey, sums) => {
-            if (only && !only.has(memberKey)) return;
-            const fact = (pool[count++] ??= { memberKey, modelId: ALL_MODELS, ts: day, inputTokens: 0, outputTokens: 0, basicMicros: 0, payGoMicros: 0 });
-            fact.memberKey = memberKey;
-            fact.ts = day;
-            fact.inputTokens = sums[INPUT]!;
-            fact.outputTokens = sums[OUTPUT]!;
-            fact.basicMicros = sums[BASIC]!;
-            fact.payGoMicros = sums[PAY_GO]!;
-            fact.events = Number(sums[EVENTS]);
-          });
-          yield count === pool.length ? pool : pool.slice(0, count);
-        }
-      }
-      for (const { from, to } of raw) yield* usage.eventsInWindow(enterpriseId, from, to, memberKeys);
-    };
+    }
+    for (const { from, to } of raw) await this.addEvents(cells, enterpriseId, from, to, members, signal);
   }
 
-  /** The members (of `members`, else all) with at least one fact in the window. */
-  private async activeMembers(facts: UsageFacts, enterpriseId: string, start: number, end: number, members: readonly number[] | undefined,
-    signal: AbortSignal): Promise<MemberRow[]> {
-    const active = new Set<number>();
-    for await (const page of facts(enterpriseId, start, end, members)) {
-      signal.throwIfAborted();
-      for (const fact of page) active.add(fact.memberKey);
-    }
-    return this.usage.membersByKeys(enterpriseId, [...active]);
+  /** The members (of `plan.members`, else all) with usage in the window. */
+  private async activeMembers(plan: ReportPlan, signal: AbortSignal): Promise<MemberRow[]> {
+    const window = [{ start: plan.start, end: plan.end, date: "" }];
+    const cells = new ReportCells(window, new Grouping(["member"]));
+    await this.addUsage(cells, { ...plan, buckets: window, dimensions: ["member"] }, signal);
+    return this.usage.membersByKeys(plan.enterpriseId, cells.groups(0).map((group) => group.key.memberKey));
+  }
+
+  /**
+   * The usage of the plan's window into `cells`: the whole enterprise's (ungrouped or by model) from
+   * the rollups' periods; without model groups, the members' day sums; else the raw events.
+   */
+  private async addUsage(cells: ReportCells, plan: ReportPlan, signal: AbortSignal): Promise<void> {
+    const wholeEnterprise = plan.members === undefined && plan.departments === undefined && plan.dimensions.every((d) => d === "model");
+    if (plan.layout && wholeEnterprise) return this.addRollups(cells, plan, plan.layout, signal);
+    if (plan.layout && !plan.dimensions.includes("model")) return this.addMemberDays(cells, plan, plan.layout, signal);
+    return this.addEvents(cells, plan.enterpriseId, plan.start, plan.end, plan.members, signal);
   }
 
   /** The engine: usage summed per (bucket, group), then each bucket's groups in order with their key fields. */
   private async run(plan: ReportPlan, signal: AbortSignal): Promise<ReportBucket[]> {
     const cells = new ReportCells(plan.buckets, new Grouping(plan.dimensions, plan.departments?.groupsOf));
-    const wholeEnterprise = plan.members === undefined && plan.departments === undefined && plan.dimensions.every((d) => d === "model");
-    if (wholeEnterprise && plan.layout) {
-      await this.addRollups(cells, plan, plan.layout, signal);
-    } else {
-      await this.addFacts(cells, plan.facts, plan.enterpriseId, plan.start, plan.end, plan.members, signal);
-    }
+    await this.addUsage(cells, plan, signal);
     const groups = plan.buckets.map((_, index) => cells.groups(index));
 
     const modelIds = new Set(groups.flat().map((g) => g.key.modelId).filter((id) => id >= 0));
@@ -340,7 +312,7 @@ function intersect(a: readonly number[] | undefined, b: readonly number[] | unde
 
 function emptyFigures(): GroupFigures {
   return {
-    key: { id: "", modelId: -1, memberKey: -1, departmentId: "" },
+    key: { id: "", index: -1, modelId: -1, memberKey: -1, departmentId: "" },
     events: 0n, activeMembers: 0, inputTokens: 0n, outputTokens: 0n, basicMicros: 0n, payGoMicros: 0n,
   };
 }

@@ -3,6 +3,7 @@
 // one (the first: the key), then the five sums of ModelSums in its order (input and output tokens,
 // basic and pay-go micro-units, events). Varints of up to 7 bytes are read as numbers, longer ones as
 // bigints, so every sum is exact.
+import type { MemberSumsOfDay } from "../domain/report-cells.js";
 import { ModelSums, NUMBER_BYTES, SUMS, readBigVarint, readVarint, writeBigVarint, writeVarint } from "../domain/usage-totals.js";
 
 /** The most bytes an entry takes: a key and five sums, each at most a 64-bit varint past 2^64 (ten bytes a 2^70). */
@@ -45,11 +46,57 @@ export function mergeMemberSums(stored: Uint8Array | null, added: ReadonlyMap<nu
 }
 
 /**
- * Calls `each` with every member's key and sums (numbers while below 2^49, else bigints), in key
- * order. `sums` is one array refilled for each member: read it before `each` returns.
+ * A day's member sums decoded into `into` (its arrays grown as needed, for reuse from day to day):
+ * members in key order, each with its five sums as numbers; a member with a sum past 7 varint bytes
+ * (2^49 and up) has its five as bigints in `into.big` instead.
  */
-export function forEachMemberSums(packed: Uint8Array, each: (memberKey: number, sums: Array<number | bigint>) => void): void {
-  forEachStoredEntry(packed, (key, values) => each(key, values));
+export function decodeMemberSums(packed: Uint8Array, into: MemberSumsOfDay): MemberSumsOfDay {
+  const most = Math.ceil(packed.length / (SUMS + 1));
+  if (into.keys.length < most) {
+    into.keys = new Float64Array(most);
+    into.sums = new Float64Array(most * SUMS);
+  }
+  const { keys, sums } = into;
+  into.big = undefined;
+  let at = 0;
+  let key = 0;
+  let count = 0;
+  // Inline varints (a call per value cost more than the rest of the loop); a value past the end reads as 0 and is caught below.
+  while (at < packed.length) {
+    const entry = at;
+    let value = 0;
+    let scale = 1;
+    let byte: number;
+    do {
+      byte = packed[at++]!;
+      value += (byte & 0x7f) * scale;
+      scale *= 128;
+    } while (byte >= 0x80);
+    key += value;
+    keys[count] = key;
+    let wide = false;
+    for (let i = 0; i < SUMS; i++) {
+      const start = at;
+      value = 0;
+      scale = 1;
+      do {
+        byte = packed[at++]!;
+        value += (byte & 0x7f) * scale;
+        scale *= 128;
+      } while (byte >= 0x80);
+      if (at - start > NUMBER_BYTES) wide = true;
+      sums[count * SUMS + i] = value;
+    }
+    if (wide) {
+      const values: bigint[] = [];
+      forEachStoredEntry(packed.subarray(entry, at), (_, exact) => values.push(...exact.map((v) => BigInt(v))));
+      (into.big ??= new Map()).set(count, values);
+    }
+    count++;
+  }
+  if (at !== packed.length) throw new Error("member day sums: an entry ends past the data");
+  into.count = count;
+  return into;
 }
 
 /** Walks the entries: each member's key, its sums (one array refilled), and where its five sums' bytes lie in `packed`. */

@@ -5,7 +5,7 @@ import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CompiledQuery, sql, type Kysely } from "kysely";
 import { invalidParameter } from "../domain/errors.js";
-import { MAX_TIMESTAMP, modelKey, type EventValue, type ModelIdentity } from "../domain/usage-event.js";
+import { MAX_TIMESTAMP, modelKey, type EventValue, type ModelIdentity, type RawEvent } from "../domain/usage-event.js";
 import { EVENTS, SUM_LIMIT_MESSAGE, SumLimitError } from "../domain/usage-totals.js";
 import { WindowSums } from "../domain/usage-window-sums.js";
 import { dayOf, type WindowPlan } from "../domain/usage-window.js";
@@ -491,17 +491,6 @@ export class UsageRepository {
       after = { day: Number(last.day), member_key: Number(last.member_key), ts: Number(last.ts), event_id: last.event_id };
     }
   }
-}
-
-/** One raw event of a window (eventsInWindow). */
-export interface RawEvent {
-  memberKey: number;
-  modelId: number;
-  ts: number;
-  inputTokens: number;
-  outputTokens: number;
-  basicMicros: number;
-  payGoMicros: number;
 }
 
 interface RawEventRow {

@@ -4,8 +4,9 @@ import { describe, expect, it } from "vitest";
 import {
   ALL_MODELS, DAY, HOUR, layoutFor, QUARTER, RollupDelta, RollupPeriods, type Grain,
 } from "../../src/domain/usage-rollup.js";
-import { ModelSums } from "../../src/domain/usage-totals.js";
-import { forEachMemberSums, mergeMemberSums } from "../../src/storage/member-day-sums.js";
+import { memberSumsScratch } from "../../src/domain/report-cells.js";
+import { ModelSums, SUMS } from "../../src/domain/usage-totals.js";
+import { decodeMemberSums, mergeMemberSums } from "../../src/storage/member-day-sums.js";
 
 const at = (iso: string) => Date.parse(iso) / 1000;
 const periodsOf = (zone: string) => new RollupPeriods(layoutFor(zone, at("2025-06-01T00:00:00Z")));
@@ -103,16 +104,15 @@ describe("member day sums", () => {
       return [key, s] as const;
     }));
   const read = (packed: Uint8Array) => {
-    const out: string[] = [];
-    forEachMemberSums(packed, (key, values) => out.push(`${key}: ${values.join(" ")}`));
-    return out;
+    const day = decodeMemberSums(packed, memberSumsScratch());
+    return Array.from({ length: day.count }, (_, m) => `${day.keys[m]}: ${(day.big?.get(m) ?? day.sums.subarray(m * SUMS, (m + 1) * SUMS)).join(" ")}`);
   };
 
   it("round-trip every member's five sums in key order, exactly past 2^53", () => {
     const sums = sumsOf([[900, [1, 2, 3, 4, 5]], [7, [0, 0, 0, 0, 1]], [2 ** 31 + 5, [2 ** 53 - 1, 10 ** 12, 0, 1, 2]]]);
     sums.get(900)!.addBig(0, 2n ** 64n); // past 2^53: stays exact as a bigint
     expect(read(mergeMemberSums(null, sums))).toStrictEqual(["7: 0 0 0 0 1", `900: ${2n ** 64n + 1n} 2 3 4 5`, `${2 ** 31 + 5}: ${2 ** 53 - 1} ${10 ** 12} 0 1 2`]);
-    expect(() => forEachMemberSums(new Uint8Array([5, 0x80]), () => {})).toThrow(/ends past the data/);
+    expect(() => decodeMemberSums(new Uint8Array([5, 0x80]), memberSumsScratch())).toThrow(/ends past the data/);
   });
 
   it("merge stored sums with added ones: members of either, sums added, untouched ones as stored", () => {
