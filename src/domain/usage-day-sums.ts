@@ -306,31 +306,24 @@ function lengthened<T extends Int32Array<ArrayBuffer> | Uint8Array<ArrayBuffer>>
 export function forEachFrame(frames: Uint8Array,
   visit: (member: number, running: boolean, day: number, start: number, end: number) => void): void {
   let at = 0;
+  // readVarint without a tuple per value (an import reads three a frame, for millions of frames).
+  const varint = () => {
+    let value = 0;
+    let scale = 1;
+    for (;;) {
+      const byte = frames[at++]!;
+      value += (byte & 0x7f) * scale;
+      scale *= 128;
+      if (!(byte >= 0x80)) return value;
+    }
+  };
   while (at < frames.length) {
-    const memberAndKind = varintAt(frames, at);
-    const day = varintAt(frames, afterVarint);
-    const length = varintAt(frames, afterVarint);
-    const start = afterVarint;
+    const memberAndKind = varint();
+    const day = varint();
+    const length = varint();
+    const start = at;
     visit(Math.floor(memberAndKind / 2), memberAndKind % 2 === 1, day, start, start + length);
     at = start + length;
-  }
-}
-
-/** The offset after the varint varintAt read last. */
-let afterVarint = 0;
-
-/** readVarint without a tuple per value (an import reads three a frame, for millions of frames). */
-function varintAt(bytes: Uint8Array, at: number): number {
-  let value = 0;
-  let scale = 1;
-  for (;;) {
-    const byte = bytes[at++]!;
-    value += (byte & 0x7f) * scale;
-    scale *= 128;
-    if (!(byte >= 0x80)) {
-      afterVarint = at;
-      return value;
-    }
   }
 }
 

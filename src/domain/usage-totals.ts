@@ -98,6 +98,8 @@ const ZERO_AMOUNT = formatMicros(0);
 /** Sums per model id. */
 export class TotalsByModel {
   readonly models = new Map<number, ModelSums>();
+  /** packOnto calls so far: tells the models one call has merged from those it has not (ModelSums.stamp). */
+  private packs = 0;
 
   private sumsOf(modelId: number): ModelSums {
     let sums = this.models.get(modelId);
@@ -159,24 +161,24 @@ export class TotalsByModel {
     if (at !== end) throw new CorruptTotalsError(at, end);
   }
 
-  /** The packed form (models in no particular order); throws SumLimitError past 2^64 - 1. */
-  pack(): Uint8Array {
-    const out = scratchFor(this.models.size * MAX_ENTRY_BYTES);
-    return out.slice(0, this.packInto(out, 0));
+  /** The most bytes packCellInto writes, with `onto` as given. */
+  cellBytes(onto?: Uint8Array): number {
+    return FRAME_ROOM + (onto?.length ?? 0) + this.models.size * MAX_ENTRY_BYTES;
   }
 
   /**
-   * The stored form of a member's cell (see CELL FRAMES below): the packed totals framed by the
-   * member's key and their length; with `onto` (bare packed totals, a stored row's), those totals
-   * plus these. A view of a reused buffer, valid until the next call.
+   * Writes the stored form of a member's cell (see CELL FRAMES below) into `out` from `at`, which has
+   * cellBytes(onto) bytes of room: the packed totals framed by the member's key and their length;
+   * with `onto` (bare packed totals, a stored row's), those totals plus these. Returns the offset
+   * after it; throws SumLimitError past 2^64 - 1.
    */
-  packCell(memberKey: number, onto?: Uint8Array): Uint8Array {
-    const out = scratchFor(FRAME_ROOM + (onto?.length ?? 0) + this.models.size * MAX_ENTRY_BYTES);
-    const end = onto ? this.packOnto(onto, out, FRAME_ROOM) : this.packInto(out, FRAME_ROOM);
-    const headerBytes = writeVarint(frameHeader, writeVarint(frameHeader, 0, memberKey), end - FRAME_ROOM);
-    const start = FRAME_ROOM - headerBytes;
-    out.set(frameHeader.subarray(0, headerBytes), start);
-    return out.subarray(start, end);
+  packCellInto(out: Uint8Array, at: number, memberKey: number, onto?: Uint8Array): number {
+    // The totals go in after room for the header, whose length they decide, then move up to it.
+    const totalsAt = at + FRAME_ROOM;
+    const end = onto ? this.packOnto(onto, out, totalsAt) : this.packInto(out, totalsAt);
+    const headerEnd = writeVarint(out, writeVarint(out, at, memberKey), end - totalsAt);
+    out.copyWithin(headerEnd, totalsAt, end);
+    return headerEnd + end - totalsAt;
   }
 
   /** Writes the packed totals into `out` from `at`; returns the offset after them. */
@@ -194,7 +196,7 @@ export class TotalsByModel {
    */
   private packOnto(packed: Uint8Array, out: Uint8Array, at: number): number {
     // Varints are read inline here (no tuple per value, as readVarint returns): the hot path.
-    const stamp = ++packStamp; // marks the models merged by this call
+    const stamp = ++this.packs; // marks the models merged by this call
     let p = 0;
     while (p < packed.length) {
       const entryStart = p;
@@ -261,9 +263,6 @@ export class CorruptTotalsError extends Error {
   }
 }
 
-/** Tells the models one packOnto call has merged from those it has not (see ModelSums.stamp). */
-let packStamp = 0;
-
 /** Writes one model's entry (its id, then its sums); throws SumLimitError past 2^64 - 1. */
 function packEntry(out: Uint8Array, at: number, id: number, sums: ModelSums): number {
   at = writeVarint(out, at, id);
@@ -287,22 +286,8 @@ function packEntry(out: Uint8Array, at: number, id: number, sums: ModelSums): nu
  * usage_running_total row's `totals`.
  */
 
-/** The packed totals inside a stored cell's frame. */
-export function cellTotals(cell: Uint8Array): Uint8Array {
-  const [length, start] = readVarint(cell, readVarint(cell, 0)[1]);
-  return cell.subarray(start, start + length);
-}
-
 /** Room kept before the totals for a frame's header: two varints below 2^53 (8 bytes each at most). */
 const FRAME_ROOM = 16;
-const frameHeader = new Uint8Array(FRAME_ROOM);
-
-/** One reused buffer to pack into (packing is synchronous), grown as needed. */
-let scratch = new Uint8Array(64 * MAX_ENTRY_BYTES);
-function scratchFor(bytes: number): Uint8Array {
-  if (scratch.length < bytes) scratch = new Uint8Array(bytes * 2);
-  return scratch;
-}
 
 /**
  * Writes a non-negative integer below 2^53 as a varint; returns the next offset. In integer

@@ -16,8 +16,8 @@
 // usage_ingestion_count, tells).
 import { DaySums, forEachFrame } from "../domain/usage-day-sums.js";
 import { SUMS, TotalsByModel, writeVarint } from "../domain/usage-totals.js";
-import type { Database } from "./database.js";
-import { RowsByDay, addToRunningTotals, chunks, readStoredRows } from "./usage-running-totals.js";
+import { chunks, type BulkStore } from "./bulk-statements.js";
+import { RowsByDay, addToRunningTotals, readStoredRows } from "./usage-running-totals.js";
 
 /** A member of the file, once its first frame has come. */
 interface ImportedMember {
@@ -63,7 +63,7 @@ export class ImportRunningTotals {
    * member keys and model ids by `memberKeys` and `modelIds`. `daySums` holds the day sums already
    * taken away for repeats; it is drained into the stored rows here.
    */
-  async add(database: Pick<Database, "db" | "dialect">, frames: Uint8Array, memberKeys: ArrayLike<number>, modelIds: ArrayLike<number>,
+  async add(database: BulkStore, frames: Uint8Array, memberKeys: ArrayLike<number>, modelIds: ArrayLike<number>,
     daySums: DaySums): Promise<void> {
     await this.meetNewMembers(database, frames, memberKeys);
     const rows = new RowsByDay(frames.length + (frames.length >> 3)); // cells take about the frames' bytes
@@ -79,7 +79,8 @@ export class ImportRunningTotals {
       if (member.direct && member.base) {
         const totals = new TotalsByModel();
         totals.addPacked(frames, start, end, modelIds);
-        rows.add(memberKey, day, totals.packCell(memberKey, member.base));
+        const onto = member.base;
+        rows.addWritten(memberKey, day, totals.cellBytes(onto), (out, at) => totals.packCellInto(out, at, memberKey, onto));
       } else if (member.direct) {
         rows.addWritten(memberKey, day, CELL_HEADER_ROOM + 2 * (end - start), (out, at) => writeRunningCell(out, at, memberKey, frames, start, end, modelIds));
       } else {
@@ -106,7 +107,7 @@ export class ImportRunningTotals {
    * row before its first day in the file as the base, unless the store holds a row on or after that
    * day, or it repeated an event, or its first frame is a day's sums.
    */
-  private async meetNewMembers(database: Pick<Database, "db" | "dialect">, frames: Uint8Array, memberKeys: ArrayLike<number>): Promise<void> {
+  private async meetNewMembers(database: BulkStore, frames: Uint8Array, memberKeys: ArrayLike<number>): Promise<void> {
     const firstDays: Array<[memberKey: number, day: number]> = [];
     forEachFrame(frames, (fileMember, running, day) => {
       const memberKey = memberKeys[fileMember]!;

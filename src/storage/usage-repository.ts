@@ -12,7 +12,8 @@ import { dayOf, type WindowPlan } from "../domain/usage-window.js";
 import type { Schema } from "./schema.js";
 import type { Database, Dialect } from "./database.js";
 import { DaySums } from "../domain/usage-day-sums.js";
-import { addToRunningTotals, chunks } from "./usage-running-totals.js";
+import { chunks, StatementTexts, type BulkStore } from "./bulk-statements.js";
+import { addToRunningTotals } from "./usage-running-totals.js";
 import type { ImportRunningTotals } from "./usage-import-totals.js";
 import { UsageRollups } from "./usage-rollups.js";
 import { RollupDelta, RollupPeriods } from "../domain/usage-rollup.js";
@@ -53,10 +54,8 @@ interface SharedCaches {
   /** Model ids never change once committed, so they are cached for the life of the process. */
   modelIds: Map<string, number>;
   models: Map<number, ModelIdentity>;
-  /** The multi-row INSERT's SQL for a given row count, compiled once and run with new parameters. */
-  insertStatements: Map<number, string>;
-  /** Likewise the rollups' upsert (UsageRollups). */
-  rollupUpserts: Map<number, string>;
+  /** The bulk statements' SQL texts (bulk-statements.ts). */
+  texts: StatementTexts;
 }
 
 export class UsageRepository {
@@ -64,20 +63,21 @@ export class UsageRepository {
   private readonly dialect: Dialect;
   private readonly modelIds: Map<string, number>;
   private readonly models: Map<number, ModelIdentity>;
-  private readonly insertStatements: Map<number, string>;
+  /** This repository's connection or transaction, for the bulk readers and writers. */
+  private readonly bulk: BulkStore;
   /** The rollups (usage-rollups.ts), on the same connection or transaction. */
   readonly rollups: UsageRollups;
 
   constructor(
     private readonly database: Pick<Database, "db" | "dialect" | "writeTransaction" | "observer">,
-    private readonly caches: SharedCaches = { modelIds: new Map(), models: new Map(), insertStatements: new Map(), rollupUpserts: new Map() },
+    private readonly caches: SharedCaches = { modelIds: new Map(), models: new Map(), texts: new StatementTexts() },
   ) {
     this.db = database.db;
     this.dialect = database.dialect;
     this.modelIds = caches.modelIds;
     this.models = caches.models;
-    this.insertStatements = caches.insertStatements;
-    this.rollups = new UsageRollups(this.db, this.dialect, caches.rollupUpserts);
+    this.bulk = { db: this.db, dialect: this.dialect, texts: caches.texts };
+    this.rollups = new UsageRollups(this.db, this.dialect, caches.texts);
   }
 
   /**
@@ -243,7 +243,7 @@ export class UsageRepository {
         tx.daySums = new DaySums();
         tx.importTotals = importTotals;
         await work(tx);
-        await addToRunningTotals(tx.database, tx.daySums);
+        await addToRunningTotals(tx.bulk, tx.daySums);
         await tx.writeRollups();
         return tx.added;
       }, { unbounded });
@@ -321,7 +321,7 @@ export class UsageRepository {
 
   /** Adds the held sums to the running totals and rollups once many are held, so an ingestion's memory stays bounded. */
   private async flushHeldSums(daySums: DaySums): Promise<void> {
-    if (daySums.size >= FLUSH_DAY_SUMS) await addToRunningTotals(this.database, daySums);
+    if (daySums.size >= FLUSH_DAY_SUMS) await addToRunningTotals(this.bulk, daySums);
     let held = 0;
     for (const delta of this.rollupDeltas.values()) held += delta?.size ?? 0;
     if (held >= FLUSH_ROLLUP_EVENTS) await this.writeRollups();
@@ -350,7 +350,7 @@ export class UsageRepository {
   async addSumFrames(frames: Uint8Array, memberKeys: ArrayLike<number>, modelIds: ArrayLike<number>): Promise<void> {
     const daySums = this.daySums;
     if (!daySums || !this.importTotals) throw new Error("addSumFrames runs only inside ingestImportChunk()");
-    await this.importTotals.add(this.database, frames, memberKeys, modelIds, daySums);
+    await this.importTotals.add(this.bulk, frames, memberKeys, modelIds, daySums);
   }
 
   /**
@@ -395,15 +395,12 @@ export class UsageRepository {
   }
 
   private insertStatement(rowCount: number): string {
-    let text = this.insertStatements.get(rowCount);
-    if (!text) {
+    return this.bulk.texts.of("usage events: insert", rowCount, (rows) => {
       const placeholder = Object.fromEntries(EVENT_COLUMNS.map((c) => [c, 0])) as never;
-      text = this.db.insertInto("usage_event").values(Array.from({ length: rowCount }, () => placeholder))
+      return this.db.insertInto("usage_event").values(Array.from({ length: rows }, () => placeholder))
         .onConflict((oc) => oc.columns(["enterprise_id", "event_id"]).doNothing())
         .compile().sql;
-      this.insertStatements.set(rowCount, text);
-    }
-    return text;
+    });
   }
 
   /**

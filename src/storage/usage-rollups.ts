@@ -11,7 +11,7 @@ import { mergeMemberSums } from "./member-day-sums.js";
 import { ModelSums } from "../domain/usage-totals.js";
 import type { Dialect } from "./database.js";
 import type { Schema } from "./schema.js";
-import { chunks } from "./usage-running-totals.js";
+import { chunks, type StatementTexts } from "./bulk-statements.js";
 
 const { RoaringBitmap32 } = roaring;
 
@@ -30,12 +30,7 @@ export interface RollupRow {
 const ROW_COLUMNS = ["enterprise_id", "grain", "period", "model_id", "member_count", "sums", "members", "member_sums"] as const;
 
 export class UsageRollups {
-  /**
-   * `upserts`: the upsert's SQL by row count, compiled once and run with new parameters (building a
-   * 512-row INSERT with the query builder costs more than running it); shared by the repositories of
-   * one store.
-   */
-  constructor(private readonly db: Kysely<Schema>, private readonly dialect: Dialect, private readonly upserts: Map<number, string>) {}
+  constructor(private readonly db: Kysely<Schema>, private readonly dialect: Dialect, private readonly texts: StatementTexts) {}
 
   /** The enterprise's layout; undefined while its rollups are not complete (see layoutForIngestion). */
   async layout(enterpriseId: string): Promise<RollupLayout | undefined> {
@@ -104,18 +99,15 @@ export class UsageRollups {
   }
 
   private upsertStatement(rowCount: number): string {
-    let text = this.upserts.get(rowCount);
-    if (!text) {
+    return this.texts.of("rollups: upsert", rowCount, (rows) => {
       const placeholder = Object.fromEntries(ROW_COLUMNS.map((c) => [c, 0])) as never;
-      text = this.db.insertInto("usage_rollup").values(Array.from({ length: rowCount }, () => placeholder))
+      return this.db.insertInto("usage_rollup").values(Array.from({ length: rows }, () => placeholder))
         .onConflict((oc) => oc.columns(["enterprise_id", "grain", "period", "model_id"]).doUpdateSet((eb) => ({
           member_count: eb.ref("excluded.member_count"), sums: eb.ref("excluded.sums"), members: eb.ref("excluded.members"),
           member_sums: eb.ref("excluded.member_sums"),
         })))
         .compile().sql;
-      this.upserts.set(rowCount, text);
-    }
-    return text;
+    });
   }
 
   private storedRows(enterpriseId: string, grain: Grain, periods: readonly number[]) {

@@ -8,27 +8,10 @@
 // it, and writes each of the days from that new day on again with the new events up to it added (a
 // new day's row starts from the last stored row before it). Events of the current day, the usual
 // case, rewrite one row a member; an event far in the past rewrites every later row of its member.
-import { CompiledQuery, type Kysely } from "kysely";
+import { CompiledQuery } from "kysely";
 import { TotalsByModel, readVarint } from "../domain/usage-totals.js";
 import { DaySums, type MemberDays } from "../domain/usage-day-sums.js";
-import type { Database, Dialect } from "./database.js";
-import type { Schema } from "./schema.js";
-
-/** Rows per statement at most: 2 or 3 parameters each, well under SQLite's 32,766. */
-const CHUNK_ROWS = 512;
-
-/** Statement sizes: 512-row chunks, then powers of two, so few distinct statements are ever prepared. */
-export function chunks<T>(rows: readonly T[]): T[][] {
-  const out: T[][] = [];
-  let i = 0;
-  while (i < rows.length) {
-    let size = CHUNK_ROWS;
-    while (size > rows.length - i) size >>= 1;
-    out.push(rows.slice(i, i + size));
-    i += size;
-  }
-  return out;
-}
+import { chunks, type BulkStore } from "./bulk-statements.js";
 
 /** A stored row: its day and its bare packed totals (the frame taken off). */
 export interface StoredRow {
@@ -37,26 +20,26 @@ export interface StoredRow {
 }
 
 /** Adds held sums to usage_running_total; run inside the ingestion's transaction. */
-export async function addToRunningTotals(database: Pick<Database, "db" | "dialect">, sums: DaySums): Promise<void> {
+export async function addToRunningTotals(database: BulkStore, sums: DaySums): Promise<void> {
   for (const chunk of chunks(sums.drain())) {
     const storedByMember = await readStoredRows(database, chunk.map(([memberKey, days]) => [memberKey, days[0]![0]]));
     const rows = new RowsByDay();
     for (const [memberKey, days] of chunk) {
-      mergeDays(memberKey, storedByMember.get(memberKey) ?? [], days, (day, packed) => rows.add(memberKey, day, packed));
+      mergeDays(storedByMember.get(memberKey) ?? [], days, (day, totals, onto) =>
+        rows.addWritten(memberKey, day, totals.cellBytes(onto), (out, at) => totals.packCellInto(out, at, memberKey, onto)));
     }
     await rows.write(database);
   }
 }
 
 /**
- * For each (member key, day) given (at most CHUNK_ROWS of them): the member's last stored row on
+ * For each (member key, day) given (at most a chunk of them): the member's last stored row on
  * or before that day and every row after it, in day order (usually one row: today's, or the last
  * one before today), by member key.
  */
-export async function readStoredRows(database: Pick<Database, "db" | "dialect">,
+export async function readStoredRows(database: BulkStore,
   memberDays: ReadonlyArray<readonly [memberKey: number, day: number]>): Promise<Map<number, StoredRow[]>> {
-  const { db, dialect } = database;
-  const [found] = (await db.executeQuery<StoredRows>(CompiledQuery.raw(storedStatement(dialect, memberDays.length), memberDays.flat()))).rows;
+  const [found] = (await database.db.executeQuery<StoredRows>(CompiledQuery.raw(storedStatement(database, memberDays.length), memberDays.flat()))).rows;
   return splitStoredRows(found);
 }
 
@@ -64,7 +47,7 @@ export async function readStoredRows(database: Pick<Database, "db" | "dialect">,
  * Rows to store, gathered and then written (upserted) together, their bytes end to end in one
  * buffer. SQLite gets them in the table's order, by day, then member (they are made member by
  * member; an import's run of days for each of 512 members written in that order jumped between as
- * many day ranges of the table), by statements of up to CHUNK_ROWS rows.
+ * many day ranges of the table), by statements of up to 512 rows (chunks).
  */
 export class RowsByDay {
   private bytes: Uint8Array;
@@ -76,14 +59,6 @@ export class RowsByDay {
   /** `expectedBytes`: about how many bytes the rows will take (the buffer grows past it). */
   constructor(expectedBytes = 1 << 16) {
     this.bytes = new Uint8Array(expectedBytes);
-  }
-
-  /** Adds a row; `cell` (framed totals) is copied. */
-  add(memberKey: number, day: number, cell: Uint8Array): void {
-    this.addWritten(memberKey, day, cell.length, (out, at) => {
-      out.set(cell, at);
-      return at + cell.length;
-    });
   }
 
   /** Adds a row whose cell `write` puts into `out` from `at` (at most `maxBytes`), returning the offset after it. */
@@ -99,8 +74,7 @@ export class RowsByDay {
     this.ends.push(this.used);
   }
 
-  async write(database: Pick<Database, "db" | "dialect">): Promise<void> {
-    const { db, dialect } = database;
+  async write(database: BulkStore): Promise<void> {
     const cell = (i: number) => this.bytes.subarray(i === 0 ? 0 : this.ends[i - 1]!, this.ends[i]!);
     const order = Array.from(this.days.keys());
     // Usually (an ingestion of today's events) one day, already in member order.
@@ -108,7 +82,7 @@ export class RowsByDay {
     for (const part of chunks(order)) {
       const parameters: unknown[] = [];
       for (const i of part) parameters.push(this.members[i], this.days[i], cell(i));
-      await db.executeQuery(CompiledQuery.raw(upsertStatement(db, dialect, part.length), parameters));
+      await database.db.executeQuery(CompiledQuery.raw(upsertStatement(database, part.length), parameters));
     }
   }
 }
@@ -147,7 +121,7 @@ function splitStoredRows(found: StoredRows | undefined): Map<number, StoredRow[]
  * today's) is the stored totals with the new sums merged in packed form; a run of rows (an import)
  * decodes the stored totals once and packs each day from the running sums.
  */
-function mergeDays(memberKey: number, stored: readonly StoredRow[], days: MemberDays, write: (day: number, packed: Uint8Array) => void): void {
+function mergeDays(stored: readonly StoredRow[], days: MemberDays, write: (day: number, totals: TotalsByModel, onto?: Uint8Array) => void): void {
   const added = new TotalsByModel(); // the new events up to the current day
   let base: Uint8Array | undefined; // the last stored totals up to the current day
   let current: TotalsByModel | undefined; // base plus added, once decoded for a run of new days
@@ -174,11 +148,10 @@ function mergeDays(memberKey: number, stored: readonly StoredRow[], days: Member
       if (base) current.addPacked(base);
       current.addTotals(added);
     }
-    write(day, current ? current.packCell(memberKey) : added.packCell(memberKey, base));
+    if (current) write(day, current);
+    else write(day, added, base);
   }
 }
-
-const storedSql = new Map<string, string>();
 
 /**
  * For `members` members (parameters: each member's key and earliest new day): each member's last
@@ -186,10 +159,8 @@ const storedSql = new Map<string, string>();
  * today), returned as one row of two values (a blob per stored row would cost the driver a Buffer
  * each). The bound is correlated with the member list, so each member's rows are one index range.
  */
-function storedStatement(dialect: Dialect, members: number): string {
-  const key = `${dialect}:${members}`;
-  let text = storedSql.get(key);
-  if (!text) {
+function storedStatement({ dialect, texts }: BulkStore, memberCount: number): string {
+  return texts.of("running totals: stored", memberCount, (members) => {
     const postgres = dialect === "postgres";
     const pairs = Array.from({ length: members }, (_, i) => (postgres
       ? `($${2 * i + 1}${i === 0 ? "::bigint" : ""}, $${2 * i + 2}${i === 0 ? "::integer" : ""})`
@@ -197,25 +168,17 @@ function storedStatement(dialect: Dialect, members: number): string {
     const [days, totals] = postgres
       ? ["string_agg(t.day::text, ',' order by t.member_key, t.day)", "string_agg(t.totals, ''::bytea order by t.member_key, t.day)"]
       : ["group_concat(t.day, ',')", "cast(group_concat(t.totals, '') as blob)"]; // one pass: both in the same order
-    text = `with m(k, d) as (values ${pairs})
+    return `with m(k, d) as (values ${pairs})
       select ${days} as days, ${totals} as totals from m join usage_running_total t on t.member_key = m.k
         and t.day >= coalesce((select max(p.day) from usage_running_total p where p.member_key = m.k and p.day <= m.d), m.d)`;
-    storedSql.set(key, text);
-  }
-  return text;
+  });
 }
 
-const upsertSql = new Map<string, string>();
-
-function upsertStatement(db: Kysely<Schema>, dialect: Dialect, rows: number): string {
-  const key = `${dialect}:${rows}`;
-  let text = upsertSql.get(key);
-  if (!text) {
+function upsertStatement({ db, texts }: BulkStore, rowCount: number): string {
+  return texts.of("running totals: upsert", rowCount, (rows) => {
     const placeholder = { member_key: 0, day: 0, totals: new Uint8Array() };
-    text = db.insertInto("usage_running_total").values(Array.from({ length: rows }, () => placeholder))
+    return db.insertInto("usage_running_total").values(Array.from({ length: rows }, () => placeholder))
       .onConflict((oc) => oc.columns(["member_key", "day"]).doUpdateSet((eb) => ({ totals: eb.ref("excluded.totals") })))
       .compile().sql;
-    upsertSql.set(key, text);
-  }
-  return text;
+  });
 }

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { DaySumFrames, DaySums, FileRunningTotals, forEachFrame } from "../../src/domain/usage-day-sums.js";
 import { SumLimitError, TotalsByModel } from "../../src/domain/usage-totals.js";
+import { packedOf } from "../helpers/packed-totals.js";
 
 /** Totals as plain bigints: model id → [input, output, basic, pay-go, events]. */
 const plainTotals = (totals: TotalsByModel) => Object.fromEntries([...totals.models].sort((a, b) => a[0] - b[0]).map(([id, s]) => [id, [0, 1, 2, 3, 4].map((i) => s.total(i))]));
@@ -101,7 +102,7 @@ describe("day sums across threads", () => {
     later.addEvent(1, 4, 4, 0, 0);
     const earlier = new TotalsByModel();
     earlier.addEvent(1, 4, 4, 0, 0);
-    const [laterPacked, earlierPacked] = [later.pack(), earlier.pack()];
+    const [laterPacked, earlierPacked] = [packedOf(later), packedOf(earlier)];
     const sums = new DaySums();
     sums.addPacked(1, 20_000, laterPacked, 0, laterPacked.length, [2, 3]);
     sums.addPacked(1, 20_000, earlierPacked, 0, earlierPacked.length, [2, 3], -1);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { CorruptTotalsError, SUM_LIMIT, SumLimitError, TotalsByModel, cellTotals, readBigVarint, readVarint, writeVarint } from "../../src/domain/usage-totals.js";
+import { CorruptTotalsError, SUM_LIMIT, SumLimitError, TotalsByModel, readBigVarint, readVarint, writeVarint } from "../../src/domain/usage-totals.js";
+import { cellOf, packedOf, unframed } from "../helpers/packed-totals.js";
 
 /** The totals as plain bigints per model, for comparison. */
 const plain = (totals: TotalsByModel) =>
@@ -40,11 +41,11 @@ describe("packed usage totals", () => {
         reference.set(model, sums.map((s, i) => s + (i === 4 ? 1n : BigInt(values[i]!))));
       }
       if ([...reference.values()].some((sums) => sums.some((s) => s > SUM_LIMIT))) {
-        expect(() => totals.pack()).toThrow(SumLimitError);
+        expect(() => packedOf(totals)).toThrow(SumLimitError);
         return;
       }
       const back = new TotalsByModel();
-      back.addPacked(totals.pack());
+      back.addPacked(packedOf(totals));
       expect(plain(back)).toStrictEqual(Object.fromEntries([...reference].sort((a, b) => a[0] - b[0])));
     }), { numRuns: 500 });
   });
@@ -55,7 +56,7 @@ describe("packed usage totals", () => {
     const batch = new TotalsByModel();
     batch.addEvent(7, 2, 2, 3, 0);
     batch.addEvent(9, 1, 0, 0, 0);
-    batch.addPacked(stored.pack());
+    batch.addPacked(packedOf(stored));
     expect(plain(batch)).toStrictEqual({ 7: [2n ** 53n + 1n, 3n, 3n, 5n, 2n], 9: [1n, 0n, 0n, 0n, 1n] });
   });
 
@@ -63,10 +64,10 @@ describe("packed usage totals", () => {
     const over = new TotalsByModel();
     over.addEvent(1, SUM_LIMIT, 0, 0, 0);
     over.addEvent(1, 1, 0, 0, 0);
-    expect(() => over.pack()).toThrow(SumLimitError);
+    expect(() => packedOf(over)).toThrow(SumLimitError);
     const small = new TotalsByModel();
     small.addEvent(3, 5000, 1200, 15000, 0);
-    expect(small.pack()).toHaveLength(1 + 2 + 2 + 2 + 1 + 1); // 5000, 1200 and 15000 take two bytes each
+    expect(packedOf(small)).toHaveLength(1 + 2 + 2 + 2 + 1 + 1); // 5000, 1200 and 15000 take two bytes each
   });
 
   it("merges new sums onto stored packed totals: stored models kept as they were, shared ones added, new ones after", () => {
@@ -81,7 +82,7 @@ describe("packed usage totals", () => {
       for (const [model, ...values] of [...stored, ...added]) everything.addEvent(model, values[0]!, values[1]!, values[2]!, values[3]!);
       let merged: Uint8Array;
       try {
-        merged = cellTotals(batch.packCell(9, before.pack().slice()).slice());
+        merged = unframed(cellOf(batch, 9, packedOf(before).slice()));
       } catch (error) {
         expect(error).toBeInstanceOf(SumLimitError);
         expect(Object.values(plain(everything)).flat().some((sum) => sum > SUM_LIMIT)).toBe(true);
@@ -96,20 +97,20 @@ describe("packed usage totals", () => {
     a.addEvent(3, 5000, 1200, 15000, 0);
     const b = new TotalsByModel();
     b.addEvent(2 ** 31, 2n ** 60n, 0, 0, 0);
-    expect(cellTotals(a.packCell(7).slice())).toStrictEqual(a.pack());
-    expect(cellTotals(b.packCell(2 ** 40).slice())).toStrictEqual(b.pack());
+    expect(unframed(cellOf(a, 7))).toStrictEqual(packedOf(a));
+    expect(unframed(cellOf(b, 2 ** 40))).toStrictEqual(packedOf(b));
   });
 
   it("refuses packed totals that end inside an entry, when reading them and when merging onto them", () => {
     const stored = new TotalsByModel();
     stored.addEvent(3, 5000, 1200, 15000, 0);
     stored.addEvent(4, 1, 1, 1, 1);
-    const packed = stored.pack();
+    const packed = packedOf(stored);
     const batch = new TotalsByModel();
     batch.addEvent(3, 1, 1, 1, 1);
     for (const corrupt of [packed.slice(0, -1), Uint8Array.of(...packed.slice(0, -1), 0x80)]) {
       expect(() => new TotalsByModel().addPacked(corrupt)).toThrow(CorruptTotalsError);
-      expect(() => batch.packCell(1, corrupt)).toThrow(CorruptTotalsError);
+      expect(() => cellOf(batch, 1, corrupt)).toThrow(CorruptTotalsError);
     }
   });
 });

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { CorruptTotalsError, EVENTS, SUM_LIMIT, SUMS, TotalsByModel } from "../../src/domain/usage-totals.js";
 import { WindowSums } from "../../src/domain/usage-window-sums.js";
+import { cellOf } from "../helpers/packed-totals.js";
 
 type Event = [model: number, input: number | bigint, output: number | bigint, basic: number | bigint, payGo: number | bigint];
 
@@ -10,7 +11,7 @@ function cells(members: ReadonlyArray<[key: number, events: readonly Event[]]>):
   const parts = members.map(([key, events]) => {
     const totals = new TotalsByModel();
     for (const [model, ...values] of events) totals.addEvent(model, values[0], values[1], values[2], values[3]);
-    return totals.packCell(key).slice();
+    return cellOf(totals, key);
   });
   return new Uint8Array(parts.flatMap((part) => [...part]));
 }

@@ -1,0 +1,42 @@
+// Statements that carry many rows: how rows are cut into statements, and each statement's SQL text
+// made once per row count. Building a 512-row statement with the query builder costs more than
+// running it, and on SQLite the same text is the same prepared statement (database.ts).
+import type { Kysely } from "kysely";
+import type { Dialect } from "./database.js";
+import type { Schema } from "./schema.js";
+
+/** Rows per statement at most: under SQLite's 32,766 parameters with ten a row. */
+const CHUNK_ROWS = 512;
+
+/** Statement sizes: 512-row chunks, then powers of two, so a statement has at most ten texts. */
+export function chunks<T>(rows: readonly T[]): T[][] {
+  const out: T[][] = [];
+  let i = 0;
+  while (i < rows.length) {
+    let size = CHUNK_ROWS;
+    while (size > rows.length - i) size >>= 1;
+    out.push(rows.slice(i, i + size));
+    i += size;
+  }
+  return out;
+}
+
+/** SQL texts by statement and row count, kept for the life of a store's repositories. */
+export class StatementTexts {
+  private readonly texts = new Map<string, string>();
+
+  /** The text of `statement` for `rows` rows, made by `make` the first time it is asked for. */
+  of(statement: string, rows: number, make: (rows: number) => string): string {
+    const key = `${statement}:${rows}`;
+    let text = this.texts.get(key);
+    if (text === undefined) this.texts.set(key, (text = make(rows)));
+    return text;
+  }
+}
+
+/** A connection (or transaction) with its dialect and statement texts: what a bulk reader or writer takes. */
+export interface BulkStore {
+  db: Kysely<Schema>;
+  dialect: Dialect;
+  texts: StatementTexts;
+}
