@@ -29,6 +29,15 @@ export interface RollupRow {
 /** The column values of a row to write, in ROW_COLUMNS order. */
 const ROW_COLUMNS = ["enterprise_id", "grain", "period", "model_id", "member_count", "sums", "members", "member_sums"] as const;
 
+/** A stored rollup row as an ingestion reads it to add to it. */
+interface StoredRollup {
+  period: number | string;
+  model_id: number | string;
+  sums: string;
+  members: Uint8Array;
+  member_sums: Uint8Array | null;
+}
+
 export class UsageRollups {
   constructor(private readonly db: Kysely<Schema>, private readonly dialect: Dialect, private readonly texts: StatementTexts) {}
 
@@ -70,29 +79,30 @@ export class UsageRollups {
     const scratch = new RoaringBitmap32();
     const bytes = new GrowingBytes();
     for (const [grain, entries] of delta) {
-      for (const periods of chunks([...entries.keys()])) {
-        const stored = new Map<number, Map<number, { sums: string; members: Uint8Array; member_sums: Uint8Array | null }>>();
-        for (const row of await this.storedRows(enterpriseId, grain, periods)) {
+      const keys: Array<[period: number, modelId: number]> = [];
+      for (const [period, models] of entries) for (const modelId of models.keys()) keys.push([period, modelId]);
+      for (const part of chunks(keys)) {
+        const stored = new Map<number, Map<number, StoredRollup>>();
+        for (const row of await this.storedRows(enterpriseId, grain, part)) {
           const period = Number(row.period);
           if (!stored.has(period)) stored.set(period, new Map());
           stored.get(period)!.set(Number(row.model_id), row);
         }
         const rows: unknown[][] = [];
-        for (const period of periods) {
-          for (const [modelId, entry] of entries.get(period)!) {
-            const before = stored.get(period)?.get(modelId);
-            let members = scratch.copyFrom(entry.members);
-            if (before) {
-              members = RoaringBitmap32.deserialize(before.members, "portable").addMany(entry.members);
-              addEncodedSums(before.sums, entry.sums);
-            }
-            const serialized = bytes.take(members.getSerializationSizeInBytes("portable"));
-            members.serialize("portable", serialized);
-            rows.push([enterpriseId, grain, period, modelId, members.size, encodeSums(entry.sums), serialized,
-              grain === DAY && modelId === ALL_MODELS ? mergeMemberSums(before?.member_sums ?? null, memberDays.get(period) ?? new Map()) : null]);
+        for (const [period, modelId] of part) {
+          const entry = entries.get(period)!.get(modelId)!;
+          const before = stored.get(period)?.get(modelId);
+          let members = scratch.copyFrom(entry.members);
+          if (before) {
+            members = RoaringBitmap32.deserialize(before.members, "portable").addMany(entry.members);
+            addEncodedSums(before.sums, entry.sums);
           }
+          const serialized = bytes.take(members.getSerializationSizeInBytes("portable"));
+          members.serialize("portable", serialized);
+          rows.push([enterpriseId, grain, period, modelId, members.size, encodeSums(entry.sums), serialized,
+            grain === DAY && modelId === ALL_MODELS ? mergeMemberSums(before?.member_sums ?? null, memberDays.get(period) ?? new Map()) : null]);
         }
-        for (const part of chunks(rows)) await this.db.executeQuery(CompiledQuery.raw(this.upsertStatement(part.length), part.flat()));
+        await this.db.executeQuery(CompiledQuery.raw(this.upsertStatement(rows.length), rows.flat()));
         bytes.reset();
       }
     }
@@ -110,9 +120,21 @@ export class UsageRollups {
     });
   }
 
-  private storedRows(enterpriseId: string, grain: Grain, periods: readonly number[]) {
-    return this.db.selectFrom("usage_rollup").select(["period", "model_id", "sums", "members", "member_sums"])
-      .where("enterprise_id", "=", enterpriseId).where("grain", "=", grain).where(this.periodIn(periods)).execute();
+  /**
+   * The stored rows of these (period, model) pairs of a grain, those that exist: by the pairs
+   * themselves, not every model of the periods (a live batch spread over a day touches about half
+   * of its quarters' model rows).
+   */
+  private async storedRows(enterpriseId: string, grain: Grain, keys: ReadonlyArray<readonly [number, number]>): Promise<StoredRollup[]> {
+    const text = this.texts.of("rollups: stored", keys.length, (count) => {
+      const postgres = this.dialect === "postgres";
+      const pairs = Array.from({ length: count }, (_, i) => (postgres ? `($${2 * i + 1}::bigint, $${2 * i + 2}::integer)` : "(?, ?)")).join(", ");
+      const [enterprise, grainValue] = postgres ? [`$${2 * count + 1}`, `$${2 * count + 2}::integer`] : ["?", "?"];
+      return `with k(p, m) as (values ${pairs})
+        select r.period, r.model_id, r.sums, r.members, r.member_sums from k join usage_rollup r
+          on r.enterprise_id = ${enterprise} and r.grain = ${grainValue} and r.period = k.p and r.model_id = k.m`;
+    });
+    return (await this.db.executeQuery<StoredRollup>(CompiledQuery.raw(text, [...keys.flat(), enterpriseId, grain]))).rows;
   }
 
   /** The stored rows of these periods of a grain: every model's, or only the ALL_MODELS ones; with their members or without. */
