@@ -4,7 +4,8 @@
 // basic and pay-go micro-units, events). Varints of up to 7 bytes are read as numbers, longer ones as
 // bigints, so every sum is exact.
 import type { MemberSumsOfDay } from "../domain/report-cells.js";
-import { ModelSums, NUMBER_BYTES, SUMS, readBigVarint, readVarint, writeBigVarint, writeVarint } from "../domain/usage-totals.js";
+import { ModelSums, SUMS } from "../domain/usage-totals.js";
+import { NUMBER_BYTES, readBigVarint, readVarint, writeBigVarint, writeVarint } from "./usage-sums-codec.js";
 
 /** The most bytes an entry takes: a key and five sums, each at most a 64-bit varint past 2^64 (ten bytes a 2^70). */
 const ENTRY_BYTES = 6 * 11;

@@ -1,6 +1,6 @@
 // The usage rollup: per member and per UTC day on which the member has events, one
 // usage_running_total row holding the member's running totals per model, every event up to the end
-// of that day, packed and framed (see CELL FRAMES in domain/usage-totals.ts). The totals over any
+// of that day, packed and framed (see CELL FRAMES in usage-sums-codec.ts). The totals over any
 // run of whole days are then the difference of two rows per member (domain/usage-window.ts).
 //
 // An ingestion sums its new events per (member, day) in memory (DaySums), then, member by member
@@ -9,9 +9,10 @@
 // new day's row starts from the last stored row before it). Events of the current day, the usual
 // case, rewrite one row a member; an event far in the past rewrites every later row of its member.
 import { CompiledQuery } from "kysely";
-import { TotalsByModel, readVarint } from "../domain/usage-totals.js";
-import { DaySums, type MemberDays } from "../domain/usage-day-sums.js";
+import { TotalsByModel } from "../domain/usage-totals.js";
 import { chunks, type BulkStore } from "./bulk-statements.js";
+import { DaySums, type MemberDays } from "./usage-day-sums.js";
+import { addPackedTotals, cellBytes, packCell, readVarint } from "./usage-sums-codec.js";
 
 /** A stored row: its day and its bare packed totals (the frame taken off). */
 export interface StoredRow {
@@ -26,7 +27,7 @@ export async function addToRunningTotals(database: BulkStore, sums: DaySums): Pr
     const rows = new RowsByDay();
     for (const [memberKey, days] of chunk) {
       mergeDays(storedByMember.get(memberKey) ?? [], days, (day, totals, onto) =>
-        rows.addWritten(memberKey, day, totals.cellBytes(onto), (out, at) => totals.packCellInto(out, at, memberKey, onto)));
+        rows.addWritten(memberKey, day, cellBytes(totals, onto), (out, at) => packCell(totals, out, at, memberKey, onto)));
     }
     await rows.write(database);
   }
@@ -145,7 +146,7 @@ function mergeDays(stored: readonly StoredRow[], days: MemberDays, write: (day: 
     const last = s === stored.length && d === days.length;
     if (!current && !last) {
       current = new TotalsByModel();
-      if (base) current.addPacked(base);
+      if (base) addPackedTotals(current, base);
       current.addTotals(added);
     }
     if (current) write(day, current);

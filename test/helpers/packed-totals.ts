@@ -1,11 +1,12 @@
-// Packed usage totals as the store keeps them (src/domain/usage-totals.ts, CELL FRAMES), for tests of
+// Packed usage totals as the store keeps them (src/storage/usage-sums-codec.ts, CELL FRAMES), for tests of
 // the format: a member's framed cell, and the bare totals inside a frame.
-import { readVarint, type TotalsByModel } from "../../src/domain/usage-totals.js";
+import type { TotalsByModel } from "../../src/domain/usage-totals.js";
+import { cellBytes, packCell, readVarint } from "../../src/storage/usage-sums-codec.js";
 
 /** The stored cell of `memberKey` with `totals` (merged onto the bare totals `onto`, when given). */
 export function cellOf(totals: TotalsByModel, memberKey: number, onto?: Uint8Array): Uint8Array {
-  const out = new Uint8Array(totals.cellBytes(onto));
-  return out.slice(0, totals.packCellInto(out, 0, memberKey, onto));
+  const out = new Uint8Array(cellBytes(totals, onto));
+  return out.slice(0, packCell(totals, out, 0, memberKey, onto));
 }
 
 /** The bare packed totals inside a cell's frame. */

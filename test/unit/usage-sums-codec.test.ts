@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { CorruptTotalsError, SUM_LIMIT, SumLimitError, TotalsByModel, readBigVarint, readVarint, writeVarint } from "../../src/domain/usage-totals.js";
+import { SUM_LIMIT, SumLimitError, TotalsByModel } from "../../src/domain/usage-totals.js";
+import { CorruptTotalsError, addPackedTotals, readBigVarint, readVarint, writeVarint } from "../../src/storage/usage-sums-codec.js";
 import { cellOf, packedOf, unframed } from "../helpers/packed-totals.js";
 
 /** The totals as plain bigints per model, for comparison. */
@@ -45,7 +46,7 @@ describe("packed usage totals", () => {
         return;
       }
       const back = new TotalsByModel();
-      back.addPacked(packedOf(totals));
+      addPackedTotals(back, packedOf(totals));
       expect(plain(back)).toStrictEqual(Object.fromEntries([...reference].sort((a, b) => a[0] - b[0])));
     }), { numRuns: 500 });
   });
@@ -56,7 +57,7 @@ describe("packed usage totals", () => {
     const batch = new TotalsByModel();
     batch.addEvent(7, 2, 2, 3, 0);
     batch.addEvent(9, 1, 0, 0, 0);
-    batch.addPacked(packedOf(stored));
+    addPackedTotals(batch, packedOf(stored));
     expect(plain(batch)).toStrictEqual({ 7: [2n ** 53n + 1n, 3n, 3n, 5n, 2n], 9: [1n, 0n, 0n, 0n, 1n] });
   });
 
@@ -109,7 +110,7 @@ describe("packed usage totals", () => {
     const batch = new TotalsByModel();
     batch.addEvent(3, 1, 1, 1, 1);
     for (const corrupt of [packed.slice(0, -1), Uint8Array.of(...packed.slice(0, -1), 0x80)]) {
-      expect(() => new TotalsByModel().addPacked(corrupt)).toThrow(CorruptTotalsError);
+      expect(() => addPackedTotals(new TotalsByModel(), corrupt)).toThrow(CorruptTotalsError);
       expect(() => cellOf(batch, 1, corrupt)).toThrow(CorruptTotalsError);
     }
   });
