@@ -59,13 +59,19 @@ export class ModelSums {
   /** The sum as a number while it is exact, else as a bigint. */
   exact(index: number): number | bigint {
     if (!this.big) return this.values[index]!;
-    const total = this.total(index);
-    return total <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(total) : total;
+    return narrowed(this.total(index));
   }
 }
 
+const MAX_SAFE_BIG = BigInt(Number.MAX_SAFE_INTEGER);
+
+/** An exact sum as a number while that is exact (within ±2^53), else as the bigint. */
+export function narrowed(total: bigint): number | bigint {
+  return total <= MAX_SAFE_BIG && total >= -MAX_SAFE_BIG ? Number(total) : total;
+}
+
 /** a + b, exactly: a number while the sum stays below 2^53. */
-function exactSum(a: number | bigint, b: number | bigint): number | bigint {
+export function exactSum(a: number | bigint, b: number | bigint): number | bigint {
   if (typeof a === "number" && typeof b === "number" && a + b <= Number.MAX_SAFE_INTEGER) return a + b;
   return BigInt(a) + BigInt(b);
 }

@@ -10,9 +10,8 @@
 // is one object, with its values outside the collected heap.
 //
 // Sums stay numbers while they are exact; a sum that passes 2^53 keeps its excess as a bigint.
-import { EVENTS, SUMS } from "./usage-totals.js";
+import { EVENTS, SUMS, narrowed } from "./usage-totals.js";
 
-const MAX_SAFE_BIG = BigInt(Number.MAX_SAFE_INTEGER);
 
 export class WindowSums {
   /** The model of each slot, in the order first met. */
@@ -51,8 +50,7 @@ export class WindowSums {
     const value = this.columns[slot]![at]!;
     const big = this.bigs[slot]?.get(at);
     if (big === undefined) return value;
-    const total = big + BigInt(value);
-    return total <= MAX_SAFE_BIG && total >= -MAX_SAFE_BIG ? Number(total) : total;
+    return narrowed(big + BigInt(value));
   }
 
   /** Whether the member has events of the model in the window (totals subtracted for the days before it cancel out). */
