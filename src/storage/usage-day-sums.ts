@@ -269,7 +269,7 @@ export class FileRunningTotals {
     let entry = this.firstEntry[member]!;
     while (entry !== -1 && entries.model[entry] !== model) entry = entries.next[entry]!;
     if (entry === -1) {
-      // Chained at the head: the order of a cell's models is free.
+      // Chained at the head: the order of a row's models is free.
       this.firstEntry[member] = entry = entries.add(model, this.firstEntry[member]!);
       this.modelCount[member]!++;
     }

@@ -17,7 +17,7 @@
 import { TotalsByModel } from "../domain/usage-totals.js";
 import { chunks, type BulkStore } from "./bulk-statements.js";
 import { DaySums, forEachFrame } from "./usage-day-sums.js";
-import { addPackedTotals, cellBytes, packCell, renumberedCellBytes, writeRenumberedCell } from "./usage-sums-codec.js";
+import { addPackedTotals, framedBytes, packFramed, renumberedFramedBytes, writeRenumberedFramed } from "./usage-sums-codec.js";
 import { RowsByDay, addToRunningTotals, readStoredRows } from "./usage-running-totals.js";
 
 /** A member of the file, once its first frame has come. */
@@ -67,7 +67,7 @@ export class ImportRunningTotals {
   async add(database: BulkStore, frames: Uint8Array, memberKeys: ArrayLike<number>, modelIds: ArrayLike<number>,
     daySums: DaySums): Promise<void> {
     await this.meetNewMembers(database, frames, memberKeys);
-    const rows = new RowsByDay(frames.length + (frames.length >> 3)); // cells take about the frames' bytes
+    const rows = new RowsByDay(frames.length + (frames.length >> 3)); // rows take about the frames' bytes
     const touched = new Set<ImportedMember>();
     forEachFrame(frames, (fileMember, running, day, start, end) => {
       const memberKey = memberKeys[fileMember]!;
@@ -81,9 +81,9 @@ export class ImportRunningTotals {
         const totals = new TotalsByModel();
         addPackedTotals(totals, frames, start, end, modelIds);
         const onto = member.base;
-        rows.addWritten(memberKey, day, cellBytes(totals, onto), (out, at) => packCell(totals, out, at, memberKey, onto));
+        rows.addWritten(memberKey, day, framedBytes(totals, onto), (out, at) => packFramed(totals, out, at, memberKey, onto));
       } else if (member.direct) {
-        rows.addWritten(memberKey, day, renumberedCellBytes(start, end), (out, at) => writeRenumberedCell(out, at, memberKey, frames, start, end, modelIds));
+        rows.addWritten(memberKey, day, renumberedFramedBytes(start, end), (out, at) => writeRenumberedFramed(out, at, memberKey, frames, start, end, modelIds));
       } else {
         daySums.addPacked(memberKey, day, frames, start, end, modelIds);
         if (member.latest) daySums.addPacked(memberKey, day, member.latest, member.latestStart, member.latestEnd, modelIds, -1);

@@ -1,6 +1,6 @@
 // The byte format of stored usage sums. PACKED TOTALS: one entry per model, each six unsigned LEB128
 // varints (model_id, then the five sums of SUMS), in no particular order (a model may even repeat:
-// sums add up). CELL FRAMES: a usage_running_total row's `totals` are packed totals framed by the
+// sums add up). FRAMED TOTALS: a usage_running_total row's `totals` are packed totals framed by the
 // member's key and their length. One row per member and day, whatever the number of models, keeps a
 // query to two rows a member; varints keep the rows small (typically 15-20 bytes a model), and so the
 // pages an ingestion rewrites. The sums themselves (numbers while exact, bigints past 2^53, at most
@@ -98,10 +98,10 @@ export function addPackedToWindow(window: WindowSums, packed: Uint8Array, at: nu
 }
 
 /**
- * Adds (or subtracts) stored cells read end to end, each framed by its member's key and its length
- * (CELL FRAMES), to a query's WindowSums. `memberOf` gives a member key's position.
+ * Adds (or subtracts) stored rows' totals read end to end, each framed by its member's key and its length
+ * (FRAMED TOTALS), to a query's WindowSums. `memberOf` gives a member key's position.
  */
-export function addCellsToWindow(window: WindowSums, frames: Uint8Array, negate: boolean, memberOf: (memberKey: number) => number): void {
+export function addFramedToWindow(window: WindowSums, frames: Uint8Array, negate: boolean, memberOf: (memberKey: number) => number): void {
   let at = 0;
   while (at < frames.length) {
     const [memberKey, afterKey] = readVarint(frames, at);
@@ -115,18 +115,18 @@ export function addCellsToWindow(window: WindowSums, frames: Uint8Array, negate:
 /** Room kept before the totals for a frame's header: two varints below 2^53 (8 bytes each at most). */
 const FRAME_ROOM = 16;
 
-/** The most bytes packCell writes for `totals`, with `onto` as given. */
-export function cellBytes(totals: TotalsByModel, onto?: Uint8Array): number {
+/** The most bytes packFramed writes for `totals`, with `onto` as given. */
+export function framedBytes(totals: TotalsByModel, onto?: Uint8Array): number {
   return FRAME_ROOM + (onto?.length ?? 0) + totals.models.size * MAX_ENTRY_BYTES;
 }
 
 /**
- * Writes the stored form of a member's cell into `out` from `at`, which has cellBytes(totals, onto)
+ * Writes a member's row totals, framed, into `out` from `at`, which has framedBytes(totals, onto)
  * bytes of room: `totals` packed and framed by the member's key and their length; with `onto` (bare
  * packed totals, a stored row's), those totals plus `totals`. Returns the offset after it; throws
  * SumLimitError past 2^64 - 1.
  */
-export function packCell(totals: TotalsByModel, out: Uint8Array, at: number, memberKey: number, onto?: Uint8Array): number {
+export function packFramed(totals: TotalsByModel, out: Uint8Array, at: number, memberKey: number, onto?: Uint8Array): number {
   // The totals go in after room for the header, whose length they decide, then move up to it.
   const totalsAt = at + FRAME_ROOM;
   let end = totalsAt;
@@ -213,17 +213,17 @@ function packEntry(out: Uint8Array, at: number, id: number, sums: ModelSums): nu
   return at;
 }
 
-/** The most bytes writeRenumberedCell writes for the packed totals from `start` to `end`. */
-export const renumberedCellBytes = (start: number, end: number) => FRAME_ROOM + 2 * (end - start);
+/** The most bytes writeRenumberedFramed writes for the packed totals from `start` to `end`. */
+export const renumberedFramedBytes = (start: number, end: number) => FRAME_ROOM + 2 * (end - start);
 
 /**
- * Writes a member's cell into `out` from `at` from packed totals whose models are an import's file
+ * Writes a member's framed totals into `out` from `at` from packed totals whose models are an import's file
  * numbers (`frames` from `start` to `end`), numbered by model id instead: copied byte by byte but
  * for the model numbers (no decoding, no packing). Returns the offset after it. An entry is at least
- * 6 bytes, and its model number grows by at most 4 (to a 32-bit id): the cell takes at most
- * renumberedCellBytes(start, end).
+ * 6 bytes, and its model number grows by at most 4 (to a 32-bit id): they take at most
+ * renumberedFramedBytes(start, end).
  */
-export function writeRenumberedCell(out: Uint8Array, at: number, memberKey: number, frames: Uint8Array, start: number, end: number,
+export function writeRenumberedFramed(out: Uint8Array, at: number, memberKey: number, frames: Uint8Array, start: number, end: number,
   modelIds: ArrayLike<number>): number {
   // The totals first, after room for the header: their length is part of it.
   const totalsStart = at + FRAME_ROOM;
