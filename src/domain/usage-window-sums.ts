@@ -1,6 +1,7 @@
 // A usage query's sums, flat: for a fixed list of members (each known by its position in the list)
 // and every model met, the five sums of SUMS in one Float64Array per model. The query adds and
-// subtracts running totals and raw events into it, and its answer reads it model by model.
+// subtracts running totals (read in by storage/usage-sums-codec.ts) and raw events into it, and
+// its answer reads it model by model.
 //
 // Why flat: an object per (member, model) with an array of sums (about 1,800 in a 100-member
 // answer), a Map entry for each and a row object each for the answer cost 1.1 MB of the query's
@@ -9,9 +10,8 @@
 // is one object, with its values outside the collected heap.
 //
 // Sums stay numbers while they are exact; a sum that passes 2^53 keeps its excess as a bigint.
-import { CorruptTotalsError, EVENTS, NUMBER_BYTES, SUMS, readBigVarint, readVarint } from "./usage-totals.js";
+import { EVENTS, SUMS, narrowed } from "./usage-totals.js";
 
-const MAX_SAFE_BIG = BigInt(Number.MAX_SAFE_INTEGER);
 
 export class WindowSums {
   /** The model of each slot, in the order first met. */
@@ -50,8 +50,7 @@ export class WindowSums {
     const value = this.columns[slot]![at]!;
     const big = this.bigs[slot]?.get(at);
     if (big === undefined) return value;
-    const total = big + BigInt(value);
-    return total <= MAX_SAFE_BIG && total >= -MAX_SAFE_BIG ? Number(total) : total;
+    return narrowed(big + BigInt(value));
   }
 
   /** Whether the member has events of the model in the window (totals subtracted for the days before it cancel out). */
@@ -59,64 +58,16 @@ export class WindowSums {
     return this.sum(slot, member, EVENTS) !== 0;
   }
 
-  /**
-   * Adds (or, `negate`, subtracts) the packed totals `packed` from `at` to `end` (see usage-totals.ts:
-   * per model a varint model_id, then SUMS varints) to a member's sums.
-   */
-  addPacked(packed: Uint8Array, at: number, end: number, member: number, negate: boolean): void {
-    const sign = negate ? -1 : 1;
-    const base = member * SUMS;
-    while (at < end) {
-      // Varints are read inline (as in TotalsByModel.addPacked): the hot path of the query, ~12,000 a 100-member answer.
-      let value = 0;
-      let scale = 1;
-      for (;;) {
-        const byte = packed[at++]!;
-        value += (byte & 0x7f) * scale;
-        scale *= 128;
-        if (!(byte >= 0x80)) break;
-      }
-      const slot = this.slotOf(value);
-      for (let i = 0; i < SUMS; i++) {
-        const start = at;
-        value = 0;
-        scale = 1;
-        for (;;) {
-          const byte = packed[at++]!;
-          value += (byte & 0x7f) * scale;
-          scale *= 128;
-          if (!(byte >= 0x80)) break;
-        }
-        if (at - start <= NUMBER_BYTES) this.addNumber(slot, base + i, sign * value);
-        else this.addBig(slot, base + i, BigInt(sign) * readBigVarint(packed, start));
-      }
-    }
-    if (at !== end) throw new CorruptTotalsError(at, end); // see CORRUPT in usage-totals.ts
-  }
-
-  /**
-   * Adds (or subtracts) stored cells read end to end: each framed by its member's key and its length
-   * (see CELL FRAMES in usage-totals.ts). `memberOf` gives a member key's position.
-   */
-  addCells(frames: Uint8Array, negate: boolean, memberOf: (memberKey: number) => number): void {
-    let at = 0;
-    while (at < frames.length) {
-      const [memberKey, afterKey] = readVarint(frames, at);
-      const [length, start] = readVarint(frames, afterKey);
-      if (start + length > frames.length) throw new CorruptTotalsError(start + length, frames.length);
-      this.addPacked(frames, start, start + length, memberOf(memberKey), negate);
-      at = start + length;
-    }
-  }
-
-  private addNumber(slot: number, at: number, value: number): void {
+  /** Adds a number within ±2^53 to the sum at offset `at` (member * SUMS + index) of the model in `slot`. */
+  addNumber(slot: number, at: number, value: number): void {
     const column = this.columns[slot]!;
     const next = column[at]! + value;
     if (next <= Number.MAX_SAFE_INTEGER && next >= -Number.MAX_SAFE_INTEGER) column[at] = next;
     else this.addBig(slot, at, BigInt(value));
   }
 
-  private addBig(slot: number, at: number, value: bigint): void {
+  /** Adds a bigint to the sum at offset `at` of the model in `slot`. */
+  addBig(slot: number, at: number, value: bigint): void {
     const column = this.columns[slot]!;
     const bigs = (this.bigs[slot] ??= new Map());
     bigs.set(at, (bigs.get(at) ?? 0n) + BigInt(column[at]!) + value);

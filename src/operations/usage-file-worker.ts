@@ -14,7 +14,7 @@ import { createReadStream } from "node:fs";
 import { parentPort, workerData } from "node:worker_threads";
 import { modelKey } from "../domain/usage-event.js";
 import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
-import { DaySumFrames, FileRunningTotals } from "../domain/usage-day-sums.js";
+import { DaySumFrames, FileRunningTotals } from "../storage/usage-day-sums.js";
 import { SUM_LIMIT_MESSAGE, SumLimitError } from "../domain/usage-totals.js";
 import { dayOf } from "../domain/usage-window.js";
 import { lineBatches, parseUsageLine } from "./usage-file-lines.js";

@@ -4,7 +4,8 @@
 // basic and pay-go micro-units, events). Varints of up to 7 bytes are read as numbers, longer ones as
 // bigints, so every sum is exact.
 import type { MemberSumsOfDay } from "../domain/report-cells.js";
-import { ModelSums, NUMBER_BYTES, SUMS, readBigVarint, readVarint, writeBigVarint, writeVarint } from "../domain/usage-totals.js";
+import { ModelSums, SUMS, exactSum } from "../domain/usage-totals.js";
+import { NUMBER_BYTES, readBigVarint, readVarint, writeBigVarint, writeVarint } from "./usage-sums-codec.js";
 
 /** The most bytes an entry takes: a key and five sums, each at most a 64-bit varint past 2^64 (ten bytes a 2^70). */
 const ENTRY_BYTES = 6 * 11;
@@ -26,7 +27,7 @@ export function mergeMemberSums(stored: Uint8Array | null, added: ReadonlyMap<nu
     previous = key;
     const sums = added.get(key)!;
     for (let i = 0; i < SUMS; i++) {
-      const value = stored === undefined ? sums.exact(i) : exactAdd(stored[i]!, sums.exact(i));
+      const value = stored === undefined ? sums.exact(i) : exactSum(stored[i]!, sums.exact(i));
       written = typeof value === "number" ? writeVarint(out, written, value) : writeBigVarint(out, written, value);
     }
   };
@@ -133,10 +134,4 @@ function readSums(packed: Uint8Array, at: number, values: Array<number | bigint>
     }
   }
   return at;
-}
-
-/** a + b exactly: a number while below 2^53. */
-function exactAdd(a: number | bigint, b: number | bigint): number | bigint {
-  if (typeof a === "number" && typeof b === "number" && a + b <= Number.MAX_SAFE_INTEGER) return a + b;
-  return BigInt(a) + BigInt(b);
 }

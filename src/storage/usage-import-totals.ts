@@ -1,5 +1,5 @@
 // The running totals of an NDJSON import (operations/import-usage.ts), from its worker's frames
-// (FRAMES in domain/usage-day-sums.ts). For a member whose events come in day order the worker
+// (FRAMES in usage-day-sums.ts). For a member whose events come in day order the worker
 // sends running totals over the file, ready to store: a row is then those totals plus the member's
 // last stored row before the file (usually none), and the writing thread merges nothing (merging
 // day sums into running totals cost it about 9% of an import). A member that cannot go that way
@@ -14,9 +14,10 @@
 // between two chunks may have written rows of the file's members that a direct row would then leave
 // out: from such a chunk on, every member goes the general way (the store's count of ingestions,
 // usage_ingestion_count, tells).
-import { DaySums, forEachFrame } from "../domain/usage-day-sums.js";
-import { SUMS, TotalsByModel, writeVarint } from "../domain/usage-totals.js";
+import { TotalsByModel } from "../domain/usage-totals.js";
 import { chunks, type BulkStore } from "./bulk-statements.js";
+import { DaySums, forEachFrame } from "./usage-day-sums.js";
+import { addPackedTotals, framedBytes, packFramed, renumberedFramedBytes, writeRenumberedFramed } from "./usage-sums-codec.js";
 import { RowsByDay, addToRunningTotals, readStoredRows } from "./usage-running-totals.js";
 
 /** A member of the file, once its first frame has come. */
@@ -66,7 +67,7 @@ export class ImportRunningTotals {
   async add(database: BulkStore, frames: Uint8Array, memberKeys: ArrayLike<number>, modelIds: ArrayLike<number>,
     daySums: DaySums): Promise<void> {
     await this.meetNewMembers(database, frames, memberKeys);
-    const rows = new RowsByDay(frames.length + (frames.length >> 3)); // cells take about the frames' bytes
+    const rows = new RowsByDay(frames.length + (frames.length >> 3)); // rows take about the frames' bytes
     const touched = new Set<ImportedMember>();
     forEachFrame(frames, (fileMember, running, day, start, end) => {
       const memberKey = memberKeys[fileMember]!;
@@ -78,11 +79,11 @@ export class ImportRunningTotals {
       }
       if (member.direct && member.base) {
         const totals = new TotalsByModel();
-        totals.addPacked(frames, start, end, modelIds);
+        addPackedTotals(totals, frames, start, end, modelIds);
         const onto = member.base;
-        rows.addWritten(memberKey, day, totals.cellBytes(onto), (out, at) => totals.packCellInto(out, at, memberKey, onto));
+        rows.addWritten(memberKey, day, framedBytes(totals, onto), (out, at) => packFramed(totals, out, at, memberKey, onto));
       } else if (member.direct) {
-        rows.addWritten(memberKey, day, CELL_HEADER_ROOM + 2 * (end - start), (out, at) => writeRunningCell(out, at, memberKey, frames, start, end, modelIds));
+        rows.addWritten(memberKey, day, renumberedFramedBytes(start, end), (out, at) => writeRenumberedFramed(out, at, memberKey, frames, start, end, modelIds));
       } else {
         daySums.addPacked(memberKey, day, frames, start, end, modelIds);
         if (member.latest) daySums.addPacked(memberKey, day, member.latest, member.latestStart, member.latestEnd, modelIds, -1);
@@ -128,42 +129,3 @@ export class ImportRunningTotals {
     }
   }
 }
-
-/**
- * Writes a row's cell (see CELL FRAMES in usage-totals.ts) into `out` from `at`: running totals
- * over the file (packed, by file model numbers) with their models numbered by id, copied byte by
- * byte but for the model numbers (no decoding, no packing). Returns the offset after it. An entry is
- * at least 6 bytes, and its model number grows by at most 4 (to a 32-bit id): the cell takes at
- * most CELL_HEADER_ROOM + twice the totals' bytes.
- */
-function writeRunningCell(out: Uint8Array, at: number, memberKey: number, frames: Uint8Array, start: number, end: number,
-  modelIds: ArrayLike<number>): number {
-  // The totals first, after room for the header: their length is part of it.
-  const totalsStart = at + CELL_HEADER_ROOM;
-  let to = totalsStart;
-  let p = start;
-  while (p < end) {
-    let model = 0;
-    let scale = 1;
-    for (;;) {
-      const byte = frames[p++]!;
-      model += (byte & 0x7f) * scale;
-      scale *= 128;
-      if (!(byte >= 0x80)) break;
-    }
-    to = writeVarint(out, to, modelIds[model]!);
-    for (let i = 0; i < SUMS; i++) {
-      let byte;
-      do {
-        byte = frames[p++]!;
-        out[to++] = byte;
-      } while (byte >= 0x80);
-    }
-  }
-  const headerEnd = writeVarint(out, writeVarint(out, at, memberKey), to - totalsStart);
-  out.copyWithin(headerEnd, totalsStart, to);
-  return headerEnd + (to - totalsStart);
-}
-
-/** Room for a cell's header: two varints below 2^53. */
-const CELL_HEADER_ROOM = 16;

@@ -11,9 +11,10 @@ import { WindowSums } from "../domain/usage-window-sums.js";
 import { dayOf, type WindowPlan } from "../domain/usage-window.js";
 import type { Schema } from "./schema.js";
 import type { Database, Dialect } from "./database.js";
-import { DaySums } from "../domain/usage-day-sums.js";
+import { DaySums } from "./usage-day-sums.js";
 import { chunks, StatementTexts, type BulkStore } from "./bulk-statements.js";
 import { addToRunningTotals } from "./usage-running-totals.js";
+import { addFramedToWindow } from "./usage-sums-codec.js";
 import type { ImportRunningTotals } from "./usage-import-totals.js";
 import { UsageRollups } from "./usage-rollups.js";
 import { RollupDelta, RollupPeriods } from "../domain/usage-rollup.js";
@@ -410,7 +411,7 @@ export class UsageRepository {
    * committing meanwhile is either wholly in or wholly out) and added up here, exactly (bigint past
    * 2^53). The statement returns few values, whatever the number of members:
    * - the running totals read, concatenated into one blob per sign (stored rows are framed by their
-   *   member's key, see CELL FRAMES in usage-totals.ts). The driver makes a Buffer per blob value
+   *   member's key, see FRAMED TOTALS in usage-sums-codec.ts). The driver makes a Buffer per blob value
    *   (measured with the earlier rollup cells: 5.4 ms for a Buffer per cell, 1,900 cells, against
    *   2.2 ms for one per member);
    * - the raw events of each range as one text of "member,model,input,output,basic,pay_go" entries:
@@ -431,7 +432,7 @@ export class UsageRepository {
       const framesOf = (column: string) => postgres
         ? sql`string_agg(${sql.ref(column)}, ''::bytea)`
         : sql`cast(group_concat(${sql.ref(column)}, '') as blob)`;
-      parts.push(sql`select ${framesOf("plus")} as cells, ${framesOf("minus")} as minus, 0 as sign, ${noText} as events
+      parts.push(sql`select ${framesOf("plus")} as plus, ${framesOf("minus")} as minus, 0 as sign, ${noText} as events
         from (select ${through(plan.runningTotals.plusThrough)} as plus, ${through(plan.runningTotals.minusThrough)} as minus from m) as running`);
     }
     const entry = postgres
@@ -439,7 +440,7 @@ export class UsageRepository {
       : sql`member_key || ',' || model_id || ',' || input_tokens || ',' || output_tokens || ',' || basic_micros || ',' || pay_go_micros`;
     const eventsOf = postgres ? sql`string_agg(${entry}, ';')` : sql`group_concat(${entry}, ';')`;
     for (const { from, to, sign } of plan.raw) {
-      parts.push(sql`select ${noBlob} as cells, ${noBlob} as minus, ${sql.lit(sign)} as sign, ${eventsOf} as events
+      parts.push(sql`select ${noBlob} as plus, ${noBlob} as minus, ${sql.lit(sign)} as sign, ${eventsOf} as events
         from usage_event where day = ${dayOf(from)} and member_key in (select k from m) and ts >= ${from} and ts < ${to}`);
     }
     const { rows } = await sql<WindowRow>`with m(k) as (values ${members}) ${sql.join(parts, sql` union all `)}`.execute(this.db);
@@ -447,8 +448,8 @@ export class UsageRepository {
     const memberOf = (memberKey: number) => positions.get(memberKey)!;
     const sums = new WindowSums(memberKeys.length);
     for (const row of rows) {
-      if (row.cells !== null) sums.addCells(row.cells, false, memberOf);
-      if (row.minus !== null) sums.addCells(row.minus, true, memberOf);
+      if (row.plus !== null) addFramedToWindow(sums, row.plus, false, memberOf);
+      if (row.minus !== null) addFramedToWindow(sums, row.minus, true, memberOf);
       if (row.events !== null) addEventText(row.events, Number(row.sign) < 0, memberOf, sums);
     }
     return sums;
@@ -506,7 +507,7 @@ interface RawEventRow {
 /** A row of the window statement: the running totals read (added and subtracted), or one range's raw events. */
 interface WindowRow {
   /** Framed running totals added, end to end. */
-  cells: Uint8Array | null;
+  plus: Uint8Array | null;
   /** Framed running totals subtracted: the days before the window. */
   minus: Uint8Array | null;
   /** Raw events: "member_key,model_id,input,output,basic,pay_go" entries joined by ";". */

@@ -1,6 +1,6 @@
 // The usage rollup: per member and per UTC day on which the member has events, one
 // usage_running_total row holding the member's running totals per model, every event up to the end
-// of that day, packed and framed (see CELL FRAMES in domain/usage-totals.ts). The totals over any
+// of that day, packed and framed (see FRAMED TOTALS in usage-sums-codec.ts). The totals over any
 // run of whole days are then the difference of two rows per member (domain/usage-window.ts).
 //
 // An ingestion sums its new events per (member, day) in memory (DaySums), then, member by member
@@ -9,9 +9,10 @@
 // new day's row starts from the last stored row before it). Events of the current day, the usual
 // case, rewrite one row a member; an event far in the past rewrites every later row of its member.
 import { CompiledQuery } from "kysely";
-import { TotalsByModel, readVarint } from "../domain/usage-totals.js";
-import { DaySums, type MemberDays } from "../domain/usage-day-sums.js";
+import { TotalsByModel } from "../domain/usage-totals.js";
 import { chunks, type BulkStore } from "./bulk-statements.js";
+import { DaySums, type MemberDays } from "./usage-day-sums.js";
+import { addPackedTotals, framedBytes, packFramed, readVarint } from "./usage-sums-codec.js";
 
 /** A stored row: its day and its bare packed totals (the frame taken off). */
 export interface StoredRow {
@@ -26,7 +27,7 @@ export async function addToRunningTotals(database: BulkStore, sums: DaySums): Pr
     const rows = new RowsByDay();
     for (const [memberKey, days] of chunk) {
       mergeDays(storedByMember.get(memberKey) ?? [], days, (day, totals, onto) =>
-        rows.addWritten(memberKey, day, totals.cellBytes(onto), (out, at) => totals.packCellInto(out, at, memberKey, onto)));
+        rows.addWritten(memberKey, day, framedBytes(totals, onto), (out, at) => packFramed(totals, out, at, memberKey, onto)));
     }
     await rows.write(database);
   }
@@ -61,7 +62,7 @@ export class RowsByDay {
     this.bytes = new Uint8Array(expectedBytes);
   }
 
-  /** Adds a row whose cell `write` puts into `out` from `at` (at most `maxBytes`), returning the offset after it. */
+  /** Adds a row whose framed totals `write` puts into `out` from `at` (at most `maxBytes`), returning the offset after it. */
   addWritten(memberKey: number, day: number, maxBytes: number, write: (out: Uint8Array, at: number) => number): void {
     if (this.used + maxBytes > this.bytes.length) {
       const bytes = new Uint8Array(Math.max(2 * this.bytes.length, this.used + maxBytes));
@@ -75,13 +76,13 @@ export class RowsByDay {
   }
 
   async write(database: BulkStore): Promise<void> {
-    const cell = (i: number) => this.bytes.subarray(i === 0 ? 0 : this.ends[i - 1]!, this.ends[i]!);
+    const totals = (i: number) => this.bytes.subarray(i === 0 ? 0 : this.ends[i - 1]!, this.ends[i]!);
     const order = Array.from(this.days.keys());
     // Usually (an ingestion of today's events) one day, already in member order.
     if (this.days.some((day) => day !== this.days[0])) order.sort((a, b) => this.days[a]! - this.days[b]! || this.members[a]! - this.members[b]!);
     for (const part of chunks(order)) {
       const parameters: unknown[] = [];
-      for (const i of part) parameters.push(this.members[i], this.days[i], cell(i));
+      for (const i of part) parameters.push(this.members[i], this.days[i], totals(i));
       await database.db.executeQuery(CompiledQuery.raw(upsertStatement(database, part.length), parameters));
     }
   }
@@ -145,7 +146,7 @@ function mergeDays(stored: readonly StoredRow[], days: MemberDays, write: (day: 
     const last = s === stored.length && d === days.length;
     if (!current && !last) {
       current = new TotalsByModel();
-      if (base) current.addPacked(base);
+      if (base) addPackedTotals(current, base);
       current.addTotals(added);
     }
     if (current) write(day, current);

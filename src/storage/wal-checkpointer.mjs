@@ -8,17 +8,16 @@ const db = new SqliteDatabase(workerData.path, { fileMustExist: true });
 db.pragma("busy_timeout = 1000");
 db.pragma("synchronous = NORMAL");
 
-let timer;
-const checkpoint = () => {
+// Each round re-arms the timer when it ends (refresh), so a slow round is followed by a full pause.
+const timer = setTimeout(() => {
   try {
     // PASSIVE: copies what no reader still needs and never blocks the writer or the readers.
     db.pragma("wal_checkpoint(PASSIVE)");
   } catch {
     // Busy or interrupted: the next round tries again.
   }
-  timer = setTimeout(checkpoint, workerData.intervalMs);
-};
-timer = setTimeout(checkpoint, workerData.intervalMs);
+  timer.refresh();
+}, workerData.intervalMs);
 
 parentPort.on("message", (message) => {
   if (message !== "stop") return;

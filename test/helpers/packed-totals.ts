@@ -1,18 +1,19 @@
-// Packed usage totals as the store keeps them (src/domain/usage-totals.ts, CELL FRAMES), for tests of
-// the format: a member's framed cell, and the bare totals inside a frame.
-import { readVarint, type TotalsByModel } from "../../src/domain/usage-totals.js";
+// Packed usage totals as the store keeps them (src/storage/usage-sums-codec.ts, FRAMED TOTALS), for tests of
+// the format: a member's framed totals, and the bare totals inside a frame.
+import type { TotalsByModel } from "../../src/domain/usage-totals.js";
+import { framedBytes, packFramed, readVarint } from "../../src/storage/usage-sums-codec.js";
 
-/** The stored cell of `memberKey` with `totals` (merged onto the bare totals `onto`, when given). */
-export function cellOf(totals: TotalsByModel, memberKey: number, onto?: Uint8Array): Uint8Array {
-  const out = new Uint8Array(totals.cellBytes(onto));
-  return out.slice(0, totals.packCellInto(out, 0, memberKey, onto));
+/** The stored framed totals of `memberKey` with `totals` (merged onto the bare totals `onto`, when given). */
+export function framedOf(totals: TotalsByModel, memberKey: number, onto?: Uint8Array): Uint8Array {
+  const out = new Uint8Array(framedBytes(totals, onto));
+  return out.slice(0, packFramed(totals, out, 0, memberKey, onto));
 }
 
-/** The bare packed totals inside a cell's frame. */
-export function unframed(cell: Uint8Array): Uint8Array {
-  const [length, start] = readVarint(cell, readVarint(cell, 0)[1]);
-  return cell.subarray(start, start + length);
+/** The bare packed totals inside a frame. */
+export function unframed(framed: Uint8Array): Uint8Array {
+  const [length, start] = readVarint(framed, readVarint(framed, 0)[1]);
+  return framed.subarray(start, start + length);
 }
 
 /** The bare packed totals of `totals`. */
-export const packedOf = (totals: TotalsByModel): Uint8Array => unframed(cellOf(totals, 0));
+export const packedOf = (totals: TotalsByModel): Uint8Array => unframed(framedOf(totals, 0));

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { DaySumFrames, DaySums, FileRunningTotals, forEachFrame } from "../../src/domain/usage-day-sums.js";
+import { DaySumFrames, DaySums, FileRunningTotals, forEachFrame } from "../../src/storage/usage-day-sums.js";
+import { addPackedTotals } from "../../src/storage/usage-sums-codec.js";
 import { SumLimitError, TotalsByModel } from "../../src/domain/usage-totals.js";
 import { packedOf } from "../helpers/packed-totals.js";
 
@@ -25,7 +26,7 @@ function receive(sums: DaySums, frames: Uint8Array, memberKeys: number[], modelI
 /** Packed totals as plain bigints (see plainTotals). */
 function plainPacked(packed: Uint8Array, start = 0, end = packed.length) {
   const totals = new TotalsByModel();
-  totals.addPacked(packed, start, end);
+  addPackedTotals(totals, packed, start, end);
   return plainTotals(totals);
 }
 

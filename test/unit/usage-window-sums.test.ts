@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { CorruptTotalsError, EVENTS, SUM_LIMIT, SUMS, TotalsByModel } from "../../src/domain/usage-totals.js";
+import { EVENTS, SUM_LIMIT, SUMS, TotalsByModel } from "../../src/domain/usage-totals.js";
+import { CorruptTotalsError, addFramedToWindow } from "../../src/storage/usage-sums-codec.js";
 import { WindowSums } from "../../src/domain/usage-window-sums.js";
-import { cellOf } from "../helpers/packed-totals.js";
+import { framedOf } from "../helpers/packed-totals.js";
 
 type Event = [model: number, input: number | bigint, output: number | bigint, basic: number | bigint, payGo: number | bigint];
 
@@ -11,7 +12,7 @@ function cells(members: ReadonlyArray<[key: number, events: readonly Event[]]>):
   const parts = members.map(([key, events]) => {
     const totals = new TotalsByModel();
     for (const [model, ...values] of events) totals.addEvent(model, values[0], values[1], values[2], values[3]);
-    return cellOf(totals, key);
+    return framedOf(totals, key);
   });
   return new Uint8Array(parts.flatMap((part) => [...part]));
 }
@@ -31,8 +32,8 @@ describe("a query's window sums", () => {
       const before = keys.map((key, i) => [key, members[i]![0].slice(0, members[i]![1] % (members[i]![0].length + 1))] as [number, Event[]]);
       const sums = new WindowSums(keys.length);
       const positionOf = new Map(keys.map((key, position) => [key, position]));
-      sums.addCells(cells(through), false, (key) => positionOf.get(key)!);
-      sums.addCells(cells(before), true, (key) => positionOf.get(key)!);
+      addFramedToWindow(sums, cells(through), false, (key) => positionOf.get(key)!);
+      addFramedToWindow(sums, cells(before), true, (key) => positionOf.get(key)!);
 
       for (const [position, [events, cut]] of members.entries()) {
         const inWindow = events.slice(cut % (events.length + 1));
@@ -69,8 +70,8 @@ describe("a query's window sums", () => {
     const sums = new WindowSums(1);
     const week = cells([[7, [[4, 10, 2, 0, 0], [5, 0, 0, 0, 0]]]]);
     const monday = cells([[7, [[5, 0, 0, 0, 0]]]]);
-    sums.addCells(week, false, () => 0);
-    sums.addCells(monday, true, () => 0);
+    addFramedToWindow(sums, week, false, () => 0);
+    addFramedToWindow(sums, monday, true, () => 0);
     expect(sums.modelIds).toStrictEqual([4, 5]);
     expect(sums.hasEvents(0, 0)).toBe(true);
     expect([0, 1, 2, 3, 4].map((i) => sums.sum(0, 0, i))).toStrictEqual([10, 2, 0, 0, 1]);
@@ -81,10 +82,10 @@ describe("a query's window sums", () => {
     const cell = cells([[7, [[4, 10, 2, 300000, 0], [5, 1, 1, 1, 1]]]]);
     const cut = cell.slice(0, -1);
     cut[1] = cut[1]! - 1; // the frame's length agrees with the cut: the last entry ends inside a varint
-    expect(() => new WindowSums(1).addCells(cut, false, () => 0)).toThrow(CorruptTotalsError);
-    expect(() => new WindowSums(1).addCells(cell.slice(0, -1), false, () => 0)).toThrow(CorruptTotalsError);
+    expect(() => addFramedToWindow(new WindowSums(1), cut, false, () => 0)).toThrow(CorruptTotalsError);
+    expect(() => addFramedToWindow(new WindowSums(1), cell.slice(0, -1), false, () => 0)).toThrow(CorruptTotalsError);
     const lastByteContinues = cell.slice();
     lastByteContinues[lastByteContinues.length - 1] = 0x81; // a varint that goes on past the data
-    expect(() => new WindowSums(1).addCells(lastByteContinues, false, () => 0)).toThrow(CorruptTotalsError);
+    expect(() => addFramedToWindow(new WindowSums(1), lastByteContinues, false, () => 0)).toThrow(CorruptTotalsError);
   });
 });

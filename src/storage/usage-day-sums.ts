@@ -1,9 +1,10 @@
 // Sums of new usage events per (member, day), held in memory until an ingestion adds them to the
-// stored running totals (storage/usage-running-totals.ts). They travel between threads as day-sum
+// stored running totals (usage-running-totals.ts). They travel between threads as day-sum
 // frames: an NDJSON import sums its events on the worker thread that parses them, where the main
 // thread, which writes, has no time to spare (summing was about 9% of its work).
-import type { EventValue } from "./usage-event.js";
-import { EVENTS, MAX_ENTRY_BYTES, SUMS, SUM_LIMIT, SumLimitError, TotalsByModel, writeBigVarint, writeVarint } from "./usage-totals.js";
+import type { EventValue } from "../domain/usage-event.js";
+import { EVENTS, SUMS, SUM_LIMIT, SumLimitError, TotalsByModel } from "../domain/usage-totals.js";
+import { MAX_ENTRY_BYTES, addPackedTotals, writeBigVarint, writeVarint } from "./usage-sums-codec.js";
 
 /** A member's sums per day, in day order. */
 export type MemberDays = Array<[day: number, sums: DaySum]>;
@@ -22,7 +23,7 @@ export class DaySum {
   /** Adds these sums to `target`. */
   addTo(target: TotalsByModel): void {
     if (this.totals) target.addTotals(this.totals);
-    if (this.packed) for (const [frames, start, end, modelIds] of this.packed) target.addPacked(frames, start, end, modelIds);
+    if (this.packed) for (const [frames, start, end, modelIds] of this.packed) addPackedTotals(target, frames, start, end, modelIds);
   }
 
   addPacked(frames: Uint8Array, start: number, end: number, modelIds: ArrayLike<number>): void {
@@ -36,7 +37,7 @@ export class DaySum {
   prune(): boolean {
     if (!this.totals) return true;
     if (this.packed) {
-      for (const [frames, start, end, modelIds] of this.packed) this.totals.addPacked(frames, start, end, modelIds);
+      for (const [frames, start, end, modelIds] of this.packed) addPackedTotals(this.totals, frames, start, end, modelIds);
       this.packed = undefined;
     }
     for (const [modelId, sums] of this.totals.models) if (sums.exact(EVENTS) === 0) this.totals.models.delete(modelId);
@@ -68,13 +69,13 @@ export class DaySums {
   }
 
   /**
-   * Adds packed totals (see usage-totals.ts) to a (member, day), or with `sign` -1 takes them away.
+   * Adds packed totals (see usage-sums-codec.ts) to a (member, day), or with `sign` -1 takes them away.
    * `modelIds` maps their model numbers to model ids. Added ones are kept as they are, not copied.
    */
   addPacked(memberKey: number, day: number, packed: Uint8Array, start: number, end: number, modelIds: ArrayLike<number>, sign: 1 | -1 = 1): void {
     const sum = this.sumOf(memberKey, day);
     if (sign === 1) sum.addPacked(packed, start, end, modelIds);
-    else (sum.totals ??= new TotalsByModel()).addPacked(packed, start, end, modelIds, -1);
+    else addPackedTotals((sum.totals ??= new TotalsByModel()), packed, start, end, modelIds, -1);
   }
 
   /**
@@ -268,7 +269,7 @@ export class FileRunningTotals {
     let entry = this.firstEntry[member]!;
     while (entry !== -1 && entries.model[entry] !== model) entry = entries.next[entry]!;
     if (entry === -1) {
-      // Chained at the head: the order of a cell's models is free.
+      // Chained at the head: the order of a row's models is free.
       this.firstEntry[member] = entry = entries.add(model, this.firstEntry[member]!);
       this.modelCount[member]!++;
     }
@@ -299,7 +300,7 @@ function lengthened<T extends Int32Array<ArrayBuffer> | Uint8Array<ArrayBuffer>>
 
 /**
  * FRAMES. What takeFrames sends: per (member, day), varint `2 * member + kind`, varint day, varint
- * length, then packed totals (see usage-totals.ts) by the sender's member and model numbers. Kind 0:
+ * length, then packed totals (see usage-sums-codec.ts) by the sender's member and model numbers. Kind 0:
  * the sums of the member's events of that day sent since the last frames; kind 1: the member's
  * running totals over the file's events through that day (FileRunningTotals).
  */

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { CorruptTotalsError, SUM_LIMIT, SumLimitError, TotalsByModel, readBigVarint, readVarint, writeVarint } from "../../src/domain/usage-totals.js";
-import { cellOf, packedOf, unframed } from "../helpers/packed-totals.js";
+import { SUM_LIMIT, SumLimitError, TotalsByModel } from "../../src/domain/usage-totals.js";
+import { CorruptTotalsError, addPackedTotals, readBigVarint, readVarint, writeVarint } from "../../src/storage/usage-sums-codec.js";
+import { framedOf, packedOf, unframed } from "../helpers/packed-totals.js";
 
 /** The totals as plain bigints per model, for comparison. */
 const plain = (totals: TotalsByModel) =>
@@ -45,7 +46,7 @@ describe("packed usage totals", () => {
         return;
       }
       const back = new TotalsByModel();
-      back.addPacked(packedOf(totals));
+      addPackedTotals(back, packedOf(totals));
       expect(plain(back)).toStrictEqual(Object.fromEntries([...reference].sort((a, b) => a[0] - b[0])));
     }), { numRuns: 500 });
   });
@@ -56,7 +57,7 @@ describe("packed usage totals", () => {
     const batch = new TotalsByModel();
     batch.addEvent(7, 2, 2, 3, 0);
     batch.addEvent(9, 1, 0, 0, 0);
-    batch.addPacked(packedOf(stored));
+    addPackedTotals(batch, packedOf(stored));
     expect(plain(batch)).toStrictEqual({ 7: [2n ** 53n + 1n, 3n, 3n, 5n, 2n], 9: [1n, 0n, 0n, 0n, 1n] });
   });
 
@@ -82,7 +83,7 @@ describe("packed usage totals", () => {
       for (const [model, ...values] of [...stored, ...added]) everything.addEvent(model, values[0]!, values[1]!, values[2]!, values[3]!);
       let merged: Uint8Array;
       try {
-        merged = unframed(cellOf(batch, 9, packedOf(before).slice()));
+        merged = unframed(framedOf(batch, 9, packedOf(before).slice()));
       } catch (error) {
         expect(error).toBeInstanceOf(SumLimitError);
         expect(Object.values(plain(everything)).flat().some((sum) => sum > SUM_LIMIT)).toBe(true);
@@ -97,8 +98,8 @@ describe("packed usage totals", () => {
     a.addEvent(3, 5000, 1200, 15000, 0);
     const b = new TotalsByModel();
     b.addEvent(2 ** 31, 2n ** 60n, 0, 0, 0);
-    expect(unframed(cellOf(a, 7))).toStrictEqual(packedOf(a));
-    expect(unframed(cellOf(b, 2 ** 40))).toStrictEqual(packedOf(b));
+    expect(unframed(framedOf(a, 7))).toStrictEqual(packedOf(a));
+    expect(unframed(framedOf(b, 2 ** 40))).toStrictEqual(packedOf(b));
   });
 
   it("refuses packed totals that end inside an entry, when reading them and when merging onto them", () => {
@@ -109,8 +110,8 @@ describe("packed usage totals", () => {
     const batch = new TotalsByModel();
     batch.addEvent(3, 1, 1, 1, 1);
     for (const corrupt of [packed.slice(0, -1), Uint8Array.of(...packed.slice(0, -1), 0x80)]) {
-      expect(() => new TotalsByModel().addPacked(corrupt)).toThrow(CorruptTotalsError);
-      expect(() => cellOf(batch, 1, corrupt)).toThrow(CorruptTotalsError);
+      expect(() => addPackedTotals(new TotalsByModel(), corrupt)).toThrow(CorruptTotalsError);
+      expect(() => framedOf(batch, 1, corrupt)).toThrow(CorruptTotalsError);
     }
   });
 });
