@@ -1,5 +1,5 @@
 // The proto's own comments, for documents built from the descriptors (the generated descriptors carry
-// none). gen/enterprise_admin/v1/comments.json is written by `buf generate` (scripts/protoc-gen-comments.mjs).
+// none). docs/proto-comments.json is written by `npm run generate` (scripts/proto-comments.mjs).
 import { readFileSync } from "node:fs";
 import type { DescEnumValue, DescField, DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
 
@@ -9,7 +9,7 @@ export class ProtoComments {
   private constructor(private readonly byName: ReadonlyMap<string, string>) {}
 
   static load(): ProtoComments {
-    const text = readFileSync(new URL("../../gen/enterprise_admin/v1/comments.json", import.meta.url), "utf8");
+    const text = readFileSync(new URL("../../docs/proto-comments.json", import.meta.url), "utf8");
     return new ProtoComments(new Map(Object.entries(JSON.parse(text) as Record<string, string>)));
   }
 

@@ -1,19 +1,22 @@
 #!/usr/bin/env node
-// A protoc plugin, run by `buf generate` (buf.gen.yaml): writes enterprise_admin/v1/comments.json, the
-// leading comment of every service, method, message, field, enum and enum value of our API, by full
-// name. The generated descriptors carry no source comments; the OpenAPI document (src/rest/openapi.ts)
-// takes its descriptions from this file.
-import { readFileSync } from "node:fs";
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { CodeGeneratorRequestSchema, CodeGeneratorResponse_Feature, CodeGeneratorResponseSchema } from "@bufbuild/protobuf/wkt";
+// Writes docs/proto-comments.json (run by `npm run generate`, after buf generate): the leading comment
+// of every service, method, message, field, enum and enum value of our API, by full name. The
+// generated descriptors carry no source comments; the OpenAPI document (src/rest/openapi.ts) takes its
+// descriptions from this file. The comments come from `buf build` (an image keeps the source info),
+// so buf generate needs no plugin beyond protoc-gen-es.
+import { execFileSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { fromBinary } from "@bufbuild/protobuf";
+import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 
-const OUTPUT = "enterprise_admin/v1/comments.json";
+const OUTPUT = new URL("../docs/proto-comments.json", import.meta.url);
 
-const request = fromBinary(CodeGeneratorRequestSchema, readFileSync(0));
-const ours = new Set(request.fileToGenerate.filter((name) => name.startsWith("enterprise_admin/")));
+// buf from node_modules/.bin (npm puts it on PATH for the script), in the repository's root.
+const image = execFileSync("buf", ["build", "--as-file-descriptor-set", "-o", "-"], { cwd: new URL("..", import.meta.url), maxBuffer: 64 * 2 ** 20 });
+const files = fromBinary(FileDescriptorSetSchema, image).file.filter((f) => f.name.startsWith("enterprise_admin/"));
 const comments = {};
 
-for (const file of request.protoFile.filter((f) => ours.has(f.name))) {
+for (const file of files) {
   const byPath = new Map(file.sourceCodeInfo?.location.map((l) => [l.path.join("."), l.leadingComments]) ?? []);
   const note = (name, path) => {
     const text = prose(byPath.get(path.join(".")) ?? "");
@@ -45,9 +48,4 @@ function prose(comment) {
 }
 
 const sorted = Object.fromEntries(Object.entries(comments).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-const response = create(CodeGeneratorResponseSchema, {
-  // Reads comments only: proto3 optional fields change nothing here.
-  supportedFeatures: BigInt(CodeGeneratorResponse_Feature.PROTO3_OPTIONAL),
-  file: ours.size === 0 ? [] : [{ name: OUTPUT, content: `${JSON.stringify(sorted, null, 2)}\n` }],
-});
-process.stdout.write(toBinary(CodeGeneratorResponseSchema, response));
+writeFileSync(OUTPUT, `${JSON.stringify(sorted, null, 2)}\n`);
