@@ -1,26 +1,26 @@
 // The usage rollups: an enterprise's usage summed per period and model, with the members who had
 // usage in each period as a roaring bitmap, so that active members stay an exact distinct count when
 // periods or models are put together. Three grains, each a partition of time:
-// - QUARTER: UTC quarter hours, all models together only. Every zone's midnights and hours fall on one
-//   (UTC offsets are whole quarter hours), so every bucket of every zone is a run of whole quarters;
+// - QUARTER: UTC quarter hours. Every zone's midnights and hours fall on one (UTC offsets are whole
+//   quarter hours), so every bucket of every zone is a run of whole quarters;
 // - HOUR: 3,600-second periods starting on the layout's hour phase (its zone's offset modulo an
 //   hour: :30 for Asia/Kolkata), the local hours of that zone;
 // - DAY: the local days of the layout's zone (23 or 25 hours on a daylight-saving day).
+// Every grain has a row for all models together (model 0, ALL_MODELS); only days also have a row
+// per model. A batch of events spread over a day would otherwise rewrite a row per hour and model
+// (about 500 more, each with its bitmap: a third of the batch's cost).
 // The layout's zone is the enterprise's when its rollups were begun (storage/usage-rollups.ts). A
 // report covers each of its buckets with the coarsest periods that fit (coverBucket): one day row for
 // a day of the layout's zone, hours and quarters for the days of other zones, and raw events only
-// where a window's edge is not on a quarter hour; by model, hours and days, and raw events for the
-// rest (a foreign zone's part hours). Per-model quarters are not kept: a batch of events spread over
-// a day would rewrite a row per quarter and model (about 2,000 instead of about 600). Model 0
-// (ALL_MODELS) rows hold every model together;
-// a day's also holds each member's sums of the day, which answer reports by member or department
-// (and of some members only) over days of the layout's zone.
+// where a window's edge is not on a quarter hour; by model, days of the layout's zone, and raw
+// events for the rest. A day's all-models row also holds each member's sums of the day, which
+// answer reports by member or department (and of some members only) over days of the layout's zone.
 import { localDayAround, mod, utcOffsetMinutes, ZoneOffsets } from "./local-time.js";
 import { EVENTS, ModelSums, SUMS } from "./usage-totals.js";
 import type { EventValue } from "./usage-event.js";
 
 /** The format of the rows; a store whose layout has another version is rebuilt (usage rebuild). */
-export const ROLLUP_VERSION = 2;
+export const ROLLUP_VERSION = 3;
 
 export const QUARTER = 0;
 export const HOUR = 1;
@@ -155,8 +155,8 @@ export class RollupDelta {
   }
 
   /**
-   * Every grain's entries: the quarters' ALL_MODELS ones, the hours and days (each model's and
-   * ALL_MODELS) made from the quarters (each quarter lies in one hour and one day); and the members'
+   * Every grain's entries: the quarters' and hours' ALL_MODELS ones, the days' of each model and
+   * ALL_MODELS, made from the quarters (each quarter lies in one hour and one day); and the members'
    * day sums. Empties the delta.
    */
   take(): RollupAdditions {
@@ -167,7 +167,7 @@ export class RollupDelta {
       for (const [modelId, entry] of [...models]) {
         for (const grain of GRAINS) {
           const start = this.periods.startOf(grain, quarter);
-          if (grain !== QUARTER) mergeInto(entryOf(byGrain.get(grain)!, start, modelId), entry); // per-model quarters are not kept
+          if (grain === DAY) mergeInto(entryOf(byGrain.get(grain)!, start, modelId), entry);
           mergeInto(entryOf(byGrain.get(grain)!, start, ALL_MODELS), entry);
         }
       }

@@ -15,7 +15,7 @@ import {
 } from "../domain/report-groups.js";
 import { compareCodePoints, compareModels, type ModelIdentity } from "../domain/usage-event.js";
 import { ROOT_PARENT_ID } from "../domain/department-tree.js";
-import { DAY, HOUR, RollupPeriods, type Grain, type RollupLayout } from "../domain/usage-rollup.js";
+import { DAY, RollupPeriods, type Grain, type RollupLayout } from "../domain/usage-rollup.js";
 import { decodeMemberSums } from "../storage/member-day-sums.js";
 import type { DepartmentRepository } from "../storage/department-repository.js";
 import type { MemberRow, UsageRepository } from "../storage/usage-repository.js";
@@ -202,8 +202,8 @@ export class UsageReports {
     const bucketOf = new Map<string, { grain: Grain; alone: boolean; buckets: Map<number, number> }>();
     const raw: Array<{ from: number; to: number }> = [];
     const models = plan.dimensions.includes("model") ? "each" : "all";
-    // By model, no quarters (per-model quarters are not kept, usage-rollup.ts): what no hour fits is read raw.
-    const grains = models === "each" ? [DAY, HOUR] as const : undefined;
+    // By model, days only (only days have per-model rows, usage-rollup.ts): what no day fits is read raw.
+    const grains = models === "each" ? [DAY] as const : undefined;
     plan.buckets.forEach((bucket, index) => {
       const cover = periods.cover(bucket.start, bucket.end, grains);
       const alone = cover.periods.length === 1 && cover.raw.length === 0;

@@ -68,7 +68,7 @@ describe("RollupPeriods", () => {
 });
 
 describe("RollupDelta", () => {
-  it("sums each hour and day per model and for all models, and each quarter for all models only, exactly past 2^53, with every member", () => {
+  it("sums each day per model and for all models, and each quarter and hour for all models only, exactly past 2^53, with every member", () => {
     const delta = new RollupDelta(periodsOf("Asia/Kolkata"));
     const big = 10n ** 12n;
     const t = at("2025-06-01T18:20:00Z"); // 23:50 in Kolkata: the next quarter is the next local day
@@ -82,7 +82,8 @@ describe("RollupDelta", () => {
     const manyBig = 10_000n * big; // past 2^53
     expect(entry(QUARTER, at("2025-06-01T18:15:00Z"), ALL_MODELS)).toStrictEqual({ sums: [manyBig, 10_000n, manyBig, 0n, 10_000n], members: [1, 2, 3] });
     expect(entry(QUARTER, at("2025-06-01T18:15:00Z"), 7)).toBeUndefined(); // no per-model quarters
-    expect(entry(HOUR, at("2025-06-01T17:30:00Z"), 7)).toStrictEqual(entry(QUARTER, at("2025-06-01T18:15:00Z"), ALL_MODELS));
+    expect(entry(HOUR, at("2025-06-01T17:30:00Z"), ALL_MODELS)).toStrictEqual(entry(QUARTER, at("2025-06-01T18:15:00Z"), ALL_MODELS));
+    expect(entry(HOUR, at("2025-06-01T17:30:00Z"), 7)).toBeUndefined(); // no per-model hours
     expect(entry(HOUR, at("2025-06-01T18:30:00Z"), ALL_MODELS)).toStrictEqual({ sums: [5n, 6n, 7n, 8n, 1n], members: [9] });
     expect(entry(DAY, at("2025-05-31T18:30:00Z"), 7)).toStrictEqual(entry(QUARTER, at("2025-06-01T18:15:00Z"), ALL_MODELS));
     expect(entry(DAY, at("2025-06-01T18:30:00Z"), 8)).toStrictEqual({ sums: [5n, 6n, 7n, 8n, 1n], members: [9] });
