@@ -20,19 +20,17 @@ export interface RollupFigures {
   members?: Uint8Array;
 }
 
+/** A column of a day's member sums: unsigned integers in the narrowest width that holds them. */
+export type SumColumn = Uint8Array | Uint16Array | Uint32Array | BigUint64Array;
+
 /** Each member's sums of one day of the rollups' zone (read by storage/member-day-sums.ts). */
 export interface MemberSumsOfDay {
   count: number;
-  /** The members' keys, in key order (the first `count`). */
-  keys: Float64Array;
-  /** Five sums a member, in ModelSums order. */
-  sums: Float64Array;
-  /** By position: the five sums, exactly, of a member whose sums do not all fit `sums` exactly. */
-  big: Map<number, bigint[]> | undefined;
+  /** The members' keys, in key order. */
+  keys: Uint32Array;
+  /** Five columns in ModelSums order, a value a member. */
+  columns: SumColumn[];
 }
-
-/** An empty MemberSumsOfDay, to decode days into one after another. */
-export const memberSumsScratch = (): MemberSumsOfDay => ({ count: 0, keys: new Float64Array(0), sums: new Float64Array(0), big: undefined });
 
 /** A (bucket, group)'s figures. */
 export interface GroupFigures {
@@ -53,13 +51,17 @@ interface Cell {
    * cell keeps its own): counted distinct once, at the end (a Set's add per fact cost more).
    */
   members: MemberKeys;
-  /** The member bitmaps of the rollup periods added, with their counts. */
+  /** The member bitmaps of the rollup periods added, with their counts (a day alone in its bucket: the count only). */
   bitmaps: Array<{ members?: Uint8Array; count: number }>;
+  /** The sums of the day being added (addMemberSums), then its member count. */
+  pending: Float64Array;
 }
 
 export class ReportCells {
   /** Per bucket, its cells by group index (GroupKey.index). */
   private readonly cells: Cell[][];
+  /** Each member's groups for all models, by member key (a member day's sums are of all models). */
+  private readonly allModelKeys: Array<readonly GroupKey[]> = [];
 
   constructor(private readonly buckets: readonly TimeBucket[], private readonly grouping: Grouping) {
     this.cells = buckets.map(() => []);
@@ -86,20 +88,43 @@ export class ReportCells {
     }
   }
 
-  /** A day's member sums (their usage of all models), the day lying in bucket `bucket`; only the members in `only` when given. */
-  addMemberSums(bucket: number, day: MemberSumsOfDay, only: ReadonlySet<number> | undefined): void {
+  /**
+   * A day's member sums (their usage of all models), the day lying in bucket `bucket`; only the
+   * members in `only` when given. `alone`: the day is all of its bucket, so a cell's members are
+   * counted rather than kept for a distinct count.
+   */
+  addMemberSums(bucket: number, day: MemberSumsOfDay, only: ReadonlySet<number> | undefined, alone: boolean): void {
     const cells = this.cells[bucket]!;
-    const { keys, sums, big } = day;
-    for (let m = 0; m < day.count; m++) {
+    const { count, keys, columns } = day;
+    const [input, output, basic, payGo, events] = columns as [SumColumn, SumColumn, SumColumn, SumColumn, SumColumn];
+    // Numbers summed per day in a cell's `pending` stay exact: at most 2^21 members of 32-bit values each.
+    const numeric = count < 2 ** 21 && columns.every((column) => !(column instanceof BigUint64Array));
+    for (let m = 0; m < count; m++) {
       const memberKey = keys[m]!;
       if (only && !only.has(memberKey)) continue;
-      const exact = big?.get(m);
-      for (const key of this.grouping.keysOf(memberKey, ALL_MODELS)) {
+      const groupKeys = (this.allModelKeys[memberKey] ??= this.grouping.keysOf(memberKey, ALL_MODELS));
+      for (let g = 0; g < groupKeys.length; g++) {
+        const key = groupKeys[g]!;
         const cell = (cells[key.index] ??= newCell(key));
-        if (exact) for (let i = 0; i < SUMS; i++) cell.sums.addBig(i, exact[i]!);
-        else for (let i = 0; i < SUMS; i++) cell.sums.add(i, sums[m * SUMS + i]!);
-        cell.members.push(memberKey);
+        if (numeric) {
+          const pending = cell.pending;
+          pending[INPUT] += input[m] as number;
+          pending[OUTPUT] += output[m] as number;
+          pending[BASIC] += basic[m] as number;
+          pending[PAY_GO] += payGo[m] as number;
+          pending[EVENTS] += events[m] as number;
+        } else {
+          for (let i = 0; i < SUMS; i++) cell.sums.addValue(i, columns[i]![m]!);
+        }
+        if (alone) cell.pending[SUMS]!++;
+        else cell.members.push(memberKey);
       }
+    }
+    for (const cell of cells) {
+      if (cell === undefined) continue;
+      for (let i = 0; i < SUMS; i++) cell.sums.add(i, cell.pending[i]!);
+      if (alone) cell.bitmaps.push({ count: cell.pending[SUMS]! });
+      cell.pending.fill(0);
     }
   }
 
@@ -131,7 +156,7 @@ export class ReportCells {
 }
 
 function newCell(key: GroupKey): Cell {
-  return { key, sums: new ModelSums(), members: new MemberKeys(), bitmaps: [] };
+  return { key, sums: new ModelSums(), members: new MemberKeys(), bitmaps: [], pending: new Float64Array(SUMS + 1) };
 }
 
 /** Member keys as they come, repeats included. */

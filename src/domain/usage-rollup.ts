@@ -20,7 +20,7 @@ import { EVENTS, ModelSums, SUMS } from "./usage-totals.js";
 import type { EventValue } from "./usage-event.js";
 
 /** The format of the rows; a store whose layout has another version is rebuilt (usage rebuild). */
-export const ROLLUP_VERSION = 3;
+export const ROLLUP_VERSION = 4;
 
 export const QUARTER = 0;
 export const HOUR = 1;

@@ -9,7 +9,7 @@ import { invalidParameter } from "../domain/errors.js";
 import { checkTimeZone, dateRangeWindow, type TimeBucket } from "../domain/local-time.js";
 import { decodePageToken, effectivePageSize, encodePageToken } from "../domain/page-token.js";
 import { bucketKind, checkReportWindow, MAX_REPORT_DAYS, planBuckets } from "../domain/report-buckets.js";
-import { memberSumsScratch, ReportCells, type GroupFigures } from "../domain/report-cells.js";
+import { ReportCells, type GroupFigures } from "../domain/report-cells.js";
 import {
   compareGroups, departmentGroupRanks, groupDimensions, Grouping, ranksOf, type GroupDimension,
 } from "../domain/report-groups.js";
@@ -230,21 +230,23 @@ export class UsageReports {
   private async addMemberDays(cells: ReportCells, plan: ReportPlan, layout: RollupLayout, signal: AbortSignal): Promise<void> {
     const { buckets, enterpriseId, members } = plan;
     const periods = new RollupPeriods(layout, { start: buckets[0]?.start ?? 0, end: buckets[buckets.length - 1]?.end ?? 0 });
-    const days: Array<{ day: number; bucket: number }> = [];
+    // Per day, its bucket and whether it is all of that bucket (its members are then counted, not kept).
+    const days: Array<{ day: number; bucket: number; alone: boolean }> = [];
     const raw: Array<{ from: number; to: number }> = [];
     buckets.forEach((bucket, index) => {
       const cover = periods.cover(Math.max(plan.start, bucket.start), Math.min(plan.end, bucket.end), [DAY]);
-      for (const period of cover.periods) days.push({ day: period.start, bucket: index });
+      const alone = cover.periods.length === 1 && cover.raw.length === 0;
+      for (const period of cover.periods) days.push({ day: period.start, bucket: index, alone });
       raw.push(...cover.raw);
     });
-    const bucketOfDay = new Map(days.map(({ day, bucket }) => [day, bucket]));
+    const dayOf = new Map(days.map((day) => [day.day, day]));
     const only = members && new Set(members);
-    const decoded = memberSumsScratch();
     for (let at = 0; at < days.length; at += DAYS_READ_AT_ONCE) {
       signal.throwIfAborted();
       const some = days.slice(at, at + DAYS_READ_AT_ONCE).map(({ day }) => day);
       for (const { day, memberSums } of await this.usage.rollups.memberDays(enterpriseId, some)) {
-        cells.addMemberSums(bucketOfDay.get(day)!, decodeMemberSums(memberSums, decoded), only);
+        const { bucket, alone } = dayOf.get(day)!;
+        cells.addMemberSums(bucket, decodeMemberSums(memberSums), only, alone);
       }
     }
     for (const { from, to } of raw) await this.addEvents(cells, enterpriseId, from, to, members, signal);

@@ -1,137 +1,102 @@
 // The stored form of each member's sums of one day (usage_rollup.member_sums, on a day's all-models
-// row): per member in key order, unsigned LEB128 varints: the member key's distance from the previous
-// one (the first: the key), then the five sums of ModelSums in its order (input and output tokens,
-// basic and pay-go micro-units, events). Varints of up to 7 bytes are read as numbers, longer ones as
-// bigints, so every sum is exact.
-import type { MemberSumsOfDay } from "../domain/report-cells.js";
-import { ModelSums, SUMS, exactSum } from "../domain/usage-totals.js";
-import { NUMBER_BYTES, readBigVarint, readVarint, writeBigVarint, writeVarint } from "./usage-sums-codec.js";
+// row), in columns that a report reads as typed arrays without decoding them value by value:
+// - a 16-byte header: the member count (uint32), then one byte per sum column, its width in bytes
+//   (1, 2, 4 or 8: the fewest that hold the column's largest value);
+// - the member keys in key order, uint32;
+// - the five sums of ModelSums in its order (input and output tokens, basic and pay-go micro-units,
+//   events), each a column of unsigned integers of its width, starting on a multiple of 8 bytes.
+// In the platform's byte order, little-endian (checked below). A member's day sum is at most
+// 2^64 - 1, as a running total is (SumLimitError).
+import type { MemberSumsOfDay, SumColumn } from "../domain/report-cells.js";
+import { exactSum, ModelSums, SUM_LIMIT, SUMS, SumLimitError } from "../domain/usage-totals.js";
 
-/** The most bytes an entry takes: a key and five sums, each at most a 64-bit varint past 2^64 (ten bytes a 2^70). */
-const ENTRY_BYTES = 6 * 11;
+const HEADER_BYTES = 16;
+if (new Uint8Array(Uint16Array.of(1).buffer)[0] !== 1) throw new Error("member day sums: a big-endian platform reads them wrong");
+const WIDTHS = [1, 2, 4, 8] as const;
 
-/**
- * Stored member sums (or none) with `added` merged in, in key order: a stored member the delta does
- * not touch is copied byte for byte (a live batch touches a few hundred of a day's thousands).
- */
+/** Stored member sums (or none) with `added` merged in: members of either, in key order, their sums added. */
 export function mergeMemberSums(stored: Uint8Array | null, added: ReadonlyMap<number, ModelSums>): Uint8Array {
-  const keys = [...added.keys()].sort((a, b) => a - b);
-  const from = stored ?? new Uint8Array();
-  // A copied entry's key step may grow by a byte or four, never past its stored length plus 5.
-  const out = new Uint8Array(2 * from.length + 16 + keys.length * ENTRY_BYTES);
-  let written = 0;
-  let previous = 0;
-  let next = 0; // the next of `keys` to write
-  const writeAdded = (key: number, stored?: Array<number | bigint>) => {
-    written = writeVarint(out, written, key - previous);
-    previous = key;
-    const sums = added.get(key)!;
+  const before = stored ? decodeMemberSums(stored) : undefined;
+  const addedKeys = [...added.keys()].sort((a, b) => a - b);
+  const keys: number[] = [];
+  const columns: Array<Array<number | bigint>> = Array.from({ length: SUMS }, () => []);
+  const push = (key: number, stored: number | undefined, sums: ModelSums | undefined) => {
+    keys.push(key);
     for (let i = 0; i < SUMS; i++) {
-      const value = stored === undefined ? sums.exact(i) : exactSum(stored[i]!, sums.exact(i));
-      written = typeof value === "number" ? writeVarint(out, written, value) : writeBigVarint(out, written, value);
+      columns[i]!.push(exactSum(stored === undefined ? 0 : before!.columns[i]![stored]!, sums ? sums.exact(i) : 0));
     }
   };
-  forEachStoredEntry(from, (key, values, sumsFrom, sumsTo) => {
-    while (next < keys.length && keys[next]! < key) writeAdded(keys[next++]!);
-    if (next < keys.length && keys[next] === key) {
-      writeAdded(keys[next++]!, values);
-      return;
-    }
-    written = writeVarint(out, written, key - previous);
-    previous = key;
-    out.set(from.subarray(sumsFrom, sumsTo), written);
-    written += sumsTo - sumsFrom;
+  let next = 0;
+  for (let m = 0; m < (before?.count ?? 0); m++) {
+    const key = before!.keys[m]!;
+    while (next < addedKeys.length && addedKeys[next]! < key) push(addedKeys[next]!, undefined, added.get(addedKeys[next++]!));
+    if (next < addedKeys.length && addedKeys[next] === key) push(key, m, added.get(addedKeys[next++]!));
+    else push(key, m, undefined);
+  }
+  while (next < addedKeys.length) push(addedKeys[next]!, undefined, added.get(addedKeys[next++]!));
+  return encodeMemberSums(keys, columns);
+}
+
+function encodeMemberSums(keys: readonly number[], columns: ReadonlyArray<ReadonlyArray<number | bigint>>): Uint8Array {
+  const count = keys.length;
+  const widths = columns.map((column) => {
+    let largest: number | bigint = 0;
+    for (const value of column) if (value > largest) largest = value;
+    if (largest > SUM_LIMIT) throw new SumLimitError();
+    return WIDTHS.find((width) => width === 8 || largest < 2 ** (8 * width))!;
   });
-  while (next < keys.length) writeAdded(keys[next++]!);
-  return out.subarray(0, written);
+  const layout = columnOffsets(count, widths);
+  const bytes = new Uint8Array(layout.end);
+  const view = new DataView(bytes.buffer);
+  view.setUint32(0, count, true);
+  widths.forEach((width, i) => view.setUint8(4 + i, width));
+  keys.forEach((key, m) => view.setUint32(HEADER_BYTES + 4 * m, key, true));
+  columns.forEach((column, i) => {
+    const at = layout.offsets[i]!;
+    const width = widths[i]!;
+    column.forEach((value, m) => {
+      if (width === 1) view.setUint8(at + m, Number(value));
+      else if (width === 2) view.setUint16(at + 2 * m, Number(value), true);
+      else if (width === 4) view.setUint32(at + 4 * m, Number(value), true);
+      else view.setBigUint64(at + 8 * m, BigInt(value), true);
+    });
+  });
+  return bytes;
+}
+
+/** Where each sum column starts (a multiple of 8), and where the data ends. */
+function columnOffsets(count: number, widths: readonly number[]): { offsets: number[]; end: number } {
+  let at = HEADER_BYTES + 4 * count;
+  const offsets = widths.map((width) => {
+    at = Math.ceil(at / 8) * 8;
+    const offset = at;
+    at += width * count;
+    return offset;
+  });
+  return { offsets, end: at };
 }
 
 /**
- * A day's member sums decoded into `into` (its arrays grown as needed, for reuse from day to day):
- * members in key order, each with its five sums as numbers; a member with a sum past 7 varint bytes
- * (2^49 and up) has its five as bigints in `into.big` instead.
+ * A day's member sums as typed arrays over the stored bytes (copied once first when the bytes do not
+ * start on a multiple of 8): the keys, and each sum column as its width's array (BigUint64Array for 8).
  */
-export function decodeMemberSums(packed: Uint8Array, into: MemberSumsOfDay): MemberSumsOfDay {
-  const most = Math.ceil(packed.length / (SUMS + 1));
-  if (into.keys.length < most) {
-    into.keys = new Float64Array(most);
-    into.sums = new Float64Array(most * SUMS);
-  }
-  const { keys, sums } = into;
-  into.big = undefined;
-  let at = 0;
-  let key = 0;
-  let count = 0;
-  // Inline varints (a call per value cost more than the rest of the loop); a value past the end reads as 0 and is caught below.
-  while (at < packed.length) {
-    const entry = at;
-    let value = 0;
-    let scale = 1;
-    let byte: number;
-    do {
-      byte = packed[at++]!;
-      value += (byte & 0x7f) * scale;
-      scale *= 128;
-    } while (byte >= 0x80);
-    key += value;
-    keys[count] = key;
-    let wide = false;
-    for (let i = 0; i < SUMS; i++) {
-      const start = at;
-      value = 0;
-      scale = 1;
-      do {
-        byte = packed[at++]!;
-        value += (byte & 0x7f) * scale;
-        scale *= 128;
-      } while (byte >= 0x80);
-      if (at - start > NUMBER_BYTES) wide = true;
-      sums[count * SUMS + i] = value;
-    }
-    if (wide) {
-      const values: bigint[] = [];
-      forEachStoredEntry(packed.subarray(entry, at), (_, exact) => values.push(...exact.map((v) => BigInt(v))));
-      (into.big ??= new Map()).set(count, values);
-    }
-    count++;
-  }
-  if (at !== packed.length) throw new Error("member day sums: an entry ends past the data");
-  into.count = count;
-  return into;
-}
-
-/** Walks the entries: each member's key, its sums (one array refilled), and where its five sums' bytes lie in `packed`. */
-function forEachStoredEntry(packed: Uint8Array,
-  each: (memberKey: number, values: Array<number | bigint>, sumsFrom: number, sumsTo: number) => void): void {
-  const values: Array<number | bigint> = [0, 0, 0, 0, 0];
-  let at = 0;
-  let key = 0;
-  while (at < packed.length) {
-    let step: number;
-    [step, at] = readVarint(packed, at);
-    key += step;
-    const from = at;
-    at = readSums(packed, at, values);
-    each(key, values, from, at);
-  }
-}
-
-/** Five varints at `at` into `values` (up to 7 bytes a number, longer ones a bigint); returns the offset after them. */
-function readSums(packed: Uint8Array, at: number, values: Array<number | bigint>): number {
-  for (let i = 0; i < SUMS; i++) {
-    let end = at;
-    while (packed[end]! >= 0x80) end++;
-    if (end >= packed.length) throw new Error("member day sums: an entry ends past the data");
-    if (end - at < NUMBER_BYTES) {
-      // Inline (readVarint's [value, next] pair would be an array a varint, millions a report).
-      let value = 0;
-      let scale = 1;
-      for (; at <= end; at++, scale *= 128) value += (packed[at]! & 0x7f) * scale;
-      values[i] = value;
-    } else {
-      values[i] = readBigVarint(packed, at);
-      at = end + 1;
-    }
-  }
-  return at;
+export function decodeMemberSums(packed: Uint8Array): MemberSumsOfDay {
+  if (packed.length === 0) return { count: 0, keys: new Uint32Array(0), columns: Array.from({ length: SUMS }, () => new Uint8Array(0)) };
+  if (packed.length < HEADER_BYTES) throw new Error("member day sums: shorter than their header");
+  const bytes = packed.byteOffset % 8 === 0 ? packed : packed.slice();
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
+  const count = view.getUint32(0, true);
+  const widths = Array.from({ length: SUMS }, (_, i) => view.getUint8(4 + i));
+  if (widths.some((width) => !(WIDTHS as readonly number[]).includes(width))) throw new Error(`member day sums: unknown column widths ${widths.join(",")}`);
+  const layout = columnOffsets(count, widths);
+  if (layout.end !== bytes.length) throw new Error(`member day sums: ${bytes.length} bytes where ${count} members take ${layout.end}`);
+  const base = bytes.byteOffset;
+  const columns = widths.map((width, i): SumColumn => {
+    const at = base + layout.offsets[i]!;
+    if (width === 1) return new Uint8Array(bytes.buffer, at, count);
+    if (width === 2) return new Uint16Array(bytes.buffer, at, count);
+    if (width === 4) return new Uint32Array(bytes.buffer, at, count);
+    return new BigUint64Array(bytes.buffer, at, count);
+  });
+  return { count, keys: new Uint32Array(bytes.buffer, base + HEADER_BYTES, count), columns };
 }

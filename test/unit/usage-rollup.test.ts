@@ -4,8 +4,7 @@ import { describe, expect, it } from "vitest";
 import {
   ALL_MODELS, DAY, HOUR, layoutFor, QUARTER, RollupDelta, RollupPeriods, type Grain,
 } from "../../src/domain/usage-rollup.js";
-import { memberSumsScratch } from "../../src/domain/report-cells.js";
-import { ModelSums, SUMS } from "../../src/domain/usage-totals.js";
+import { ModelSums, SumLimitError } from "../../src/domain/usage-totals.js";
 import { decodeMemberSums, mergeMemberSums } from "../../src/storage/member-day-sums.js";
 
 const at = (iso: string) => Date.parse(iso) / 1000;
@@ -105,15 +104,22 @@ describe("member day sums", () => {
       return [key, s] as const;
     }));
   const read = (packed: Uint8Array) => {
-    const day = decodeMemberSums(packed, memberSumsScratch());
-    return Array.from({ length: day.count }, (_, m) => `${day.keys[m]}: ${(day.big?.get(m) ?? day.sums.subarray(m * SUMS, (m + 1) * SUMS)).join(" ")}`);
+    const day = decodeMemberSums(packed);
+    return Array.from({ length: day.count }, (_, m) => `${day.keys[m]}: ${day.columns.map((column) => column[m]).join(" ")}`);
   };
 
-  it("round-trip every member's five sums in key order, exactly past 2^53", () => {
+  it("round-trip every member's five sums in key order, each column as narrow as its largest value, exactly up to 2^64 - 1", () => {
     const sums = sumsOf([[900, [1, 2, 3, 4, 5]], [7, [0, 0, 0, 0, 1]], [2 ** 31 + 5, [2 ** 53 - 1, 10 ** 12, 0, 1, 2]]]);
-    sums.get(900)!.addBig(0, 2n ** 64n); // past 2^53: stays exact as a bigint
-    expect(read(mergeMemberSums(null, sums))).toStrictEqual(["7: 0 0 0 0 1", `900: ${2n ** 64n + 1n} 2 3 4 5`, `${2 ** 31 + 5}: ${2 ** 53 - 1} ${10 ** 12} 0 1 2`]);
-    expect(() => decodeMemberSums(new Uint8Array([5, 0x80]), memberSumsScratch())).toThrow(/ends past the data/);
+    sums.get(900)!.addBig(0, 2n ** 64n - 2n); // past 2^53: stays exact as a bigint
+    const packed = mergeMemberSums(null, sums);
+    expect(read(packed)).toStrictEqual(["7: 0 0 0 0 1", `900: ${2n ** 64n - 1n} 2 3 4 5`, `${2 ** 31 + 5}: ${2 ** 53 - 1} ${10 ** 12} 0 1 2`]);
+    expect(decodeMemberSums(packed).columns.map((column) => column.BYTES_PER_ELEMENT)).toStrictEqual([8, 8, 1, 1, 1]);
+    const odd = new Uint8Array(packed.length + 1);
+    odd.set(packed, 1);
+    expect(read(odd.subarray(1))).toStrictEqual(read(packed)); // bytes at an odd offset: copied, then read
+    expect(() => decodeMemberSums(packed.subarray(0, packed.length - 1))).toThrow(/bytes where 3 members take/);
+    sums.get(900)!.add(0, 1); // 2^64: past a running total's limit
+    expect(() => mergeMemberSums(null, sums)).toThrow(SumLimitError);
   });
 
   it("merge stored sums with added ones: members of either, sums added, untouched ones as stored", () => {
