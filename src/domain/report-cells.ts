@@ -62,6 +62,8 @@ export class ReportCells {
   private readonly cells: Cell[][];
   /** Each member's groups for all models, by member key (a member day's sums are of all models). */
   private readonly allModelKeys: Array<readonly GroupKey[]> = [];
+  /** Scratch for addMemberSums: a day's five columns as numbers, one after another. */
+  private daySums = new Float64Array(0);
 
   constructor(private readonly buckets: readonly TimeBucket[], private readonly grouping: Grouping) {
     this.cells = buckets.map(() => []);
@@ -96,27 +98,30 @@ export class ReportCells {
   addMemberSums(bucket: number, day: MemberSumsOfDay, only: ReadonlySet<number> | undefined, alone: boolean): void {
     const cells = this.cells[bucket]!;
     const { count, keys, columns } = day;
-    const [input, output, basic, payGo, events] = columns as [SumColumn, SumColumn, SumColumn, SumColumn, SumColumn];
     // Numbers summed per day in a cell's `pending` stay exact: at most 2^21 members of 32-bit values each.
     const numeric = count < 2 ** 21 && columns.every((column) => !(column instanceof BigUint64Array));
+    // The columns copied into one array of numbers: one element type in the loop below.
+    if (numeric && this.daySums.length < SUMS * count) this.daySums = new Float64Array(SUMS * count);
+    const sums = this.daySums;
+    if (numeric) columns.forEach((column, i) => sums.set(column as Exclude<SumColumn, BigUint64Array>, i * count));
     for (let m = 0; m < count; m++) {
       const memberKey = keys[m]!;
       if (only && !only.has(memberKey)) continue;
-      const groupKeys = (this.allModelKeys[memberKey] ??= this.grouping.keysOf(memberKey, ALL_MODELS));
+      const groupKeys = this.allModelKeys[memberKey] ?? (this.allModelKeys[memberKey] = this.grouping.keysOf(memberKey, ALL_MODELS));
       for (let g = 0; g < groupKeys.length; g++) {
         const key = groupKeys[g]!;
-        const cell = (cells[key.index] ??= newCell(key));
+        const cell = cells[key.index] ?? (cells[key.index] = newCell(key));
+        const pending = cell.pending;
         if (numeric) {
-          const pending = cell.pending;
-          pending[INPUT] += input[m] as number;
-          pending[OUTPUT] += output[m] as number;
-          pending[BASIC] += basic[m] as number;
-          pending[PAY_GO] += payGo[m] as number;
-          pending[EVENTS] += events[m] as number;
+          pending[INPUT] += sums[m]!;
+          pending[OUTPUT] += sums[count + m]!;
+          pending[BASIC] += sums[2 * count + m]!;
+          pending[PAY_GO] += sums[3 * count + m]!;
+          pending[EVENTS] += sums[4 * count + m]!;
         } else {
           for (let i = 0; i < SUMS; i++) cell.sums.addValue(i, columns[i]![m]!);
         }
-        if (alone) cell.pending[SUMS]!++;
+        if (alone) pending[SUMS]!++;
         else cell.members.push(memberKey);
       }
     }
