@@ -92,10 +92,10 @@ export class ReportCells {
 
   /**
    * A day's member sums (their usage of all models), the day lying in bucket `bucket`; only the
-   * members in `only` when given. `alone`: the day is all of its bucket, so a cell's members are
+   * members in `only` (keys in ascending order) when given. `alone`: the day is all of its bucket, so a cell's members are
    * counted rather than kept for a distinct count.
    */
-  addMemberSums(bucket: number, day: MemberSumsOfDay, only: ReadonlySet<number> | undefined, alone: boolean): void {
+  addMemberSums(bucket: number, day: MemberSumsOfDay, only: Uint32Array | undefined, alone: boolean): void {
     const cells = this.cells[bucket]!;
     const { count, keys, columns } = day;
     // Numbers summed per day in a cell's `pending` stay exact: at most 2^21 members of 32-bit values each.
@@ -104,9 +104,13 @@ export class ReportCells {
     if (numeric && this.daySums.length < SUMS * count) this.daySums = new Float64Array(SUMS * count);
     const sums = this.daySums;
     if (numeric) columns.forEach((column, i) => sums.set(column as Exclude<SumColumn, BigUint64Array>, i * count));
+    let next = 0; // in `only`: both lists are in key order
     for (let m = 0; m < count; m++) {
       const memberKey = keys[m]!;
-      if (only && !only.has(memberKey)) continue;
+      if (only) {
+        while (next < only.length && only[next]! < memberKey) next++;
+        if (only[next] !== memberKey) continue;
+      }
       const groupKeys = this.allModelKeys[memberKey] ?? (this.allModelKeys[memberKey] = this.grouping.keysOf(memberKey, ALL_MODELS));
       for (let g = 0; g < groupKeys.length; g++) {
         const key = groupKeys[g]!;

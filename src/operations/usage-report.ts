@@ -240,7 +240,7 @@ export class UsageReports {
       raw.push(...cover.raw);
     });
     const dayOf = new Map(days.map((day) => [day.day, day]));
-    const only = members && new Set(members);
+    const only = members && Uint32Array.from(members).sort();
     for (let at = 0; at < days.length; at += DAYS_READ_AT_ONCE) {
       signal.throwIfAborted();
       const some = days.slice(at, at + DAYS_READ_AT_ONCE).map(({ day }) => day);

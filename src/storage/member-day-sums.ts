@@ -1,9 +1,10 @@
 // The stored form of each member's sums of one day (usage_rollup.member_sums, on a day's all-models
 // row), in columns that a report reads as typed arrays without decoding them value by value:
-// - a 16-byte header: the member count (uint32), then one byte per sum column, its width in bytes
-//   (1, 2, 4 or 8: the fewest that hold the column's largest value);
-// - the member keys in key order, uint32;
-// - the five sums of ModelSums in its order (input and output tokens, basic and pay-go micro-units,
+// - a 16-byte header: the member count (uint32); one byte per column, its width in bytes (1, 2, 4
+//   or 8: the fewest that hold the column's largest value), the keys' then the five sums'; two bytes
+//   of zero; the first member's key (uint32);
+// - the members in key order: each key's distance from the previous one (the first's: 0), then the
+//   five sums of ModelSums in its order (input and output tokens, basic and pay-go micro-units,
 //   events), each a column of unsigned integers of its width, starting on a multiple of 8 bytes.
 // In the platform's byte order, little-endian (checked below). A member's day sum is at most
 // 2^64 - 1, as a running total is (SumLimitError).
@@ -37,8 +38,9 @@ export function mergeMemberSums(stored: Uint8Array | null, added: ReadonlyMap<nu
   return encodeMemberSums(keys, columns);
 }
 
-function encodeMemberSums(keys: readonly number[], columns: ReadonlyArray<ReadonlyArray<number | bigint>>): Uint8Array {
+function encodeMemberSums(keys: readonly number[], sums: ReadonlyArray<ReadonlyArray<number | bigint>>): Uint8Array {
   const count = keys.length;
+  const columns = [keys.map((key, m) => (m === 0 ? 0 : key - keys[m - 1]!)), ...sums];
   const widths = columns.map((column) => {
     let largest: number | bigint = 0;
     for (const value of column) if (value > largest) largest = value;
@@ -50,7 +52,7 @@ function encodeMemberSums(keys: readonly number[], columns: ReadonlyArray<Readon
   const view = new DataView(bytes.buffer);
   view.setUint32(0, count, true);
   widths.forEach((width, i) => view.setUint8(4 + i, width));
-  keys.forEach((key, m) => view.setUint32(HEADER_BYTES + 4 * m, key, true));
+  view.setUint32(12, keys[0] ?? 0, true);
   columns.forEach((column, i) => {
     const at = layout.offsets[i]!;
     const width = widths[i]!;
@@ -64,9 +66,9 @@ function encodeMemberSums(keys: readonly number[], columns: ReadonlyArray<Readon
   return bytes;
 }
 
-/** Where each sum column starts (a multiple of 8), and where the data ends. */
+/** Where each column starts (a multiple of 8), and where the data ends. */
 function columnOffsets(count: number, widths: readonly number[]): { offsets: number[]; end: number } {
-  let at = HEADER_BYTES + 4 * count;
+  let at = HEADER_BYTES;
   const offsets = widths.map((width) => {
     at = Math.ceil(at / 8) * 8;
     const offset = at;
@@ -77,8 +79,9 @@ function columnOffsets(count: number, widths: readonly number[]): { offsets: num
 }
 
 /**
- * A day's member sums as typed arrays over the stored bytes (copied once first when the bytes do not
- * start on a multiple of 8): the keys, and each sum column as its width's array (BigUint64Array for 8).
+ * A day's member sums: the keys, and each sum column as a typed array of its width over the stored
+ * bytes (BigUint64Array for 8; the bytes are copied once first when they do not start on a multiple
+ * of 8).
  */
 export function decodeMemberSums(packed: Uint8Array): MemberSumsOfDay {
   if (packed.length === 0) return { count: 0, keys: new Uint32Array(0), columns: Array.from({ length: SUMS }, () => new Uint8Array(0)) };
@@ -86,17 +89,20 @@ export function decodeMemberSums(packed: Uint8Array): MemberSumsOfDay {
   const bytes = packed.byteOffset % 8 === 0 ? packed : packed.slice();
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
   const count = view.getUint32(0, true);
-  const widths = Array.from({ length: SUMS }, (_, i) => view.getUint8(4 + i));
+  const widths = Array.from({ length: 1 + SUMS }, (_, i) => view.getUint8(4 + i));
   if (widths.some((width) => !(WIDTHS as readonly number[]).includes(width))) throw new Error(`member day sums: unknown column widths ${widths.join(",")}`);
   const layout = columnOffsets(count, widths);
   if (layout.end !== bytes.length) throw new Error(`member day sums: ${bytes.length} bytes where ${count} members take ${layout.end}`);
-  const base = bytes.byteOffset;
-  const columns = widths.map((width, i): SumColumn => {
-    const at = base + layout.offsets[i]!;
+  const [steps, ...columns] = widths.map((width, i): SumColumn => {
+    const at = bytes.byteOffset + layout.offsets[i]!;
     if (width === 1) return new Uint8Array(bytes.buffer, at, count);
     if (width === 2) return new Uint16Array(bytes.buffer, at, count);
     if (width === 4) return new Uint32Array(bytes.buffer, at, count);
     return new BigUint64Array(bytes.buffer, at, count);
   });
-  return { count, keys: new Uint32Array(bytes.buffer, base + HEADER_BYTES, count), columns };
+  if (steps instanceof BigUint64Array) throw new Error("member day sums: key steps of 8 bytes");
+  const keys = new Uint32Array(count);
+  let key = view.getUint32(12, true);
+  for (let m = 0; m < count; m++) keys[m] = key += steps![m]!;
+  return { count, keys, columns };
 }
