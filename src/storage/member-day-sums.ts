@@ -18,29 +18,57 @@ const WIDTHS = [1, 2, 4, 8] as const;
 /** Stored member sums (or none) with `added` merged in: members of either, in key order, their sums added. */
 export function mergeMemberSums(stored: Uint8Array | null, added: ReadonlyMap<number, ModelSums>): Uint8Array {
   const before = stored ? decodeMemberSums(stored) : undefined;
-  const addedKeys = [...added.keys()].sort((a, b) => a - b);
-  const keys: number[] = [];
-  const columns: Array<Array<number | bigint>> = Array.from({ length: SUMS }, () => []);
-  const push = (key: number, stored: number | undefined, sums: ModelSums | undefined) => {
-    keys.push(key);
-    for (let i = 0; i < SUMS; i++) {
-      columns[i]!.push(exactSum(stored === undefined ? 0 : before!.columns[i]![stored]!, sums ? sums.exact(i) : 0));
-    }
-  };
+  const addedKeys = Uint32Array.from(added.keys()).sort();
+  const most = (before?.count ?? 0) + addedKeys.length;
+  const keys = new Uint32Array(most);
+  /** Per merged member: its position in `before` (-1: none), and its added sums. */
+  const storedAt = new Int32Array(most);
+  const addedSums: Array<ModelSums | undefined> = [];
+  let count = 0;
   let next = 0;
+  const take = (key: number, at: number, sums: ModelSums | undefined) => {
+    keys[count] = key;
+    storedAt[count] = at;
+    addedSums[count++] = sums;
+  };
   for (let m = 0; m < (before?.count ?? 0); m++) {
     const key = before!.keys[m]!;
-    while (next < addedKeys.length && addedKeys[next]! < key) push(addedKeys[next]!, undefined, added.get(addedKeys[next++]!));
-    if (next < addedKeys.length && addedKeys[next] === key) push(key, m, added.get(addedKeys[next++]!));
-    else push(key, m, undefined);
+    while (next < addedKeys.length && addedKeys[next]! < key) take(addedKeys[next]!, -1, added.get(addedKeys[next++]!));
+    take(key, m, addedKeys[next] === key ? added.get(addedKeys[next++]!) : undefined);
   }
-  while (next < addedKeys.length) push(addedKeys[next]!, undefined, added.get(addedKeys[next++]!));
-  return encodeMemberSums(keys, columns);
+  while (next < addedKeys.length) take(addedKeys[next]!, -1, added.get(addedKeys[next++]!));
+  const sums = Array.from({ length: SUMS }, (_, i) => mergedColumn(count, storedAt, before?.columns[i], addedSums, i));
+  return encodeMemberSums(keys.subarray(0, count), sums);
 }
 
-function encodeMemberSums(keys: readonly number[], sums: ReadonlyArray<ReadonlyArray<number | bigint>>): Uint8Array {
+/**
+ * One sum column merged: as numbers (a Float64Array) while every value is exact as one, else as
+ * exact numbers and bigints.
+ */
+function mergedColumn(count: number, storedAt: Int32Array, stored: SumColumn | undefined,
+  addedSums: ReadonlyArray<ModelSums | undefined>, index: number): Float64Array | Array<number | bigint> {
+  if (!(stored instanceof BigUint64Array) && addedSums.every((sums) => !sums?.big)) {
+    const column = new Float64Array(count);
+    let largest = 0;
+    for (let m = 0; m < count; m++) {
+      const at = storedAt[m]!;
+      const value = (at >= 0 ? stored![at]! : 0) + (addedSums[m]?.values[index] ?? 0);
+      column[m] = value;
+      if (value > largest) largest = value;
+    }
+    if (largest <= Number.MAX_SAFE_INTEGER) return column;
+  }
+  return Array.from({ length: count }, (_, m) => {
+    const at = storedAt[m]!;
+    return exactSum(at >= 0 ? stored![at]! : 0, addedSums[m]?.exact(index) ?? 0);
+  });
+}
+
+function encodeMemberSums(keys: Uint32Array, sums: ReadonlyArray<Float64Array | ReadonlyArray<number | bigint>>): Uint8Array {
   const count = keys.length;
-  const columns = [keys.map((key, m) => (m === 0 ? 0 : key - keys[m - 1]!)), ...sums];
+  const steps = new Float64Array(count);
+  for (let m = 1; m < count; m++) steps[m] = keys[m]! - keys[m - 1]!;
+  const columns = [steps, ...sums];
   const widths = columns.map((column) => {
     let largest: number | bigint = 0;
     for (const value of column) if (value > largest) largest = value;
@@ -56,6 +84,11 @@ function encodeMemberSums(keys: readonly number[], sums: ReadonlyArray<ReadonlyA
   columns.forEach((column, i) => {
     const at = layout.offsets[i]!;
     const width = widths[i]!;
+    // Numbers into 1, 2 or 4 bytes: one typed-array copy (the column's offset is a multiple of 8).
+    if (column instanceof Float64Array && width < 8) {
+      (width === 1 ? new Uint8Array(bytes.buffer, at, count) : width === 2 ? new Uint16Array(bytes.buffer, at, count) : new Uint32Array(bytes.buffer, at, count)).set(column);
+      return;
+    }
     column.forEach((value, m) => {
       if (width === 1) view.setUint8(at + m, Number(value));
       else if (width === 2) view.setUint16(at + 2 * m, Number(value), true);
