@@ -53,9 +53,10 @@ interface Cell {
   members: MemberKeys;
   /** The member bitmaps of the rollup periods added, with their counts (a day alone in its bucket: the count only). */
   bitmaps: Array<{ members?: Uint8Array; count: number }>;
-  /** The sums of the day being added (addMemberSums), then its member count. */
-  pending: Float64Array;
 }
+
+/** Numbers kept per group while a day's member sums are added: the five sums and the member count. */
+const PENDING = SUMS + 1;
 
 export class ReportCells {
   /** Per bucket, its cells by group index (GroupKey.index). */
@@ -64,6 +65,10 @@ export class ReportCells {
   private readonly allModelKeys: Array<readonly GroupKey[]> = [];
   /** Scratch for addMemberSums: a day's five columns as numbers, one after another. */
   private daySums = new Float64Array(0);
+  /** Scratch for addMemberSums: per group index, the day's five sums and member count. */
+  private pending = new Float64Array(0);
+  /** The groups met by addMemberSums, by index. */
+  private readonly groupKeys: GroupKey[] = [];
 
   constructor(private readonly buckets: readonly TimeBucket[], private readonly grouping: Grouping) {
     this.cells = buckets.map(() => []);
@@ -98,7 +103,7 @@ export class ReportCells {
   addMemberSums(bucket: number, day: MemberSumsOfDay, only: Uint32Array | undefined, alone: boolean): void {
     const cells = this.cells[bucket]!;
     const { count, keys, columns } = day;
-    // Numbers summed per day in a cell's `pending` stay exact: at most 2^21 members of 32-bit values each.
+    // Numbers summed over a day stay exact: at most 2^21 members of 32-bit values each.
     const numeric = count < 2 ** 21 && columns.every((column) => !(column instanceof BigUint64Array));
     // The columns copied into one array of numbers: one element type in the loop below.
     if (numeric && this.daySums.length < SUMS * count) this.daySums = new Float64Array(SUMS * count);
@@ -109,32 +114,49 @@ export class ReportCells {
       const memberKey = keys[m]!;
       if (only) {
         while (next < only.length && only[next]! < memberKey) next++;
-        if (only[next] !== memberKey) continue;
+        if (next === only.length || only[next] !== memberKey) continue;
       }
-      const groupKeys = this.allModelKeys[memberKey] ?? (this.allModelKeys[memberKey] = this.grouping.keysOf(memberKey, ALL_MODELS));
+      const groupKeys = this.allModelKeys[memberKey] ?? this.allModelKeysOf(memberKey);
+      const pending = this.pending;
       for (let g = 0; g < groupKeys.length; g++) {
         const key = groupKeys[g]!;
-        const cell = cells[key.index] ?? (cells[key.index] = newCell(key));
-        const pending = cell.pending;
+        const at = key.index * PENDING;
         if (numeric) {
-          pending[INPUT] += sums[m]!;
-          pending[OUTPUT] += sums[count + m]!;
-          pending[BASIC] += sums[2 * count + m]!;
-          pending[PAY_GO] += sums[3 * count + m]!;
-          pending[EVENTS] += sums[4 * count + m]!;
+          pending[at + INPUT] += sums[m]!;
+          pending[at + OUTPUT] += sums[count + m]!;
+          pending[at + BASIC] += sums[2 * count + m]!;
+          pending[at + PAY_GO] += sums[3 * count + m]!;
+          pending[at + EVENTS] += sums[4 * count + m]!;
         } else {
+          const cell = cells[key.index] ?? (cells[key.index] = newCell(key));
           for (let i = 0; i < SUMS; i++) cell.sums.addValue(i, columns[i]![m]!);
         }
-        if (alone) pending[SUMS]!++;
-        else cell.members.push(memberKey);
+        pending[at + SUMS]!++;
+        if (!alone) (cells[key.index] ?? (cells[key.index] = newCell(key))).members.push(memberKey);
       }
     }
-    for (const cell of cells) {
-      if (cell === undefined) continue;
-      for (let i = 0; i < SUMS; i++) cell.sums.add(i, cell.pending[i]!);
-      if (alone) cell.bitmaps.push({ count: cell.pending[SUMS]! });
-      cell.pending.fill(0);
+    // The day's sums and member counts into the groups' cells.
+    const pending = this.pending;
+    for (let index = 0; index < this.groupKeys.length; index++) {
+      const at = index * PENDING;
+      if (pending[at + SUMS] === 0) continue;
+      const cell = cells[index] ?? (cells[index] = newCell(this.groupKeys[index]!));
+      for (let i = 0; i < SUMS; i++) cell.sums.add(i, pending[at + i]!);
+      if (alone) cell.bitmaps.push({ count: pending[at + SUMS]! });
+      pending.fill(0, at, at + PENDING);
     }
+  }
+
+  /** A member's groups for all models, remembered by key, with room for them in `pending`. */
+  private allModelKeysOf(memberKey: number): readonly GroupKey[] {
+    const keys = this.grouping.keysOf(memberKey, ALL_MODELS);
+    for (const key of keys) this.groupKeys[key.index] = key;
+    if (this.pending.length < this.groupKeys.length * PENDING) {
+      const grown = new Float64Array(2 * this.groupKeys.length * PENDING);
+      grown.set(this.pending);
+      this.pending = grown;
+    }
+    return (this.allModelKeys[memberKey] = keys);
   }
 
   /**
@@ -165,7 +187,7 @@ export class ReportCells {
 }
 
 function newCell(key: GroupKey): Cell {
-  return { key, sums: new ModelSums(), members: new MemberKeys(), bitmaps: [], pending: new Float64Array(SUMS + 1) };
+  return { key, sums: new ModelSums(), members: new MemberKeys(), bitmaps: [] };
 }
 
 /** Member keys as they come, repeats included. */

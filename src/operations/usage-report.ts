@@ -106,7 +106,9 @@ export class UsageReports {
     const departments = request.departmentId !== "" || dimensions.includes("department")
       ? await this.departmentScope(enterpriseId, request.departmentId)
       : undefined;
-    let members = intersect(named?.members.map((m) => m.member_key), departments && [...departments.groupsOf.keys()]);
+    // Grouped by department (not by member), a member outside the subtree is in no group: no filter needed.
+    const inScope = departments && (byMember || !dimensions.includes("department")) ? [...departments.groupsOf.keys()] : undefined;
+    let members = intersect(named?.members.map((m) => m.member_key), inScope);
     const buckets = planBuckets(start, end, zone, kind);
     const layout = await this.usage.rollups.layout(enterpriseId);
 
