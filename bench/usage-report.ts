@@ -13,8 +13,8 @@
 //   (1) 180 day buckets in Asia/Kolkata (+05:30), grouped by model, the whole enterprise;
 //   (2) 180 day buckets in the enterprise's zone, grouped by department (the root's children);
 //   (3) hour buckets over 31 days in the enterprise's zone, the whole enterprise;
-//   (4) as (1) in the other of UTC and Asia/Kolkata: days of a zone not the enterprise's, which the
-//       rollups hold as hours and quarter hours.
+//   (4) as (1) in the other of UTC and Asia/Kolkata: days of a zone not the enterprise's, read raw
+//       by model (only the rollups' own days have per-model rows).
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
