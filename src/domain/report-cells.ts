@@ -97,8 +97,8 @@ export class ReportCells {
 
   /**
    * A day's member sums (their usage of all models), the day lying in bucket `bucket`; only the
-   * members in `only` (keys in ascending order) when given. `alone`: the day is all of its bucket, so a cell's members are
-   * counted rather than kept for a distinct count.
+   * members in `only` (keys in ascending order) when given. `alone`: the day is all of its bucket,
+   * so a cell's members are counted rather than kept for a distinct count.
    */
   addMemberSums(bucket: number, day: MemberSumsOfDay, only: Uint32Array | undefined, alone: boolean): void {
     const cells = this.cells[bucket]!;
@@ -128,11 +128,11 @@ export class ReportCells {
           pending[at + PAY_GO] += sums[3 * count + m]!;
           pending[at + EVENTS] += sums[4 * count + m]!;
         } else {
-          const cell = cells[key.index] ?? (cells[key.index] = newCell(key));
+          const cell = (cells[key.index] ??= newCell(key));
           for (let i = 0; i < SUMS; i++) cell.sums.addValue(i, columns[i]![m]!);
         }
         pending[at + SUMS]!++;
-        if (!alone) (cells[key.index] ?? (cells[key.index] = newCell(key))).members.push(memberKey);
+        if (!alone) (cells[key.index] ??= newCell(key)).members.push(memberKey);
       }
     }
     // The day's sums and member counts into the groups' cells.
@@ -140,7 +140,7 @@ export class ReportCells {
     for (let index = 0; index < this.groupKeys.length; index++) {
       const at = index * PENDING;
       if (pending[at + SUMS] === 0) continue;
-      const cell = cells[index] ?? (cells[index] = newCell(this.groupKeys[index]!));
+      const cell = (cells[index] ??= newCell(this.groupKeys[index]!));
       for (let i = 0; i < SUMS; i++) cell.sums.add(i, pending[at + i]!);
       if (alone) cell.bitmaps.push({ count: pending[at + SUMS]! });
       pending.fill(0, at, at + PENDING);

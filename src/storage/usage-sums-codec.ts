@@ -11,7 +11,7 @@ import type { WindowSums } from "../domain/usage-window-sums.js";
 /** The longest entry: a 32-bit model id (5 bytes) and five 64-bit sums (10 bytes each). */
 export const MAX_ENTRY_BYTES = 5 + SUMS * 10;
 /** Varints of up to 7 bytes (49 bits) are decoded as numbers; longer ones as bigints. */
-export const NUMBER_BYTES = 7;
+const NUMBER_BYTES = 7;
 
 /**
  * CORRUPT. Packed totals that end inside an entry (or a frame that claims more bytes than there are)
