@@ -68,6 +68,7 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
       });
       message = await next();
     }
+    if (recorded > 0) await repository.tidyAfterImport();
     return { enterprise_id: enterpriseId, lines: message.lines, recorded, duplicates: events - recorded };
   } finally {
     await worker.terminate();

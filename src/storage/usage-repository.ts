@@ -224,6 +224,16 @@ export class UsageRepository {
     return events;
   }
 
+  /**
+   * After an import, on PostgreSQL: vacuums and analyzes the tables it rewrote. An import rewrites a
+   * member's running-total row and a day's rollup rows once a chunk, leaving dead row versions that
+   * autovacuum clears only later; until then every query that reads those rows reads past them too.
+   * SQLite reuses the pages in place: nothing to do.
+   */
+  async tidyAfterImport(): Promise<void> {
+    if (this.dialect === "postgres") await sql`vacuum (analyze) usage_running_total, usage_rollup`.execute(this.db);
+  }
+
   /** How many raw events the enterprise has (what `usage rebuild` will read). */
   async eventCount(enterpriseId: string): Promise<number> {
     const row = await this.db.selectFrom("usage_event").select((eb) => eb.fn.countAll<number | string>().as("n"))
