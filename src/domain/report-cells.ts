@@ -1,5 +1,5 @@
-// The accumulation of a usage report: raw events, members' day sums and rollup periods (usage-rollup.ts)
-// summed per (bucket, group), exactly (numbers while below 2^53, then bigints), with the distinct
+// The accumulation of a usage report: raw events, members' day sums and periods (rollup rows,
+// usage-rollup.ts, and days kept by the report's day cache) summed per (bucket, group), exactly (numbers while below 2^53, then bigints), with the distinct
 // members of each: the facts' members and the periods' member bitmaps put together.
 import roaring from "roaring";
 import { bucketIndexOf } from "./report-buckets.js";
@@ -11,9 +11,14 @@ import { BASIC, EVENTS, INPUT, ModelSums, OUTPUT, PAY_GO, SUMS } from "./usage-t
 
 const { RoaringBitmap32 } = roaring;
 
-/** A rollup period's figures for one model (or all), as stored (storage/usage-rollups.ts). */
-export interface RollupFigures {
+/**
+ * A period's figures for one group: a rollup row's for one model or all (storage/usage-rollups.ts),
+ * or a department's day as the report's day cache keeps it (operations/report-day-cache.ts).
+ */
+export interface PeriodFigures {
   modelId: number;
+  /** The department group ("" or absent: none). */
+  departmentId?: string;
   sums: ModelSums;
   memberCount: number;
   /** A portable roaring bitmap of the member keys: needed unless the period is alone in its bucket. */
@@ -160,16 +165,26 @@ export class ReportCells {
   }
 
   /**
-   * A rollup period that lies in bucket `bucket`. Only for groupings without members or departments:
-   * a period's figures are the whole enterprise's.
+   * A period that lies in bucket `bucket`, added to the group of its model and department (as far as
+   * the report groups by them). Not for groupings by member: a period's figures are a whole group's.
    */
-  addRollup(bucket: number, period: RollupFigures): void {
-    const cells = this.cells[bucket]!;
-    for (const key of this.grouping.keysOf(-1, period.modelId)) {
-      const cell = (cells[key.index] ??= newCell(key));
-      for (let i = 0; i < SUMS; i++) cell.sums.addValue(i, period.sums.exact(i));
-      cell.bitmaps.push({ members: period.members, count: period.memberCount });
-    }
+  addPeriod(bucket: number, period: PeriodFigures): void {
+    const key = this.grouping.periodKey(period.modelId, period.departmentId ?? "");
+    const cell = (this.cells[bucket]![key.index] ??= newCell(key));
+    for (let i = 0; i < SUMS; i++) cell.sums.addValue(i, period.sums.exact(i));
+    cell.bitmaps.push({ members: period.members, count: period.memberCount });
+  }
+
+  /**
+   * A bucket's groups as periods (addPeriod): their sums, and their distinct members, as a bitmap
+   * when `withMembers`, else counted only.
+   */
+  periods(bucket: number, withMembers: boolean): PeriodFigures[] {
+    return this.cells[bucket]!.filter((cell) => cell !== undefined).map(({ key, sums, members, bitmaps }) => {
+      if (!withMembers) return { modelId: key.modelId, departmentId: key.departmentId, sums, memberCount: distinctMembers(members, bitmaps) };
+      const union = distinctUnion(members, bitmaps);
+      return { modelId: key.modelId, departmentId: key.departmentId, sums, memberCount: union.size, members: union.serialize("portable") };
+    });
   }
 
   /** A bucket's groups with events, in no particular order. */
@@ -190,14 +205,17 @@ function newCell(key: GroupKey): Cell {
   return { key, sums: new ModelSums(), members: new MemberKeys(), bitmaps: [] };
 }
 
+const EMPTY_KEYS = new Uint32Array(0);
+
 /** Member keys as they come, repeats included. */
 class MemberKeys {
-  private keys = new Uint32Array(16);
+  /** Made at the first key: most cells of a report of kept days or rollup periods get none. */
+  private keys = EMPTY_KEYS;
   private count = 0;
 
   push(memberKey: number): void {
     if (this.count === this.keys.length) {
-      const grown = new Uint32Array(2 * this.count);
+      const grown = new Uint32Array(Math.max(16, 2 * this.count));
       grown.set(this.keys);
       this.keys = grown;
     }
@@ -217,10 +235,15 @@ class MemberKeys {
 /** How many members in the cell's keys and bitmaps together: a lone bitmap's stored count, else their union's size. */
 function distinctMembers(members: MemberKeys, bitmaps: ReadonlyArray<{ members?: Uint8Array; count: number }>): number {
   if (bitmaps.length === 1 && members.empty) return bitmaps[0]!.count;
+  return distinctUnion(members, bitmaps).size;
+}
+
+/** The cell's keys and bitmaps as one bitmap. */
+function distinctUnion(members: MemberKeys, bitmaps: ReadonlyArray<{ members?: Uint8Array; count: number }>): InstanceType<typeof RoaringBitmap32> {
   const union = members.distinct();
   for (const bitmap of bitmaps) {
     if (!bitmap.members) throw new Error("report cells: a period's members were not read, though it shares its bucket");
     union.orInPlace(RoaringBitmap32.deserialize(bitmap.members, "portable"));
   }
-  return union.size;
+  return union;
 }

@@ -38,6 +38,8 @@ export function groupDimensions(groupBy: readonly string[]): GroupDimension[] {
  */
 export class Grouping {
   private readonly known = new Map<number, Map<number, readonly GroupKey[]>>();
+  /** periodKey's keys: department -> model -> key. */
+  private readonly periodKeys = new Map<string, Map<number, GroupKey>>();
   private readonly indexes = new Map<string, number>();
   private readonly byModel: boolean;
   private readonly byMember: boolean;
@@ -63,12 +65,26 @@ export class Grouping {
     const model = this.byModel ? modelId : -1;
     const member = this.byMember ? memberKey : -1;
     const departments = this.byDepartment ? this.departmentGroupsOf!.get(memberKey) ?? [] : [""];
-    return departments.map((departmentId) => {
-      const id = `${model},${member},${departmentId}`;
-      let index = this.indexes.get(id);
-      if (index === undefined) this.indexes.set(id, (index = this.indexes.size));
-      return { id, index, modelId: model, memberKey: member, departmentId };
-    });
+    return departments.map((departmentId) => this.keyOf(model, member, departmentId));
+  }
+
+  /** The group of a period's model and department, as far as they are grouped by (a period is all members'). */
+  periodKey(modelId: number, departmentId: string): GroupKey {
+    const model = this.byModel ? modelId : -1;
+    const department = this.byDepartment ? departmentId : "";
+    let ofDepartment = this.periodKeys.get(department);
+    if (!ofDepartment) this.periodKeys.set(department, (ofDepartment = new Map()));
+    let key = ofDepartment.get(model);
+    if (!key) ofDepartment.set(model, (key = this.keyOf(model, -1, department)));
+    return key;
+  }
+
+  /** The group of these parts (-1, -1, "" for a dimension not grouped by). */
+  private keyOf(modelId: number, memberKey: number, departmentId: string): GroupKey {
+    const id = `${modelId},${memberKey},${departmentId}`;
+    let index = this.indexes.get(id);
+    if (index === undefined) this.indexes.set(id, (index = this.indexes.size));
+    return { id, index, modelId, memberKey, departmentId };
   }
 }
 

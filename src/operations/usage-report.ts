@@ -4,22 +4,25 @@
 // the rollups (domain/usage-rollup.ts): each bucket covered by stored periods, raw events read only
 // at a window edge off a quarter hour. Usage by member or department, or of some members only, comes
 // from each member's day sums in the rollups for the whole days of the rollups' zone inside a bucket
-// (not by model), and the raw events of the rest.
+// (not by model), and the raw events of the rest. Whole days by model, or by department over a whole
+// subtree, are kept per day in memory once made (report-day-cache.ts).
+import { createHash } from "node:crypto";
 import { invalidParameter } from "../domain/errors.js";
 import { checkTimeZone, dateRangeWindow, type TimeBucket } from "../domain/local-time.js";
 import { decodePageToken, effectivePageSize, encodePageToken } from "../domain/page-token.js";
 import { bucketKind, checkReportWindow, MAX_REPORT_DAYS, planBuckets } from "../domain/report-buckets.js";
-import { ReportCells, type GroupFigures } from "../domain/report-cells.js";
+import { ReportCells, type GroupFigures, type PeriodFigures } from "../domain/report-cells.js";
 import {
   compareGroups, departmentGroupRanks, groupDimensions, Grouping, ranksOf, type GroupDimension,
 } from "../domain/report-groups.js";
 import { compareCodePoints, compareModels, type ModelIdentity } from "../domain/usage-event.js";
 import { ROOT_PARENT_ID } from "../domain/department-tree.js";
-import { DAY, RollupPeriods, type Grain, type RollupLayout } from "../domain/usage-rollup.js";
+import { DAY, encodeSums, RollupPeriods, type Grain, type RollupLayout } from "../domain/usage-rollup.js";
 import { decodeMemberSums } from "../storage/member-day-sums.js";
 import type { DepartmentRepository } from "../storage/department-repository.js";
 import type { MemberRow, UsageRepository } from "../storage/usage-repository.js";
 import { resolveNamedMembers } from "./named-members.js";
+import { ReportDayCache, type DayLoader } from "./report-day-cache.js";
 
 export const DEFAULT_REPORT_MEMBERS = 100;
 export const MAX_REPORT_MEMBERS = 1000;
@@ -86,11 +89,15 @@ interface ReportPlan {
 /** A department's subtree: the groups of each member, and the groups' names and order. */
 interface DepartmentScope {
   groupsOf: Map<number, string[]>;
+  /** A hash of the department and every (member, group) placement: which day figures of the day cache are this subtree's. */
+  fingerprint: string;
   names: Map<string, string>;
   ranks: Map<string, number>;
 }
 
 export class UsageReports {
+  private readonly dayCache = new ReportDayCache();
+
   constructor(private readonly usage: UsageRepository, private readonly departments: DepartmentRepository) {}
 
   async report(enterpriseId: string, request: UsageReportRequest, signal: AbortSignal): Promise<UsageReport> {
@@ -167,7 +174,7 @@ export class UsageReports {
     const root = departmentId === "" || departmentId === ROOT_PARENT_ID;
     const [self] = await this.departments.findByIds(enterpriseId, root ? [] : [departmentId], root);
     if (!self) {
-      if (departmentId === "") return { groupsOf: new Map(), names: new Map(), ranks: new Map() };
+      if (departmentId === "") return { groupsOf: new Map(), fingerprint: "", names: new Map(), ranks: new Map() };
       throw invalidParameter(`department_id: ${JSON.stringify(departmentId)} is not a department of this enterprise`);
     }
     const [children, placements] = await Promise.all([
@@ -182,6 +189,7 @@ export class UsageReports {
     }
     return {
       groupsOf,
+      fingerprint: createHash("sha256").update(JSON.stringify([self.department_id, placements])).digest("base64"),
       names: new Map([self, ...children].map((d) => [d.department_id, d.name])),
       ranks: departmentGroupRanks(self.department_id, children),
     };
@@ -196,18 +204,31 @@ export class UsageReports {
     }
   }
 
-  /** The whole enterprise's usage from the rollups: each bucket as stored periods, and raw events where no quarter fits. */
+  /**
+   * The whole enterprise's usage from the rollups: each bucket as stored periods, and raw events
+   * where no quarter fits. By model only days have rows (usage-rollup.ts): each whole day's models
+   * from the day cache, and raw events for the rest.
+   */
   private async addRollups(cells: ReportCells, plan: ReportPlan, layout: RollupLayout, signal: AbortSignal): Promise<void> {
+    if (plan.dimensions.includes("model")) {
+      const { days, raw } = wholeDays(plan, layout);
+      await this.addKeptDays(cells, plan.enterpriseId, `${layout.timeZone}\nmodel`, days, async (some, withMembers) => {
+        const byDay = new Map<number, PeriodFigures[]>();
+        for (const row of await this.usage.rollups.rows(plan.enterpriseId, DAY, some, "each", withMembers)) {
+          byDay.set(row.period, [...(byDay.get(row.period) ?? []), row]);
+        }
+        return byDay;
+      }, signal);
+      for (const { from, to } of raw) await this.addEvents(cells, plan.enterpriseId, from, to, undefined, signal);
+      return;
+    }
     const periods = new RollupPeriods(layout, plan);
     // Per grain, and whether the period is alone in its bucket (its stored count is the bucket's
     // active members; else the members are read to be put together): period -> bucket.
     const bucketOf = new Map<string, { grain: Grain; alone: boolean; buckets: Map<number, number> }>();
     const raw: Array<{ from: number; to: number }> = [];
-    const models = plan.dimensions.includes("model") ? "each" : "all";
-    // By model, days only (only days have per-model rows, usage-rollup.ts): what no day fits is read raw.
-    const grains = models === "each" ? [DAY] as const : undefined;
     plan.buckets.forEach((bucket, index) => {
-      const cover = periods.cover(bucket.start, bucket.end, grains);
+      const cover = periods.cover(bucket.start, bucket.end);
       const alone = cover.periods.length === 1 && cover.raw.length === 0;
       for (const { grain, start } of cover.periods) {
         const key = `${grain}:${alone}`;
@@ -218,8 +239,8 @@ export class UsageReports {
     });
     for (const { grain, alone, buckets } of bucketOf.values()) {
       signal.throwIfAborted();
-      for (const row of await this.usage.rollups.rows(plan.enterpriseId, grain, [...buckets.keys()], models, !alone)) {
-        cells.addRollup(buckets.get(row.period)!, row);
+      for (const row of await this.usage.rollups.rows(plan.enterpriseId, grain, [...buckets.keys()], "all", !alone)) {
+        cells.addPeriod(buckets.get(row.period)!, row);
       }
     }
     for (const { from, to } of raw) await this.addEvents(cells, plan.enterpriseId, from, to, undefined, signal);
@@ -228,30 +249,47 @@ export class UsageReports {
   /**
    * Each member's day sums from the rollups for the whole days of their zone inside a bucket, and the
    * raw events of the rest of each bucket (a foreign zone's day or an hour holds no whole day: read raw).
+   * Grouped by department alone, over the whole subtree, a day's groups come from the day cache.
    */
   private async addMemberDays(cells: ReportCells, plan: ReportPlan, layout: RollupLayout, signal: AbortSignal): Promise<void> {
-    const { buckets, enterpriseId, members } = plan;
-    const periods = new RollupPeriods(layout, { start: buckets[0]?.start ?? 0, end: buckets[buckets.length - 1]?.end ?? 0 });
-    // Per day, its bucket and whether it is all of that bucket (its members are then counted, not kept).
-    const days: Array<{ day: number; bucket: number; alone: boolean }> = [];
-    const raw: Array<{ from: number; to: number }> = [];
-    buckets.forEach((bucket, index) => {
-      const cover = periods.cover(Math.max(plan.start, bucket.start), Math.min(plan.end, bucket.end), [DAY]);
-      const alone = cover.periods.length === 1 && cover.raw.length === 0;
-      for (const period of cover.periods) days.push({ day: period.start, bucket: index, alone });
-      raw.push(...cover.raw);
-    });
-    const dayOf = new Map(days.map((day) => [day.day, day]));
-    const only = members && Uint32Array.from(members).sort();
-    for (let at = 0; at < days.length; at += DAYS_READ_AT_ONCE) {
-      signal.throwIfAborted();
-      const some = days.slice(at, at + DAYS_READ_AT_ONCE).map(({ day }) => day);
-      for (const { day, memberSums } of await this.usage.rollups.memberDays(enterpriseId, some)) {
-        const { bucket, alone } = dayOf.get(day)!;
-        cells.addMemberSums(bucket, decodeMemberSums(memberSums), only, alone);
+    const { enterpriseId, members, departments } = plan;
+    const { days, raw } = wholeDays(plan, layout);
+    if (departments && members === undefined && plan.dimensions.length === 1 && plan.dimensions[0] === "department") {
+      const ends = new Map(days.map(({ day, end }) => [day, end]));
+      await this.addKeptDays(cells, enterpriseId, `${layout.timeZone}\ndepartment\n${departments.fingerprint}`, days, async (some, withMembers) => {
+        const dayCells = new ReportCells(some.map((start) => ({ start, end: ends.get(start)!, date: "" })),
+          new Grouping(["department"], departments.groupsOf));
+        const index = new Map(some.map((day, i) => [day, i]));
+        for (const { day, memberSums } of await this.usage.rollups.memberDays(enterpriseId, some)) {
+          dayCells.addMemberSums(index.get(day)!, decodeMemberSums(memberSums), undefined, !withMembers);
+        }
+        return new Map(some.map((day, i) => [day, dayCells.periods(i, withMembers)]));
+      }, signal);
+    } else {
+      const dayOf = new Map(days.map((day) => [day.day, day]));
+      const only = members && Uint32Array.from(members).sort();
+      for (let at = 0; at < days.length; at += DAYS_READ_AT_ONCE) {
+        signal.throwIfAborted();
+        const some = days.slice(at, at + DAYS_READ_AT_ONCE).map(({ day }) => day);
+        for (const { day, memberSums } of await this.usage.rollups.memberDays(enterpriseId, some)) {
+          const { bucket, alone } = dayOf.get(day)!;
+          cells.addMemberSums(bucket, decodeMemberSums(memberSums), only, alone);
+        }
       }
     }
     for (const { from, to } of raw) await this.addEvents(cells, enterpriseId, from, to, members, signal);
+  }
+
+  /**
+   * Whole days of the rollups' zone, each into its bucket as the groups of `scope` that the day cache
+   * keeps (made by `load` for a day it has not, or whose all-models row changed since).
+   */
+  private async addKeptDays(cells: ReportCells, enterpriseId: string, scope: string, days: readonly WholeDay[], load: DayLoader,
+    signal: AbortSignal): Promise<void> {
+    const stamps = new Map((await this.usage.rollups.rows(enterpriseId, DAY, days.map(({ day }) => day), "all", false))
+      .map((row) => [row.period, `${row.memberCount} ${encodeSums(row.sums)}`]));
+    const kept = await this.dayCache.days(`${enterpriseId}\n${scope}`, stamps, days.some(({ alone }) => !alone), load, signal);
+    for (const { day, bucket } of days) for (const period of kept.get(day) ?? []) cells.addPeriod(bucket, period);
   }
 
   /** The members (of `plan.members`, else all) with usage in the window. */
@@ -307,6 +345,28 @@ export class UsageReports {
 
 /** Member day sums read per statement: a month of days, so a report's memory stays a month's. */
 const DAYS_READ_AT_ONCE = 31;
+
+/** A whole day of the rollups' zone inside a bucket, and whether it is all of that bucket (its members are then counted, not kept). */
+interface WholeDay {
+  day: number;
+  end: number;
+  bucket: number;
+  alone: boolean;
+}
+
+/** The plan's buckets as whole days of the rollups' zone, and the ranges no whole day fits (read raw). */
+function wholeDays(plan: ReportPlan, layout: RollupLayout): { days: WholeDay[]; raw: Array<{ from: number; to: number }> } {
+  const periods = new RollupPeriods(layout, plan);
+  const days: WholeDay[] = [];
+  const raw: Array<{ from: number; to: number }> = [];
+  plan.buckets.forEach((bucket, index) => {
+    const cover = periods.cover(Math.max(plan.start, bucket.start), Math.min(plan.end, bucket.end), [DAY]);
+    const alone = cover.periods.length === 1 && cover.raw.length === 0;
+    for (const period of cover.periods) days.push({ day: period.start, end: periods.endOf(DAY, period.start), bucket: index, alone });
+    raw.push(...cover.raw);
+  });
+  return { days, raw };
+}
 
 /** The members in both lists (undefined: no restriction). */
 function intersect(a: readonly number[] | undefined, b: readonly number[] | undefined): readonly number[] | undefined {

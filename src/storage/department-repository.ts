@@ -64,7 +64,7 @@ export class DepartmentRepository {
    * The members of a department's subtree by today's directory, each with its group: the direct
    * child of `departmentId` whose subtree holds it (`group_id` that child), or `departmentId` itself
    * for a member placed directly in it. A member in two sibling subtrees has a row for each; one in
-   * two departments of one subtree has one row for it.
+   * two departments of one subtree has one row for it. In (member_key, group_id) order.
    */
   async subtreeMembers(enterpriseId: string, departmentId: string): Promise<SubtreeMemberRow[]> {
     const { rows } = await sql<SubtreeMemberRow>`with recursive tree(group_id, department_id) as (
@@ -79,7 +79,8 @@ export class DepartmentRepository {
       union
       select md.department_id as group_id, m.member_key from member_department md
         join member m on m.enterprise_id = md.enterprise_id and m.user_id = md.user_id
-        where md.enterprise_id = ${enterpriseId} and md.department_id = ${departmentId}`.execute(this.db);
+        where md.enterprise_id = ${enterpriseId} and md.department_id = ${departmentId}
+      order by member_key, group_id`.execute(this.db);
     return rows.map((row) => ({ group_id: row.group_id, member_key: Number(row.member_key) }));
   }
 

@@ -401,6 +401,60 @@ describe.each(dialects)("usage report (%s)", (dialect) => {
   });
 
   // ---------------------------------------------------------------------------------------------
+  describe("days kept between reports", () => {
+    // The service keeps each day's figures by model and by department group once made; a report
+    // after new events on those days, or after the directory moved a member, must see them.
+    const D0 = at("2024-07-01T00:00:00Z");
+    const OTHER: Ev["model"] = ["beacon", "CUE", "Builtin"];
+    const members = (placement: Record<string, string>) => Object.entries(placement).map(([user_id, department]) =>
+      ({ user_id, email: `${user_id}@example.com`, account_type: 1 as const, department_ids: [department] }));
+    const departments = [
+      { department_id: "r", parent_department_id: "0", name: "Corp" },
+      { department_id: "x", parent_department_id: "r", name: "X" },
+      { department_id: "y", parent_department_id: "r", name: "Y" },
+    ];
+
+    it("by department and by model, a report after more events on its days, and after a member moved department, has them", async () => {
+      const placement: Record<string, string> = { k1: "x", k2: "x", k3: "y" };
+      const t = await tenant({ departments, members: members(placement) });
+      const random = randomSource(11);
+      const events: Ev[] = [];
+      const more = async (count: number, users: readonly string[]) => {
+        const added = Array.from({ length: count }, () => ev(users[random(users.length)]!, D0 + random(3 * DAY), BigInt(1 + random(100)),
+          BigInt(random(1_000_000)), random(2) === 0 ? CHAT : OTHER));
+        await write(t.token, added);
+        events.push(...added);
+      };
+      const window = { start_time: D0, end_time: D0 + 3 * DAY, time_zone: "UTC" };
+      const expectReports = async () => {
+        const inDay = (d: number) => events.filter((e) => e.ts >= D0 + d * DAY && e.ts < D0 + (d + 1) * DAY);
+        const byDepartment = (some: Ev[]) => ["x", "y"].map((id) => ({
+          ...EMPTY_KEYS, department_id: id, department_name: id.toUpperCase(), ...figuresOf(some.filter((e) => placement[e.user_id] === id)),
+        })).filter((g) => g.events !== 0);
+        const byModel = (some: Ev[]) => [CHAT, OTHER].map((model) => ({
+          ...EMPTY_KEYS, model_name: model[0], model_type: model[1], model_source: model[2], ...figuresOf(some.filter((e) => e.model === model)),
+        })).filter((g) => g.events !== 0);
+        const days = await report(t.token, { ...window, group_by: ["department"] });
+        expect(days.buckets.map((b: any) => b.groups)).toStrictEqual([0, 1, 2].map((d) => byDepartment(inDay(d))));
+        const whole = await report(t.token, { ...window, bucket: "none", group_by: ["department"] });
+        expect(whole.buckets[0].groups).toStrictEqual(byDepartment(events));
+        const models = await report(t.token, { ...window, group_by: ["model"] });
+        expect(models.buckets.map((b: any) => b.groups)).toStrictEqual([0, 1, 2].map((d) => byModel(inDay(d))));
+        const modelsWhole = await report(t.token, { ...window, bucket: "none", group_by: ["model"] });
+        expect(modelsWhole.buckets[0].groups).toStrictEqual(byModel(events));
+      };
+
+      await more(60, ["k1", "k2", "k3"]);
+      await expectReports();
+      await more(15, ["k2", "k3"]); // on the same days: the kept ones are made again
+      await expectReports();
+      placement.k2 = "y"; // a directory import moves k2 from X to Y
+      await importDirectory(svc.database, { enterprise: { enterprise_id: t.id, name: "Moved", currency: "CNY" }, departments, members: members(placement) });
+      await expectReports();
+    });
+  });
+
+  // ---------------------------------------------------------------------------------------------
   describe("exactness and member pages", () => {
     const ids = ["1", "2", "10", "20", "3", "30", "4", "5"]; // "5" never has usage
     const models: Ev["model"][] = [["Zeta", "Chat", "Builtin"], ["acme", "CUE", "Builtin"], ["acme", "Chat", "Builtin"], ["local", "Chat", "Custom"]];

@@ -1,0 +1,61 @@
+// The usage report's day cache: per whole day of the rollups' zone, a scope's groups (each model, or
+// each department group of one subtree) with their sums and members, made once from the stored rows
+// and kept in this process's memory. A report of months then reads one short row a day (the day's
+// all-models row, its stamp) instead of every model's row or every member's day sums. An entry
+// serves only while its day's stamp is the one it was made with (each event added to a day changes
+// that day's all-models sums) and while its scope is the same (a department scope names a
+// fingerprint of the subtree's placements, so that a directory import starts new entries): a report
+// never reads a stale one. The least recently used entries are dropped past MAX_CACHE_BYTES.
+import { LRUCache } from "lru-cache";
+import type { PeriodFigures } from "../domain/report-cells.js";
+
+/** The memory the entries may take, counted as their bitmaps' bytes plus a fixed cost per group. */
+export const MAX_CACHE_BYTES = 64 * 1024 * 1024;
+/** Days loaded per statement: a month, so that a miss's memory stays a month's rows. */
+const DAYS_LOADED_AT_ONCE = 31;
+/** What an entry costs besides its bitmaps: per group (its sums and fields), and per day. */
+const GROUP_BYTES = 160;
+const DAY_BYTES = 120;
+
+interface DayEntry {
+  stamp: string;
+  /** Whether the groups carry their members' bitmaps (else only their counts). */
+  withMembers: boolean;
+  groups: PeriodFigures[];
+}
+
+/** Makes the groups of some days, each with its members' bitmap when `withMembers`. */
+export type DayLoader = (days: number[], withMembers: boolean) => Promise<Map<number, PeriodFigures[]>>;
+
+export class ReportDayCache {
+  private readonly entries = new LRUCache<string, DayEntry>({
+    maxSize: MAX_CACHE_BYTES,
+    sizeCalculation: (entry) => DAY_BYTES + entry.groups.reduce((bytes, group) => bytes + GROUP_BYTES + (group.members?.length ?? 0), 0),
+  });
+
+  /**
+   * The groups of `scope` on each day of `stamps` (start of the day -> its stamp): kept ones whose
+   * stamp still holds (and that carry members when `withMembers`), the others made by `load` and kept.
+   */
+  async days(scope: string, stamps: ReadonlyMap<number, string>, withMembers: boolean, load: DayLoader, signal: AbortSignal)
+    : Promise<Map<number, PeriodFigures[]>> {
+    const found = new Map<number, PeriodFigures[]>();
+    const missing: number[] = [];
+    for (const [day, stamp] of stamps) {
+      const entry = this.entries.get(`${scope}\n${day}`);
+      if (entry && entry.stamp === stamp && (entry.withMembers || !withMembers)) found.set(day, entry.groups);
+      else missing.push(day);
+    }
+    for (let at = 0; at < missing.length; at += DAYS_LOADED_AT_ONCE) {
+      signal.throwIfAborted();
+      const days = missing.slice(at, at + DAYS_LOADED_AT_ONCE);
+      const loaded = await load(days, withMembers);
+      for (const day of days) {
+        const groups = loaded.get(day) ?? []; // a day with no usage in the scope's groups is kept too
+        found.set(day, groups);
+        this.entries.set(`${scope}\n${day}`, { stamp: stamps.get(day)!, withMembers, groups });
+      }
+    }
+    return found;
+  }
+}
