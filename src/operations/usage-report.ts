@@ -255,15 +255,15 @@ export class UsageReports {
     const { enterpriseId, members, departments } = plan;
     const { days, raw } = wholeDays(plan, layout);
     if (departments && members === undefined && plan.dimensions.length === 1 && plan.dimensions[0] === "department") {
-      const ends = new Map(days.map(({ day, end }) => [day, end]));
+      // A day the cache lacks: its members' sums added per group, each day its own bucket (one
+      // ReportCells for them all, so that each member's groups are looked up once).
+      const dayCells = new ReportCells(days.map(({ day, end }) => ({ start: day, end, date: "" })), new Grouping(["department"], departments.groupsOf));
+      const index = new Map(days.map(({ day }, i) => [day, i]));
       await this.addKeptDays(cells, enterpriseId, `${layout.timeZone}\ndepartment\n${departments.fingerprint}`, days, async (some, withMembers) => {
-        const dayCells = new ReportCells(some.map((start) => ({ start, end: ends.get(start)!, date: "" })),
-          new Grouping(["department"], departments.groupsOf));
-        const index = new Map(some.map((day, i) => [day, i]));
         for (const { day, memberSums } of await this.usage.rollups.memberDays(enterpriseId, some)) {
           dayCells.addMemberSums(index.get(day)!, decodeMemberSums(memberSums), undefined, !withMembers);
         }
-        return new Map(some.map((day, i) => [day, dayCells.periods(i, withMembers)]));
+        return new Map(some.map((day) => [day, dayCells.periods(index.get(day)!, withMembers)]));
       }, signal);
     } else {
       const dayOf = new Map(days.map((day) => [day.day, day]));
