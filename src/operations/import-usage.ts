@@ -12,6 +12,7 @@ import { Worker } from "node:worker_threads";
 import { invalidParameter } from "../domain/errors.js";
 import { modelOfKey } from "../domain/usage-event.js";
 import { dayOf } from "../domain/usage-window.js";
+import { ImportRunningTotals } from "../storage/usage-import-totals.js";
 import type { UsageEventRow, UsageRepository } from "../storage/usage-repository.js";
 import { MemberKeys } from "./record-usage.js";
 import { checkUsageFile } from "./usage-file-check.js";
@@ -48,6 +49,7 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
     return message;
   };
   const keys = new FileKeys(memberKeys);
+  const importTotals = new ImportRunningTotals();
   let events = 0;
   let recorded = 0;
   progress?.start(totalBytes);
@@ -55,14 +57,14 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
     // A chunk: the batches of events up to a sums message, and those sums (the worker ends each chunk so).
     let message = await next();
     while (message.kind !== "done") {
-      recorded += await repository.ingestImportChunk(async (tx) => {
+      recorded += await repository.ingestImportChunk(importTotals, async (tx) => {
         for (; message.kind === "events"; message = await next()) {
           worker.postMessage("more");
           await tx.insertEvents(enterpriseId, await keys.toRows(tx, message.events), { summed: true });
           events += message.events.count;
           progress?.update(message.bytesRead, events);
         }
-        if (message.kind === "sums") tx.addSumFrames(message.frames, keys.memberKeys, keys.modelIds);
+        if (message.kind === "sums") await tx.addSumFrames(message.frames, keys.memberKeys, keys.modelIds);
       });
       message = await next();
     }

@@ -4,8 +4,9 @@
 // user_ids and models travel as indexes into dictionaries the batches extend (each new one sent
 // once), so the main thread resolves each distinct member and model once and looks the rest up by
 // index, and no string per event but the event_id crosses between the threads. The events are also
-// summed here per (user, day), for the running totals (by user and model index); the sums follow
-// the batches they cover, so the main thread has inserted those, and knows their repeats, first.
+// summed here per (user, day), for the running totals (by user and model index), and while a user's
+// events come in day order (a file in time order) made into its running totals here as well; the
+// sums follow the batches they cover, so the main thread has inserted those, and knows their repeats, first.
 // A sums message ends a chunk of the import (every `chunkEvents` events): the main thread commits
 // the chunk's events and their sums together.
 // Messages to the main thread: `UsageFileMessage`; from it: "more" (one batch consumed).
@@ -13,7 +14,7 @@ import { createReadStream } from "node:fs";
 import { parentPort, workerData } from "node:worker_threads";
 import { modelKey } from "../domain/usage-event.js";
 import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
-import { DaySumFrames } from "../storage/usage-day-sums.js";
+import { DaySumFrames, FileRunningTotals } from "../storage/usage-day-sums.js";
 import { SUM_LIMIT_MESSAGE, SumLimitError } from "../domain/usage-totals.js";
 import { dayOf } from "../domain/usage-window.js";
 import { lineBatches, parseUsageLine } from "./usage-file-lines.js";
@@ -93,7 +94,8 @@ async function readUsageFile(path: string, tuning: UsageFileTuning, send: (messa
     const userIndex = new Map<string, number>();
     const modelIndex = new Map<string, number>();
     const daySums = new DaySumFrames();
-    const sendSums = () => send({ kind: "sums", frames: daySums.takeFrames() });
+    const running = new FileRunningTotals();
+    const sendSums = () => send({ kind: "sums", frames: daySums.takeFrames(running) });
     let eventsInChunk = 0;
     for await (const lines of lineBatches(stream)) {
       for (const line of lines) {
@@ -122,8 +124,9 @@ async function readUsageFile(path: string, tuning: UsageFileTuning, send: (messa
         batch.values[at + 2] = event.outputTokens as number;
         batch.values[at + 3] = event.basicMicros as number;
         batch.values[at + 4] = event.payGoMicros as number;
-        daySums.add(user, model, dayOf(event.timestamp), event.inputTokens as number, event.outputTokens as number, event.basicMicros as number,
-          event.payGoMicros as number);
+        const day = dayOf(event.timestamp);
+        daySums.add(user, model, day, event.inputTokens as number, event.outputTokens as number, event.basicMicros as number, event.payGoMicros as number);
+        running.see(user, day);
         if (batch.count === tuning.batchEvents) {
           await send({ kind: "events", events: batch, bytesRead: stream.bytesRead });
           batch = newBatch();

@@ -11,10 +11,11 @@ import { WindowSums } from "../domain/usage-window-sums.js";
 import { dayOf, type WindowPlan } from "../domain/usage-window.js";
 import type { Schema } from "./schema.js";
 import type { Database, Dialect } from "./database.js";
-import { DaySums, forEachFrame } from "./usage-day-sums.js";
+import { DaySums } from "./usage-day-sums.js";
 import { chunks, StatementTexts, type BulkStore } from "./bulk-statements.js";
 import { addToRunningTotals } from "./usage-running-totals.js";
 import { addFramedToWindow } from "./usage-sums-codec.js";
+import type { ImportRunningTotals } from "./usage-import-totals.js";
 import { UsageRollups } from "./usage-rollups.js";
 import { RollupDelta, RollupPeriods } from "../domain/usage-rollup.js";
 
@@ -180,17 +181,17 @@ export class UsageRepository {
    * lock at most the busy timeout (then a busy StoreFault, nothing done).
    */
   async ingest(work: (tx: UsageRepository) => Promise<void>): Promise<number> {
-    return this.ingestOnce(work, false);
+    return this.ingestOnce(work, undefined);
   }
 
   /**
    * One chunk of an import (operations/import-usage.ts): an ingestion as `ingest`, whose rows come
-   * summed (`insertEvents` with `summed`, then `addSumFrames`). Waits for the write lock as long as
-   * it takes. After the commit the lock is left free a moment: SQLite hands it to whoever asks
-   * first, and the next chunk would always be first.
+   * summed (`insertEvents` with `summed`, then `addSumFrames`) into `importTotals`, which lasts the
+   * whole import. Waits for the write lock as long as it takes. After the commit the lock is left
+   * free a moment: SQLite hands it to whoever asks first, and the next chunk would always be first.
    */
-  async ingestImportChunk(work: (tx: UsageRepository) => Promise<void>): Promise<number> {
-    const added = await this.ingestOnce(work, true);
+  async ingestImportChunk(importTotals: ImportRunningTotals, work: (tx: UsageRepository) => Promise<void>): Promise<number> {
+    const added = await this.ingestOnce(work, importTotals);
     if (this.dialect === "sqlite") await sleep(CHUNK_PAUSE_MS);
     return added;
   }
@@ -219,7 +220,7 @@ export class UsageRepository {
         events += page.length;
         progress?.(events);
       }
-    }, true);
+    }, undefined, true);
     return events;
   }
 
@@ -240,15 +241,18 @@ export class UsageRepository {
     return Number(row.n);
   }
 
-  /** One ingestion in a write transaction; `unbounded`: waits for the write lock as long as it takes. */
-  private async ingestOnce(work: (tx: UsageRepository) => Promise<void>, unbounded: boolean): Promise<number> {
+  private async ingestOnce(work: (tx: UsageRepository) => Promise<void>, importTotals: ImportRunningTotals | undefined,
+    unbounded = importTotals !== undefined): Promise<number> {
     try {
       return await this.database.writeTransaction(async (trx) => {
         // PostgreSQL: one ingestion at a time, so that two never read and rewrite the same row at once.
         if (this.dialect === "postgres") await this.takeIngestionLock(trx);
-        await trx.updateTable("usage_ingestion_count").set((eb) => ({ ingestions: eb("ingestions", "+", 1) })).where("id", "=", 1).execute();
+        const { ingestions } = await trx.updateTable("usage_ingestion_count").set((eb) => ({ ingestions: eb("ingestions", "+", 1) }))
+          .where("id", "=", 1).returning("ingestions").executeTakeFirstOrThrow();
+        importTotals?.beginChunk(Number(ingestions));
         const tx = new UsageRepository({ ...this.database, db: trx }, this.caches);
         tx.daySums = new DaySums();
+        tx.importTotals = importTotals;
         await work(tx);
         await addToRunningTotals(tx.bulk, tx.daySums);
         await tx.writeRollups();
@@ -291,6 +295,8 @@ export class UsageRepository {
   private daySums: DaySums | undefined;
   /** Per enterprise, the rollup delta of this ingestion (undefined: its rollups are not kept, see UsageRollups.layoutForIngestion). */
   private readonly rollupDeltas = new Map<string, RollupDelta | undefined>();
+  /** An import's running totals from its frames (addSumFrames), in an import's chunk. */
+  private importTotals: ImportRunningTotals | undefined;
   private added = 0;
 
   /**
@@ -308,10 +314,13 @@ export class UsageRepository {
       for (const r of fresh) rollup.add(r.memberKey, r.modelId, r.ts, r.inputTokens, r.outputTokens, r.basicMicros, r.payGoMicros);
     }
     if (options.summed) {
+      if (!this.importTotals) throw new Error("summed rows go in only inside ingestImportChunk()");
       if (fresh.length === rows.length) return;
       const inserted = new Set(fresh);
       for (const row of rows) {
-        if (!inserted.has(row)) daySums.subtract(row.memberKey, row.modelId, row.day, row.inputTokens, row.outputTokens, row.basicMicros, row.payGoMicros);
+        if (inserted.has(row)) continue;
+        daySums.subtract(row.memberKey, row.modelId, row.day, row.inputTokens, row.outputTokens, row.basicMicros, row.payGoMicros);
+        this.importTotals.repeated(row.memberKey);
       }
       return;
     }
@@ -346,13 +355,13 @@ export class UsageRepository {
 
   /**
    * Adds the sums of rows inserted with `summed` (frames, see DaySumFrames.takeFrames, with member
-   * and model numbers mapped by `memberKeys` and `modelIds`) to the held day sums, which the
-   * ingestion adds to the running totals at its end.
+   * and model numbers mapped by `memberKeys` and `modelIds`) to the running totals (see
+   * ImportRunningTotals). Only after those rows: their skipped ones must have been taken away already.
    */
-  addSumFrames(frames: Uint8Array, memberKeys: ArrayLike<number>, modelIds: ArrayLike<number>): void {
+  async addSumFrames(frames: Uint8Array, memberKeys: ArrayLike<number>, modelIds: ArrayLike<number>): Promise<void> {
     const daySums = this.daySums;
-    if (!daySums) throw new Error("addSumFrames runs only inside ingestImportChunk()");
-    forEachFrame(frames, (member, day, start, end) => daySums.addPacked(memberKeys[member]!, day, frames, start, end, modelIds));
+    if (!daySums || !this.importTotals) throw new Error("addSumFrames runs only inside ingestImportChunk()");
+    await this.importTotals.add(this.bulk, frames, memberKeys, modelIds, daySums);
   }
 
   /**

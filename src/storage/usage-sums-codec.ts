@@ -27,10 +27,12 @@ export class CorruptTotalsError extends Error {
 }
 
 /**
- * Adds packed totals (`packed` from `at` to `end`) to `target`. `modelIds`, if given, maps the packed model numbers to model ids (an import's worker numbers
+ * Adds packed totals (`packed` from `at` to `end`) to `target`, or with `sign` -1 takes them away.
+ * `modelIds`, if given, maps the packed model numbers to model ids (an import's worker numbers
  * models by file).
  */
-export function addPackedTotals(target: TotalsByModel, packed: Uint8Array, at = 0, end = packed.length, modelIds?: ArrayLike<number>): void {
+export function addPackedTotals(target: TotalsByModel, packed: Uint8Array, at = 0, end = packed.length, modelIds?: ArrayLike<number>,
+  sign: 1 | -1 = 1): void {
   while (at < end) {
     // model_id, then the sums; each a varint, read inline (no tuple per value, as readVarint returns): a hot path.
     let value = 0;
@@ -53,8 +55,8 @@ export function addPackedTotals(target: TotalsByModel, packed: Uint8Array, at = 
         scale *= 128;
         if (!(byte >= 0x80)) break;
       }
-      if (at - start <= NUMBER_BYTES) sums.add(i, value);
-      else sums.addBig(i, readBigVarint(packed, start));
+      if (at - start <= NUMBER_BYTES) sums.add(i, sign * value);
+      else sums.addBig(i, sign === 1 ? readBigVarint(packed, start) : -readBigVarint(packed, start));
     }
   }
   if (at !== end) throw new CorruptTotalsError(at, end);
@@ -209,6 +211,45 @@ function packEntry(out: Uint8Array, at: number, id: number, sums: ModelSums): nu
     }
   }
   return at;
+}
+
+/** The most bytes writeRenumberedFramed writes for the packed totals from `start` to `end`. */
+export const renumberedFramedBytes = (start: number, end: number) => FRAME_ROOM + 2 * (end - start);
+
+/**
+ * Writes a member's framed totals into `out` from `at` from packed totals whose models are an import's file
+ * numbers (`frames` from `start` to `end`), numbered by model id instead: copied byte by byte but
+ * for the model numbers (no decoding, no packing). Returns the offset after it. An entry is at least
+ * 6 bytes, and its model number grows by at most 4 (to a 32-bit id): they take at most
+ * renumberedFramedBytes(start, end).
+ */
+export function writeRenumberedFramed(out: Uint8Array, at: number, memberKey: number, frames: Uint8Array, start: number, end: number,
+  modelIds: ArrayLike<number>): number {
+  // The totals first, after room for the header: their length is part of it.
+  const totalsStart = at + FRAME_ROOM;
+  let to = totalsStart;
+  let p = start;
+  while (p < end) {
+    let model = 0;
+    let scale = 1;
+    for (;;) {
+      const byte = frames[p++]!;
+      model += (byte & 0x7f) * scale;
+      scale *= 128;
+      if (!(byte >= 0x80)) break;
+    }
+    to = writeVarint(out, to, modelIds[model]!);
+    for (let i = 0; i < SUMS; i++) {
+      let byte;
+      do {
+        byte = frames[p++]!;
+        out[to++] = byte;
+      } while (byte >= 0x80);
+    }
+  }
+  const headerEnd = writeVarint(out, writeVarint(out, at, memberKey), to - totalsStart);
+  out.copyWithin(headerEnd, totalsStart, to);
+  return headerEnd + (to - totalsStart);
 }
 
 /**

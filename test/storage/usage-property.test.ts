@@ -424,9 +424,11 @@ describe.each(dialects)("usage sums, property-based (%s)", (dialect) => {
         expect(await sums(enterpriseId, start, end), `window [${start}, ${end})`).toStrictEqual(referenceSums(counted, start, end));
       }
     }, 120_000);
-    // A file in time order over stored rows: u1's stored rows all come before its first day in the
-    // file, u2 has a stored row on that day, u3 has none, and repeats in it of its own events come
-    // after its first rows are written; a stored event of u2's comes again. Small messages: many of each.
+    // A file in time order gets each member's running totals from its worker, ready to store
+    // (ImportRunningTotals): u1's stored rows all come before its first day in the file (its rows
+    // are the file's totals on top of them), u2 has a stored row on that day (its sums go the
+    // general way), u3 has none, and repeats in it of its own events come after its first rows are
+    // written; a stored event of u2's comes again. Small messages: many of each.
     it("a file in time order: its running totals on stored rows before it, beside stored rows on its days, with repeats", async () => {
       const { enterpriseId, generated } = await enterpriseWithEvents("USD", 240, 13);
       const event = (i: number, member: number, offset: number, input = generated[i]!.input) =>
