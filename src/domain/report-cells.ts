@@ -1,6 +1,7 @@
 // The accumulation of a usage report: raw events, members' day sums and periods (rollup rows,
-// usage-rollup.ts, and days kept by the report's day cache) summed per (bucket, group), exactly (numbers while below 2^53, then bigints), with the distinct
-// members of each: the facts' members and the periods' member bitmaps put together.
+// usage-rollup.ts, and days kept by the report's day cache) summed per (bucket, group), exactly
+// (numbers while below 2^53, then bigints), with the distinct members of each: the facts' members
+// and the periods' member bitmaps put together.
 import roaring from "roaring";
 import { bucketIndexOf } from "./report-buckets.js";
 import type { Grouping, GroupKey } from "./report-groups.js";

@@ -10,9 +10,9 @@ import { LRUCache } from "lru-cache";
 import type { PeriodFigures } from "../domain/report-cells.js";
 
 /** The memory the entries may take, counted as their bitmaps' bytes plus a fixed cost per group. */
-export const MAX_CACHE_BYTES = 64 * 1024 * 1024;
-/** Days loaded per statement: a month, so that a miss's memory stays a month's rows. */
-const DAYS_LOADED_AT_ONCE = 31;
+const MAX_CACHE_BYTES = 64 * 1024 * 1024;
+/** Days of stored rows read per statement: a month, so that a report's memory stays a month's rows. */
+export const DAYS_READ_AT_ONCE = 31;
 /** What an entry costs besides its bitmaps: per group (its sums and fields), and per day. */
 const GROUP_BYTES = 160;
 const DAY_BYTES = 120;
@@ -46,9 +46,9 @@ export class ReportDayCache {
       if (entry && entry.stamp === stamp && (entry.withMembers || !withMembers)) found.set(day, entry.groups);
       else missing.push(day);
     }
-    for (let at = 0; at < missing.length; at += DAYS_LOADED_AT_ONCE) {
+    for (let at = 0; at < missing.length; at += DAYS_READ_AT_ONCE) {
       signal.throwIfAborted();
-      const days = missing.slice(at, at + DAYS_LOADED_AT_ONCE);
+      const days = missing.slice(at, at + DAYS_READ_AT_ONCE);
       const loaded = await load(days, withMembers);
       for (const day of days) {
         const groups = loaded.get(day) ?? []; // a day with no usage in the scope's groups is kept too

@@ -22,7 +22,7 @@ import { decodeMemberSums } from "../storage/member-day-sums.js";
 import type { DepartmentRepository } from "../storage/department-repository.js";
 import type { MemberRow, UsageRepository } from "../storage/usage-repository.js";
 import { resolveNamedMembers } from "./named-members.js";
-import { ReportDayCache, type DayLoader } from "./report-day-cache.js";
+import { DAYS_READ_AT_ONCE, ReportDayCache, type DayLoader } from "./report-day-cache.js";
 
 export const DEFAULT_REPORT_MEMBERS = 100;
 export const MAX_REPORT_MEMBERS = 1000;
@@ -215,7 +215,9 @@ export class UsageReports {
       await this.addKeptDays(cells, plan.enterpriseId, `${layout.timeZone}\nmodel`, days, async (some, withMembers) => {
         const byDay = new Map<number, PeriodFigures[]>();
         for (const row of await this.usage.rollups.rows(plan.enterpriseId, DAY, some, "each", withMembers)) {
-          byDay.set(row.period, [...(byDay.get(row.period) ?? []), row]);
+          const models = byDay.get(row.period);
+          if (models) models.push(row);
+          else byDay.set(row.period, [row]);
         }
         return byDay;
       }, signal);
@@ -342,9 +344,6 @@ export class UsageReports {
     });
   }
 }
-
-/** Member day sums read per statement: a month of days, so a report's memory stays a month's. */
-const DAYS_READ_AT_ONCE = 31;
 
 /** A whole day of the rollups' zone inside a bucket, and whether it is all of that bucket (its members are then counted, not kept). */
 interface WholeDay {
