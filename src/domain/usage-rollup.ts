@@ -16,7 +16,7 @@
 // events for the rest. A day's all-models row also holds each member's sums of the day, which
 // answer reports by member or department (and of some members only) over days of the layout's zone.
 import { localDayAround, mod, utcOffsetMinutes, ZoneOffsets } from "./local-time.js";
-import { EVENTS, ModelSums, SUMS } from "./usage-totals.js";
+import { decimalValue, EVENTS, ModelSums, SUMS } from "./usage-totals.js";
 import type { EventValue } from "./usage-event.js";
 
 /** The format of the rows; a store whose layout has another version is rebuilt (usage rebuild). */
@@ -213,6 +213,6 @@ export function encodeSums(sums: ModelSums): string {
 export function addEncodedSums(text: string, into: ModelSums): void {
   const parts = text.split(" ");
   if (parts.length !== SUMS || parts.some((p) => !/^\d+$/.test(p))) throw new Error(`usage rollup: malformed sums ${JSON.stringify(text)}`);
-  for (let i = 0; i < SUMS; i++) into.addValue(i, parts[i]!.length <= 15 ? Number(parts[i]) : BigInt(parts[i]!));
+  for (let i = 0; i < SUMS; i++) into.addValue(i, decimalValue(parts[i]!));
 }
 

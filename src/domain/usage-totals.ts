@@ -70,6 +70,11 @@ export function narrowed(total: bigint): number | bigint {
   return total <= MAX_SAFE_BIG && total >= -MAX_SAFE_BIG ? Number(total) : total;
 }
 
+/** An integer in decimal text as its exact value: a number up to 15 digits, else a bigint. */
+export function decimalValue(text: string): number | bigint {
+  return text.length <= 15 ? Number(text) : BigInt(text);
+}
+
 /** a + b, exactly: a number while the sum stays below 2^53. */
 export function exactSum(a: number | bigint, b: number | bigint): number | bigint {
   if (typeof a === "number" && typeof b === "number" && a + b <= Number.MAX_SAFE_INTEGER) return a + b;

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { CompiledQuery, sql, type Kysely } from "kysely";
 import { invalidParameter } from "../domain/errors.js";
 import { MAX_TIMESTAMP, modelKey, type EventValue, type ModelIdentity, type RawEvent } from "../domain/usage-event.js";
-import { EVENTS, SUM_LIMIT_MESSAGE, SumLimitError } from "../domain/usage-totals.js";
+import { decimalValue, EVENTS, exactSum, ModelSums, SUM_LIMIT_MESSAGE, SumLimitError } from "../domain/usage-totals.js";
 import { WindowSums } from "../domain/usage-window-sums.js";
 import { dayOf, type WindowPlan } from "../domain/usage-window.js";
 import type { Schema } from "./schema.js";
@@ -35,6 +35,13 @@ export interface MemberRow extends MemberKeyRow {
 const MEMBER_COLUMNS = ["member_key", "user_id", "email", "email_folded", "account_type", "removed_at"] as const;
 
 /** One checked event, resolved to keys. */
+/** One (member, model)'s sums over a window (UsageRepository.memberModelSums). */
+export interface MemberModelSums {
+  memberKey: number;
+  modelId: number;
+  sums: ModelSums;
+}
+
 export interface UsageEventRow {
   eventId: string;
   memberKey: number;
@@ -466,6 +473,36 @@ export class UsageRepository {
   }
 
   /**
+   * Each (member, model)'s sums over [start, end), added by the database in one statement (one
+   * snapshot) and sent back as one text, "member_key,model_id,events,input,output,basic,pay_go" per
+   * pair, joined by ";" (far cheaper to carry than a row per pair). Each sum is exact: PostgreSQL adds
+   * bigints as numeric; SQLite, whose sum stops at int64, adds each value's bits above and below the
+   * 20th apart and sends both, "high:low" (an event's values are below 2^40, so neither part passes
+   * 2^53 under 2^33 events a pair).
+   */
+  async memberModelSums(enterpriseId: string, start: number, end: number): Promise<MemberModelSums[]> {
+    const columns = ["input_tokens", "output_tokens", "basic_micros", "pay_go_micros"] as const;
+    const postgres = this.dialect === "postgres";
+    const sumOf = (c: string) => postgres ? sql`sum(${sql.ref(c)})` : sql`sum(${sql.ref(c)} >> 20) || ':' || sum(${sql.ref(c)} & 1048575)`;
+    const fields = ["member_key", "model_id", "events", ...columns].map((c) => sql.ref(c));
+    const pair = postgres ? sql`concat_ws(',', ${sql.join(fields)})` : sql.join(fields, sql` || ',' || `);
+    // As in eventsInWindow, SQLite keeps off the identity index: the window is a range of the primary key.
+    const ofEnterprise = postgres ? sql`enterprise_id = ${enterpriseId}` : sql`+enterprise_id = ${enterpriseId}`;
+    const { rows: [row] } = await sql<{ pairs: string | null }>`select ${postgres ? sql`string_agg(${pair}, ';')` : sql`group_concat(${pair}, ';')`} as pairs
+      from (select member_key, model_id, count(*) as events, ${sql.join(columns.map((c) => sql`${sumOf(c)} as ${sql.ref(c)}`))}
+        from usage_event where day >= ${dayOf(start)} and day <= ${dayOf(end - 1)} and ts >= ${start} and ts < ${end} and ${ofEnterprise}
+        group by member_key, model_id) as pair_sums`.execute(this.db);
+    if (!row?.pairs) return [];
+    return row.pairs.split(";").map((text) => {
+      const [memberKey, modelId, events, ...values] = text.split(",");
+      const sums = new ModelSums();
+      values.forEach((value, i) => sums.addValue(i, splitSumValue(value)));
+      sums.add(EVENTS, Number(events));
+      return { memberKey: Number(memberKey), modelId: Number(modelId), sums };
+    });
+  }
+
+  /**
    * The raw events of a window [start, end), in pages of at most `pageSize`, in the table's key order
    * (UTC day, member, time), optionally only those of `memberKeys`. Each page is its own statement
    * (keyset paging), so a long scan never holds one read open: a page is one snapshot, and an event
@@ -513,6 +550,12 @@ interface RawEventRow {
   pay_go_micros: number | string;
 }
 
+
+/** A sum of memberModelSums' text: decimal, or SQLite's "high:low" (high * 2^20 + low; times 2^20 is exact in a double). */
+function splitSumValue(text: string): number | bigint {
+  const split = text.indexOf(":");
+  return split < 0 ? decimalValue(text) : exactSum(Number(text.slice(0, split)) * 2 ** 20, Number(text.slice(split + 1)));
+}
 
 /** A row of the window statement: the running totals read (added and subtracted), or one range's raw events. */
 interface WindowRow {

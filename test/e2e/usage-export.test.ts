@@ -303,6 +303,30 @@ describe.each(dialects)("usage export (%s)", (dialect) => {
     expect(sizes).toEqual([1000, 200]);
   });
 
+  it("a member's day sum past 2^53 is exact to the token and micro-unit, in NDJSON and CSV", async () => {
+    const id = `${tenant}-big`;
+    await importDirectory(svc.database, { enterprise: { enterprise_id: id, name: "Big", currency: "USD" }, departments: [],
+      members: [{ user_id: "b1", email: "b1@big.example", account_type: 1, department_ids: [] }] });
+    // 9,101 events of odd values near the largest: every sum is odd and past 2^53, where a double
+    // holds only even integers.
+    const day = Date.parse("2025-06-01T00:00:00Z") / 1000;
+    const count = 9_101;
+    await record(id, Array.from({ length: count }, (_, i) => ({ user_id: "b1", model: MODELS[0]!, timestamp: day + i,
+      input: 999_999_999_999, output: 999_999_999_997, basic: 999_999_999_999n, payGo: 999_999_999_997n })), "big");
+    const auth = { authorization: `Bearer ${await svc.token(["statistics:read"], id)}` };
+    const query = `start_time=${day}&end_time=${day + 86_400}&time_zone=UTC`;
+    const fetchText = async (format: string) => (await fetch(`${svc.baseUrl}${EXPORT}?${query}&format=${format}`, { headers: auth })).text();
+    const expected = {
+      events: count, input_tokens: 999_999_999_999n * BigInt(count), output_tokens: 999_999_999_997n * BigInt(count),
+      basic_amount: sixDecimals(999_999_999_999n * BigInt(count)), pay_go_amount: sixDecimals(999_999_999_997n * BigInt(count)),
+      total_amount: sixDecimals(1_999_999_999_996n * BigInt(count)),
+    };
+    expect(expected.input_tokens > 2n ** 53n).toBe(true);
+    expect(ndjson(await fetchText("ndjson"))).toEqual([expect.objectContaining({ date: "2025-06-01", user_id: "b1", ...expected })]);
+    const [csvRow] = parseCsv(await fetchText("csv"), { columns: true }) as Record<string, string>[];
+    expect(csvRow).toMatchObject(Object.fromEntries(Object.entries(expected).map(([k, v]) => [k, String(v)])));
+  });
+
   describe("refusals", () => {
     const window = { start_time: WINDOW.start, end_time: WINDOW.end };
     const envelope = (code: number, message: unknown) => ({ code, message, request_id: expect.any(String), data: null });
