@@ -7,6 +7,7 @@
 // (not by model), and the raw events of the rest. Whole days by model, or by department over a whole
 // subtree, are kept per day in memory once made (report-day-cache.ts).
 import { createHash } from "node:crypto";
+import { LRUCache } from "lru-cache";
 import { invalidParameter } from "../domain/errors.js";
 import { checkTimeZone, dateRangeWindow, type TimeBucket } from "../domain/local-time.js";
 import { decodePageToken, effectivePageSize, encodePageToken } from "../domain/page-token.js";
@@ -20,12 +21,14 @@ import { ROOT_PARENT_ID } from "../domain/department-tree.js";
 import { DAY, encodeSums, RollupPeriods, type Grain, type RollupLayout } from "../domain/usage-rollup.js";
 import { decodeMemberSums } from "../storage/member-day-sums.js";
 import type { DepartmentRepository } from "../storage/department-repository.js";
-import type { MemberRow, UsageRepository } from "../storage/usage-repository.js";
+import type { EnterpriseSettings, MemberRow, UsageRepository } from "../storage/usage-repository.js";
 import { resolveNamedMembers } from "./named-members.js";
 import { DAYS_READ_AT_ONCE, ReportDayCache, type DayLoader } from "./report-day-cache.js";
 
 export const DEFAULT_REPORT_MEMBERS = 100;
 export const MAX_REPORT_MEMBERS = 1000;
+/** Department scopes kept (each up to a map of the enterprise's members): the departments asked about most lately. */
+const DEPARTMENT_SCOPES_KEPT = 16;
 
 export interface UsageReportRequest {
   startTime: bigint;
@@ -97,6 +100,8 @@ interface DepartmentScope {
 
 export class UsageReports {
   private readonly dayCache = new ReportDayCache();
+  /** Department scopes by enterprise, department and directory version (departmentScope). */
+  private readonly departmentScopes = new LRUCache<string, DepartmentScope>({ max: DEPARTMENT_SCOPES_KEPT });
 
   constructor(private readonly usage: UsageRepository, private readonly departments: DepartmentRepository) {}
 
@@ -111,7 +116,7 @@ export class UsageReports {
 
     const named = await resolveNamedMembers(this.usage, enterpriseId, request, false);
     const departments = request.departmentId !== "" || dimensions.includes("department")
-      ? await this.departmentScope(enterpriseId, request.departmentId)
+      ? await this.departmentScope(enterpriseId, request.departmentId, settings.directory_version)
       : undefined;
     // Grouped by department (not by member), a member outside the subtree is in no group: no filter needed.
     const inScope = departments && (byMember || !dimensions.includes("department")) ? [...departments.groupsOf.keys()] : undefined;
@@ -159,10 +164,22 @@ export class UsageReports {
     return { currency: settings.currency, timeZone: zone, items: buckets.map((b) => ({ date: b.date, ...b.groups[0]!.figures })) };
   }
 
-  private async settings(enterpriseId: string): Promise<{ currency: string; time_zone: string }> {
+  private async settings(enterpriseId: string): Promise<EnterpriseSettings> {
     const settings = await this.usage.enterpriseSettings(enterpriseId);
     if (!settings) throw new Error(`enterprise ${enterpriseId} of a valid token does not exist`);
     return settings;
+  }
+
+  /**
+   * A department scope as of a directory version: made once from the directory, then kept until a
+   * directory import starts another version. The version is read before the scope is made, so a
+   * scope kept under a version is never older than that version.
+   */
+  private async departmentScope(enterpriseId: string, departmentId: string, directoryVersion: number): Promise<DepartmentScope> {
+    const key = `${enterpriseId}\n${departmentId}\n${directoryVersion}`;
+    let scope = this.departmentScopes.get(key);
+    if (!scope) this.departmentScopes.set(key, (scope = await this.readDepartmentScope(enterpriseId, departmentId)));
+    return scope;
   }
 
   /**
@@ -170,7 +187,7 @@ export class UsageReports {
    * whose subtree holds it, or the department itself for a member placed in it), the groups' names
    * and order. An enterprise without departments has an empty scope when asked for its root.
    */
-  private async departmentScope(enterpriseId: string, departmentId: string): Promise<DepartmentScope> {
+  private async readDepartmentScope(enterpriseId: string, departmentId: string): Promise<DepartmentScope> {
     const root = departmentId === "" || departmentId === ROOT_PARENT_ID;
     const [self] = await this.departments.findByIds(enterpriseId, root ? [] : [departmentId], root);
     if (!self) {

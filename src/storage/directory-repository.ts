@@ -1,5 +1,5 @@
 // Enterprises and members: the parts of the directory that are not the department tree.
-import type { Kysely, Selectable } from "kysely";
+import type { Insertable, Kysely, Selectable } from "kysely";
 import { foldEmail } from "../domain/email-match.js";
 import { compareCodePoints } from "../domain/usage-event.js";
 import type { EnterpriseTable, Schema } from "./schema.js";
@@ -29,12 +29,14 @@ export class DirectoryRepository {
     return this.db.selectFrom("enterprise").selectAll().where("enterprise_id", "=", enterpriseId).executeTakeFirst();
   }
 
-  async upsertEnterprise(row: EnterpriseRow): Promise<void> {
+  /** Part of every directory import: a new version of the enterprise's directory begins. */
+  async upsertEnterprise(row: Insertable<EnterpriseTable>): Promise<void> {
     await this.db.insertInto("enterprise").values(row)
       .onConflict((oc) => oc.column("enterprise_id").doUpdateSet((eb) => ({
         name: eb.ref("excluded.name"),
         currency: eb.ref("excluded.currency"),
         time_zone: eb.ref("excluded.time_zone"),
+        directory_version: eb("enterprise.directory_version", "+", 1),
       })))
       .execute();
   }

@@ -11,6 +11,8 @@ export interface EnterpriseTable {
   /** IANA name; the default zone of the usage analytics. */
   time_zone: string;
   created_at: UnixSeconds;
+  /** One more with every directory import of the enterprise (DirectoryRepository.upsertEnterprise). */
+  directory_version: Generated<number>;
 }
 
 export interface DepartmentTable {

@@ -35,6 +35,13 @@ export interface MemberRow extends MemberKeyRow {
 const MEMBER_COLUMNS = ["member_key", "user_id", "email", "email_folded", "account_type", "removed_at"] as const;
 
 /** One checked event, resolved to keys. */
+/** What the usage analytics read of an enterprise: its currency, default zone and directory version. */
+export interface EnterpriseSettings {
+  currency: string;
+  time_zone: string;
+  directory_version: number;
+}
+
 /** One (member, model)'s sums over a window (UsageRepository.memberModelSums). */
 export interface MemberModelSums {
   memberKey: number;
@@ -135,8 +142,8 @@ export class UsageRepository {
   }
 
   /** The enterprise's currency and time zone (the analytics' default zone). */
-  async enterpriseSettings(enterpriseId: string): Promise<{ currency: string; time_zone: string } | undefined> {
-    return this.db.selectFrom("enterprise").select(["currency", "time_zone"]).where("enterprise_id", "=", enterpriseId).executeTakeFirst();
+  async enterpriseSettings(enterpriseId: string): Promise<EnterpriseSettings | undefined> {
+    return this.db.selectFrom("enterprise").select(["currency", "time_zone", "directory_version"]).where("enterprise_id", "=", enterpriseId).executeTakeFirst();
   }
 
   async currency(enterpriseId: string): Promise<string | undefined> {
