@@ -3,7 +3,7 @@
 import { invalidParameter } from "./errors.js";
 import { dayBuckets, hourBuckets, type TimeBucket } from "./local-time.js";
 import { MAX_HOUR_REPORT_DAYS, MAX_REPORT_DAYS } from "./report-limits.js";
-import { checkWindow } from "./usage-window.js";
+import { checkWindow, DAY_SECONDS, dayOf } from "./usage-window.js";
 
 export { MAX_HOUR_REPORT_DAYS, MAX_REPORT_DAYS };
 
@@ -26,6 +26,21 @@ export function planBuckets(start: number, end: number, zone: string, kind: Buck
   if (kind === "day") return dayBuckets(start, end, zone);
   if (kind === "hour") return hourBuckets(start, end, zone);
   return [{ start, end, date: "" }];
+}
+
+/**
+ * [start, end) (inside the buckets) cut at the buckets' edges and at UTC midnights: each part lies in
+ * one bucket and one UTC day, so that summing it reads one day of raw events.
+ */
+export function bucketParts(buckets: readonly TimeBucket[], start: number, end: number): Array<{ bucket: number; from: number; to: number }> {
+  const parts: Array<{ bucket: number; from: number; to: number }> = [];
+  for (let from = start, bucket = bucketIndexOf(buckets, start); from < end && bucket >= 0 && bucket < buckets.length;) {
+    const to = Math.min(end, buckets[bucket]!.end, (dayOf(from) + 1) * DAY_SECONDS);
+    parts.push({ bucket, from, to });
+    from = to;
+    if (to === buckets[bucket]!.end) bucket++;
+  }
+  return parts;
 }
 
 /** The index of the bucket holding `ts`, or -1 outside them all (buckets are contiguous and in order). */

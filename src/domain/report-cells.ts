@@ -1,14 +1,12 @@
-// The accumulation of a usage report: raw events, members' day sums and periods (rollup rows,
-// usage-rollup.ts, and days kept by the report's day cache) summed per (bucket, group), exactly
-// (numbers while below 2^53, then bigints), with the distinct members of each: the facts' members
-// and the periods' member bitmaps put together.
+// The accumulation of a usage report: raw events (as the database sums them per member and model),
+// members' day sums and periods (rollup rows, usage-rollup.ts, and days kept by the report's day
+// cache) summed per (bucket, group), exactly (numbers while below 2^53, then bigints), with the
+// distinct members of each: the facts' members and the periods' member bitmaps put together.
 import roaring from "roaring";
-import { bucketIndexOf } from "./report-buckets.js";
 import type { Grouping, GroupKey } from "./report-groups.js";
 import type { TimeBucket } from "./local-time.js";
-import type { RawEvent } from "./usage-event.js";
 import { ALL_MODELS } from "./usage-rollup.js";
-import { BASIC, EVENTS, INPUT, ModelSums, OUTPUT, PAY_GO, SUMS } from "./usage-totals.js";
+import { BASIC, EVENTS, INPUT, ModelSums, OUTPUT, PAY_GO, SUMS, type MemberModelSums } from "./usage-totals.js";
 
 const { RoaringBitmap32 } = roaring;
 
@@ -76,27 +74,18 @@ export class ReportCells {
   /** The groups met by addMemberSums, by index. */
   private readonly groupKeys: GroupKey[] = [];
 
-  constructor(private readonly buckets: readonly TimeBucket[], private readonly grouping: Grouping) {
+  constructor(readonly buckets: readonly TimeBucket[], private readonly grouping: Grouping) {
     this.cells = buckets.map(() => []);
   }
 
-  /** Raw events, each in its bucket (events outside every bucket are skipped). */
-  add(events: readonly RawEvent[]): void {
-    let bucket = -1;
-    for (const fact of events) {
-      // Events come in (day, member, time) order: the last bucket first.
-      const last = this.buckets[bucket];
-      if (!last || fact.ts < last.start || fact.ts >= last.end) bucket = bucketIndexOf(this.buckets, fact.ts);
-      if (bucket < 0) continue;
-      const cells = this.cells[bucket]!;
-      for (const key of this.grouping.keysOf(fact.memberKey, fact.modelId)) {
+  /** Pairs' sums (each a member's usage of a model, as the database adds raw events) into bucket `bucket`. */
+  addPairs(bucket: number, pairs: readonly MemberModelSums[]): void {
+    const cells = this.cells[bucket]!;
+    for (const { memberKey, modelId, sums } of pairs) {
+      for (const key of this.grouping.keysOf(memberKey, modelId)) {
         const cell = (cells[key.index] ??= newCell(key));
-        cell.sums.add(INPUT, fact.inputTokens);
-        cell.sums.add(OUTPUT, fact.outputTokens);
-        cell.sums.add(BASIC, fact.basicMicros);
-        cell.sums.add(PAY_GO, fact.payGoMicros);
-        cell.sums.add(EVENTS, 1);
-        cell.members.push(fact.memberKey);
+        for (let i = 0; i < SUMS; i++) cell.sums.addValue(i, sums.exact(i));
+        cell.members.push(memberKey);
       }
     }
   }

@@ -191,7 +191,7 @@ export function compareCodePoints(a: string, b: string): number {
   return a.length - b.length;
 }
 
-/** One stored event as a window reads it (UsageRepository.eventsInWindow): its member and model by key. */
+/** One stored event as `usage rebuild` reads it (UsageRepository.allEvents): its member and model by key. */
 export interface RawEvent {
   memberKey: number;
   modelId: number;

@@ -96,6 +96,13 @@ export function modelAmounts(model: { model_source: string }, basic: number | bi
 
 const ZERO_AMOUNT = formatMicros(0);
 
+/** One (member, model)'s sums over a window, as the database adds them (UsageRepository.memberModelSums). */
+export interface MemberModelSums {
+  memberKey: number;
+  modelId: number;
+  sums: ModelSums;
+}
+
 /** Sums per model id. */
 export class TotalsByModel {
   readonly models = new Map<number, ModelSums>();

@@ -6,9 +6,9 @@
 // model) at a time, and that day's rows go out before the next day is read.
 import { eachDayBucket, localDateOf, type TimeBucket } from "../domain/local-time.js";
 import { compareCodePoints, compareModels } from "../domain/usage-event.js";
-import { BASIC, EVENTS, INPUT, modelAmounts, OUTPUT, PAY_GO } from "../domain/usage-totals.js";
+import { BASIC, EVENTS, INPUT, modelAmounts, OUTPUT, PAY_GO, type MemberModelSums } from "../domain/usage-totals.js";
 import type { DirectoryRepository, MemberProfile } from "../storage/directory-repository.js";
-import type { MemberModelSums, UsageRepository } from "../storage/usage-repository.js";
+import type { UsageRepository } from "../storage/usage-repository.js";
 
 /** Rows per batch handed out (one ExportUsage message). */
 export const EXPORT_BATCH_ROWS = 1_000;

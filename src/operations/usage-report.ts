@@ -11,7 +11,7 @@ import { LRUCache } from "lru-cache";
 import { invalidParameter } from "../domain/errors.js";
 import { checkTimeZone, dateRangeWindow, type TimeBucket } from "../domain/local-time.js";
 import { decodePageToken, effectivePageSize, encodePageToken } from "../domain/page-token.js";
-import { bucketKind, checkReportWindow, MAX_REPORT_DAYS, planBuckets } from "../domain/report-buckets.js";
+import { bucketKind, bucketParts, checkReportWindow, MAX_REPORT_DAYS, planBuckets } from "../domain/report-buckets.js";
 import { ReportCells, type GroupFigures, type PeriodFigures } from "../domain/report-cells.js";
 import {
   compareGroups, departmentGroupRanks, groupDimensions, Grouping, ranksOf, type GroupDimension,
@@ -212,12 +212,15 @@ export class UsageReports {
     };
   }
 
-  /** The raw events of [start, end) (of `members` only, when given) into `cells`. */
+  /**
+   * The raw events of [start, end) (of `members` only, when given) into `cells`: summed per (member,
+   * model) by the database, a bucket's part of one UTC day at a time.
+   */
   private async addEvents(cells: ReportCells, enterpriseId: string, start: number, end: number,
     members: readonly number[] | undefined, signal: AbortSignal): Promise<void> {
-    for await (const page of this.usage.eventsInWindow(enterpriseId, start, end, members)) {
+    for (const { bucket, from, to } of bucketParts(cells.buckets, start, end)) {
       signal.throwIfAborted();
-      cells.add(page);
+      cells.addPairs(bucket, await this.usage.memberModelSums(enterpriseId, from, to, members));
     }
   }
 

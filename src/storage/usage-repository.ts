@@ -5,8 +5,8 @@ import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CompiledQuery, sql, type Kysely } from "kysely";
 import { invalidParameter } from "../domain/errors.js";
-import { MAX_TIMESTAMP, modelKey, type EventValue, type ModelIdentity, type RawEvent } from "../domain/usage-event.js";
-import { decimalValue, EVENTS, exactSum, ModelSums, SUM_LIMIT_MESSAGE, SumLimitError } from "../domain/usage-totals.js";
+import { modelKey, type EventValue, type ModelIdentity, type RawEvent } from "../domain/usage-event.js";
+import { decimalValue, EVENTS, exactSum, ModelSums, type MemberModelSums, SUM_LIMIT_MESSAGE, SumLimitError } from "../domain/usage-totals.js";
 import { WindowSums } from "../domain/usage-window-sums.js";
 import { dayOf, type WindowPlan } from "../domain/usage-window.js";
 import type { Schema } from "./schema.js";
@@ -40,13 +40,6 @@ export interface EnterpriseSettings {
   currency: string;
   time_zone: string;
   directory_version: number;
-}
-
-/** One (member, model)'s sums over a window (UsageRepository.memberModelSums). */
-export interface MemberModelSums {
-  memberKey: number;
-  modelId: number;
-  sums: ModelSums;
 }
 
 export interface UsageEventRow {
@@ -225,7 +218,7 @@ export class UsageRepository {
       const rollup = new RollupDelta(new RollupPeriods(await tx.rollups.restart(enterpriseId)));
       tx.rollupDeltas.set(enterpriseId, rollup);
       const daySums = tx.daySums!;
-      for await (const page of tx.eventsInWindow(enterpriseId, 0, MAX_TIMESTAMP + 1)) {
+      for await (const page of tx.allEvents(enterpriseId)) {
         for (const e of page) {
           daySums.add(e.memberKey, e.modelId, dayOf(e.ts), e.inputTokens, e.outputTokens, e.basicMicros, e.payGoMicros);
           rollup.add(e.memberKey, e.modelId, e.ts, e.inputTokens, e.outputTokens, e.basicMicros, e.payGoMicros);
@@ -487,17 +480,23 @@ export class UsageRepository {
    * 20th apart and sends both, "high:low" (an event's values are below 2^40, so neither part passes
    * 2^53 under 2^33 events a pair).
    */
-  async memberModelSums(enterpriseId: string, start: number, end: number): Promise<MemberModelSums[]> {
+  async memberModelSums(enterpriseId: string, start: number, end: number, memberKeys?: readonly number[]): Promise<MemberModelSums[]> {
+    if (memberKeys?.length === 0) return [];
     const columns = ["input_tokens", "output_tokens", "basic_micros", "pay_go_micros"] as const;
     const postgres = this.dialect === "postgres";
     const sumOf = (c: string) => postgres ? sql`sum(${sql.ref(c)})` : sql`sum(${sql.ref(c)} >> 20) || ':' || sum(${sql.ref(c)} & 1048575)`;
     const fields = ["member_key", "model_id", "events", ...columns].map((c) => sql.ref(c));
     const pair = postgres ? sql`concat_ws(',', ${sql.join(fields)})` : sql.join(fields, sql` || ',' || `);
-    // As in eventsInWindow, SQLite keeps off the identity index: the window is a range of the primary key.
+    // SQLite, without statistics, would take the equality on enterprise_id to the identity index
+    // (enterprise_id, event_id) and read the enterprise's every event; the unary plus keeps it off
+    // that index, so the window is a range of the primary key (day, member_key, ts, event_id).
     const ofEnterprise = postgres ? sql`enterprise_id = ${enterpriseId}` : sql`+enterprise_id = ${enterpriseId}`;
+    const onlyMembers = memberKeys === undefined ? sql`true`
+      : postgres ? sql`member_key = any(${[...memberKeys]}::bigint[])` : sql`member_key in (select value from json_each(${JSON.stringify(memberKeys)}))`;
     const { rows: [row] } = await sql<{ pairs: string | null }>`select ${postgres ? sql`string_agg(${pair}, ';')` : sql`group_concat(${pair}, ';')`} as pairs
       from (select member_key, model_id, count(*) as events, ${sql.join(columns.map((c) => sql`${sumOf(c)} as ${sql.ref(c)}`))}
         from usage_event where day >= ${dayOf(start)} and day <= ${dayOf(end - 1)} and ts >= ${start} and ts < ${end} and ${ofEnterprise}
+        and ${onlyMembers}
         group by member_key, model_id) as pair_sums`.execute(this.db);
     if (!row?.pairs) return [];
     return row.pairs.split(";").map((text) => {
@@ -510,28 +509,19 @@ export class UsageRepository {
   }
 
   /**
-   * The raw events of a window [start, end), in pages of at most `pageSize`, in the table's key order
-   * (UTC day, member, time), optionally only those of `memberKeys`. Each page is its own statement
-   * (keyset paging), so a long scan never holds one read open: a page is one snapshot, and an event
-   * committed during the scan may or may not be seen. Every value is a number (each at most 10^12).
+   * Every raw event of the enterprise (what `rebuild` reads), in pages of at most `pageSize`, in the
+   * table's key order (UTC day, member, time). Each page is its own statement (keyset paging), so the
+   * scan never holds one read open. Every value is a number (each at most 10^12).
    */
-  async *eventsInWindow(enterpriseId: string, start: number, end: number, memberKeys?: readonly number[],
-    pageSize = 20_000): AsyncGenerator<RawEvent[]> {
-    if (memberKeys?.length === 0) return;
-    const postgres = this.dialect === "postgres";
-    const onlyMembers = memberKeys === undefined ? sql`true`
-      : postgres ? sql`member_key = any(${[...memberKeys]}::bigint[])` : sql`member_key in (select value from json_each(${JSON.stringify(memberKeys)}))`;
-    // SQLite, without statistics, would take the equality on enterprise_id to the identity index
-    // (enterprise_id, event_id) and sort the enterprise's every event for each page; the unary plus
-    // keeps it off that index, so a page is a range of the primary key (day, member_key, ts, event_id).
-    const ofEnterprise = postgres ? sql`enterprise_id = ${enterpriseId}` : sql`+enterprise_id = ${enterpriseId}`;
+  private async *allEvents(enterpriseId: string, pageSize = 20_000): AsyncGenerator<RawEvent[]> {
+    // As in memberModelSums, SQLite keeps off the identity index: a page is a range of the primary key.
+    const ofEnterprise = this.dialect === "postgres" ? sql`enterprise_id = ${enterpriseId}` : sql`+enterprise_id = ${enterpriseId}`;
     let after: { day: number; member_key: number; ts: number; event_id: string } | undefined;
     for (;;) {
-      const from = after === undefined ? sql`day >= ${dayOf(start)}`
+      const from = after === undefined ? sql`true`
         : sql`(day, member_key, ts, event_id) > (${after.day}, ${after.member_key}, ${after.ts}, ${after.event_id})`;
       const { rows } = await sql<RawEventRow>`select day, member_key, ts, event_id, model_id, input_tokens, output_tokens, basic_micros, pay_go_micros
-        from usage_event where ${from} and day <= ${dayOf(end - 1)} and ts >= ${start} and ts < ${end}
-        and ${ofEnterprise} and ${onlyMembers}
+        from usage_event where ${from} and ${ofEnterprise}
         order by day, member_key, ts, event_id limit ${pageSize}`.execute(this.db);
       if (rows.length === 0) return;
       yield rows.map((row) => ({
