@@ -34,7 +34,6 @@ export interface MemberRow extends MemberKeyRow {
 
 const MEMBER_COLUMNS = ["member_key", "user_id", "email", "email_folded", "account_type", "removed_at"] as const;
 
-/** One checked event, resolved to keys. */
 /** What the usage analytics read of an enterprise: its currency, default zone and directory version. */
 export interface EnterpriseSettings {
   currency: string;
@@ -42,6 +41,7 @@ export interface EnterpriseSettings {
   directory_version: number;
 }
 
+/** One checked event, resolved to keys. */
 export interface UsageEventRow {
   eventId: string;
   memberKey: number;
@@ -134,7 +134,7 @@ export class UsageRepository {
     return rows.map((row) => ({ ...row, member_key: Number(row.member_key) }));
   }
 
-  /** The enterprise's currency and time zone (the analytics' default zone). */
+  /** The enterprise's currency, time zone (the analytics' default zone) and directory version. */
   async enterpriseSettings(enterpriseId: string): Promise<EnterpriseSettings | undefined> {
     return this.db.selectFrom("enterprise").select(["currency", "time_zone", "directory_version"]).where("enterprise_id", "=", enterpriseId).executeTakeFirst();
   }
