@@ -1,7 +1,7 @@
 // `export usage`: the rows of the ExportUsage RPC (operations/usage-export.ts), for local dates from
 // --from to --to, written as CSV or NDJSON (the REST formats, record-formats.ts) to stdout or to
 // --out. A file is written under a temporary name beside --out and renamed when complete, so a failed
-// export never leaves a partial file under the final name.
+// export never leaves a partial file under the final name; a stopped one (Ctrl-C) removes it too.
 import { createWriteStream, type WriteStream } from "node:fs";
 import { rename, rm, stat } from "node:fs/promises";
 import { Readable, type Writable } from "node:stream";
@@ -40,8 +40,9 @@ export interface UsageExportSummary {
   out: string;
 }
 
-/** Writes the rows to --out, else to `stdout`. */
-export async function exportUsageFile(database: Database, options: UsageExportOptions, stdout: Writable, progress?: ExportProgress): Promise<UsageExportSummary> {
+/** Writes the rows to --out, else to `stdout`; `stop` (the process's SIGINT or SIGTERM) ends it early, --out not written. */
+export async function exportUsageFile(database: Database, options: UsageExportOptions, stdout: Writable, progress?: ExportProgress,
+  stop?: AbortSignal): Promise<UsageExportSummary> {
   if (!(RECORD_FORMATS as readonly string[]).includes(options.format)) {
     throw invalidParameter(`--format: ${JSON.stringify(options.format)} is not one of ${RECORD_FORMATS.join(", ")}`);
   }
@@ -59,7 +60,7 @@ export async function exportUsageFile(database: Database, options: UsageExportOp
   async function* text() {
     yield encoder.header;
     for await (const batch of exportUsageRows(new UsageRepository(database), directory,
-      { enterpriseId: enterprise!.enterprise_id, currency: enterprise!.currency, start: window.start, end: window.end, timeZone })) {
+      { enterpriseId: enterprise!.enterprise_id, currency: enterprise!.currency, start: window.start, end: window.end, timeZone, signal: stop })) {
       rows += batch.length;
       // Dates are YYYY-MM-DD: their distance as UTC dates is the number of local days between them.
       progress?.update(Math.round((Date.parse(batch[batch.length - 1]!.date) - firstDay) / 86_400_000) + 1, rows);
@@ -68,10 +69,11 @@ export async function exportUsageFile(database: Database, options: UsageExportOp
   }
   progress?.start(window.days);
   try {
-    await pipeline(Readable.from(text(), { objectMode: false }), out, { end: temporary !== undefined });
+    await pipeline(Readable.from(text(), { objectMode: false }), out, { end: temporary !== undefined, signal: stop });
     if (temporary !== undefined) await rename(temporary, options.out!);
   } catch (error) {
     if (temporary !== undefined) await rm(temporary, { force: true });
+    if (stop?.aborted) throw new Error(`stopped by ${String(stop.reason)} after ${rows} rows: ${options.out === undefined ? "the output is incomplete" : `${options.out} was not written`}`);
     throw error;
   } finally {
     progress?.stop();

@@ -175,9 +175,14 @@ export function buildProgram(io: CliIo = processIo()): Command {
     .option("--out <file>", "write to this file (complete or not at all) instead of stdout")
     .addOption(dbOption())
     .action(async (opts, command: Command) => {
+      // Ctrl-C or a SIGTERM stops the export cleanly: the partial file is removed, the store closed.
+      const stopped = new AbortController();
+      const stop = (signal: NodeJS.Signals) => stopped.abort(signal);
+      process.once("SIGINT", stop).once("SIGTERM", stop);
       const summary = await withDatabase(io, opts.db, (database) => exportUsageFile(database,
         { enterprise: opts.enterprise, from: opts.from, to: opts.to, timeZone: opts.timeZone, format: opts.format, out: opts.out },
-        io.stdout, io.stderr.isTTY ? exportProgressBar(io.stderr) : undefined));
+        io.stdout, io.stderr.isTTY ? exportProgressBar(io.stderr) : undefined, stopped.signal))
+        .finally(() => process.off("SIGINT", stop).off("SIGTERM", stop));
       // stdout may be the export itself: the summary goes to stderr.
       outputOf(command, io.stderr).result(summary);
     });

@@ -9,13 +9,14 @@ import { toJson } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { parse as parseCsv } from "csv-parse/sync";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { UsageExportRowSchema, UsageService } from "../../gen/enterprise_admin/v1/usage_pb.js";
 import { checkUsageEvent } from "../../src/domain/usage-event.js";
 import { importDirectory } from "../../src/operations/import-directory.js";
 import { recordUsage } from "../../src/operations/record-usage.js";
 import { UsageRepository } from "../../src/storage/usage-repository.js";
-import { cli } from "../helpers/cli.js";
+import { cli, cliChild } from "../helpers/cli.js";
 import { dialects } from "../helpers/databases.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 import { byCodePoint, parseJsonBig, sixDecimals } from "../helpers/usage-reference.js";
@@ -383,6 +384,38 @@ describe.each(dialects)("usage export (%s)", (dialect) => {
       expect(run.stdout).toBe((await get({ start_time: start, end_time: end, time_zone: "America/New_York", format: "ndjson" })).text);
       expect(run.stdout.length).toBeGreaterThan(0);
     });
+
+    // PostgreSQL lets the test hold the export still: its first read of usage_event waits for the
+    // test's table lock, so the signal always comes mid-export, the partial file already there.
+    it.runIf(dialect === "postgres")("Ctrl-C (SIGINT) mid-export removes the partial file at once and exits 1 naming the signal", async () => {
+      const out = join(dir, "stopped.csv");
+      const partials = () => readdirSync(dir).filter((name) => name.startsWith("stopped.csv.partial-"));
+      const holder = new pg.Client({ connectionString: svc.databaseUrl });
+      await holder.connect();
+      try {
+        await holder.query("begin");
+        await holder.query("lock table usage_event in access exclusive mode");
+        const child = cliChild([...base(), "--out", out]);
+        const stderr: Buffer[] = [];
+        child.stderr!.on("data", (chunk: Buffer) => stderr.push(chunk));
+        const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+        await vi.waitFor(async () => {
+          expect(partials()).toHaveLength(1);
+          const { rows } = await holder.query("select count(*)::int as n from pg_locks where relation = 'usage_event'::regclass and not granted");
+          expect(rows[0].n).toBe(1);
+        }, { timeout: 45_000, interval: 20 });
+        child.kill("SIGINT");
+        // Gone while the export's read still waits: the stop does not wait for the database.
+        await vi.waitFor(() => expect(partials()).toEqual([]), { timeout: 5_000, interval: 20 });
+        await holder.query("commit");
+        expect(await exited).toBe(1);
+        expect(Buffer.concat(stderr).toString("utf8").trim()).toBe(`error: stopped by SIGINT after 0 rows: ${out} was not written`);
+        expect(existsSync(out)).toBe(false);
+        expect(readdirSync(dir).filter((name) => name.includes("partial"))).toEqual([]);
+      } finally {
+        await holder.end();
+      }
+    }, 90_000);
 
     it.each([
       ["an unknown enterprise", ["--enterprise", "nope"], /^error: --enterprise: enterprise "nope" does not exist/],

@@ -1,9 +1,9 @@
 // The enterprise-admin command line, two ways. `cli` runs it in this process (src/cli/run-cli.ts)
 // with streams and an environment of its own: most tests. `cliProcess` and `cliOnTerminal` run the
 // real binary (bin/enterprise-admin.mjs) as a child process, for what only a process shows: its exit
-// status, a terminal. Both see this process's environment with DATABASE_URL emptied, so a command
+// status, a terminal, a signal. Both see this process's environment with DATABASE_URL emptied, so a command
 // reaches only the database its --db names; `env` adds or overrides variables.
-import { execFile } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { Writable } from "node:stream";
 import { promisify } from "node:util";
 import { runCli } from "../../src/cli/run-cli.js";
@@ -49,6 +49,9 @@ async function runProcess(file: string, args: string[], env: NodeJS.ProcessEnv):
     return { code: e.code, stdout: e.stdout, stderr: e.stderr };
   }
 }
+
+/** The real binary as a child process left running (output piped), for a test that signals it. */
+export const cliChild = (args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess => spawn(process.execPath, [bin, ...args], { env: environment(env) });
 
 /** The real binary as a child process, its output piped. */
 export const cliProcess = (args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> => runProcess(process.execPath, [bin, ...args], env);
