@@ -124,6 +124,14 @@ export interface UsageRollupTable {
   member_count: number;
   /** "input output basic pay_go events", decimal. */
   sums: string;
+}
+
+/** A usage_rollup row's members, under the same key. */
+export interface UsageRollupMembersTable {
+  enterprise_id: string;
+  grain: number;
+  period: number;
+  model_id: number;
   /** The member keys, a portable roaring bitmap. */
   members: Uint8Array;
   /** On a day's ALL_MODELS row: each member's sums of the day (storage/member-day-sums.ts); else null. */
@@ -201,6 +209,7 @@ export interface Schema {
   usage_ingestion_count: UsageIngestionCountTable;
   usage_rollup_layout: UsageRollupLayoutTable;
   usage_rollup: UsageRollupTable;
+  usage_rollup_members: UsageRollupMembersTable;
   environment_config: EnvironmentConfigTable;
   environment_data_key: EnvironmentDataKeyTable;
   environment_secret: EnvironmentSecretTable;

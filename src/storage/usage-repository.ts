@@ -238,7 +238,7 @@ export class UsageRepository {
    * SQLite reuses the pages in place: nothing to do.
    */
   async tidyAfterImport(): Promise<void> {
-    if (this.dialect === "postgres") await sql`vacuum (analyze) usage_running_total, usage_rollup`.execute(this.db);
+    if (this.dialect === "postgres") await sql`vacuum (analyze) usage_running_total, usage_rollup, usage_rollup_members`.execute(this.db);
   }
 
   /** How many raw events the enterprise has (what `usage rebuild` will read). */

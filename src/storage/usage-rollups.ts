@@ -26,8 +26,10 @@ export interface RollupRow {
   members?: Uint8Array;
 }
 
-/** The column values of a row to write, in ROW_COLUMNS order. */
-const ROW_COLUMNS = ["enterprise_id", "grain", "period", "model_id", "member_count", "sums", "members", "member_sums"] as const;
+/** The column values of a row to write: its sums' (usage_rollup), then its members' (usage_rollup_members). */
+const KEY_COLUMNS = ["enterprise_id", "grain", "period", "model_id"] as const;
+const SUMS_COLUMNS = [...KEY_COLUMNS, "member_count", "sums"] as const;
+const MEMBERS_COLUMNS = [...KEY_COLUMNS, "members", "member_sums"] as const;
 
 /** A stored rollup row as an ingestion reads it to add to it. */
 interface StoredRollup {
@@ -64,6 +66,7 @@ export class UsageRollups {
   /** Deletes the enterprise's rollups and begins them again, empty, in its current zone. */
   async restart(enterpriseId: string): Promise<RollupLayout> {
     await this.db.deleteFrom("usage_rollup").where("enterprise_id", "=", enterpriseId).execute();
+    await this.db.deleteFrom("usage_rollup_members").where("enterprise_id", "=", enterpriseId).execute();
     await this.db.deleteFrom("usage_rollup_layout").where("enterprise_id", "=", enterpriseId).execute();
     const { time_zone } = await this.db.selectFrom("enterprise").select("time_zone").where("enterprise_id", "=", enterpriseId).executeTakeFirstOrThrow();
     const layout = layoutFor(time_zone, Math.floor(Date.now() / 1000));
@@ -88,7 +91,8 @@ export class UsageRollups {
           if (!stored.has(period)) stored.set(period, new Map());
           stored.get(period)!.set(Number(row.model_id), row);
         }
-        const rows: unknown[][] = [];
+        const sumRows: unknown[][] = [];
+        const memberRows: unknown[][] = [];
         for (const [period, modelId] of part) {
           const entry = entries.get(period)!.get(modelId)!;
           const before = stored.get(period)?.get(modelId);
@@ -99,23 +103,24 @@ export class UsageRollups {
           }
           const serialized = bytes.take(members.getSerializationSizeInBytes("portable"));
           members.serialize("portable", serialized);
-          rows.push([enterpriseId, grain, period, modelId, members.size, encodeSums(entry.sums), serialized,
+          sumRows.push([enterpriseId, grain, period, modelId, members.size, encodeSums(entry.sums)]);
+          memberRows.push([enterpriseId, grain, period, modelId, serialized,
             grain === DAY && modelId === ALL_MODELS ? mergeMemberSums(before?.member_sums ?? null, memberDays.get(period) ?? new Map()) : null]);
         }
-        await this.db.executeQuery(CompiledQuery.raw(this.upsertStatement(rows.length), rows.flat()));
+        await this.db.executeQuery(CompiledQuery.raw(this.upsertStatement("usage_rollup", sumRows.length), sumRows.flat()));
+        await this.db.executeQuery(CompiledQuery.raw(this.upsertStatement("usage_rollup_members", memberRows.length), memberRows.flat()));
         bytes.reset();
       }
     }
   }
 
-  private upsertStatement(rowCount: number): string {
-    return this.texts.of("rollups: upsert", rowCount, (rows) => {
-      const placeholder = Object.fromEntries(ROW_COLUMNS.map((c) => [c, 0])) as never;
-      return this.db.insertInto("usage_rollup").values(Array.from({ length: rows }, () => placeholder))
-        .onConflict((oc) => oc.columns(["enterprise_id", "grain", "period", "model_id"]).doUpdateSet((eb) => ({
-          member_count: eb.ref("excluded.member_count"), sums: eb.ref("excluded.sums"), members: eb.ref("excluded.members"),
-          member_sums: eb.ref("excluded.member_sums"),
-        })))
+  private upsertStatement(table: "usage_rollup" | "usage_rollup_members", rowCount: number): string {
+    return this.texts.of(`rollups: upsert ${table}`, rowCount, (rows) => {
+      const columns = table === "usage_rollup" ? SUMS_COLUMNS : MEMBERS_COLUMNS;
+      const placeholder = Object.fromEntries(columns.map((c) => [c, 0])) as never;
+      return this.db.insertInto(table).values(Array.from({ length: rows }, () => placeholder))
+        .onConflict((oc) => oc.columns([...KEY_COLUMNS]).doUpdateSet(Object.fromEntries(
+          columns.slice(KEY_COLUMNS.length).map((c) => [c, sql.ref(`excluded.${c}`)])) as never))
         .compile().sql;
     });
   }
@@ -123,7 +128,8 @@ export class UsageRollups {
   /**
    * The stored rows of these (period, model) pairs of a grain, those that exist: by the pairs
    * themselves, not every model of the periods (a live batch spread over a day touches about half
-   * of its quarters' model rows).
+   * of its quarters' model rows). CROSS JOIN keeps SQLite's join order, the pairs first: else it
+   * scans the grain's members rows for each pair.
    */
   private async storedRows(enterpriseId: string, grain: Grain, keys: ReadonlyArray<readonly [number, number]>): Promise<StoredRollup[]> {
     const text = this.texts.of("rollups: stored", keys.length, (count) => {
@@ -131,8 +137,10 @@ export class UsageRollups {
       const pairs = Array.from({ length: count }, (_, i) => (postgres ? `($${2 * i + 1}::bigint, $${2 * i + 2}::integer)` : "(?, ?)")).join(", ");
       const [enterprise, grainValue] = postgres ? [`$${2 * count + 1}`, `$${2 * count + 2}::integer`] : ["?", "?"];
       return `with k(p, m) as (values ${pairs})
-        select r.period, r.model_id, r.sums, r.members, r.member_sums from k join usage_rollup r
-          on r.enterprise_id = ${enterprise} and r.grain = ${grainValue} and r.period = k.p and r.model_id = k.m`;
+        select r.period, r.model_id, r.sums, m.members, m.member_sums
+        from k cross join usage_rollup r cross join usage_rollup_members m
+        where r.enterprise_id = ${enterprise} and r.grain = ${grainValue} and r.period = k.p and r.model_id = k.m
+          and m.enterprise_id = r.enterprise_id and m.grain = r.grain and m.period = k.p and m.model_id = k.m`;
     });
     return (await this.db.executeQuery<StoredRollup>(CompiledQuery.raw(text, [...keys.flat(), enterpriseId, grain]))).rows;
   }
@@ -140,10 +148,12 @@ export class UsageRollups {
   /** The stored rows of these periods of a grain: every model's, or only the ALL_MODELS ones; with their members or without. */
   async rows(enterpriseId: string, grain: Grain, periods: readonly number[], models: "each" | "all", withMembers: boolean): Promise<RollupRow[]> {
     if (periods.length === 0) return [];
-    const rows = await this.db.selectFrom("usage_rollup")
-      .select(["period", "model_id", "member_count", "sums", withMembers ? "members" : sql<null>`null`.as("members")])
-      .where("enterprise_id", "=", enterpriseId).where("grain", "=", grain).where(this.periodIn(periods))
-      .where("model_id", models === "all" ? "=" : ">", 0).execute();
+    const rows = await this.db.selectFrom("usage_rollup as r")
+      .$if(withMembers, (qb) => qb.innerJoin("usage_rollup_members as m", (join) => join.onRef("m.enterprise_id", "=", "r.enterprise_id")
+        .onRef("m.grain", "=", "r.grain").onRef("m.period", "=", "r.period").onRef("m.model_id", "=", "r.model_id")))
+      .select(["r.period", "r.model_id", "r.member_count", "r.sums", withMembers ? sql<Uint8Array>`m.members`.as("members") : sql<null>`null`.as("members")])
+      .where("r.enterprise_id", "=", enterpriseId).where("r.grain", "=", grain).where(this.periodIn("r.period", periods))
+      .where("r.model_id", models === "all" ? "=" : ">", 0).execute();
     return rows.map((row) => {
       const sums = new ModelSums();
       addEncodedSums(row.sums, sums);
@@ -157,16 +167,16 @@ export class UsageRollups {
   /** The member sums of these days of the layout (those with usage), each with its day's start. */
   async memberDays(enterpriseId: string, days: readonly number[]): Promise<Array<{ day: number; memberSums: Uint8Array }>> {
     if (days.length === 0) return [];
-    const rows = await this.db.selectFrom("usage_rollup").select(["period", "member_sums"])
-      .where("enterprise_id", "=", enterpriseId).where("grain", "=", DAY).where(this.periodIn(days)).where("model_id", "=", ALL_MODELS).execute();
+    const rows = await this.db.selectFrom("usage_rollup_members").select(["period", "member_sums"])
+      .where("enterprise_id", "=", enterpriseId).where("grain", "=", DAY).where(this.periodIn("period", days)).where("model_id", "=", ALL_MODELS).execute();
     return rows.map((row) => ({ day: Number(row.period), memberSums: row.member_sums ?? new Uint8Array() }));
   }
 
-  /** period in a list, the list one parameter (a JSON array on SQLite, an array on PostgreSQL). */
-  private periodIn(periods: readonly number[]) {
+  /** A period column in a list, the list one parameter (a JSON array on SQLite, an array on PostgreSQL). */
+  private periodIn(column: "period" | "r.period", periods: readonly number[]) {
     return this.dialect === "postgres"
-      ? sql<boolean>`period = any(${[...periods]}::bigint[])`
-      : sql<boolean>`period in (select value from json_each(${JSON.stringify(periods)}))`;
+      ? sql<boolean>`${sql.ref(column)} = any(${[...periods]}::bigint[])`
+      : sql<boolean>`${sql.ref(column)} in (select value from json_each(${JSON.stringify(periods)}))`;
   }
 }
 

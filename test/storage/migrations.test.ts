@@ -8,7 +8,7 @@ import { migrations } from "../../src/storage/migrations/index.js";
 import { createTestDatabase, dialects, type TestDatabase } from "../helpers/databases.js";
 
 const TABLES = ["access_token", "app", "department", "enterprise", "environment_config", "environment_data_key", "environment_secret",
-  "master_key", "master_key_ring", "member", "member_department", "usage_event", "usage_ingestion_count", "usage_model", "usage_rollup", "usage_rollup_layout", "usage_running_total"];
+  "master_key", "master_key_ring", "member", "member_department", "usage_event", "usage_ingestion_count", "usage_model", "usage_rollup", "usage_rollup_layout", "usage_rollup_members", "usage_running_total"];
 
 describe.each(dialects)("migrations on an empty database (%s)", (dialect) => {
   const opened: { testDb: TestDatabase; database: Database }[] = [];
@@ -74,6 +74,32 @@ describe.each(dialects)("migrations on an empty database (%s)", (dialect) => {
     await expect(db.insertInto("member").values(member("2")).execute()).rejects.toThrow(/unique/i);
     await db.updateTable("member").set({ removed_at: 1 }).where("user_id", "=", "1").execute();
     await db.insertInto("member").values(member("2")).execute();
+  });
+
+  it("rollup members: the stored rows' members move beside their sums as they are, and back when undone", async () => {
+    const database = await emptyDatabase();
+    const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
+    expect((await migrator.migrateTo("20261129T090000-directory-version")).error).toBeUndefined();
+    const db = database.db as unknown as Kysely<any>;
+    await db.insertInto("enterprise").values({ enterprise_id: "e", name: "E", currency: "USD", created_at: 0 }).execute();
+    const key = { enterprise_id: "e", grain: 2, period: 86_400 };
+    const stored = [
+      { ...key, model_id: 0, member_count: 2, sums: "1 2 3 4 5", members: Buffer.from([1, 2, 3]), member_sums: Buffer.from([9, 8]) },
+      { ...key, model_id: 7, member_count: 1, sums: "1 1 1 1 1", members: Buffer.from([4]), member_sums: null },
+    ];
+    await db.insertInto("usage_rollup").values(stored).execute();
+    const bytes = (value: Uint8Array | null) => (value === null ? null : Buffer.from(value).toString("hex"));
+    expect((await migrator.migrateTo("20261129T100000-rollup-members")).error).toBeUndefined();
+    expect(await db.selectFrom("usage_rollup").selectAll().orderBy("model_id").execute())
+      .toStrictEqual(stored.map(({ members: _, member_sums: __, ...sums }) => sums));
+    expect((await db.selectFrom("usage_rollup_members").selectAll().orderBy("model_id").execute())
+      .map((row) => ({ ...row, period: Number(row.period), members: bytes(row.members), member_sums: bytes(row.member_sums) })))
+      .toStrictEqual(stored.map(({ enterprise_id, grain, period, model_id, members, member_sums }) =>
+        ({ enterprise_id, grain, period, model_id, members: bytes(members), member_sums: bytes(member_sums) })));
+    expect((await migrator.migrateTo("20261129T090000-directory-version")).error).toBeUndefined();
+    expect((await db.selectFrom("usage_rollup").selectAll().orderBy("model_id").execute())
+      .map((row) => ({ ...row, period: Number(row.period), members: bytes(row.members), member_sums: bytes(row.member_sums) })))
+      .toStrictEqual(stored.map((row) => ({ ...row, members: bytes(row.members), member_sums: bytes(row.member_sums) })));
   });
 
   it("undoing the baseline leaves no table of the application", async () => {

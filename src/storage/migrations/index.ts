@@ -4,10 +4,12 @@ import * as baseline from "./20261126T080000-baseline.js";
 import * as formerMembers from "./20261127T100000-former-members.js";
 import * as usageRollups from "./20261128T090000-usage-rollups.js";
 import * as directoryVersion from "./20261129T090000-directory-version.js";
+import * as rollupMembers from "./20261129T100000-rollup-members.js";
 
 export const migrations: Record<string, Migration> = {
   "20261126T080000-baseline": baseline,
   "20261127T100000-former-members": formerMembers,
   "20261128T090000-usage-rollups": usageRollups,
   "20261129T090000-directory-version": directoryVersion,
+  "20261129T100000-rollup-members": rollupMembers,
 };
