@@ -1,4 +1,4 @@
-// The stored form of each member's sums of one day (usage_rollup.member_sums, on a day's all-models
+// The stored form of each member's sums of one day (usage_rollup_members.member_sums, on a day's all-models
 // row), in columns that a report reads as typed arrays without decoding them value by value:
 // - a 16-byte header: the member count (uint32); one byte per column, its width in bytes (1, 2, 4
 //   or 8: the fewest that hold the column's largest value), the keys' then the five sums'; two bytes
