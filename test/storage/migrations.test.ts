@@ -26,6 +26,16 @@ describe.each(dialects)("migrations on an empty database (%s)", (dialect) => {
     return database;
   }
 
+  /** An empty database migrated up to `name`, holding one enterprise "e", and the migrator to move it on. */
+  async function enterpriseAt(name: string) {
+    const database = await emptyDatabase();
+    const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
+    expect((await migrator.migrateTo(name)).error).toBeUndefined();
+    const db = database.db as unknown as Kysely<any>;
+    await db.insertInto("enterprise").values({ enterprise_id: "e", name: "E", currency: "USD", created_at: 0 }).execute();
+    return { migrator, db };
+  }
+
   /** The application's tables (Kysely's own and SQLite's internal ones left out). */
   async function tables(database: Database): Promise<string[]> {
     const all = await database.db.introspection.getTables();
@@ -62,11 +72,7 @@ describe.each(dialects)("migrations on an empty database (%s)", (dialect) => {
   });
 
   it("former members: a baseline's members stay current; an e-mail is unique among current members only", async () => {
-    const database = await emptyDatabase();
-    const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
-    expect((await migrator.migrateTo("20261126T080000-baseline")).error).toBeUndefined();
-    const db = database.db as unknown as Kysely<any>;
-    await db.insertInto("enterprise").values({ enterprise_id: "e", name: "E", currency: "USD", created_at: 0 }).execute();
+    const { migrator, db } = await enterpriseAt("20261126T080000-baseline");
     const member = (user_id: string) => ({ enterprise_id: "e", user_id, email: "a@e.example", email_folded: "a@e.example", account_type: 1 });
     await db.insertInto("member").values(member("1")).execute();
     expect((await migrator.migrateTo("20261127T100000-former-members")).error).toBeUndefined();
@@ -77,11 +83,7 @@ describe.each(dialects)("migrations on an empty database (%s)", (dialect) => {
   });
 
   it("rollup members: the stored rows' members move beside their sums as they are, and back when undone", async () => {
-    const database = await emptyDatabase();
-    const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
-    expect((await migrator.migrateTo("20261129T090000-directory-version")).error).toBeUndefined();
-    const db = database.db as unknown as Kysely<any>;
-    await db.insertInto("enterprise").values({ enterprise_id: "e", name: "E", currency: "USD", created_at: 0 }).execute();
+    const { migrator, db } = await enterpriseAt("20261129T090000-directory-version");
     const key = { enterprise_id: "e", grain: 2, period: 86_400 };
     const stored = [
       { ...key, model_id: 0, member_count: 2, sums: "1 2 3 4 5", members: Buffer.from([1, 2, 3]), member_sums: Buffer.from([9, 8]) },
