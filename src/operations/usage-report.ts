@@ -278,10 +278,14 @@ export class UsageReports {
     const { days, raw } = wholeDays(plan, layout);
     if (departments && members === undefined && plan.dimensions.length === 1 && plan.dimensions[0] === "department") {
       // A day the cache lacks: its members' sums added per group, each day its own bucket (one
-      // ReportCells for them all, so that each member's groups are looked up once).
-      const dayCells = new ReportCells(days.map(({ day, end }) => ({ start: day, end, date: "" })), new Grouping(["department"], departments.groupsOf));
-      const index = new Map(days.map(({ day }, i) => [day, i]));
+      // ReportCells for them all, so that each member's groups are looked up once; made only when a
+      // day is missing).
+      let made: { dayCells: ReportCells; index: Map<number, number> } | undefined;
       await this.addKeptDays(cells, enterpriseId, `${layout.timeZone}\ndepartment\n${departments.fingerprint}`, days, async (some, withMembers) => {
+        const { dayCells, index } = (made ??= {
+          dayCells: new ReportCells(days.map(({ day, end }) => ({ start: day, end, date: "" })), new Grouping(["department"], departments.groupsOf)),
+          index: new Map(days.map(({ day }, i) => [day, i])),
+        });
         for (const { day, memberSums } of await this.usage.rollups.memberDays(enterpriseId, some)) {
           dayCells.addMemberSums(index.get(day)!, decodeMemberSums(memberSums), undefined, !withMembers);
         }
