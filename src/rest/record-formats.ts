@@ -2,11 +2,11 @@
 // method, whose response's one repeated message field carries the records, and the CLI export's
 // file. Column and key names are the proto field names, in field order. CSV is RFC 4180 (CRLF line
 // ends, a header line, fields quoted when they hold a comma, a quote or a line break) written by
-// csv-stringify; a repeated field is its values joined by " | "; a cell a spreadsheet would take for a
-// formula starts with '. NDJSON is one REST JSON object a
-// line (rest-json.ts: 64-bit integers as exact numbers, repeated fields as arrays).
+// d3-dsv (a line at a time: its whole-file writer ends lines with LF alone); a repeated field is its
+// values joined by " | "; a cell a spreadsheet would take for a formula starts with '. NDJSON is one
+// REST JSON object a line (rest-json.ts: 64-bit integers as exact numbers, repeated fields as arrays).
 import { ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
-import { stringify } from "csv-stringify/sync";
+import { csvFormatRow } from "d3-dsv";
 import { messageToRestJson } from "./rest-json.js";
 
 export const RECORD_FORMATS = ["csv", "ndjson"] as const;
@@ -31,14 +31,11 @@ export function recordEncoder(schema: DescMessage, format: RecordFormat): Record
   if (format === "ndjson") {
     return { header: "", encode: (records) => records.map((record) => `${messageToRestJson(schema, record as Record<string, unknown>)}\n`).join("") };
   }
-  // A cell starting with =, +, -, @, tab or CR gets a leading ' (csv-stringify's escape_formulas), so a
-  // spreadsheet shows a name such as =HYPERLINK(...) instead of running it (CSV injection).
-  const options = { record_delimiter: "windows", quoted_match: /[\r\n]/, escape_formulas: true } as const;
   const cells = schema.fields.map(csvCell);
+  const line = (values: readonly string[]) => `${csvFormatRow(values as string[])}\r\n`;
   return {
-    header: stringify([schema.fields.map((f) => f.name)], options),
-    encode: (records) => records.length === 0 ? ""
-      : stringify(records.map((record) => schema.fields.map((field, i) => cells[i]!((record as Record<string, unknown>)[field.localName]))), options),
+    header: line(schema.fields.map((f) => f.name)),
+    encode: (records) => records.map((record) => line(schema.fields.map((field, i) => cells[i]!((record as Record<string, unknown>)[field.localName])))).join(""),
   };
 }
 
@@ -60,10 +57,21 @@ export function recordsField(response: DescMessage): DescField & { fieldKind: "l
   return field;
 }
 
-/** The text of a CSV cell for a value of `field` (a missing value is the zero value). */
+/** The text of a CSV cell for a value of `field` (a missing value is the zero value), formulas defused. */
 function csvCell(field: DescField): (value: unknown) => string {
   const text = (v: unknown) => (typeof v === "boolean" ? (v ? "true" : "false") : String(v));
-  if (field.fieldKind === "list") return (v) => ((v as unknown[] | undefined) ?? []).map(text).join(CSV_LIST_SEPARATOR);
+  if (field.fieldKind === "list") return (v) => defuseFormula(((v as unknown[] | undefined) ?? []).map(text).join(CSV_LIST_SEPARATOR));
   const zero = field.fieldKind === "scalar" && field.scalar === ScalarType.STRING ? "" : field.fieldKind === "scalar" && field.scalar === ScalarType.BOOL ? "false" : "0";
-  return (v) => (v === undefined || v === null ? zero : text(v));
+  return (v) => (v === undefined || v === null ? zero : defuseFormula(text(v)));
 }
+
+/**
+ * A cell starting with =, +, -, @, tab or CR gets a leading ' (OWASP's advice on CSV injection), so
+ * that a spreadsheet shows a name such as =HYPERLINK(...) as text instead of running it. Numbers and
+ * amounts here are never negative: none starts with one.
+ */
+function defuseFormula(cell: string): string {
+  return FORMULA_START.test(cell) ? `'${cell}` : cell;
+}
+
+const FORMULA_START = /^[=+\-@\t\r]/;
