@@ -57,18 +57,19 @@ export function recordsField(response: DescMessage): DescField & { fieldKind: "l
   return field;
 }
 
-/** The text of a CSV cell for a value of `field` (a missing value is the zero value), formulas defused. */
+/** The text of a CSV cell for a value of `field` (a missing value is the zero value), a text's formula defused. */
 function csvCell(field: DescField): (value: unknown) => string {
   const text = (v: unknown) => (typeof v === "boolean" ? (v ? "true" : "false") : String(v));
   if (field.fieldKind === "list") return (v) => defuseFormula(((v as unknown[] | undefined) ?? []).map(text).join(CSV_LIST_SEPARATOR));
-  const zero = field.fieldKind === "scalar" && field.scalar === ScalarType.STRING ? "" : field.fieldKind === "scalar" && field.scalar === ScalarType.BOOL ? "false" : "0";
-  return (v) => (v === undefined || v === null ? zero : defuseFormula(text(v)));
+  if (field.fieldKind === "scalar" && field.scalar === ScalarType.STRING) return (v) => (v === undefined || v === null ? "" : defuseFormula(String(v)));
+  const zero = field.fieldKind === "scalar" && field.scalar === ScalarType.BOOL ? "false" : "0";
+  return (v) => (v === undefined || v === null ? zero : text(v));
 }
 
 /**
- * A cell starting with =, +, -, @, tab or CR gets a leading ' (OWASP's advice on CSV injection), so
- * that a spreadsheet shows a name such as =HYPERLINK(...) as text instead of running it. Numbers and
- * amounts here are never negative: none starts with one.
+ * A text starting with =, +, -, @, tab or CR gets a leading ' (OWASP's advice on CSV injection), so
+ * that a spreadsheet shows a name such as =HYPERLINK(...) as text instead of running it. A number is
+ * left as it is (-5 is no formula).
  */
 function defuseFormula(cell: string): string {
   return FORMULA_START.test(cell) ? `'${cell}` : cell;
