@@ -116,8 +116,6 @@ export function ranksOf<T, K>(items: Iterable<T>, keyOf: (item: T) => K, compare
   return new Map([...items].sort(compare).map((item, position) => [keyOf(item), position]));
 }
 
-/** Models by model_name, model_type, model_source in code point order (as the usage query orders them). */
-
 /**
  * Department groups' order: the department itself first (its directly placed members), then its
  * children by name, then department_id, in code point order.
