@@ -19,7 +19,7 @@ export interface UsageRebuildSummary {
 }
 
 export async function rebuildUsage(repository: UsageRepository, enterpriseId: string, progress?: RebuildProgress): Promise<UsageRebuildSummary> {
-  if ((await repository.currency(enterpriseId)) === undefined) {
+  if ((await repository.enterpriseSettings(enterpriseId)) === undefined) {
     throw invalidParameter(`--enterprise: enterprise "${enterpriseId}" does not exist (import a directory file first)`);
   }
   progress?.start(await repository.eventCount(enterpriseId));

@@ -134,14 +134,9 @@ export class UsageRepository {
     return rows.map((row) => ({ ...row, member_key: Number(row.member_key) }));
   }
 
-  /** The enterprise's currency, time zone (the analytics' default zone) and directory version. */
+  /** The enterprise's currency, time zone (the analytics' default zone) and directory version; undefined when it does not exist. */
   async enterpriseSettings(enterpriseId: string): Promise<EnterpriseSettings | undefined> {
     return this.db.selectFrom("enterprise").select(["currency", "time_zone", "directory_version"]).where("enterprise_id", "=", enterpriseId).executeTakeFirst();
-  }
-
-  async currency(enterpriseId: string): Promise<string | undefined> {
-    const row = await this.db.selectFrom("enterprise").select("currency").where("enterprise_id", "=", enterpriseId).executeTakeFirst();
-    return row?.currency;
   }
 
   /**
