@@ -4,7 +4,7 @@
 // thread, which writes, has no time to spare (summing was about 9% of its work).
 import type { EventValue } from "../domain/usage-event.js";
 import { EVENTS, SUMS, SUM_LIMIT, SumLimitError, TotalsByModel } from "../domain/usage-totals.js";
-import { MAX_ENTRY_BYTES, addPackedTotals, writeBigVarint, writeVarint } from "./usage-sums-codec.js";
+import { MAX_ENTRY_BYTES, VarintReader, addPackedTotals, writeBigVarint, writeVarint } from "./usage-sums-codec.js";
 
 /** A member's sums per day, in day order. */
 export type MemberDays = Array<[day: number, sums: DaySum]>;
@@ -306,25 +306,14 @@ function lengthened<T extends Int32Array<ArrayBuffer> | Uint8Array<ArrayBuffer>>
  */
 export function forEachFrame(frames: Uint8Array,
   visit: (member: number, running: boolean, day: number, start: number, end: number) => void): void {
-  let at = 0;
-  // readVarint without a tuple per value (an import reads three a frame, for millions of frames).
-  const varint = () => {
-    let value = 0;
-    let scale = 1;
-    for (;;) {
-      const byte = frames[at++]!;
-      value += (byte & 0x7f) * scale;
-      scale *= 128;
-      if (!(byte >= 0x80)) return value;
-    }
-  };
-  while (at < frames.length) {
-    const memberAndKind = varint();
-    const day = varint();
-    const length = varint();
-    const start = at;
+  const reader = new VarintReader(frames);
+  while (reader.at < frames.length) {
+    const memberAndKind = reader.next();
+    const day = reader.next();
+    const length = reader.next();
+    const start = reader.at;
     visit(Math.floor(memberAndKind / 2), memberAndKind % 2 === 1, day, start, start + length);
-    at = start + length;
+    reader.at = start + length;
   }
 }
 

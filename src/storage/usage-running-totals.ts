@@ -12,7 +12,7 @@ import { CompiledQuery } from "kysely";
 import { TotalsByModel } from "../domain/usage-totals.js";
 import { chunks, type BulkStore } from "./bulk-statements.js";
 import { DaySums, type MemberDays } from "./usage-day-sums.js";
-import { addPackedTotals, framedBytes, packFramed, readVarint } from "./usage-sums-codec.js";
+import { addPackedTotals, framedBytes, packFramed, VarintReader } from "./usage-sums-codec.js";
 
 /** A stored row: its day and its bare packed totals (the frame taken off). */
 export interface StoredRow {
@@ -100,17 +100,17 @@ function splitStoredRows(found: StoredRows | undefined): Map<number, StoredRow[]
   if (!found?.days || !found.totals) return byMember;
   const days = found.days.split(",");
   const frames = found.totals;
-  let at = 0;
+  const reader = new VarintReader(frames);
   for (const day of days) {
-    const [memberKey, afterKey] = readVarint(frames, at);
-    const [length, start] = readVarint(frames, afterKey);
-    const row = { day: Number(day), totals: frames.subarray(start, start + length) };
+    const memberKey = reader.next();
+    const length = reader.next();
+    const row = { day: Number(day), totals: frames.subarray(reader.at, reader.at + length) };
     const list = byMember.get(memberKey);
     if (list) list.push(row);
     else byMember.set(memberKey, [row]);
-    at = start + length;
+    reader.at += length;
   }
-  if (at !== frames.length) throw new Error(`usage_running_total: ${days.length} days read but ${frames.length - at} bytes of totals left over`);
+  if (reader.at !== frames.length) throw new Error(`usage_running_total: ${days.length} days read but ${frames.length - reader.at} bytes of totals left over`);
   for (const list of byMember.values()) list.sort((a, b) => a.day - b.day);
   return byMember;
 }

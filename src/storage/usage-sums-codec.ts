@@ -15,8 +15,8 @@ const NUMBER_BYTES = 7;
 
 /**
  * CORRUPT. Packed totals that end inside an entry (or a frame that claims more bytes than there are)
- * are refused instead of read on: every varint loop here stops at a byte past the buffer
- * (`undefined >= 0x80` is false), and the reader checks that its last entry ended exactly at its end.
+ * are refused instead of read on: VarintReader stops at a byte past the buffer (`undefined >= 0x80`
+ * is false), and each reader of packed totals checks that its last entry ended exactly at its end.
  * (A loop waiting for `byte < 0x80` never stopped on such bytes: one corrupt stored row would have
  * held the server's thread for good.) Only this code writes packed totals; this guards the store.
  */
@@ -33,33 +33,18 @@ export class CorruptTotalsError extends Error {
  */
 export function addPackedTotals(target: TotalsByModel, packed: Uint8Array, at = 0, end = packed.length, modelIds?: ArrayLike<number>,
   sign: 1 | -1 = 1): void {
-  while (at < end) {
-    // model_id, then the sums; each a varint, read inline (no tuple per value, as readVarint returns): a hot path.
-    let value = 0;
-    let scale = 1;
-    let start = at;
-    for (;;) {
-      const byte = packed[at++]!;
-      value += (byte & 0x7f) * scale;
-      scale *= 128;
-      if (!(byte >= 0x80)) break;
-    }
-    const sums = target.sumsOf(modelIds ? modelIds[value]! : value);
+  const reader = new VarintReader(packed, at);
+  while (reader.at < end) {
+    const model = reader.next();
+    const sums = target.sumsOf(modelIds ? modelIds[model]! : model);
     for (let i = 0; i < SUMS; i++) {
-      value = 0;
-      scale = 1;
-      start = at;
-      for (;;) {
-        const byte = packed[at++]!;
-        value += (byte & 0x7f) * scale;
-        scale *= 128;
-        if (!(byte >= 0x80)) break;
-      }
-      if (at - start <= NUMBER_BYTES) sums.add(i, sign * value);
+      const start = reader.at;
+      const value = reader.next();
+      if (reader.at - start <= NUMBER_BYTES) sums.add(i, sign * value);
       else sums.addBig(i, sign === 1 ? readBigVarint(packed, start) : -readBigVarint(packed, start));
     }
   }
-  if (at !== end) throw new CorruptTotalsError(at, end);
+  if (reader.at !== end) throw new CorruptTotalsError(reader.at, end);
 }
 
 /**
@@ -69,32 +54,17 @@ export function addPackedTotals(target: TotalsByModel, packed: Uint8Array, at = 
 export function addPackedToWindow(window: WindowSums, packed: Uint8Array, at: number, end: number, member: number, negate: boolean): void {
   const sign = negate ? -1 : 1;
   const base = member * SUMS;
-  while (at < end) {
-    // Varints read inline, as in addPackedTotals: the hot path of the query, ~12,000 a 100-member answer.
-    let value = 0;
-    let scale = 1;
-    for (;;) {
-      const byte = packed[at++]!;
-      value += (byte & 0x7f) * scale;
-      scale *= 128;
-      if (!(byte >= 0x80)) break;
-    }
-    const slot = window.slotOf(value);
+  const reader = new VarintReader(packed, at);
+  while (reader.at < end) {
+    const slot = window.slotOf(reader.next());
     for (let i = 0; i < SUMS; i++) {
-      const start = at;
-      value = 0;
-      scale = 1;
-      for (;;) {
-        const byte = packed[at++]!;
-        value += (byte & 0x7f) * scale;
-        scale *= 128;
-        if (!(byte >= 0x80)) break;
-      }
-      if (at - start <= NUMBER_BYTES) window.addNumber(slot, base + i, sign * value);
+      const start = reader.at;
+      const value = reader.next();
+      if (reader.at - start <= NUMBER_BYTES) window.addNumber(slot, base + i, sign * value);
       else window.addBig(slot, base + i, BigInt(sign) * readBigVarint(packed, start));
     }
   }
-  if (at !== end) throw new CorruptTotalsError(at, end);
+  if (reader.at !== end) throw new CorruptTotalsError(reader.at, end);
 }
 
 /**
@@ -102,13 +72,14 @@ export function addPackedToWindow(window: WindowSums, packed: Uint8Array, at: nu
  * (FRAMED TOTALS), to a query's WindowSums. `memberOf` gives a member key's position.
  */
 export function addFramedToWindow(window: WindowSums, frames: Uint8Array, negate: boolean, memberOf: (memberKey: number) => number): void {
-  let at = 0;
-  while (at < frames.length) {
-    const [memberKey, afterKey] = readVarint(frames, at);
-    const [length, start] = readVarint(frames, afterKey);
+  const reader = new VarintReader(frames);
+  while (reader.at < frames.length) {
+    const memberKey = reader.next();
+    const length = reader.next();
+    const start = reader.at;
     if (start + length > frames.length) throw new CorruptTotalsError(start + length, frames.length);
     addPackedToWindow(window, frames, start, start + length, memberOf(memberKey), negate);
-    at = start + length;
+    reader.at = start + length;
   }
 }
 
@@ -146,45 +117,24 @@ export function packFramed(totals: TotalsByModel, out: Uint8Array, at: number, m
  */
 function packOnto(totals: TotalsByModel, packed: Uint8Array, out: Uint8Array, at: number): number {
   const mark = totals.newMark(); // marks the models merged by this call
-  let p = 0;
-  while (p < packed.length) {
-    const entryStart = p;
-    let id = 0;
-    let scale = 1;
-    for (;;) {
-      const byte = packed[p++]!;
-      id += (byte & 0x7f) * scale;
-      scale *= 128;
-      if (!(byte >= 0x80)) break;
-    }
+  const reader = new VarintReader(packed);
+  while (reader.at < packed.length) {
+    const entryStart = reader.at;
+    const id = reader.next();
     const sums = totals.models.get(id);
     if (!sums || sums.mark === mark) {
-      // Copied byte by byte while it is scanned: a subarray per entry to copy (about 17,000 a
-      // 1,000-event RPC batch) cost more than the bytes.
-      for (let q = entryStart; q < p; q++) out[at++] = packed[q]!;
-      for (let i = 0; i < SUMS; i++) {
-        let byte;
-        do {
-          byte = packed[p++]!;
-          out[at++] = byte;
-        } while (byte >= 0x80);
-      }
+      // Copied byte by byte once read past: a subarray per entry to copy (about 17,000 a 1,000-event
+      // RPC batch) cost more than the bytes.
+      for (let i = 0; i < SUMS; i++) reader.next();
+      for (let q = entryStart; q < reader.at; q++) out[at++] = packed[q]!;
       continue;
     }
     sums.mark = mark;
     at = writeVarint(out, at, id);
     for (let i = 0; i < SUMS; i++) {
-      const start = p;
-      let stored = 0;
-      scale = 1;
-      for (;;) {
-        const byte = packed[p++]!;
-        stored += (byte & 0x7f) * scale;
-        scale *= 128;
-        if (!(byte >= 0x80)) break;
-      }
-      const total = stored + sums.values[i]!;
-      if (p - start <= NUMBER_BYTES && !sums.big && total <= Number.MAX_SAFE_INTEGER) {
+      const start = reader.at;
+      const total = reader.next() + sums.values[i]!;
+      if (reader.at - start <= NUMBER_BYTES && !sums.big && total <= Number.MAX_SAFE_INTEGER) {
         at = writeVarint(out, at, total);
       } else {
         const big = readBigVarint(packed, start) + sums.total(i);
@@ -193,7 +143,7 @@ function packOnto(totals: TotalsByModel, packed: Uint8Array, out: Uint8Array, at
       }
     }
   }
-  if (p !== packed.length) throw new CorruptTotalsError(p, packed.length);
+  if (reader.at !== packed.length) throw new CorruptTotalsError(reader.at, packed.length);
   for (const [id, sums] of totals.models) if (sums.mark !== mark) at = packEntry(out, at, id, sums);
   return at;
 }
@@ -228,24 +178,12 @@ export function writeRenumberedFramed(out: Uint8Array, at: number, memberKey: nu
   // The totals first, after room for the header: their length is part of it.
   const totalsStart = at + FRAME_ROOM;
   let to = totalsStart;
-  let p = start;
-  while (p < end) {
-    let model = 0;
-    let scale = 1;
-    for (;;) {
-      const byte = frames[p++]!;
-      model += (byte & 0x7f) * scale;
-      scale *= 128;
-      if (!(byte >= 0x80)) break;
-    }
-    to = writeVarint(out, to, modelIds[model]!);
-    for (let i = 0; i < SUMS; i++) {
-      let byte;
-      do {
-        byte = frames[p++]!;
-        out[to++] = byte;
-      } while (byte >= 0x80);
-    }
+  const reader = new VarintReader(frames, start);
+  while (reader.at < end) {
+    to = writeVarint(out, to, modelIds[reader.next()]!);
+    const sumsStart = reader.at;
+    for (let i = 0; i < SUMS; i++) reader.next();
+    for (let q = sumsStart; q < reader.at; q++) out[to++] = frames[q]!;
   }
   const headerEnd = writeVarint(out, writeVarint(out, at, memberKey), to - totalsStart);
   out.copyWithin(headerEnd, totalsStart, to);
@@ -286,15 +224,23 @@ export function writeBigVarint(out: Uint8Array, at: number, value: bigint): numb
   return at;
 }
 
-/** Reads a varint below 2^53 at `at`: its value and the offset after it. */
-export function readVarint(packed: Uint8Array, at: number): [value: number, next: number] {
-  let value = 0;
-  let scale = 1;
-  for (;;) {
-    const byte = packed[at++]!;
-    value += (byte & 0x7f) * scale;
-    scale *= 128;
-    if (!(byte >= 0x80)) return [value, at];
+/**
+ * A read position in varints, and the one reader of their values: `next()` reads the varint there
+ * and moves past it. Its value is exact below 2^53; a caller that may meet a longer sum reads it
+ * again with readBigVarint (NUMBER_BYTES). A hot path: one small object a call, not a tuple per value.
+ */
+export class VarintReader {
+  constructor(private readonly bytes: Uint8Array, public at = 0) {}
+
+  next(): number {
+    let value = 0;
+    let scale = 1;
+    for (;;) {
+      const byte = this.bytes[this.at++]!;
+      value += (byte & 0x7f) * scale;
+      scale *= 128;
+      if (!(byte >= 0x80)) return value;
+    }
   }
 }
 

@@ -1,7 +1,7 @@
 // Packed usage totals as the store keeps them (src/storage/usage-sums-codec.ts, FRAMED TOTALS), for tests of
 // the format: a member's framed totals, and the bare totals inside a frame.
 import type { TotalsByModel } from "../../src/domain/usage-totals.js";
-import { framedBytes, packFramed, readVarint } from "../../src/storage/usage-sums-codec.js";
+import { framedBytes, packFramed, VarintReader } from "../../src/storage/usage-sums-codec.js";
 
 /** The stored framed totals of `memberKey` with `totals` (merged onto the bare totals `onto`, when given). */
 export function framedOf(totals: TotalsByModel, memberKey: number, onto?: Uint8Array): Uint8Array {
@@ -11,8 +11,10 @@ export function framedOf(totals: TotalsByModel, memberKey: number, onto?: Uint8A
 
 /** The bare packed totals inside a frame. */
 export function unframed(framed: Uint8Array): Uint8Array {
-  const [length, start] = readVarint(framed, readVarint(framed, 0)[1]);
-  return framed.subarray(start, start + length);
+  const reader = new VarintReader(framed);
+  reader.next(); // the member key
+  const length = reader.next();
+  return framed.subarray(reader.at, reader.at + length);
 }
 
 /** The bare packed totals of `totals`. */
