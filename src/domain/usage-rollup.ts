@@ -49,6 +49,8 @@ export function layoutFor(timeZone: string, at: number): RollupLayout {
 
 /** The periods of a layout: which quarter, hour and day hold a second, and where each ends. */
 export class RollupPeriods {
+  /** The local days asked about so far, and the last one (an ingestion's events come in no time order, mostly of one or two days). */
+  private readonly days: Array<{ start: number; end: number }> = [];
   private day = { start: 1, end: 0 };
   /** The day of each quarter asked (dayOfQuarter): an ingestion's events come in no time order. */
   private readonly quarterDays = new Map<number, number>();
@@ -81,10 +83,15 @@ export class RollupPeriods {
     return day;
   }
 
-  /** The local day around `ts`, the last one asked kept (a batch's events are mostly of one day). */
+  /**
+   * The local day around `ts`, each day worked out once (a live batch spread over the last 24 hours
+   * has two, and went back and forth between them: a zone lookup each time).
+   */
   private dayAround(ts: number): { start: number; end: number } {
-    if (ts < this.day.start || ts >= this.day.end) this.day = this.offsets?.dayAround(ts) ?? localDayAround(ts, this.layout.timeZone);
-    return this.day;
+    if (ts >= this.day.start && ts < this.day.end) return this.day;
+    let day = this.days.find((known) => ts >= known.start && ts < known.end);
+    if (!day) this.days.push((day = this.offsets?.dayAround(ts) ?? localDayAround(ts, this.layout.timeZone)));
+    return (this.day = day);
   }
 
   /**
