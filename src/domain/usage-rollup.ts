@@ -15,7 +15,7 @@
 // where a window's edge is not on a quarter hour; by model, days of the layout's zone, and raw
 // events for the rest. A day's all-models row also holds each member's sums of the day, which
 // answer reports by member or department (and of some members only) over days of the layout's zone.
-import { localDayAround, mod, utcOffsetMinutes, ZoneOffsets } from "./local-time.js";
+import { localDayAround, mod, offsetReader, ZoneOffsets } from "./local-time.js";
 import { decimalValue, EVENTS, ModelSums, SUMS } from "./usage-totals.js";
 import type { EventValue } from "./usage-event.js";
 
@@ -43,7 +43,7 @@ export interface RollupLayout {
 
 /** The layout for `timeZone`, its hours phased by the zone's offset at `at` (Unix seconds). */
 export function layoutFor(timeZone: string, at: number): RollupLayout {
-  const phase = mod(-utcOffsetMinutes(at, timeZone) * 60, HOUR_SECONDS);
+  const phase = mod(-offsetReader(timeZone)(at), HOUR_SECONDS);
   return { timeZone, hourPhase: phase % QUARTER_SECONDS === 0 ? phase : 0 };
 }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { checkTimeZone, dateRangeWindow, dayBuckets, hourBuckets } from "../../src/domain/local-time.js";
+import { DateTime } from "luxon";
+import { checkTimeZone, dateRangeWindow, dayBuckets, hourBuckets, offsetReader } from "../../src/domain/local-time.js";
 
 const formats = new Map<string, Intl.DateTimeFormat>();
 
@@ -70,6 +71,22 @@ describe("local time", () => {
       expect(changes.length, zone).toBeGreaterThanOrEqual(atLeast);
       for (const change of changes) expectLocalMidnights(change - 3 * DAY, change + 3 * DAY, zone);
     }
+  });
+
+  it("reads every zone's offset as luxon does, to the second (Monrovia's -00:44:30, Kathmandu's +05:45, UTC)", () => {
+    const zones = Intl.supportedValuesOf("timeZone");
+    expect(zones.length).toBeGreaterThan(300);
+    // 1970 to 2037 in steps of 97 days and 7 hours: every season and hour of the day over the years.
+    const instants = Array.from({ length: 260 }, (_, i) => i * (97 * 86_400 + 7 * 3600));
+    for (const zone of [...zones, "UTC"]) {
+      const read = offsetReader(zone);
+      for (const ts of instants) {
+        const luxon = Math.round(DateTime.fromSeconds(ts, { zone }).offset * 60);
+        if (read(ts) !== luxon) throw new Error(`${zone} at ${ts}: ${read(ts)} s, luxon ${luxon} s`);
+      }
+    }
+    expect(offsetReader("Africa/Monrovia")(86_400)).toBe(-(44 * 60 + 30));
+    expect(offsetReader("Asia/Kathmandu")(1_700_000_000)).toBe(5 * 3600 + 45 * 60);
   });
 
   it("refuses an unknown zone and a bad date, naming the field", () => {
