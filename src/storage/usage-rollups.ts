@@ -77,8 +77,9 @@ export class UsageRollups {
 
   /** Adds a delta's entries and member day sums (RollupDelta.take) to the stored rows. */
   async add(enterpriseId: string, { grains: delta, memberDays }: RollupAdditions): Promise<void> {
-    // One bitmap for every new row and one buffer for their serialized members: a bitmap object and
-    // a Buffer per row cost several times the row's write (native objects, each with a finalizer).
+    // One bitmap for every row (the stored members read into it) and one buffer for their serialized
+    // members: a bitmap object and a Buffer per row cost several times the row's write (native
+    // objects, each with a finalizer).
     const scratch = new RoaringBitmap32();
     const bytes = new GrowingBytes();
     for (const [grain, entries] of delta) {
@@ -96,11 +97,8 @@ export class UsageRollups {
         for (const [period, modelId] of part) {
           const entry = entries.get(period)!.get(modelId)!;
           const before = stored.get(period)?.get(modelId);
-          let members = scratch.copyFrom(entry.members);
-          if (before) {
-            members = RoaringBitmap32.deserialize(before.members, "portable").addMany(entry.members);
-            addEncodedSums(before.sums, entry.sums);
-          }
+          const members = before ? scratch.deserialize(before.members, "portable").addMany(entry.members) : scratch.copyFrom(entry.members);
+          if (before) addEncodedSums(before.sums, entry.sums);
           const serialized = bytes.take(members.getSerializationSizeInBytes("portable"));
           members.serialize("portable", serialized);
           sumRows.push([enterpriseId, grain, period, modelId, members.size, encodeSums(entry.sums)]);
