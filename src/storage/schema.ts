@@ -97,7 +97,7 @@ export interface UsageEventTable {
 
 /**
  * A member's running totals per model: every event of the member up to the end of `day` (a UTC
- * day on which the member has events), packed and framed by usage-sums-codec.ts. On SQLite
+ * day on which the member has events), packed by usage-sums-codec.ts. On SQLite
  * ordered by (day, member_key), so that the rows of today share pages, and found by member through
  * the unique index (member_key, day); on PostgreSQL a heap with the primary key (member_key, day).
  */

@@ -17,14 +17,14 @@
 import { TotalsByModel } from "../domain/usage-totals.js";
 import { chunks, type BulkStore } from "./bulk-statements.js";
 import { DaySums, forEachFrame } from "./usage-day-sums.js";
-import { addPackedTotals, framedBytes, packFramed, renumberedFramedBytes, writeRenumberedFramed } from "./usage-sums-codec.js";
+import { addPackedTotals, packedBytes, packTotals, renumberedBytes, writeRenumbered } from "./usage-sums-codec.js";
 import { RowsByDay, addToRunningTotals, readStoredRows } from "./usage-running-totals.js";
 
 /** A member of the file, once its first frame has come. */
 interface ImportedMember {
   /** Whether its rows are its running totals over the file plus `base`. */
   direct: boolean;
-  /** Its last stored row's bare totals before its first day in the file, if any. */
+  /** Its last stored row's totals before its first day in the file, if any. */
   base: Uint8Array | undefined;
   /** Its latest running totals over the file (packed, by file model numbers), from `latestStart` to `latestEnd`: the next ones less these are new events. */
   latest: Uint8Array | undefined;
@@ -81,9 +81,9 @@ export class ImportRunningTotals {
         const totals = new TotalsByModel();
         addPackedTotals(totals, frames, start, end, modelIds);
         const onto = member.base;
-        rows.addWritten(memberKey, day, framedBytes(totals, onto), (out, at) => packFramed(totals, out, at, memberKey, onto));
+        rows.addWritten(memberKey, day, packedBytes(totals, onto), (out, at) => packTotals(totals, out, at, onto));
       } else if (member.direct) {
-        rows.addWritten(memberKey, day, renumberedFramedBytes(start, end), (out, at) => writeRenumberedFramed(out, at, memberKey, frames, start, end, modelIds));
+        rows.addWritten(memberKey, day, renumberedBytes(start, end), (out, at) => writeRenumbered(out, at, frames, start, end, modelIds));
       } else {
         daySums.addPacked(memberKey, day, frames, start, end, modelIds);
         if (member.latest) daySums.addPacked(memberKey, day, member.latest, member.latestStart, member.latestEnd, modelIds, -1);

@@ -14,7 +14,7 @@ import type { Database, Dialect } from "./database.js";
 import { DaySums } from "./usage-day-sums.js";
 import { chunks, StatementTexts, type BulkStore } from "./bulk-statements.js";
 import { addToRunningTotals } from "./usage-running-totals.js";
-import { addFramedToWindow } from "./usage-sums-codec.js";
+import { addRowsToWindow } from "./usage-sums-codec.js";
 import type { ImportRunningTotals } from "./usage-import-totals.js";
 import { UsageRollups } from "./usage-rollups.js";
 import { RollupDelta, RollupPeriods } from "../domain/usage-rollup.js";
@@ -422,9 +422,9 @@ export class UsageRepository {
    * the raw events of its partial days, read by one statement (one snapshot: an ingestion
    * committing meanwhile is either wholly in or wholly out) and added up here, exactly (bigint past
    * 2^53). The statement returns few values, whatever the number of members:
-   * - the running totals read, concatenated into one blob per sign (stored rows are framed by their
-   *   member's key, see FRAMED TOTALS in usage-sums-codec.ts). The driver makes a Buffer per blob value
-   *   (5.4 ms for 1,900 blobs against 2.2 ms for one a member, as measured);
+   * - the running totals read, concatenated into one blob per sign, beside a text of each row's
+   *   member key and length. The driver makes a Buffer per blob value (5.4 ms for 1,900 blobs
+   *   against 2.2 ms for one a member, as measured);
    * - the raw events of each range as one text of "member,model,input,output,basic,pay_go" entries:
    *   databases print 64-bit integers exactly, and one string costs far less than a row per event
    *   with every column checked for its size (measured for ~575 events: 0.9 ms as text, 2.1 ms as
@@ -440,18 +440,23 @@ export class UsageRepository {
     if (plan.runningTotals) {
       const through = (day: number) => sql`(select totals from usage_running_total t
         where t.member_key = m.k and t.day <= ${day} order by t.day desc limit 1)`;
-      const framesOf = (column: string) => postgres
-        ? sql`string_agg(${sql.ref(column)}, ''::bytea)`
+      // The totals end to end, and "key,length" per row in the same order (a row without totals is in neither).
+      const totalsOf = (column: string) => postgres
+        ? sql`string_agg(${sql.ref(column)}, ''::bytea order by k)`
         : sql`cast(group_concat(${sql.ref(column)}, '') as blob)`;
-      parts.push(sql`select ${framesOf("plus")} as plus, ${framesOf("minus")} as minus, 0 as sign, ${noText} as events
-        from (select ${through(plan.runningTotals.plusThrough)} as plus, ${through(plan.runningTotals.minusThrough)} as minus from m) as running`);
+      const rowsOf = (column: string) => postgres
+        ? sql`string_agg(k::text || ',' || length(${sql.ref(column)})::text, ',' order by k)`
+        : sql`group_concat(k || ',' || length(${sql.ref(column)}), ',')`;
+      parts.push(sql`select ${totalsOf("plus")} as plus, ${rowsOf("plus")} as plus_rows, ${totalsOf("minus")} as minus,
+          ${rowsOf("minus")} as minus_rows, 0 as sign, ${noText} as events
+        from (select m.k as k, ${through(plan.runningTotals.plusThrough)} as plus, ${through(plan.runningTotals.minusThrough)} as minus from m) as running`);
     }
     const entry = postgres
       ? sql`concat_ws(',', member_key, model_id, input_tokens, output_tokens, basic_micros, pay_go_micros)`
       : sql`member_key || ',' || model_id || ',' || input_tokens || ',' || output_tokens || ',' || basic_micros || ',' || pay_go_micros`;
     const eventsOf = postgres ? sql`string_agg(${entry}, ';')` : sql`group_concat(${entry}, ';')`;
     for (const { from, to, sign } of plan.raw) {
-      parts.push(sql`select ${noBlob} as plus, ${noBlob} as minus, ${sql.lit(sign)} as sign, ${eventsOf} as events
+      parts.push(sql`select ${noBlob} as plus, ${noText} as plus_rows, ${noBlob} as minus, ${noText} as minus_rows, ${sql.lit(sign)} as sign, ${eventsOf} as events
         from usage_event where day = ${dayOf(from)} and member_key in (select k from m) and ts >= ${from} and ts < ${to}`);
     }
     const { rows } = await sql<WindowRow>`with m(k) as (values ${members}) ${sql.join(parts, sql` union all `)}`.execute(this.db);
@@ -459,8 +464,8 @@ export class UsageRepository {
     const memberOf = (memberKey: number) => positions.get(memberKey)!;
     const sums = new WindowSums(memberKeys.length);
     for (const row of rows) {
-      if (row.plus !== null) addFramedToWindow(sums, row.plus, false, memberOf);
-      if (row.minus !== null) addFramedToWindow(sums, row.minus, true, memberOf);
+      if (row.plus !== null) addRowsToWindow(sums, row.plus, row.plus_rows ?? "", false, memberOf);
+      if (row.minus !== null) addRowsToWindow(sums, row.minus, row.minus_rows ?? "", true, memberOf);
       if (row.events !== null) addEventText(row.events, Number(row.sign) < 0, memberOf, sums);
     }
     return sums;
@@ -550,10 +555,14 @@ function splitSumValue(text: string): number | bigint {
 
 /** A row of the window statement: the running totals read (added and subtracted), or one range's raw events. */
 interface WindowRow {
-  /** Framed running totals added, end to end. */
+  /** Running totals added, end to end. */
   plus: Uint8Array | null;
-  /** Framed running totals subtracted: the days before the window. */
+  /** Each of plus's rows: "member_key,length", joined by commas. */
+  plus_rows: string | null;
+  /** Running totals subtracted (the days before the window), end to end. */
   minus: Uint8Array | null;
+  /** Each of minus's rows, as plus_rows. */
+  minus_rows: string | null;
   /** Raw events: "member_key,model_id,input,output,basic,pay_go" entries joined by ";". */
   events: string | null;
   /** Whether the events are added (1) or subtracted (-1). */

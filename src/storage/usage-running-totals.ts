@@ -1,6 +1,6 @@
 // The usage rollup: per member and per UTC day on which the member has events, one
 // usage_running_total row holding the member's running totals per model, every event up to the end
-// of that day, packed and framed (see FRAMED TOTALS in usage-sums-codec.ts). The totals over any
+// of that day, packed (see PACKED TOTALS in usage-sums-codec.ts). The totals over any
 // run of whole days are then the difference of two rows per member (domain/usage-window.ts).
 //
 // An ingestion sums its new events per (member, day) in memory (DaySums), then, member by member
@@ -12,9 +12,9 @@ import { CompiledQuery } from "kysely";
 import { TotalsByModel } from "../domain/usage-totals.js";
 import { chunks, type BulkStore } from "./bulk-statements.js";
 import { DaySums, type MemberDays } from "./usage-day-sums.js";
-import { addPackedTotals, framedBytes, packFramed, VarintReader } from "./usage-sums-codec.js";
+import { addPackedTotals, packedBytes, packTotals } from "./usage-sums-codec.js";
 
-/** A stored row: its day and its bare packed totals (the frame taken off). */
+/** A stored row: its day and its packed totals. */
 export interface StoredRow {
   day: number;
   totals: Uint8Array;
@@ -27,7 +27,7 @@ export async function addToRunningTotals(database: BulkStore, sums: DaySums): Pr
     const rows = new RowsByDay();
     for (const [memberKey, days] of chunk) {
       mergeDays(storedByMember.get(memberKey) ?? [], days, (day, totals, onto) =>
-        rows.addWritten(memberKey, day, framedBytes(totals, onto), (out, at) => packFramed(totals, out, at, memberKey, onto)));
+        rows.addWritten(memberKey, day, packedBytes(totals, onto), (out, at) => packTotals(totals, out, at, onto)));
     }
     await rows.write(database);
   }
@@ -62,7 +62,7 @@ export class RowsByDay {
     this.bytes = new Uint8Array(expectedBytes);
   }
 
-  /** Adds a row whose framed totals `write` puts into `out` from `at` (at most `maxBytes`), returning the offset after it. */
+  /** Adds a row whose packed totals `write` puts into `out` from `at` (at most `maxBytes`), returning the offset after them. */
   addWritten(memberKey: number, day: number, maxBytes: number, write: (out: Uint8Array, at: number) => number): void {
     if (this.used + maxBytes > this.bytes.length) {
       const bytes = new Uint8Array(Math.max(2 * this.bytes.length, this.used + maxBytes));
@@ -88,29 +88,32 @@ export class RowsByDay {
   }
 }
 
-/** The stored statement's one row: the rows found, their days as text and their framed totals end to end, in the same order. */
+/**
+ * The stored statement's one row: the rows found, as text ("member,day,length" each, joined by
+ * commas), and their totals end to end, in the same order.
+ */
 interface StoredRows {
-  days: string | null;
+  rows: string | null;
   totals: Uint8Array | null;
 }
 
 /** Each member's stored rows, in day order. */
 function splitStoredRows(found: StoredRows | undefined): Map<number, StoredRow[]> {
   const byMember = new Map<number, StoredRow[]>();
-  if (!found?.days || !found.totals) return byMember;
-  const days = found.days.split(",");
-  const frames = found.totals;
-  const reader = new VarintReader(frames);
-  for (const day of days) {
-    const memberKey = reader.next();
-    const length = reader.next();
-    const row = { day: Number(day), totals: frames.subarray(reader.at, reader.at + length) };
+  if (!found?.rows || !found.totals) return byMember;
+  const parts = found.rows.split(",");
+  const totals = found.totals;
+  let at = 0;
+  for (let i = 0; i + 2 < parts.length; i += 3) {
+    const memberKey = Number(parts[i]);
+    const end = at + Number(parts[i + 2]);
+    const row = { day: Number(parts[i + 1]), totals: totals.subarray(at, end) };
     const list = byMember.get(memberKey);
     if (list) list.push(row);
     else byMember.set(memberKey, [row]);
-    reader.at += length;
+    at = end;
   }
-  if (reader.at !== frames.length) throw new Error(`usage_running_total: ${days.length} days read but ${frames.length - reader.at} bytes of totals left over`);
+  if (at !== totals.length) throw new Error(`usage_running_total: ${parts.length / 3} rows read with ${at} bytes of totals, but ${totals.length} came`);
   for (const list of byMember.values()) list.sort((a, b) => a.day - b.day);
   return byMember;
 }
@@ -118,7 +121,7 @@ function splitStoredRows(found: StoredRows | undefined): Map<number, StoredRow[]
 /**
  * One member's rows after adding its new day sums: `stored` is its last row on or before its
  * earliest new day (if any) and every row after it, in day order. `write` gets each row to store
- * (packed and framed, valid until the next call), in day order. A single row (the usual ingestion:
+ * (its totals, valid until the next call), in day order. A single row (the usual ingestion:
  * today's) is the stored totals with the new sums merged in packed form; a run of rows (an import)
  * decodes the stored totals once and packs each day from the running sums.
  */
@@ -158,7 +161,7 @@ function mergeDays(stored: readonly StoredRow[], days: MemberDays, write: (day: 
  * For `members` members (parameters: each member's key and earliest new day): each member's last
  * row on or before its day and every row after it (usually one row: today's, or the last one before
  * today), returned as one row of two values (a blob per stored row would cost the driver a Buffer
- * each). The bound is correlated with the member list, so each member's rows are one index range.
+ * each): the rows as text, and their totals end to end. The bound is correlated with the member list, so each member's rows are one index range.
  */
 function storedStatement({ dialect, texts }: BulkStore, memberCount: number): string {
   return texts.of("running totals: stored", memberCount, (members) => {
@@ -166,11 +169,12 @@ function storedStatement({ dialect, texts }: BulkStore, memberCount: number): st
     const pairs = Array.from({ length: members }, (_, i) => (postgres
       ? `($${2 * i + 1}${i === 0 ? "::bigint" : ""}, $${2 * i + 2}${i === 0 ? "::integer" : ""})`
       : "(?, ?)")).join(", ");
-    const [days, totals] = postgres
-      ? ["string_agg(t.day::text, ',' order by t.member_key, t.day)", "string_agg(t.totals, ''::bytea order by t.member_key, t.day)"]
-      : ["group_concat(t.day, ',')", "cast(group_concat(t.totals, '') as blob)"]; // one pass: both in the same order
+    const [rows, totals] = postgres
+      ? ["string_agg(concat_ws(',', t.member_key, t.day, length(t.totals)), ',' order by t.member_key, t.day)",
+        "string_agg(t.totals, ''::bytea order by t.member_key, t.day)"]
+      : ["group_concat(t.member_key || ',' || t.day || ',' || length(t.totals), ',')", "cast(group_concat(t.totals, '') as blob)"]; // one pass: both in the same order
     return `with m(k, d) as (values ${pairs})
-      select ${days} as days, ${totals} as totals from m join usage_running_total t on t.member_key = m.k
+      select ${rows} as rows, ${totals} as totals from m join usage_running_total t on t.member_key = m.k
         and t.day >= coalesce((select max(p.day) from usage_running_total p where p.member_key = m.k and p.day <= m.d), m.d)`;
   });
 }

@@ -1,9 +1,10 @@
 // The byte format of stored usage sums. PACKED TOTALS: one entry per model, each six unsigned LEB128
 // varints (model_id, then the five sums of SUMS), in no particular order (a model may even repeat:
-// sums add up). FRAMED TOTALS: a usage_running_total row's `totals` are packed totals framed by the
-// member's key and their length. One row per member and day, whatever the number of models, keeps a
-// query to two rows a member; varints keep the rows small (typically 15-20 bytes a model), and so the
-// pages an ingestion rewrites. The sums themselves (numbers while exact, bigints past 2^53, at most
+// sums add up). A usage_running_total row's `totals` are packed totals. One row per member and day,
+// whatever the number of models, keeps a query to two rows a member; varints keep the rows small
+// (typically 15-20 bytes a model), and so the pages an ingestion rewrites. A statement that reads
+// many rows gets their totals end to end in one value and, as text beside them, each row's member
+// key and length (RowIndex). The sums themselves (numbers while exact, bigints past 2^53, at most
 // SUM_LIMIT) are domain/usage-totals.ts's; this module only reads and writes their bytes.
 import { SUMS, SUM_LIMIT, SumLimitError, type ModelSums, type TotalsByModel } from "../domain/usage-totals.js";
 import type { WindowSums } from "../domain/usage-window-sums.js";
@@ -68,44 +69,37 @@ export function addPackedToWindow(window: WindowSums, packed: Uint8Array, at: nu
 }
 
 /**
- * Adds (or subtracts) stored rows' totals read end to end, each framed by its member's key and its length
- * (FRAMED TOTALS), to a query's WindowSums. `memberOf` gives a member key's position.
+ * Adds (or subtracts) stored rows' totals read end to end (`totals`) to a query's WindowSums, `index`
+ * giving each row's member key and length ("key,length,key,length…"). `memberOf` gives a member
+ * key's position.
  */
-export function addFramedToWindow(window: WindowSums, frames: Uint8Array, negate: boolean, memberOf: (memberKey: number) => number): void {
-  const reader = new VarintReader(frames);
-  while (reader.at < frames.length) {
-    const memberKey = reader.next();
-    const length = reader.next();
-    const start = reader.at;
-    if (start + length > frames.length) throw new CorruptTotalsError(start + length, frames.length);
-    addPackedToWindow(window, frames, start, start + length, memberOf(memberKey), negate);
-    reader.at = start + length;
+export function addRowsToWindow(window: WindowSums, totals: Uint8Array, index: string, negate: boolean,
+  memberOf: (memberKey: number) => number): void {
+  let at = 0;
+  const parts = index.split(",");
+  for (let i = 0; i + 1 < parts.length; i += 2) {
+    const end = at + Number(parts[i + 1]);
+    if (end > totals.length) throw new CorruptTotalsError(end, totals.length);
+    addPackedToWindow(window, totals, at, end, memberOf(Number(parts[i])), negate);
+    at = end;
   }
+  if (at !== totals.length) throw new CorruptTotalsError(at, totals.length);
 }
 
-/** Room kept before the totals for a frame's header: two varints below 2^53 (8 bytes each at most). */
-const FRAME_ROOM = 16;
-
-/** The most bytes packFramed writes for `totals`, with `onto` as given. */
-export function framedBytes(totals: TotalsByModel, onto?: Uint8Array): number {
-  return FRAME_ROOM + (onto?.length ?? 0) + totals.models.size * MAX_ENTRY_BYTES;
+/** The most bytes packTotals writes for `totals`, with `onto` as given. */
+export function packedBytes(totals: TotalsByModel, onto?: Uint8Array): number {
+  return (onto?.length ?? 0) + totals.models.size * MAX_ENTRY_BYTES;
 }
 
 /**
- * Writes a member's row totals, framed, into `out` from `at`, which has framedBytes(totals, onto)
- * bytes of room: `totals` packed and framed by the member's key and their length; with `onto` (bare
- * packed totals, a stored row's), those totals plus `totals`. Returns the offset after it; throws
- * SumLimitError past 2^64 - 1.
+ * Writes a row's totals into `out` from `at`, which has packedBytes(totals, onto) bytes of room:
+ * `totals` packed; with `onto` (a stored row's packed totals), those totals plus `totals`. Returns the
+ * offset after them; throws SumLimitError past 2^64 - 1.
  */
-export function packFramed(totals: TotalsByModel, out: Uint8Array, at: number, memberKey: number, onto?: Uint8Array): number {
-  // The totals go in after room for the header, whose length they decide, then move up to it.
-  const totalsAt = at + FRAME_ROOM;
-  let end = totalsAt;
-  if (onto) end = packOnto(totals, onto, out, totalsAt);
-  else for (const [id, sums] of totals.models) end = packEntry(out, end, id, sums);
-  const headerEnd = writeVarint(out, writeVarint(out, at, memberKey), end - totalsAt);
-  out.copyWithin(headerEnd, totalsAt, end);
-  return headerEnd + end - totalsAt;
+export function packTotals(totals: TotalsByModel, out: Uint8Array, at: number, onto?: Uint8Array): number {
+  if (onto) return packOnto(totals, onto, out, at);
+  for (const [id, sums] of totals.models) at = packEntry(out, at, id, sums);
+  return at;
 }
 
 /**
@@ -163,31 +157,24 @@ function packEntry(out: Uint8Array, at: number, id: number, sums: ModelSums): nu
   return at;
 }
 
-/** The most bytes writeRenumberedFramed writes for the packed totals from `start` to `end`. */
-export const renumberedFramedBytes = (start: number, end: number) => FRAME_ROOM + 2 * (end - start);
+/** The most bytes writeRenumbered writes for the packed totals from `start` to `end`. */
+export const renumberedBytes = (start: number, end: number) => 2 * (end - start);
 
 /**
- * Writes a member's framed totals into `out` from `at` from packed totals whose models are an import's file
- * numbers (`frames` from `start` to `end`), numbered by model id instead: copied byte by byte but
- * for the model numbers (no decoding, no packing). Returns the offset after it. An entry is at least
- * 6 bytes, and its model number grows by at most 4 (to a 32-bit id): they take at most
- * renumberedFramedBytes(start, end).
+ * Writes packed totals whose models are an import's file numbers (`frames` from `start` to `end`)
+ * into `out` from `at`, numbered by model id instead: copied byte by byte but for the model numbers
+ * (no decoding, no packing). Returns the offset after them. An entry is at least 6 bytes, and its
+ * model number grows by at most 4 (to a 32-bit id): they take at most renumberedBytes(start, end).
  */
-export function writeRenumberedFramed(out: Uint8Array, at: number, memberKey: number, frames: Uint8Array, start: number, end: number,
-  modelIds: ArrayLike<number>): number {
-  // The totals first, after room for the header: their length is part of it.
-  const totalsStart = at + FRAME_ROOM;
-  let to = totalsStart;
+export function writeRenumbered(out: Uint8Array, at: number, frames: Uint8Array, start: number, end: number, modelIds: ArrayLike<number>): number {
   const reader = new VarintReader(frames, start);
   while (reader.at < end) {
-    to = writeVarint(out, to, modelIds[reader.next()]!);
+    at = writeVarint(out, at, modelIds[reader.next()]!);
     const sumsStart = reader.at;
     for (let i = 0; i < SUMS; i++) reader.next();
-    for (let q = sumsStart; q < reader.at; q++) out[to++] = frames[q]!;
+    for (let q = sumsStart; q < reader.at; q++) out[at++] = frames[q]!;
   }
-  const headerEnd = writeVarint(out, writeVarint(out, at, memberKey), to - totalsStart);
-  out.copyWithin(headerEnd, totalsStart, to);
-  return headerEnd + (to - totalsStart);
+  return at;
 }
 
 /**

@@ -104,6 +104,38 @@ describe.each(dialects)("migrations on an empty database (%s)", (dialect) => {
       .toStrictEqual(stored.map((row) => ({ ...row, members: bytes(row.members), member_sums: bytes(row.member_sums) })));
   });
 
+  it("unframed running totals: each row's frame (its member key and length) is taken off, and put back when undone; a frame not the row's stops it, nothing changed", async () => {
+    const { migrator, db } = await enterpriseAt("20261129T100000-rollup-members");
+    /** A frame: the member key and the totals' length as LEB128 varints, then the totals. */
+    const framed = (memberKey: number, totals: number[]) => Buffer.from([...leb128(memberKey), ...leb128(totals.length), ...totals]);
+    const bare = [
+      { member_key: 3, day: 20_000, totals: [1, 2, 3, 4, 5, 6] },
+      { member_key: 3, day: 20_001, totals: Array.from({ length: 200 }, (_, i) => i % 128) }, // a two-byte length
+      { member_key: 2 ** 40, day: 20_000, totals: [7, 0, 0, 0, 0, 1] }, // a six-byte key
+    ];
+    // More rows than one statement rewrites.
+    for (let day = 0; day < 2_100; day++) bare.push({ member_key: 9, day, totals: [1, day % 128, 0, 0, 0, 1] });
+    for (let at = 0; at < bare.length; at += 500) {
+      await db.insertInto("usage_running_total")
+        .values(bare.slice(at, at + 500).map((row) => ({ ...row, totals: framed(row.member_key, row.totals) }))).execute();
+    }
+    const stored = async () => (await db.selectFrom("usage_running_total").selectAll().orderBy("member_key").orderBy("day").execute())
+      .map((row) => ({ member_key: Number(row.member_key), day: row.day, totals: Buffer.from(row.totals).toString("hex") }));
+    const expected = (frame: boolean) => [...bare].sort((a, b) => a.member_key - b.member_key || a.day - b.day)
+      .map((row) => ({ ...row, totals: (frame ? framed(row.member_key, row.totals) : Buffer.from(row.totals)).toString("hex") }));
+
+    expect((await migrator.migrateTo("20261130T090000-unframe-running-totals")).error).toBeUndefined();
+    expect(await stored()).toStrictEqual(expected(false));
+    expect((await migrator.migrateTo("20261129T100000-rollup-members")).error).toBeUndefined();
+    expect(await stored()).toStrictEqual(expected(true));
+
+    await db.updateTable("usage_running_total").set({ totals: framed(4, [1, 0, 0, 0, 0, 1]) }).where("member_key", "=", 9).where("day", "=", 2_000).execute();
+    const { error } = await migrator.migrateTo("20261130T090000-unframe-running-totals");
+    expect(String(error)).toMatch(/usage_running_total \(member_key 9, day 2000\): its totals are not framed by its member key and length/);
+    const after = await stored();
+    expect(after.filter((row) => !(row.member_key === 9 && row.day === 2_000))).toStrictEqual(expected(true).filter((row) => !(row.member_key === 9 && row.day === 2_000)));
+  });
+
   it("undoing the baseline leaves no table of the application", async () => {
     const database = await emptyDatabase();
     await migrateToLatest(database);
@@ -112,3 +144,10 @@ describe.each(dialects)("migrations on an empty database (%s)", (dialect) => {
     expect(await tables(database)).toStrictEqual([]);
   });
 });
+
+/** `value` as an unsigned LEB128 varint. */
+function leb128(value: number): number[] {
+  const bytes: number[] = [];
+  for (; value >= 0x80; value = Math.floor(value / 128)) bytes.push((value % 128) | 0x80);
+  return [...bytes, value];
+}

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { SUM_LIMIT, SumLimitError, TotalsByModel } from "../../src/domain/usage-totals.js";
 import { CorruptTotalsError, VarintReader, addPackedTotals, readBigVarint, writeVarint } from "../../src/storage/usage-sums-codec.js";
-import { framedOf, packedOf, unframed } from "../helpers/packed-totals.js";
+import { packedOf } from "../helpers/packed-totals.js";
 
 /** The totals as plain bigints per model, for comparison. */
 const plain = (totals: TotalsByModel) =>
@@ -83,7 +83,7 @@ describe("packed usage totals", () => {
       for (const [model, ...values] of [...stored, ...added]) everything.addEvent(model, values[0]!, values[1]!, values[2]!, values[3]!);
       let merged: Uint8Array;
       try {
-        merged = unframed(framedOf(batch, 9, packedOf(before).slice()));
+        merged = packedOf(batch, packedOf(before).slice());
       } catch (error) {
         expect(error).toBeInstanceOf(SumLimitError);
         expect(Object.values(plain(everything)).flat().some((sum) => sum > SUM_LIMIT)).toBe(true);
@@ -91,15 +91,6 @@ describe("packed usage totals", () => {
       }
       expect(decodePacked(merged)).toStrictEqual(plain(everything));
     }), { numRuns: 500 });
-  });
-
-  it("frames cells by member: the packed totals inside a cell are the member's", () => {
-    const a = new TotalsByModel();
-    a.addEvent(3, 5000, 1200, 15000, 0);
-    const b = new TotalsByModel();
-    b.addEvent(2 ** 31, 2n ** 60n, 0, 0, 0);
-    expect(unframed(framedOf(a, 7))).toStrictEqual(packedOf(a));
-    expect(unframed(framedOf(b, 2 ** 40))).toStrictEqual(packedOf(b));
   });
 
   it("refuses packed totals that end inside an entry, when reading them and when merging onto them", () => {
@@ -111,7 +102,7 @@ describe("packed usage totals", () => {
     batch.addEvent(3, 1, 1, 1, 1);
     for (const corrupt of [packed.slice(0, -1), Uint8Array.of(...packed.slice(0, -1), 0x80)]) {
       expect(() => addPackedTotals(new TotalsByModel(), corrupt)).toThrow(CorruptTotalsError);
-      expect(() => framedOf(batch, 1, corrupt)).toThrow(CorruptTotalsError);
+      expect(() => packedOf(batch, corrupt)).toThrow(CorruptTotalsError);
     }
   });
 });

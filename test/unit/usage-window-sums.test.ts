@@ -1,27 +1,28 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { EVENTS, SUM_LIMIT, SUMS, TotalsByModel } from "../../src/domain/usage-totals.js";
-import { CorruptTotalsError, addFramedToWindow } from "../../src/storage/usage-sums-codec.js";
+import { CorruptTotalsError, addRowsToWindow } from "../../src/storage/usage-sums-codec.js";
 import { WindowSums } from "../../src/domain/usage-window-sums.js";
-import { framedOf } from "../helpers/packed-totals.js";
+import { packedOf } from "../helpers/packed-totals.js";
 
 type Event = [model: number, input: number | bigint, output: number | bigint, basic: number | bigint, payGo: number | bigint];
 
-/** Framed cells end to end, one per member, of the events given for each. */
-function cells(members: ReadonlyArray<[key: number, events: readonly Event[]]>): Uint8Array {
+/** Stored rows as a statement reads them: their totals end to end, one row per member, and "key,length" per row. */
+function rows(members: ReadonlyArray<[key: number, events: readonly Event[]]>): { totals: Uint8Array; index: string } {
   const parts = members.map(([key, events]) => {
     const totals = new TotalsByModel();
     for (const [model, ...values] of events) totals.addEvent(model, values[0], values[1], values[2], values[3]);
-    return framedOf(totals, key);
+    return [key, packedOf(totals)] as const;
   });
-  return new Uint8Array(parts.flatMap((part) => [...part]));
+  return { totals: new Uint8Array(parts.flatMap(([, part]) => [...part])), index: parts.map(([key, part]) => `${key},${part.length}`).join(",") };
 }
+
 
 /** What WindowSums.sum must give for an exact total: a number while it is safe, else a bigint. */
 const exact = (total: bigint) => (total <= BigInt(Number.MAX_SAFE_INTEGER) && total >= -BigInt(Number.MAX_SAFE_INTEGER) ? Number(total) : total);
 
 describe("a query's window sums", () => {
-  it("adds and subtracts framed cells of several members exactly, up to 2^64 - 1", () => {
+  it("adds and subtracts stored rows of several members exactly, up to 2^64 - 1", () => {
     const value = fc.oneof(fc.integer({ min: 0, max: 1_000_000_000_000 }), fc.bigInt({ min: 0n, max: SUM_LIMIT / 8n }));
     const event = fc.tuple(fc.integer({ min: 1, max: 6 }), value, value, value, value);
     // Per member: its events, and how many of them fall before the window (those are subtracted).
@@ -32,8 +33,9 @@ describe("a query's window sums", () => {
       const before = keys.map((key, i) => [key, members[i]![0].slice(0, members[i]![1] % (members[i]![0].length + 1))] as [number, Event[]]);
       const sums = new WindowSums(keys.length);
       const positionOf = new Map(keys.map((key, position) => [key, position]));
-      addFramedToWindow(sums, cells(through), false, (key) => positionOf.get(key)!);
-      addFramedToWindow(sums, cells(before), true, (key) => positionOf.get(key)!);
+      const [added, taken] = [rows(through), rows(before)];
+      addRowsToWindow(sums, added.totals, added.index, false, (key) => positionOf.get(key)!);
+      addRowsToWindow(sums, taken.totals, taken.index, true, (key) => positionOf.get(key)!);
 
       for (const [position, [events, cut]] of members.entries()) {
         const inWindow = events.slice(cut % (events.length + 1));
@@ -68,24 +70,25 @@ describe("a query's window sums", () => {
 
   it("a model whose totals cancel out has no events in the window, whatever its sums of zero", () => {
     const sums = new WindowSums(1);
-    const week = cells([[7, [[4, 10, 2, 0, 0], [5, 0, 0, 0, 0]]]]);
-    const monday = cells([[7, [[5, 0, 0, 0, 0]]]]);
-    addFramedToWindow(sums, week, false, () => 0);
-    addFramedToWindow(sums, monday, true, () => 0);
+    const week = rows([[7, [[4, 10, 2, 0, 0], [5, 0, 0, 0, 0]]]]);
+    const monday = rows([[7, [[5, 0, 0, 0, 0]]]]);
+    addRowsToWindow(sums, week.totals, week.index, false, () => 0);
+    addRowsToWindow(sums, monday.totals, monday.index, true, () => 0);
     expect(sums.modelIds).toStrictEqual([4, 5]);
     expect(sums.hasEvents(0, 0)).toBe(true);
     expect([0, 1, 2, 3, 4].map((i) => sums.sum(0, 0, i))).toStrictEqual([10, 2, 0, 0, 1]);
     expect(sums.hasEvents(1, 0)).toBe(false);
   });
 
-  it("refuses corrupt cells instead of reading past them: a cut entry, a frame longer than the data", () => {
-    const cell = cells([[7, [[4, 10, 2, 300000, 0], [5, 1, 1, 1, 1]]]]);
-    const cut = cell.slice(0, -1);
-    cut[1] = cut[1]! - 1; // the frame's length agrees with the cut: the last entry ends inside a varint
-    expect(() => addFramedToWindow(new WindowSums(1), cut, false, () => 0)).toThrow(CorruptTotalsError);
-    expect(() => addFramedToWindow(new WindowSums(1), cell.slice(0, -1), false, () => 0)).toThrow(CorruptTotalsError);
-    const lastByteContinues = cell.slice();
+  it("refuses corrupt rows instead of reading past them: a cut entry, a length past the data, bytes left over", () => {
+    const { totals } = rows([[7, [[4, 10, 2, 300000, 0], [5, 1, 1, 1, 1]]]]);
+    const read = (bytes: Uint8Array, index: string) => () => addRowsToWindow(new WindowSums(1), bytes, index, false, () => 0);
+    const cut = totals.slice(0, -1);
+    expect(read(cut, `7,${cut.length}`)).toThrow(CorruptTotalsError); // the last entry ends inside a varint
+    expect(read(cut, `7,${totals.length}`)).toThrow(CorruptTotalsError);
+    expect(read(totals, `7,${totals.length - 1}`)).toThrow(CorruptTotalsError);
+    const lastByteContinues = totals.slice();
     lastByteContinues[lastByteContinues.length - 1] = 0x81; // a varint that goes on past the data
-    expect(() => addFramedToWindow(new WindowSums(1), lastByteContinues, false, () => 0)).toThrow(CorruptTotalsError);
+    expect(read(lastByteContinues, `7,${totals.length}`)).toThrow(CorruptTotalsError);
   });
 });

@@ -5,6 +5,7 @@ import * as formerMembers from "./20261127T100000-former-members.js";
 import * as usageRollups from "./20261128T090000-usage-rollups.js";
 import * as directoryVersion from "./20261129T090000-directory-version.js";
 import * as rollupMembers from "./20261129T100000-rollup-members.js";
+import * as unframeRunningTotals from "./20261130T090000-unframe-running-totals.js";
 
 export const migrations: Record<string, Migration> = {
   "20261126T080000-baseline": baseline,
@@ -12,4 +13,5 @@ export const migrations: Record<string, Migration> = {
   "20261128T090000-usage-rollups": usageRollups,
   "20261129T090000-directory-version": directoryVersion,
   "20261129T100000-rollup-members": rollupMembers,
+  "20261130T090000-unframe-running-totals": unframeRunningTotals,
 };
