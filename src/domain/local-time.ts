@@ -48,7 +48,10 @@ function* eachBucket(start: number, end: number, zone: string, unit: "day" | "ho
   let at = DateTime.fromSeconds(start, { zone }).startOf(unit).toSeconds();
   while (at < end) {
     const next = offsets.nextStart(at, unit);
-    yield { start: Math.max(start, at), end: Math.min(end, next), date: unit === "day" ? offsets.dateOf(at) : "" };
+    const date = unit === "day" ? offsets.dateOf(at) : "";
+    // Past 9999 a date is no longer YYYY-MM-DD: a window up to 10000-01-01 UTC reaches there in zones east of UTC.
+    if (unit === "day" && !/^\d{4}-\d\d-\d\d$/.test(date)) throw invalidParameter(`end_time: ${end} falls on a local date past 9999-12-31 in ${zone}`);
+    yield { start: Math.max(start, at), end: Math.min(end, next), date };
     at = next;
   }
 }

@@ -2,7 +2,7 @@
 // (local days or hours of a zone, or one over the whole window) and which bucket a time falls in.
 import { invalidParameter } from "./errors.js";
 import { dayBuckets, hourBuckets, type TimeBucket } from "./local-time.js";
-import { MAX_HOUR_REPORT_DAYS, MAX_REPORT_DAYS } from "./report-limits.js";
+import { LATEST_REPORT_END, MAX_HOUR_REPORT_DAYS, MAX_REPORT_DAYS } from "./report-limits.js";
 import { checkWindow, DAY_SECONDS, dayOf } from "./usage-window.js";
 
 export { MAX_HOUR_REPORT_DAYS, MAX_REPORT_DAYS };
@@ -16,9 +16,13 @@ export function bucketKind(text: string): BucketKind {
   throw invalidParameter(`bucket: ${JSON.stringify(text)} is not one of "day", "hour", "none"`);
 }
 
-/** [start_time, end_time) within the report's limits: 366 days, 31 for hour buckets. */
+/** [start_time, end_time) within the report's (and the export's) limits: 366 days, 31 for hour buckets, ending by LATEST_REPORT_END. */
 export function checkReportWindow(start: bigint, end: bigint, kind: BucketKind): { start: number; end: number } {
-  return checkWindow(start, end, kind === "hour" ? MAX_HOUR_REPORT_DAYS : MAX_REPORT_DAYS);
+  const window = checkWindow(start, end, kind === "hour" ? MAX_HOUR_REPORT_DAYS : MAX_REPORT_DAYS);
+  if (window.end > LATEST_REPORT_END) {
+    throw invalidParameter(`end_time: ${end} > ${LATEST_REPORT_END} (10000-01-01T00:00:00Z: no event is later)`);
+  }
+  return window;
 }
 
 /** Every bucket of the window in time order, the first and last cut at its edges. */

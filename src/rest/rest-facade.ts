@@ -155,15 +155,21 @@ function writeCallError(res: HttpResponse, log: CallLog, call: LocalCall, error:
 }
 
 /**
- * Reads a JSON body: 415 unless application/json, 413 past 1 MiB, 4001 unless a JSON object, nested
- * deeper than MAX_JSON_DEPTH or with a key twice. Invalid UTF-8 is kept (see utf8-body.ts) for the
- * request check to refuse by field.
+ * Reads a JSON body: 415 unless application/json and not encoded (Content-Encoding absent or
+ * identity: a compressed body would be read as bytes of JSON), 413 past 1 MiB, 4001 unless a JSON
+ * object, nested deeper than MAX_JSON_DEPTH or with a key twice. Invalid UTF-8 is kept (see
+ * utf8-body.ts) for the request check to refuse by field.
  */
 export async function readJsonBody(req: HttpRequest): Promise<unknown> {
   const type = req.headers["content-type"];
   if (!type || !JSON_CONTENT_TYPE.test(type)) {
     req.resume();
     throw new AppError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, `Content-Type must be application/json (got ${type ? JSON.stringify(type) : "none"})`);
+  }
+  const encoding = req.headers["content-encoding"];
+  if (encoding !== undefined && encoding.trim().toLowerCase() !== "identity") {
+    req.resume();
+    throw new AppError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, `Content-Encoding ${JSON.stringify(encoding)} is not accepted: send the JSON body uncompressed`);
   }
   const declared = Number(req.headers["content-length"] ?? 0);
   if (declared > MAX_BODY_BYTES) {
@@ -206,12 +212,18 @@ function inferUpdateMask(method: ServedMethod, request: Record<string, unknown>,
   request[maskField.localName] = create(FieldMaskSchema, { paths });
 }
 
-/** Query parameters fill top-level scalar (or repeated scalar) fields; unknown names are rejected. */
+/**
+ * Query parameters fill top-level scalar (or repeated scalar) fields; unknown names are rejected, and
+ * so is a scalar field given twice (a proxy that checks one of two values must not be outwitted).
+ */
 function applyQuery(method: ServedMethod, request: Record<string, unknown>, query: string, hasBody: boolean): void {
+  const given = new Set<string>();
   for (const [key, value] of new URLSearchParams(query)) {
     const field = findField(method.input, key);
     if (!field || hasBody) throw invalidParameter(`${key}: unknown query parameter`);
     const integerAsString = acceptsInteger(field);
+    if (field.fieldKind === "scalar" && given.has(field.localName)) throw invalidParameter(`${key}: given twice; send it once`);
+    given.add(field.localName);
     if (field.fieldKind === "scalar") request[field.localName] = readScalar(field.scalar, value, key, integerAsString);
     else if (field.fieldKind === "list" && field.listKind === "scalar") {
       (request[field.localName] as unknown[]).push(readScalar(field.scalar, value, key, integerAsString));

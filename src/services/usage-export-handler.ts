@@ -4,19 +4,18 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
 import type { ExportUsageRequest, ExportUsageResponseSchema } from "../../gen/enterprise_admin/v1/usage_pb.js";
 import { checkTimeZone } from "../domain/local-time.js";
-import { checkWindow } from "../domain/usage-window.js";
+import { checkReportWindow } from "../domain/report-buckets.js";
 import { principalOf } from "../interceptors/auth.js";
 import { signalOf } from "../interceptors/call-signal.js";
 import { exportFileName, exportUsageRows } from "../operations/usage-export.js";
 import type { DirectoryRepository } from "../storage/directory-repository.js";
 import type { UsageRepository } from "../storage/usage-repository.js";
 
-export const MAX_EXPORT_DAYS = 366;
-
 export async function* exportUsage(usage: UsageRepository, directory: DirectoryRepository, request: ExportUsageRequest,
   context: HandlerContext): AsyncGenerator<MessageInitShape<typeof ExportUsageResponseSchema>> {
   const principal = principalOf(context);
-  const { start, end } = checkWindow(request.startTime, request.endTime, MAX_EXPORT_DAYS);
+  // A report's limits: an export is its day buckets' rows.
+  const { start, end } = checkReportWindow(request.startTime, request.endTime, "day");
   const enterprise = (await directory.findEnterprise(principal.enterpriseId))!;
   const timeZone = request.timeZone === "" ? enterprise.time_zone : checkTimeZone(request.timeZone, "time_zone");
   // The name a REST download is saved under; the other transports carry it as a header too.

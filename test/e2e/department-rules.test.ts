@@ -1,5 +1,6 @@
 // End to end: the department rules of docs/api-rules.md, against the real
 // service over plain fetch (REST) and, for a representative subset, the Connect client.
+import { gzipSync } from "node:zlib";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -216,6 +217,17 @@ describe.each(dialects)("department rules (%s)", (dialect) => {
       const reply = await send("POST", BATCH_GET, { body: '{"department_ids":["100"]}', contentType: "text/plain" });
       expect(reply.status).toBe(415);
       expect(reply.json).toStrictEqual(failure(4150, naming("Content-Type")));
+    });
+
+    it("rejects a compressed body (Content-Encoding gzip or br) with 415 naming Content-Encoding, rather than reading its bytes as JSON", async () => {
+      const json = '{"department_ids":["110"]}';
+      for (const [encoding, body] of [["gzip", gzipSync(json)], ["br", new TextEncoder().encode(json)]] as const) {
+        const reply = await send("POST", BATCH_GET, { body, headers: { "content-encoding": encoding } });
+        expect(reply.status).toBe(415);
+        expect(reply.json).toStrictEqual(failure(4150, expect.stringContaining(`Content-Encoding "${encoding}" is not accepted`)));
+      }
+      const identity = await send("POST", BATCH_GET, { body: json, headers: { "content-encoding": "identity" } });
+      expect(identity.json).toStrictEqual(success({ items: [ENGINEERING], not_found_department_ids: [] }));
     });
 
     it("accepts application/json with a charset parameter", async () => {

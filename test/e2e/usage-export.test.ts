@@ -349,9 +349,18 @@ describe.each(dialects)("usage export (%s)", (dialect) => {
       ["an unknown format", { ...window, format: "xml" }, "format: "],
       ["a negative start_time", { start_time: -1, end_time: 10 }, "start_time: "],
       ["an unknown query parameter", { ...window, bucket: "day" }, "bucket: unknown query parameter"],
+      ["a window past the events' last second", { start_time: 8_640_000_000_000, end_time: 8_640_000_086_400 }, "end_time: 8640000086400 > 253402300800"],
     ])("400 with 4001 for %s, naming the field", async (_name, query, message) => {
       const res = await get(query);
       expect([res.status, JSON.parse(res.text)]).toEqual([400, envelope(4001, expect.stringContaining(message))]);
+    });
+
+    it("a query parameter given twice is 4001 naming it, not the last value taken", async () => {
+      for (const query of [`start_time=${WINDOW.start}&start_time=0&end_time=${WINDOW.end}`, `start_time=${WINDOW.start}&end_time=${WINDOW.end}&format=csv&format=ndjson`]) {
+        const res = await fetch(`${svc.baseUrl}${EXPORT}?${query}`, { headers: { authorization: `Bearer ${token}` } });
+        const name = query.includes("format=ndjson") ? "format" : "start_time";
+        expect([res.status, JSON.parse(await res.text())]).toEqual([400, envelope(4001, `${name}: given twice; send it once`)]);
+      }
     });
 
     it("over gRPC a bad window is INVALID_ARGUMENT before any row", async () => {
