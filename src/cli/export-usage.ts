@@ -2,8 +2,10 @@
 // --from to --to, written as CSV or NDJSON (the REST formats, record-formats.ts) to stdout or to
 // --out. A file is written under a temporary name beside --out and renamed when complete, so a failed
 // export never leaves a partial file under the final name; a stopped one (Ctrl-C) removes it too.
+import { once } from "node:events";
 import { createWriteStream, type WriteStream } from "node:fs";
 import { rename, rm, stat } from "node:fs/promises";
+import { dirname } from "node:path";
 import { Readable, type Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { UsageExportRowSchema } from "../../gen/enterprise_admin/v1/usage_pb.js";
@@ -83,15 +85,18 @@ export async function exportUsageFile(database: Database, options: UsageExportOp
 
 /** A new file, opened before any work starts, or a one-line error naming --out. */
 async function openNew(path: string, named: string): Promise<WriteStream> {
-  if ((await stat(named).catch(() => undefined))?.isDirectory()) throw invalidParameter(`--out: cannot write ${named}: it is a directory`);
+  const isDirectory = async (at: string) => (await stat(at).catch(() => undefined))?.isDirectory() ?? false;
+  if (await isDirectory(named)) throw invalidParameter(`--out: cannot write ${named}: it is a directory`);
   const file = createWriteStream(path, { flags: "wx" });
-  await new Promise<void>((resolve, reject) => {
-    file.once("open", () => resolve());
-    file.once("error", (error: NodeJS.ErrnoException) => {
-      const reason = error.code === "ENOENT" ? "its directory does not exist" : error.code === "EACCES" ? "permission denied"
-        : error.code === "EEXIST" ? `${path} exists (another export to the same file running?)` : error.code ?? error.message;
-      reject(invalidParameter(`--out: cannot write ${named}: ${reason}`));
-    });
-  });
+  try {
+    await once(file, "open");
+  } catch (failure) {
+    const error = failure as NodeJS.ErrnoException;
+    // ENOENT also comes from a directory that holds no new files (/proc).
+    const reason = error.code === "ENOENT" ? (await isDirectory(dirname(named)) ? "its directory takes no new file" : "its directory does not exist")
+      : error.code === "EACCES" ? "permission denied"
+      : error.code === "EEXIST" ? `${path} exists (another export to the same file running?)` : error.code ?? error.message;
+    throw invalidParameter(`--out: cannot write ${named}: ${reason}`);
+  }
   return file;
 }

@@ -431,6 +431,7 @@ describe.each(dialects)("usage export (%s)", (dialect) => {
       ["a date that does not exist", ["--from", "2025-02-30"], /^error: --from: "2025-02-30" is not a date YYYY-MM-DD/],
       ["an unknown time zone", ["--time-zone", "Mars/Olympus"], /^error: --time-zone: "Mars\/Olympus" is not an IANA time zone name/],
       ["an unwritable --out", ["--out", "/nonexistent-dir/usage.csv"], /^error: --out: cannot write \/nonexistent-dir\/usage.csv: its directory does not exist/],
+      ["an --out in a directory that takes no file", ["--out", "/proc/version"], /^error: --out: cannot write \/proc\/version: its directory takes no new file/],
       ["an unknown --format", ["--format", "xml"], /^error: --format: "xml" is not one of csv, ndjson/],
     ])("prints one error line and exits non-zero for %s, leaving no file", async (_name, args, message) => {
       const out = join(dir, `failed-${args[0]}.csv`);
