@@ -1,7 +1,7 @@
 // The accumulation of a usage report: raw events (as the database sums them per member and model),
 // members' day sums and periods (rollup rows, usage-rollup.ts, and days kept by the report's day
 // cache) summed per (bucket, group), exactly (numbers while below 2^53, then bigints), with the
-// distinct members of each: the facts' members and the periods' member bitmaps put together.
+// distinct members of each: the members of pairs and member days and the periods' member bitmaps put together.
 import roaring from "roaring";
 import type { Grouping, GroupKey } from "./report-groups.js";
 import type { TimeBucket } from "./local-time.js";
@@ -51,8 +51,8 @@ interface Cell {
   key: GroupKey;
   sums: ModelSums;
   /**
-   * The members of its facts, repeats included (active members do not add up across cells, so each
-   * cell keeps its own): counted distinct once, at the end (a Set's add per fact cost more).
+   * The members of its pairs and member days, repeats included (active members do not add up across
+   * cells, so each cell keeps its own): counted distinct once, at the end (a Set's add per key cost more).
    */
   members: MemberKeys;
   /** The member bitmaps of the rollup periods added, with their counts (a day alone in its bucket: the count only). */

@@ -196,8 +196,8 @@ export interface RawEvent {
   memberKey: number;
   modelId: number;
   ts: number;
-  inputTokens: number;
-  outputTokens: number;
-  basicMicros: number;
-  payGoMicros: number;
+  inputTokens: EventValue;
+  outputTokens: EventValue;
+  basicMicros: EventValue;
+  payGoMicros: EventValue;
 }

@@ -11,7 +11,7 @@ export interface LabelledEvent {
   where: string;
 }
 
-/** user_ids per lookup: one IN list stays well under both databases' parameter limits. */
+/** user_ids per lookup: bounds the one parameter that carries them (UsageRepository.memberKeysByUserIds). */
 const MEMBERS_PER_LOOKUP = 10_000;
 
 /** Member keys of an enterprise by user_id, loaded as needed and kept for one ingestion (or one import). */

@@ -39,7 +39,7 @@ export interface UsageExportRequest {
   start: number;
   end: number;
   timeZone: string;
-  /** Stops the scan between pages (the call's deadline, the caller gone). */
+  /** Stops the scan between days (the call's deadline, the caller gone). */
   signal?: AbortSignal;
 }
 

@@ -11,7 +11,7 @@
 // the chunk's events and their sums together.
 // Messages to the main thread: `UsageFileMessage`; from it: "more" (one batch consumed).
 import { createReadStream } from "node:fs";
-import { parentPort, workerData } from "node:worker_threads";
+import { parentPort, workerData, type MessagePort } from "node:worker_threads";
 import { modelKey } from "../domain/usage-event.js";
 import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
 import { DaySumFrames, FileRunningTotals } from "../storage/usage-day-sums.js";
@@ -30,8 +30,6 @@ export interface EventColumns {
   newUserIds: string[];
   /** The model keys this batch adds to the model dictionary, likewise. */
   newModelKeys: string[];
-  /** The line of each event, for errors found on the main thread (an unknown member). */
-  lines: Int32Array;
   /** Per event: timestamp, input_tokens, output_tokens, basic micros, pay-go micros. */
   values: Float64Array;
   count: number;
@@ -44,7 +42,7 @@ export type UsageFileMessage =
    * model index: a user's running totals over the file while its events come in day order, else its day sums.
    */
   | { kind: "sums"; frames: Uint8Array }
-  | { kind: "done"; lines: number; bytesRead: number }
+  | { kind: "done"; lines: number }
   /** A bad line: the message names the line and the field. */
   | { kind: "invalid"; message: string }
   /** The file could not be read. */
@@ -117,7 +115,6 @@ async function readUsageFile(path: string, tuning: UsageFileTuning, send: (messa
           batch.newModelKeys.push(key);
         }
         batch.models[i] = model;
-        batch.lines[i] = lineNumber;
         const at = i * VALUES_PER_EVENT;
         batch.values[at] = event.timestamp;
         batch.values[at + 1] = event.inputTokens as number;
@@ -140,7 +137,7 @@ async function readUsageFile(path: string, tuning: UsageFileTuning, send: (messa
     }
     if (batch.count > 0) await send({ kind: "events", events: batch, bytesRead: stream.bytesRead });
     if (daySums.size > 0) await sendSums();
-    await send({ kind: "done", lines: lineNumber, bytesRead: stream.bytesRead });
+    await send({ kind: "done", lines: lineNumber });
   } finally {
     stream.destroy();
   }
@@ -149,12 +146,14 @@ async function readUsageFile(path: string, tuning: UsageFileTuning, send: (messa
 function emptyBatch(size: number): EventColumns {
   return {
     eventIds: [], newUserIds: [], newModelKeys: [], count: 0, users: new Int32Array(size), models: new Int32Array(size),
-    lines: new Int32Array(size), values: new Float64Array(size * VALUES_PER_EVENT),
+    values: new Float64Array(size * VALUES_PER_EVENT),
   };
 }
 
-if (parentPort) {
-  const port = parentPort;
+if (parentPort) serveMainThread(parentPort);
+
+/** Reads the file of workerData for the main thread on `port`, at most BATCHES_AHEAD batches ahead of it. */
+function serveMainThread(port: MessagePort): void {
   let credits = BATCHES_AHEAD;
   let wake: (() => void) | undefined;
   port.on("message", (message) => {
@@ -167,8 +166,8 @@ if (parentPort) {
     if (message.kind === "events") {
       while (credits === 0) await new Promise<void>((resolve) => (wake = resolve));
       credits--;
-      const { users, models, lines, values } = message.events;
-      port.postMessage(message, [users.buffer, models.buffer, lines.buffer, values.buffer] as ArrayBuffer[]);
+      const { users, models, values } = message.events;
+      port.postMessage(message, [users.buffer, models.buffer, values.buffer] as ArrayBuffer[]);
     } else if (message.kind === "sums") {
       port.postMessage(message, [message.frames.buffer] as ArrayBuffer[]);
     } else {

@@ -89,10 +89,10 @@ export interface UsageEventTable {
   event_id: string;
   enterprise_id: string;
   model_id: number;
-  input_tokens: Money;
-  output_tokens: Money;
-  basic_micros: Money;
-  pay_go_micros: Money;
+  input_tokens: Int64Column;
+  output_tokens: Int64Column;
+  basic_micros: Int64Column;
+  pay_go_micros: Int64Column;
 }
 
 /**
@@ -139,7 +139,7 @@ export interface UsageRollupMembersTable {
 }
 
 /** 64-bit integers written as bigint; read back as text by the aggregations, never as a float. */
-type Money = ColumnType<string, bigint | string, bigint | string>;
+type Int64Column = ColumnType<string, bigint | string, bigint | string>;
 
 export interface EnvironmentConfigTable {
   id: string;

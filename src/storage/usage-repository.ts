@@ -12,7 +12,7 @@ import { dayOf, type WindowPlan } from "../domain/usage-window.js";
 import type { Schema } from "./schema.js";
 import type { Database, Dialect } from "./database.js";
 import { DaySums } from "./usage-day-sums.js";
-import { chunks, StatementTexts, type BulkStore } from "./bulk-statements.js";
+import { among, chunks, StatementTexts, type BulkStore } from "./bulk-statements.js";
 import { addToRunningTotals } from "./usage-running-totals.js";
 import { addRowsToWindow } from "./usage-sums-codec.js";
 import type { ImportRunningTotals } from "./usage-import-totals.js";
@@ -88,16 +88,11 @@ export class UsageRepository {
     this.rollups = new UsageRollups(this.db, this.dialect, caches.texts);
   }
 
-  /**
-   * The members of an enterprise among these user_ids, former members included. The ids travel as one parameter (a JSON array
-   * on SQLite, an array on PostgreSQL), so the statement's text never changes: an IN list of the
-   * ~900 members of an ingestion batch was a new statement to compile and prepare every time
-   * (about 5 ms a batch).
-   */
+  /** The members of an enterprise among these user_ids, former members included (a query's named members). */
   async membersByUserIds(enterpriseId: string, userIds: readonly string[]): Promise<MemberRow[]> {
     if (userIds.length === 0) return [];
     return this.db.selectFrom("member").select(MEMBER_COLUMNS)
-      .where("enterprise_id", "=", enterpriseId).where(this.userIdIn(userIds)).execute();
+      .where("enterprise_id", "=", enterpriseId).where(among(this.dialect, "user_id", userIds, "text")).execute();
   }
 
   /**
@@ -107,13 +102,7 @@ export class UsageRepository {
   async memberKeysByUserIds(enterpriseId: string, userIds: readonly string[]): Promise<MemberKeyRow[]> {
     if (userIds.length === 0) return [];
     return this.db.selectFrom("member").select(["member_key", "user_id"])
-      .where("enterprise_id", "=", enterpriseId).where(this.userIdIn(userIds)).execute();
-  }
-
-  private userIdIn(userIds: readonly string[]) {
-    return this.dialect === "postgres"
-      ? sql<boolean>`user_id = any(${[...userIds]}::text[])`
-      : sql<boolean>`user_id in (select value from json_each(${JSON.stringify(userIds)}))`;
+      .where("enterprise_id", "=", enterpriseId).where(among(this.dialect, "user_id", userIds, "text")).execute();
   }
 
   /** The current members with these folded e-mails: a former member's e-mail matches no one. */
@@ -126,11 +115,8 @@ export class UsageRepository {
   /** The members with these keys (the enterprise's only, former members included), in no particular order. */
   async membersByKeys(enterpriseId: string, memberKeys: readonly number[]): Promise<MemberRow[]> {
     if (memberKeys.length === 0) return [];
-    const keyIn = this.dialect === "postgres"
-      ? sql<boolean>`member_key = any(${[...memberKeys]}::bigint[])`
-      : sql<boolean>`member_key in (select value from json_each(${JSON.stringify(memberKeys)}))`;
     const rows = await this.db.selectFrom("member").select(MEMBER_COLUMNS)
-      .where("enterprise_id", "=", enterpriseId).where(keyIn).execute();
+      .where("enterprise_id", "=", enterpriseId).where(among(this.dialect, "member_key", memberKeys, "bigint")).execute();
     return rows.map((row) => ({ ...row, member_key: Number(row.member_key) }));
   }
 
@@ -490,8 +476,7 @@ export class UsageRepository {
     // (enterprise_id, event_id) and read the enterprise's every event; the unary plus keeps it off
     // that index, so the window is a range of the primary key (day, member_key, ts, event_id).
     const ofEnterprise = postgres ? sql`enterprise_id = ${enterpriseId}` : sql`+enterprise_id = ${enterpriseId}`;
-    const onlyMembers = memberKeys === undefined ? sql`true`
-      : postgres ? sql`member_key = any(${[...memberKeys]}::bigint[])` : sql`member_key in (select value from json_each(${JSON.stringify(memberKeys)}))`;
+    const onlyMembers = memberKeys === undefined ? sql`true` : among(this.dialect, "member_key", memberKeys, "bigint");
     const { rows: [row] } = await sql<{ pairs: string | null }>`select ${postgres ? sql`string_agg(${pair}, ';')` : sql`group_concat(${pair}, ';')`} as pairs
       from (select member_key, model_id, count(*) as events, ${sql.join(columns.map((c) => sql`${sumOf(c)} as ${sql.ref(c)}`))}
         from usage_event where day >= ${dayOf(start)} and day <= ${dayOf(end - 1)} and ts >= ${start} and ts < ${end} and ${ofEnterprise}
@@ -519,13 +504,15 @@ export class UsageRepository {
     for (;;) {
       const from = after === undefined ? sql`true`
         : sql`(day, member_key, ts, event_id) > (${after.day}, ${after.member_key}, ${after.ts}, ${after.event_id})`;
-      const { rows } = await sql<RawEventRow>`select day, member_key, ts, event_id, model_id, input_tokens, output_tokens, basic_micros, pay_go_micros
+      // The values as text: exact at any size (a driver's number is not past 2^53).
+      const { rows } = await sql<RawEventRow>`select day, member_key, ts, event_id, model_id, cast(input_tokens as text) as input_tokens,
+          cast(output_tokens as text) as output_tokens, cast(basic_micros as text) as basic_micros, cast(pay_go_micros as text) as pay_go_micros
         from usage_event where ${from} and ${ofEnterprise}
         order by day, member_key, ts, event_id limit ${pageSize}`.execute(this.db);
       if (rows.length === 0) return;
       yield rows.map((row) => ({
-        memberKey: Number(row.member_key), modelId: Number(row.model_id), ts: Number(row.ts), inputTokens: Number(row.input_tokens),
-        outputTokens: Number(row.output_tokens), basicMicros: Number(row.basic_micros), payGoMicros: Number(row.pay_go_micros),
+        memberKey: Number(row.member_key), modelId: Number(row.model_id), ts: Number(row.ts), inputTokens: decimalValue(row.input_tokens),
+        outputTokens: decimalValue(row.output_tokens), basicMicros: decimalValue(row.basic_micros), payGoMicros: decimalValue(row.pay_go_micros),
       }));
       if (rows.length < pageSize) return;
       const last = rows[rows.length - 1]!;
@@ -540,12 +527,11 @@ interface RawEventRow {
   ts: number | string;
   event_id: string;
   model_id: number | string;
-  input_tokens: number | string;
-  output_tokens: number | string;
-  basic_micros: number | string;
-  pay_go_micros: number | string;
+  input_tokens: string;
+  output_tokens: string;
+  basic_micros: string;
+  pay_go_micros: string;
 }
-
 
 /** A sum of memberModelSums' text: decimal, or SQLite's "high:low" (high * 2^20 + low; times 2^20 is exact in a double). */
 function splitSumValue(text: string): number | bigint {
@@ -653,7 +639,6 @@ function setEventParameters(parameters: unknown[], at: number, enterpriseId: str
   parameters[at + 9] = r.payGoMicros;
 }
 
-/** Rows per SQLite INSERT of events (2,560 parameters). */
 /** How long an import leaves SQLite's write lock free after each chunk: longer than a waiting writer's poll (1 ms). */
 const CHUNK_PAUSE_MS = 5;
 

@@ -11,7 +11,7 @@ import { mergeMemberSums } from "./member-day-sums.js";
 import { ModelSums } from "../domain/usage-totals.js";
 import type { Dialect } from "./database.js";
 import type { Schema } from "./schema.js";
-import { chunks, type StatementTexts } from "./bulk-statements.js";
+import { among, chunks, type StatementTexts } from "./bulk-statements.js";
 
 const { RoaringBitmap32 } = roaring;
 
@@ -150,7 +150,7 @@ export class UsageRollups {
       .$if(withMembers, (qb) => qb.innerJoin("usage_rollup_members as m", (join) => join.onRef("m.enterprise_id", "=", "r.enterprise_id")
         .onRef("m.grain", "=", "r.grain").onRef("m.period", "=", "r.period").onRef("m.model_id", "=", "r.model_id")))
       .select(["r.period", "r.model_id", "r.member_count", "r.sums", withMembers ? sql<Uint8Array>`m.members`.as("members") : sql<null>`null`.as("members")])
-      .where("r.enterprise_id", "=", enterpriseId).where("r.grain", "=", grain).where(this.periodIn("r.period", periods))
+      .where("r.enterprise_id", "=", enterpriseId).where("r.grain", "=", grain).where(among(this.dialect, "r.period", periods, "bigint"))
       .where("r.model_id", models === "all" ? "=" : ">", 0).execute();
     return rows.map((row) => {
       const sums = new ModelSums();
@@ -166,15 +166,8 @@ export class UsageRollups {
   async memberDays(enterpriseId: string, days: readonly number[]): Promise<Array<{ day: number; memberSums: Uint8Array }>> {
     if (days.length === 0) return [];
     const rows = await this.db.selectFrom("usage_rollup_members").select(["period", "member_sums"])
-      .where("enterprise_id", "=", enterpriseId).where("grain", "=", DAY).where(this.periodIn("period", days)).where("model_id", "=", ALL_MODELS).execute();
+      .where("enterprise_id", "=", enterpriseId).where("grain", "=", DAY).where(among(this.dialect, "period", days, "bigint")).where("model_id", "=", ALL_MODELS).execute();
     return rows.map((row) => ({ day: Number(row.period), memberSums: row.member_sums ?? new Uint8Array() }));
-  }
-
-  /** A period column in a list, the list one parameter (a JSON array on SQLite, an array on PostgreSQL). */
-  private periodIn(column: "period" | "r.period", periods: readonly number[]) {
-    return this.dialect === "postgres"
-      ? sql<boolean>`${sql.ref(column)} = any(${[...periods]}::bigint[])`
-      : sql<boolean>`${sql.ref(column)} in (select value from json_each(${JSON.stringify(periods)}))`;
   }
 }
 

@@ -1,4 +1,4 @@
-// The usage rollup: per member and per UTC day on which the member has events, one
+// The usage running totals: per member and per UTC day on which the member has events, one
 // usage_running_total row holding the member's running totals per model, every event up to the end
 // of that day, packed (see PACKED TOTALS in usage-sums-codec.ts). The totals over any
 // run of whole days are then the difference of two rows per member (domain/usage-window.ts).

@@ -192,4 +192,19 @@ describe.each(dialects)("usage rebuild on %s", (dialect) => {
     expect(await reports()).toBe(await rawReports());
     expect(await count()).toBe(before + recorded);
   });
+
+  it("an event's values past 2^53 (written below the API, which takes at most 10^12) are rebuilt exactly", async () => {
+    const huge = 2n ** 60n + 1n;
+    await recordUsage(new UsageRepository(database), "globex", [{
+      event: { eventId: "huge", userId: "8001", modelName: "model-a", modelType: "Chat", modelSource: "Builtin", timestamp: FIRST_DAY + 30 * DAY,
+        inputTokens: huge, outputTokens: huge + 2n, basicMicros: huge + 4n, payGoMicros: 3 },
+      where: "huge",
+    }]);
+    const [written, writtenRollups] = [await rows("globex"), await rollups("globex")];
+    await database.db.deleteFrom("usage_running_total").where("member_key", "in",
+      database.db.selectFrom("member").select("member_key").where("enterprise_id", "=", "globex")).execute();
+    expect((await rebuild("globex")).code).toBe(0);
+    expect(await rows("globex")).toStrictEqual(written);
+    expect(await rollups("globex")).toStrictEqual(writtenRollups);
+  });
 });
