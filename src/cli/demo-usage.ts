@@ -5,9 +5,8 @@
 // (01:00 to 11:00 UTC, the same calendar date in both); the "as of" date gets all of its events.
 import { invalidParameter } from "../domain/errors.js";
 import { formatMicros } from "../domain/money.js";
-import { localDateOf, localMidnight } from "../domain/local-time.js";
+import { DAY_SECONDS, localDateOf, localMidnight } from "../domain/local-time.js";
 import type { RawUsageEvent } from "../domain/usage-event.js";
-import { DAY_SECONDS } from "../domain/usage-window.js";
 import { demoDirectory } from "./demo-directory.js";
 
 const MODELS = [

@@ -10,7 +10,7 @@ import { Readable, type Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { UsageExportRowSchema } from "../../gen/enterprise_admin/v1/usage_pb.js";
 import { invalidParameter } from "../domain/errors.js";
-import { checkTimeZone, dateRangeWindow } from "../domain/local-time.js";
+import { dateRangeWindow, zoneOrDefault } from "../domain/local-time.js";
 import { exportUsageRows } from "../operations/usage-export.js";
 import { RECORD_FORMATS, recordEncoder, type RecordFormat } from "../rest/record-formats.js";
 import type { Database } from "../storage/database.js";
@@ -51,7 +51,7 @@ export async function exportUsageFile(database: Database, options: UsageExportOp
   const directory = new DirectoryRepository(database.db);
   const enterprise = await directory.findEnterprise(options.enterprise);
   if (!enterprise) throw invalidParameter(`--enterprise: enterprise "${options.enterprise}" does not exist (import a directory file first)`);
-  const timeZone = options.timeZone === undefined ? enterprise.time_zone : checkTimeZone(options.timeZone, "--time-zone");
+  const timeZone = zoneOrDefault(options.timeZone, enterprise.time_zone, "--time-zone");
   const window = dateRangeWindow(options.from, options.to, timeZone, ["--from", "--to"]);
 
   const temporary = options.out === undefined ? undefined : `${options.out}.partial-${process.pid}`;

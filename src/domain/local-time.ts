@@ -24,6 +24,11 @@ export function checkTimeZone(name: string, field: string): string {
   return name;
 }
 
+/** The zone a request asks for (checked, naming `field`), or `fallback` (the enterprise's) when it asks for none. */
+export function zoneOrDefault(requested: string | undefined, fallback: string, field: string): string {
+  return requested === undefined || requested === "" ? fallback : checkTimeZone(requested, field);
+}
+
 /** Buckets from local midnight to local midnight in `zone`, the first and last cut at the window's edges. */
 export function dayBuckets(start: number, end: number, zone: string): TimeBucket[] {
   return buckets(start, end, zone, "day");
@@ -56,8 +61,9 @@ function* eachBucket(start: number, end: number, zone: string, unit: "day" | "ho
   }
 }
 
-const DAY_SECONDS = 86_400;
-const UNIT_SECONDS = { day: DAY_SECONDS, hour: 3_600 } as const;
+export const DAY_SECONDS = 86_400;
+export const HOUR_SECONDS = 3_600;
+const UNIT_SECONDS = { day: DAY_SECONDS, hour: HOUR_SECONDS } as const;
 
 /**
  * A zone's UTC offset over a window [from, to): the offset probed once a day, and each change found

@@ -1,9 +1,9 @@
 // The time buckets of a usage report: the window's limits by bucket kind, the buckets themselves
 // (local days or hours of a zone, or one over the whole window) and which bucket a time falls in.
 import { invalidParameter } from "./errors.js";
-import { dayBuckets, hourBuckets, type TimeBucket } from "./local-time.js";
+import { DAY_SECONDS, dayBuckets, hourBuckets, type TimeBucket } from "./local-time.js";
 import { LATEST_REPORT_END, MAX_HOUR_REPORT_DAYS, MAX_REPORT_DAYS } from "./report-limits.js";
-import { checkWindow, DAY_SECONDS, dayOf } from "./usage-window.js";
+import { checkWindow, dayOf } from "./usage-window.js";
 
 export { MAX_HOUR_REPORT_DAYS, MAX_REPORT_DAYS };
 
@@ -48,7 +48,7 @@ export function bucketParts(buckets: readonly TimeBucket[], start: number, end: 
 }
 
 /** The index of the bucket holding `ts`, or -1 outside them all (buckets are contiguous and in order). */
-export function bucketIndexOf(buckets: readonly TimeBucket[], ts: number): number {
+function bucketIndexOf(buckets: readonly TimeBucket[], ts: number): number {
   let low = 0;
   let high = buckets.length - 1;
   while (low <= high) {

@@ -7,6 +7,7 @@ import type { Grouping, GroupKey } from "./report-groups.js";
 import type { TimeBucket } from "./local-time.js";
 import { ALL_MODELS } from "./usage-rollup.js";
 import { BASIC, EVENTS, INPUT, ModelSums, OUTPUT, PAY_GO, SUMS, type MemberModelSums } from "./usage-totals.js";
+import { grown } from "./typed-arrays.js";
 
 const { RoaringBitmap32 } = roaring;
 
@@ -54,7 +55,7 @@ interface Cell {
    * The members of its pairs and member days, repeats included (active members do not add up across
    * cells, so each cell keeps its own): counted distinct once, at the end (a Set's add per key cost more).
    */
-  members: MemberKeys;
+  members: KeyList;
   /** The member bitmaps of the rollup periods added, with their counts (a day alone in its bucket: the count only). */
   bitmaps: Array<{ members?: Uint8Array; count: number }>;
 }
@@ -146,11 +147,7 @@ export class ReportCells {
   private allModelKeysOf(memberKey: number): readonly GroupKey[] {
     const keys = this.grouping.keysOf(memberKey, ALL_MODELS);
     for (const key of keys) this.groupKeys[key.index] = key;
-    if (this.pending.length < this.groupKeys.length * PENDING) {
-      const grown = new Float64Array(2 * this.groupKeys.length * PENDING);
-      grown.set(this.pending);
-      this.pending = grown;
-    }
+    if (this.pending.length < this.groupKeys.length * PENDING) this.pending = grown(this.pending, this.groupKeys.length * PENDING);
     return (this.allModelKeys[memberKey] = keys);
   }
 
@@ -192,23 +189,19 @@ export class ReportCells {
 }
 
 function newCell(key: GroupKey): Cell {
-  return { key, sums: new ModelSums(), members: new MemberKeys(), bitmaps: [] };
+  return { key, sums: new ModelSums(), members: new KeyList(), bitmaps: [] };
 }
 
 const EMPTY_KEYS = new Uint32Array(0);
 
 /** Member keys as they come, repeats included. */
-class MemberKeys {
+class KeyList {
   /** Made at the first key: most cells of a report of kept days or rollup periods get none. */
   private keys = EMPTY_KEYS;
   private count = 0;
 
   push(memberKey: number): void {
-    if (this.count === this.keys.length) {
-      const grown = new Uint32Array(Math.max(16, 2 * this.count));
-      grown.set(this.keys);
-      this.keys = grown;
-    }
+    if (this.count === this.keys.length) this.keys = grown(this.keys, 16);
     this.keys[this.count++] = memberKey;
   }
 
@@ -223,13 +216,13 @@ class MemberKeys {
 }
 
 /** How many members in the cell's keys and bitmaps together: a lone bitmap's stored count, else their union's size. */
-function distinctMembers(members: MemberKeys, bitmaps: ReadonlyArray<{ members?: Uint8Array; count: number }>): number {
+function distinctMembers(members: KeyList, bitmaps: ReadonlyArray<{ members?: Uint8Array; count: number }>): number {
   if (bitmaps.length === 1 && members.empty) return bitmaps[0]!.count;
   return distinctUnion(members, bitmaps).size;
 }
 
 /** The cell's keys and bitmaps as one bitmap. */
-function distinctUnion(members: MemberKeys, bitmaps: ReadonlyArray<{ members?: Uint8Array; count: number }>): InstanceType<typeof RoaringBitmap32> {
+function distinctUnion(members: KeyList, bitmaps: ReadonlyArray<{ members?: Uint8Array; count: number }>): InstanceType<typeof RoaringBitmap32> {
   const union = members.distinct();
   for (const bitmap of bitmaps) {
     if (!bitmap.members) throw new Error("report cells: a period's members were not read, though it shares its bucket");

@@ -10,8 +10,6 @@ const DIMENSIONS: readonly string[] = ["model", "member", "department"];
 
 /** A group: its parts for the dimensions grouped by; the others are unset (-1, -1, ""). */
 export interface GroupKey {
-  /** The parts joined: unique per group within a report. */
-  id: string;
   /** The group's number in its report (0, 1, 2, … in the order first met): the same for the same `id`. */
   index: number;
   modelId: number;
@@ -45,7 +43,7 @@ export class Grouping {
   private readonly byMember: boolean;
   private readonly byDepartment: boolean;
 
-  constructor(readonly dimensions: readonly GroupDimension[],
+  constructor(dimensions: readonly GroupDimension[],
     private readonly departmentGroupsOf?: ReadonlyMap<number, readonly string[]>) {
     this.byModel = dimensions.includes("model");
     this.byMember = dimensions.includes("member");
@@ -84,7 +82,7 @@ export class Grouping {
     const id = `${modelId},${memberKey},${departmentId}`;
     let index = this.indexes.get(id);
     if (index === undefined) this.indexes.set(id, (index = this.indexes.size));
-    return { id, index, modelId, memberKey, departmentId };
+    return { index, modelId, memberKey, departmentId };
   }
 }
 

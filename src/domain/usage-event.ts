@@ -86,7 +86,7 @@ const MICROS_SCALE = [1_000_000, 100_000, 10_000, 1_000, 100, 10, 1];
 export function checkUsageEvent(raw: RawUsageEvent, where: string): UsageEventInput {
   const eventId = text(raw.event_id, "event_id", where, undefined, 128, false);
   for (const key in raw) {
-    if (!KNOWN_FIELDS.has(key)) throw invalidParameter(`${at(where, eventId)}: ${key}: unknown field`);
+    if (!KNOWN_FIELDS.has(key)) throw invalidParameter(`${eventLabel(where, eventId)}: ${key}: unknown field`);
   }
   const userId = text(raw.user_id, "user_id", where, eventId, 128, true);
   const modelName = text(raw.model_name, "model_name", where, eventId, 128, false);
@@ -99,28 +99,29 @@ export function checkUsageEvent(raw: RawUsageEvent, where: string): UsageEventIn
   const payGoMicros = amount(raw.pay_go_amount, "pay_go_amount", where, eventId);
   if (modelSource === "Custom" && (basicMicros !== 0 || payGoMicros !== 0)) {
     const field = basicMicros !== 0 ? "basic_amount" : "pay_go_amount";
-    throw invalidParameter(`${at(where, eventId)}: ${field}: a Custom model's amounts must be zero (only built-in models are charged)`);
+    throw invalidParameter(`${eventLabel(where, eventId)}: ${field}: a Custom model's amounts must be zero (only built-in models are charged)`);
   }
   return { eventId, userId, modelName, modelType, modelSource, timestamp, inputTokens, outputTokens, basicMicros, payGoMicros };
 }
 
-const at = (where: string, eventId: string | undefined) => (eventId === undefined ? where : `${where} (event_id ${JSON.stringify(eventId)})`);
+/** Where an event is, for an error: `line 12 (event_id "e-9")`, or `where` alone before its event_id is known. */
+export const eventLabel = (where: string, eventId: string | undefined) => (eventId === undefined ? where : `${where} (event_id ${JSON.stringify(eventId)})`);
 
 function text(value: unknown, field: string, where: string, eventId: string | undefined, maxLength: number, integerAllowed: boolean): string {
   if (typeof value === "string" && value.length > 0 && value.length <= maxLength) {
     const problem = textProblem(value);
     if (problem === undefined) return value;
     // The event id itself may be the broken text: name the event only by a sound id.
-    throw invalidParameter(`${at(where, field === "event_id" ? undefined : eventId)}: ${field}: ${problem}`);
+    throw invalidParameter(`${eventLabel(where, field === "event_id" ? undefined : eventId)}: ${field}: ${problem}`);
   }
   if (integerAllowed && typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return String(value);
-  if (typeof value !== "string" || value.length === 0) throw invalidParameter(`${at(where, eventId)}: ${field}: required, a non-empty string`);
-  throw invalidParameter(`${at(where, eventId)}: ${field}: longer than ${maxLength} characters`);
+  if (typeof value !== "string" || value.length === 0) throw invalidParameter(`${eventLabel(where, eventId)}: ${field}: required, a non-empty string`);
+  throw invalidParameter(`${eventLabel(where, eventId)}: ${field}: longer than ${maxLength} characters`);
 }
 
 function oneOf<T extends string>(value: unknown, field: string, where: string, eventId: string, allowed: readonly T[]): T {
   if (typeof value === "string" && (allowed as readonly string[]).includes(value)) return value as T;
-  throw invalidParameter(`${at(where, eventId)}: ${field}: must be one of ${allowed.join(", ")} (got ${JSON.stringify(value ?? null)})`);
+  throw invalidParameter(`${eventLabel(where, eventId)}: ${field}: must be one of ${allowed.join(", ")} (got ${JSON.stringify(value ?? null)})`);
 }
 
 /**
@@ -136,16 +137,16 @@ function integer(value: unknown, field: string, where: string, eventId: string, 
   // The common case: a JSON number in range.
   if (typeof value === "number" && Number.isSafeInteger(value) && value >= min && value <= max && (value !== 0 || !required)) return value;
   if (value === undefined || value === null || (required && (value === 0n || value === 0))) {
-    if (required) throw invalidParameter(`${at(where, eventId)}: ${field}: required`);
+    if (required) throw invalidParameter(`${eventLabel(where, eventId)}: ${field}: required`);
     return 0;
   }
   let n: bigint | undefined;
   if (typeof value === "number" && Number.isSafeInteger(value)) n = BigInt(value);
   else if (typeof value === "bigint") n = value;
   else if (typeof value === "string" && /^-?\d{1,20}$/.test(value)) n = BigInt(value);
-  if (n === undefined) throw invalidParameter(`${at(where, eventId)}: ${field}: must be an integer (got ${JSON.stringify(typeof value === "bigint" ? String(value) : value)})`);
-  if (n < BigInt(min)) throw invalidParameter(`${at(where, eventId)}: ${field}: must be >= ${min} (got ${n})`);
-  if (n > BigInt(max)) throw invalidParameter(`${at(where, eventId)}: ${field}: ${overMax?.(n) ?? `must be <= ${max} (got ${n})`}`);
+  if (n === undefined) throw invalidParameter(`${eventLabel(where, eventId)}: ${field}: must be an integer (got ${JSON.stringify(typeof value === "bigint" ? String(value) : value)})`);
+  if (n < BigInt(min)) throw invalidParameter(`${eventLabel(where, eventId)}: ${field}: must be >= ${min} (got ${n})`);
+  if (n > BigInt(max)) throw invalidParameter(`${eventLabel(where, eventId)}: ${field}: ${overMax?.(n) ?? `must be <= ${max} (got ${n})`}`);
   return Number(n);
 }
 
@@ -161,9 +162,9 @@ function amount(value: unknown, field: string, where: string, eventId: string): 
   }
   const micros = typeof value === "string" ? parseMicros(value) : undefined;
   if (micros === undefined) {
-    throw invalidParameter(`${at(where, eventId)}: ${field}: must be a decimal string >= 0 with at most 6 decimals (got ${JSON.stringify(value)})`);
+    throw invalidParameter(`${eventLabel(where, eventId)}: ${field}: must be a decimal string >= 0 with at most 6 decimals (got ${JSON.stringify(value)})`);
   }
-  if (micros > MAX_EVENT_MICROS) throw invalidParameter(`${at(where, eventId)}: ${field}: must be <= 1000000.000000 (got ${value})`);
+  if (micros > MAX_EVENT_MICROS) throw invalidParameter(`${eventLabel(where, eventId)}: ${field}: must be <= 1000000.000000 (got ${value})`);
   return Number(micros);
 }
 

@@ -15,8 +15,8 @@
 // where a window's edge is not on a quarter hour; by model, days of the layout's zone, and raw
 // events for the rest. A day's all-models row also holds each member's sums of the day, which
 // answer reports by member or department (and of some members only) over days of the layout's zone.
-import { localDayAround, mod, offsetReader, ZoneOffsets } from "./local-time.js";
-import { decimalValue, EVENTS, ModelSums, SUMS } from "./usage-totals.js";
+import { DAY_SECONDS, HOUR_SECONDS, localDayAround, mod, offsetReader, ZoneOffsets } from "./local-time.js";
+import { decimalValue, ModelSums, SUMS } from "./usage-totals.js";
 import type { EventValue } from "./usage-event.js";
 
 /** The format of the rows; a store whose layout has another version is rebuilt (usage rebuild). */
@@ -26,13 +26,12 @@ export const QUARTER = 0;
 export const HOUR = 1;
 export const DAY = 2;
 export type Grain = typeof QUARTER | typeof HOUR | typeof DAY;
-export const GRAINS: readonly Grain[] = [QUARTER, HOUR, DAY];
+const GRAINS: readonly Grain[] = [QUARTER, HOUR, DAY];
 
 /** The model id of the rows summing every model (usage_model ids start at 1). */
 export const ALL_MODELS = 0;
 
 const QUARTER_SECONDS = 900;
-const HOUR_SECONDS = 3600;
 
 /** Which zone the HOUR and DAY periods follow. */
 export interface RollupLayout {
@@ -59,7 +58,7 @@ export class RollupPeriods {
 
   /** `window`: the seconds the periods will be asked about, whose days are then found by arithmetic. */
   constructor(readonly layout: RollupLayout, window?: { start: number; end: number }) {
-    this.offsets = window && new ZoneOffsets(layout.timeZone, window.start - 2 * 86_400, window.end + 2 * 86_400);
+    this.offsets = window && new ZoneOffsets(layout.timeZone, window.start - 2 * DAY_SECONDS, window.end + 2 * DAY_SECONDS);
   }
 
   /** The start of the period of `grain` holding `ts`. */
@@ -148,16 +147,16 @@ export class RollupDelta {
 
   add(memberKey: number, modelId: number, ts: number, inputTokens: EventValue, outputTokens: EventValue,
     basicMicros: EventValue, payGoMicros: EventValue): void {
-    const quarter = ts - mod(ts, QUARTER_SECONDS);
+    const quarter = this.periods.startOf(QUARTER, ts);
     const entry = entryOf(this.quarters, quarter, modelId);
-    addEvent(entry.sums, inputTokens, outputTokens, basicMicros, payGoMicros);
+    entry.sums.addEvent(inputTokens, outputTokens, basicMicros, payGoMicros);
     entry.members.push(memberKey);
     const day = this.periods.dayOfQuarter(quarter);
     let members = this.memberDays.get(day);
     if (!members) this.memberDays.set(day, (members = new Map()));
     let sums = members.get(memberKey);
     if (!sums) members.set(memberKey, (sums = new ModelSums()));
-    addEvent(sums, inputTokens, outputTokens, basicMicros, payGoMicros);
+    sums.addEvent(inputTokens, outputTokens, basicMicros, payGoMicros);
     this.size++;
   }
 
@@ -187,16 +186,8 @@ export class RollupDelta {
   }
 }
 
-function addEvent(sums: ModelSums, inputTokens: EventValue, outputTokens: EventValue, basicMicros: EventValue, payGoMicros: EventValue): void {
-  sums.addValue(0, inputTokens);
-  sums.addValue(1, outputTokens);
-  sums.addValue(2, basicMicros);
-  sums.addValue(3, payGoMicros);
-  sums.add(EVENTS, 1);
-}
-
 /** Adds `from`'s sums and members to `into`. */
-export function mergeInto(into: RollupEntry, from: RollupEntry): void {
+function mergeInto(into: RollupEntry, from: RollupEntry): void {
   for (let i = 0; i < SUMS; i++) into.sums.addValue(i, from.sums.exact(i));
   for (const member of from.members) into.members.push(member);
 }

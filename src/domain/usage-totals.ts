@@ -56,6 +56,15 @@ export class ModelSums {
     return BigInt(this.values[index]!) + (this.big?.[index] ?? 0n);
   }
 
+  /** One event (or, with `events` -1, one taken away): values as numbers (the API's, at most 10^12) or bigints (callers below it). */
+  addEvent(inputTokens: number | bigint, outputTokens: number | bigint, basicMicros: number | bigint, payGoMicros: number | bigint, events = 1): void {
+    this.addValue(INPUT, inputTokens);
+    this.addValue(OUTPUT, outputTokens);
+    this.addValue(BASIC, basicMicros);
+    this.addValue(PAY_GO, payGoMicros);
+    this.add(EVENTS, events);
+  }
+
   /** The sum as a number while it is exact, else as a bigint. */
   exact(index: number): number | bigint {
     if (!this.big) return this.values[index]!;
@@ -116,15 +125,10 @@ export class TotalsByModel {
     return sums;
   }
 
-  /** One event (or, with `events` -1, one taken away): values as numbers (the API's, at most 10^12) or bigints (callers below it). */
+  /** One event of a model (or, with `events` -1, one taken away), as ModelSums.addEvent. */
   addEvent(modelId: number, inputTokens: number | bigint, outputTokens: number | bigint, basicMicros: number | bigint, payGoMicros: number | bigint,
     events = 1): void {
-    const sums = this.sumsOf(modelId);
-    sums.addValue(0, inputTokens);
-    sums.addValue(1, outputTokens);
-    sums.addValue(2, basicMicros);
-    sums.addValue(3, payGoMicros);
-    sums.add(EVENTS, events);
+    this.sumsOf(modelId).addEvent(inputTokens, outputTokens, basicMicros, payGoMicros, events);
   }
 
   /** Adds another's sums. */

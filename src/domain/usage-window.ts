@@ -9,8 +9,8 @@
 // alone. The rows read depend on members and the events of two half days, never on the number of
 // events in the store or the length of the window.
 import { invalidParameter } from "./errors.js";
+import { DAY_SECONDS } from "./local-time.js";
 
-export const DAY_SECONDS = 86_400;
 export const MAX_WINDOW_DAYS = 180;
 
 /** A range of seconds [from, to) inside one UTC day, whose raw events are added (1) or subtracted (-1). */

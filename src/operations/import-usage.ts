@@ -10,7 +10,7 @@ import { stat } from "node:fs/promises";
 import { on } from "node:events";
 import { Worker } from "node:worker_threads";
 import { invalidParameter } from "../domain/errors.js";
-import { modelOfKey } from "../domain/usage-event.js";
+import { eventLabel, modelOfKey } from "../domain/usage-event.js";
 import { dayOf } from "../domain/usage-window.js";
 import { ImportRunningTotals } from "../storage/usage-import-totals.js";
 import type { UsageEventRow, UsageRepository } from "../storage/usage-repository.js";
@@ -83,7 +83,7 @@ async function memberKeysOf(repository: UsageRepository, enterpriseId: string, u
   const members = new MemberKeys(repository, enterpriseId);
   await members.resolveIds(userIds, (i) => {
     const { line, eventId } = users.get(userIds[i]!)!;
-    return `line ${line} (event_id ${JSON.stringify(eventId)})`;
+    return eventLabel(`line ${line}`, eventId);
   });
   return new Map(userIds.map((userId) => [userId, members.key(userId)]));
 }

@@ -2,7 +2,7 @@
 // event's member checked first (an unknown one rejects the whole batch), then one ingestion.
 import { invalidParameter } from "../domain/errors.js";
 import { dayOf } from "../domain/usage-window.js";
-import { modelKey, type UsageEventInput } from "../domain/usage-event.js";
+import { eventLabel, modelKey, type UsageEventInput } from "../domain/usage-event.js";
 import type { MemberKeyRow, UsageEventRow, UsageRepository } from "../storage/usage-repository.js";
 
 export interface LabelledEvent {
@@ -20,7 +20,7 @@ export class MemberKeys {
   constructor(private readonly repository: UsageRepository, private readonly enterpriseId: string) {}
 
   async resolve(events: readonly LabelledEvent[]): Promise<void> {
-    await this.resolveIds(events.map((e) => e.event.userId), (i) => `${events[i]!.where} (event_id ${JSON.stringify(events[i]!.event.eventId)})`);
+    await this.resolveIds(events.map((e) => e.event.userId), (i) => eventLabel(events[i]!.where, events[i]!.event.eventId));
   }
 
   /** Loads these members; `describe(i)` names the event of `userIds[i]` in the error for an unknown one. */

@@ -9,7 +9,7 @@
 import { createHash } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import { invalidParameter } from "../domain/errors.js";
-import { checkTimeZone, dateRangeWindow, type TimeBucket } from "../domain/local-time.js";
+import { dateRangeWindow, zoneOrDefault, type TimeBucket } from "../domain/local-time.js";
 import { decodePageToken, effectivePageSize, encodePageToken } from "../domain/page-token.js";
 import { bucketKind, bucketParts, checkReportWindow, MAX_REPORT_DAYS, planBuckets } from "../domain/report-buckets.js";
 import { ReportCells, type GroupFigures, type PeriodFigures } from "../domain/report-cells.js";
@@ -112,7 +112,7 @@ export class UsageReports {
     const byMember = dimensions.includes("member");
     if (!byMember && request.pageToken !== "") throw invalidParameter(`page_token: pages exist only when group_by includes "member"`);
     const settings = await this.settings(enterpriseId);
-    const zone = request.timeZone === "" ? settings.time_zone : checkTimeZone(request.timeZone, "time_zone");
+    const zone = zoneOrDefault(request.timeZone, settings.time_zone, "time_zone");
 
     const named = await resolveNamedMembers(this.usage, enterpriseId, request, false);
     const departments = request.departmentId !== "" || dimensions.includes("department")
@@ -151,7 +151,7 @@ export class UsageReports {
   async coreMetrics(enterpriseId: string, request: CoreMetricsRequest, signal: AbortSignal)
     : Promise<{ currency: string; timeZone: string; items: DailyFigures[] }> {
     const settings = await this.settings(enterpriseId);
-    const zone = request.timeZone === "" ? settings.time_zone : checkTimeZone(request.timeZone, "time_zone");
+    const zone = zoneOrDefault(request.timeZone, settings.time_zone, "time_zone");
     const { start, end, days } = dateRangeWindow(request.startDate, request.endDate, zone, ["start_date", "end_date"]);
     if (days > MAX_REPORT_DAYS) {
       throw invalidParameter(`start_date to end_date: ${days} days > ${MAX_REPORT_DAYS} (both dates count)`);
@@ -401,7 +401,7 @@ function intersect(a: readonly number[] | undefined, b: readonly number[] | unde
 
 function emptyFigures(): GroupFigures {
   return {
-    key: { id: "", index: -1, modelId: -1, memberKey: -1, departmentId: "" },
+    key: { index: -1, modelId: -1, memberKey: -1, departmentId: "" },
     events: 0n, activeMembers: 0, inputTokens: 0n, outputTokens: 0n, basicMicros: 0n, payGoMicros: 0n,
   };
 }

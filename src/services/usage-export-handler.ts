@@ -3,7 +3,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
 import type { ExportUsageRequest, ExportUsageResponseSchema } from "../../gen/enterprise_admin/v1/usage_pb.js";
-import { checkTimeZone } from "../domain/local-time.js";
+import { zoneOrDefault } from "../domain/local-time.js";
 import { checkReportWindow } from "../domain/report-buckets.js";
 import { principalOf } from "../interceptors/auth.js";
 import { signalOf } from "../interceptors/call-signal.js";
@@ -17,7 +17,7 @@ export async function* exportUsage(usage: UsageRepository, directory: DirectoryR
   // A report's limits: an export is its day buckets' rows.
   const { start, end } = checkReportWindow(request.startTime, request.endTime, "day");
   const enterprise = (await directory.findEnterprise(principal.enterpriseId))!;
-  const timeZone = request.timeZone === "" ? enterprise.time_zone : checkTimeZone(request.timeZone, "time_zone");
+  const timeZone = zoneOrDefault(request.timeZone, enterprise.time_zone, "time_zone");
   // The name a REST download is saved under; the other transports carry it as a header too.
   context.responseHeader.set("content-disposition", `attachment; filename="${exportFileName(start, end, timeZone, request.format || "csv")}"`);
   const rows = exportUsageRows(usage, directory, { enterpriseId: enterprise.enterprise_id, currency: enterprise.currency, start, end, timeZone, signal: signalOf(context) });

@@ -5,6 +5,7 @@
 import type { EventValue } from "../domain/usage-event.js";
 import { EVENTS, SUMS, SUM_LIMIT, SumLimitError, TotalsByModel } from "../domain/usage-totals.js";
 import { MAX_ENTRY_BYTES, VarintReader, addPackedTotals, writeBigVarint, writeVarint } from "./usage-sums-codec.js";
+import { grown } from "../domain/typed-arrays.js";
 
 /** A member's sums per day, in day order. */
 export type MemberDays = Array<[day: number, sums: DaySum]>;
@@ -165,17 +166,15 @@ export class DaySumFrames {
 
   private newSlot(member: number, day: number, entry: number): void {
     this.firstEntry.set(member * DAY_SPAN + day, entry);
-    if (3 * this.slotCount === this.slots.length) this.slots = growInts(this.slots);
+    if (3 * this.slotCount === this.slots.length) this.slots = grown(this.slots);
     this.slots.set([member, day, entry], 3 * this.slotCount++);
     this.remember(member, day, entry);
   }
 
   private remember(member: number, day: number, entry: number): void {
-    while (member >= this.lastDay.length) {
-      const days = new Int32Array(this.lastDay.length * 2).fill(-1);
-      days.set(this.lastDay);
-      this.lastDay = days;
-      this.lastFirst = growInts(this.lastFirst);
+    if (member >= this.lastDay.length) {
+      this.lastDay = grown(this.lastDay, member + 1, -1);
+      this.lastFirst = grown(this.lastFirst, member + 1);
     }
     this.lastDay[member] = day;
     this.lastFirst[member] = entry;
@@ -203,7 +202,7 @@ export class DaySumFrames {
       }
       if (cumulative) models = running!.modelsOf(member);
       const room = at + HEADER_ROOM + models * MAX_ENTRY_BYTES;
-      if (room > out.length) out = grown(out, at, room);
+      if (room > out.length) out = grown(out, room);
       // The totals first, after room for the header: their length is part of it.
       const start = at + HEADER_ROOM;
       const end = cumulative ? running!.pack(member, out, start) : this.packSlot(first, out, start);
@@ -283,19 +282,11 @@ export class FileRunningTotals {
   }
 
   private grow(member: number): void {
-    let size = this.latestDay.length;
-    while (size <= member) size *= 2;
-    this.latestDay = lengthened(this.latestDay, new Int32Array(size).fill(-1));
-    this.outOfOrder = lengthened(this.outOfOrder, new Uint8Array(size));
-    this.firstEntry = lengthened(this.firstEntry, new Int32Array(size).fill(-1));
-    this.modelCount = lengthened(this.modelCount, new Int32Array(size));
+    this.latestDay = grown(this.latestDay, member + 1, -1);
+    this.outOfOrder = grown(this.outOfOrder, member + 1);
+    this.firstEntry = grown(this.firstEntry, member + 1, -1);
+    this.modelCount = grown(this.modelCount, member + 1);
   }
-}
-
-/** `to` (longer, filled as new places should be) with `from` copied into its start. */
-function lengthened<T extends Int32Array<ArrayBuffer> | Uint8Array<ArrayBuffer>>(from: T, to: T): T {
-  to.set(from);
-  return to;
 }
 
 /**
@@ -334,11 +325,9 @@ class SumEntries {
   add(model: number, next: number): number {
     const entry = this.count++;
     if (entry === this.model.length) {
-      this.model = growInts(this.model);
-      this.next = growInts(this.next);
-      const sums = new Float64Array(this.sums.length * 2);
-      sums.set(this.sums);
-      this.sums = sums;
+      this.model = grown(this.model);
+      this.next = grown(this.next);
+      this.sums = grown(this.sums);
     }
     this.model[entry] = model;
     this.next[entry] = next;
@@ -401,20 +390,8 @@ class SumEntries {
   }
 }
 
-/** A copy of `from`'s first `used` bytes in a buffer of at least `room`. */
-function grown(from: Uint8Array<ArrayBuffer>, used: number, room: number): Uint8Array<ArrayBuffer> {
-  const to = new Uint8Array(Math.max(room, 2 * from.length));
-  to.set(from.subarray(0, used));
-  return to;
-}
-
 /** Days a member's slot key spans: past the last day of year 9999 (the latest timestamp an event may have). */
 const DAY_SPAN = 2 ** 22;
 /** A frame header's room: three varints below 2^32. */
 const HEADER_ROOM = 15;
 
-function growInts(from: Int32Array<ArrayBuffer>): Int32Array<ArrayBuffer> {
-  const to = new Int32Array(from.length * 2);
-  to.set(from);
-  return to;
-}

@@ -262,12 +262,12 @@ export class UsageRepository {
    * most the lock_timeout that writeTransaction set), and that wait reported to the store's observer.
    */
   private async takeIngestionLock(trx: Kysely<Schema>): Promise<void> {
-    const { rows } = await sql<{ taken: boolean }>`select pg_try_advisory_xact_lock(72001) as taken`.execute(trx);
+    const { rows } = await sql<{ taken: boolean }>`select pg_try_advisory_xact_lock(${sql.lit(INGESTION_LOCK)}) as taken`.execute(trx);
     if (rows[0]!.taken) return;
     const started = performance.now();
     let acquired = false;
     try {
-      await sql`select pg_advisory_xact_lock(72001)`.execute(trx);
+      await sql`select pg_advisory_xact_lock(${sql.lit(INGESTION_LOCK)})`.execute(trx);
       acquired = true;
     } finally {
       this.database.observer.lockWaited((performance.now() - started) / 1000, acquired);
@@ -638,6 +638,9 @@ function setEventParameters(parameters: unknown[], at: number, enterpriseId: str
   parameters[at + 8] = r.basicMicros;
   parameters[at + 9] = r.payGoMicros;
 }
+
+/** PostgreSQL's advisory lock that one ingestion at a time holds (takeIngestionLock). */
+const INGESTION_LOCK = 72001;
 
 /** How long an import leaves SQLite's write lock free after each chunk: longer than a waiting writer's poll (1 ms). */
 const CHUNK_PAUSE_MS = 5;

@@ -17,7 +17,6 @@ const { RoaringBitmap32 } = roaring;
 
 /** A stored period of one model (or ALL_MODELS). */
 export interface RollupRow {
-  grain: Grain;
   period: number;
   modelId: number;
   memberCount: number;
@@ -156,7 +155,7 @@ export class UsageRollups {
       const sums = new ModelSums();
       addEncodedSums(row.sums, sums);
       return {
-        grain, period: Number(row.period), modelId: Number(row.model_id), memberCount: Number(row.member_count), sums,
+        period: Number(row.period), modelId: Number(row.model_id), memberCount: Number(row.member_count), sums,
         members: row.members ?? undefined,
       };
     });

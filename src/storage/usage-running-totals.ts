@@ -13,6 +13,7 @@ import { TotalsByModel } from "../domain/usage-totals.js";
 import { chunks, type BulkStore } from "./bulk-statements.js";
 import { DaySums, type MemberDays } from "./usage-day-sums.js";
 import { addPackedTotals, packedBytes, packTotals } from "./usage-sums-codec.js";
+import { grown } from "../domain/typed-arrays.js";
 
 /** A stored row: its day and its packed totals. */
 export interface StoredRow {
@@ -51,7 +52,7 @@ export async function readStoredRows(database: BulkStore,
  * many day ranges of the table), by statements of up to 512 rows (chunks).
  */
 export class RowsByDay {
-  private bytes: Uint8Array;
+  private bytes: Uint8Array<ArrayBuffer>;
   private used = 0;
   private members: number[] = [];
   private days: number[] = [];
@@ -64,11 +65,7 @@ export class RowsByDay {
 
   /** Adds a row whose packed totals `write` puts into `out` from `at` (at most `maxBytes`), returning the offset after them. */
   addWritten(memberKey: number, day: number, maxBytes: number, write: (out: Uint8Array, at: number) => number): void {
-    if (this.used + maxBytes > this.bytes.length) {
-      const bytes = new Uint8Array(Math.max(2 * this.bytes.length, this.used + maxBytes));
-      bytes.set(this.bytes.subarray(0, this.used));
-      this.bytes = bytes;
-    }
+    if (this.used + maxBytes > this.bytes.length) this.bytes = grown(this.bytes, this.used + maxBytes);
     this.used = write(this.bytes, this.used);
     this.members.push(memberKey);
     this.days.push(day);

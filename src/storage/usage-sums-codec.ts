@@ -52,7 +52,7 @@ export function addPackedTotals(target: TotalsByModel, packed: Uint8Array, at = 
  * Adds (or, `negate`, subtracts) the packed totals `packed` from `at` to `end` to a member's sums
  * in a query's WindowSums.
  */
-export function addPackedToWindow(window: WindowSums, packed: Uint8Array, at: number, end: number, member: number, negate: boolean): void {
+function addPackedToWindow(window: WindowSums, packed: Uint8Array, at: number, end: number, member: number, negate: boolean): void {
   const sign = negate ? -1 : 1;
   const base = member * SUMS;
   const reader = new VarintReader(packed, at);

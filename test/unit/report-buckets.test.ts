@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { bucketParts, planBuckets, type BucketKind } from "../../src/domain/report-buckets.js";
-import { DAY_SECONDS } from "../../src/domain/usage-window.js";
+import { DAY_SECONDS } from "../../src/domain/local-time.js";
 
 const ZONES = ["UTC", "Asia/Kathmandu", "America/New_York", "Australia/Lord_Howe"];
 const KINDS: BucketKind[] = ["day", "hour", "none"];

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { DAY_SECONDS, planWindow } from "../../src/domain/usage-window.js";
+import { DAY_SECONDS } from "../../src/domain/local-time.js";
+import { planWindow } from "../../src/domain/usage-window.js";
 
 /**
  * How many times the plan counts each second around the window, as signed pieces: running totals
