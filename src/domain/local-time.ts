@@ -50,13 +50,15 @@ function buckets(start: number, end: number, zone: string, unit: "day" | "hour")
 
 function* eachBucket(start: number, end: number, zone: string, unit: "day" | "hour"): Generator<TimeBucket> {
   const offsets = new ZoneOffsets(zone, start - DAY_SECONDS, end + DAY_SECONDS);
+  // Past 9999 a date is no longer YYYY-MM-DD: a window up to 10000-01-01 UTC reaches there in zones
+  // east of UTC. Checked before the first bucket, so that an export fails before its first row.
+  if (unit === "day" && !/^\d{4}-\d\d-\d\d$/.test(offsets.dateOf(end - 1))) {
+    throw invalidParameter(`end_time: ${end} falls on a local date past 9999-12-31 in ${zone}`);
+  }
   let at = DateTime.fromSeconds(start, { zone }).startOf(unit).toSeconds();
   while (at < end) {
     const next = offsets.nextStart(at, unit);
-    const date = unit === "day" ? offsets.dateOf(at) : "";
-    // Past 9999 a date is no longer YYYY-MM-DD: a window up to 10000-01-01 UTC reaches there in zones east of UTC.
-    if (unit === "day" && !/^\d{4}-\d\d-\d\d$/.test(date)) throw invalidParameter(`end_time: ${end} falls on a local date past 9999-12-31 in ${zone}`);
-    yield { start: Math.max(start, at), end: Math.min(end, next), date };
+    yield { start: Math.max(start, at), end: Math.min(end, next), date: unit === "day" ? offsets.dateOf(at) : "" };
     at = next;
   }
 }

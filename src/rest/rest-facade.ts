@@ -89,7 +89,9 @@ export class RestFacade {
       for (const [field, text] of pathValues) {
         (request as Record<string, unknown>)[field.localName] = readScalar(field.scalar!, text, field.name, true);
       }
-      if (query !== "") applyQuery(route.method, request as Record<string, unknown>, query, route.body === "*");
+      if (query !== "") {
+        applyQuery(route.method, request as Record<string, unknown>, query, route.body === "*", pathValues.map(([field]) => field.localName));
+      }
     } catch (error) {
       if (error instanceof AppError) return writeCallError(res, log, call, error);
       throw error;
@@ -166,10 +168,10 @@ export async function readJsonBody(req: HttpRequest): Promise<unknown> {
     req.resume();
     throw new AppError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, `Content-Type must be application/json (got ${type ? JSON.stringify(type) : "none"})`);
   }
-  const encoding = req.headers["content-encoding"];
-  if (encoding !== undefined && encoding.trim().toLowerCase() !== "identity") {
+  const encoding = req.headers["content-encoding"]?.trim().toLowerCase();
+  if (encoding !== undefined && encoding !== "" && encoding !== "identity") {
     req.resume();
-    throw new AppError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, `Content-Encoding ${JSON.stringify(encoding)} is not accepted: send the JSON body uncompressed`);
+    throw new AppError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, `Content-Encoding ${JSON.stringify(req.headers["content-encoding"])} is not accepted: send the JSON body uncompressed`);
   }
   const declared = Number(req.headers["content-length"] ?? 0);
   if (declared > MAX_BODY_BYTES) {
@@ -214,10 +216,11 @@ function inferUpdateMask(method: ServedMethod, request: Record<string, unknown>,
 
 /**
  * Query parameters fill top-level scalar (or repeated scalar) fields; unknown names are rejected, and
- * so is a scalar field given twice (a proxy that checks one of two values must not be outwitted).
+ * so is a scalar field given twice, in the query or also by the path (`fromPath`: a proxy that checks
+ * one of two values must not be outwitted).
  */
-function applyQuery(method: ServedMethod, request: Record<string, unknown>, query: string, hasBody: boolean): void {
-  const given = new Set<string>();
+function applyQuery(method: ServedMethod, request: Record<string, unknown>, query: string, hasBody: boolean, fromPath: readonly string[]): void {
+  const given = new Set<string>(fromPath);
   for (const [key, value] of new URLSearchParams(query)) {
     const field = findField(method.input, key);
     if (!field || hasBody) throw invalidParameter(`${key}: unknown query parameter`);

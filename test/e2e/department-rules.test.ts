@@ -226,8 +226,10 @@ describe.each(dialects)("department rules (%s)", (dialect) => {
         expect(reply.status).toBe(415);
         expect(reply.json).toStrictEqual(failure(4150, expect.stringContaining(`Content-Encoding "${encoding}" is not accepted`)));
       }
-      const identity = await send("POST", BATCH_GET, { body: json, headers: { "content-encoding": "identity" } });
-      expect(identity.json).toStrictEqual(success({ items: [ENGINEERING], not_found_department_ids: [] }));
+      for (const encoding of ["identity", "IDENTITY", ""]) {
+        const plain = await send("POST", BATCH_GET, { body: json, headers: { "content-encoding": encoding } });
+        expect(plain.json).toStrictEqual(success({ items: [ENGINEERING], not_found_department_ids: [] }));
+      }
     });
 
     it("accepts application/json with a charset parameter", async () => {

@@ -254,6 +254,12 @@ describe.each(dialects)("environment config rules (%s)", (dialect) => {
       expect(data.runtime_config).toStrictEqual({ install: "", start: "", terminals: [{ name: "logs", command: "tail -f log", description: "" }] });
     });
 
+    it("a query parameter naming a path variable's field is 4001 (the path's id is not overridden)", async () => {
+      const made = await create({ name: "path-and-query" });
+      const reply = await send("GET", `${BASE}/${encodeURIComponent(made.id)}?id=env_other`);
+      expect([reply.status, reply.json]).toStrictEqual([400, failure(4001, "id: given twice; send it once")]);
+    });
+
     it("get of an unknown id is 404 with 4041", async () => {
       const reply = await getReply("env_does_not_exist");
       expect(reply.status).toBe(404);

@@ -363,6 +363,20 @@ describe.each(dialects)("usage export (%s)", (dialect) => {
       }
     });
 
+    it("a window whose last local date passes 9999-12-31 is INVALID_ARGUMENT before any row, its earlier days' rows included", async () => {
+      const december = Date.UTC(9999, 11, 1) / 1000;
+      await record(tenant, [{ ...events[0]!, timestamp: december + 3600 }], "year-9999");
+      const rows: unknown[] = [];
+      const error = await (async () => {
+        for await (const message of grpc().exportUsage({ startTime: BigInt(december), endTime: 253_402_300_800n, timeZone: "Asia/Kolkata" },
+          { headers: { authorization: `Bearer ${token}` } })) rows.push(...message.rows);
+      })().catch((e: unknown) => e);
+      expect([rows.length, (error as ConnectError).code, (error as ConnectError).rawMessage])
+        .toEqual([0, Code.InvalidArgument, "end_time: 253402300800 falls on a local date past 9999-12-31 in Asia/Kolkata"]);
+      const res = await get({ start_time: december, end_time: 253_402_300_800, time_zone: "Asia/Kolkata" });
+      expect([res.status, JSON.parse(res.text)]).toEqual([400, envelope(4001, expect.stringContaining("past 9999-12-31"))]);
+    });
+
     it("over gRPC a bad window is INVALID_ARGUMENT before any row", async () => {
       const error = await (async () => {
         for await (const _ of grpc().exportUsage({ startTime: 0n, endTime: BigInt(400 * 86_400) }, { headers: { authorization: `Bearer ${token}` } })) void _;
