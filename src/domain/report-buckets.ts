@@ -2,10 +2,14 @@
 // (local days or hours of a zone, or one over the whole window) and which bucket a time falls in.
 import { invalidParameter } from "./errors.js";
 import { DAY_SECONDS, dayBuckets, hourBuckets, type TimeBucket } from "./local-time.js";
-import { LATEST_REPORT_END, MAX_HOUR_REPORT_DAYS, MAX_REPORT_DAYS } from "./report-limits.js";
+import { MAX_HOUR_REPORT_DAYS, MAX_REPORT_DAYS } from "./report-limits.js";
+import { MAX_TIMESTAMP } from "./usage-event.js";
 import { checkWindow, dayOf } from "./usage-window.js";
 
 export { MAX_HOUR_REPORT_DAYS, MAX_REPORT_DAYS };
+
+/** The latest end of a report's or export's window: 10000-01-01T00:00:00Z, just after the latest event. */
+const LATEST_REPORT_END = MAX_TIMESTAMP + 1;
 
 export type BucketKind = "day" | "hour" | "none";
 

@@ -10,7 +10,7 @@ const DIMENSIONS: readonly string[] = ["model", "member", "department"];
 
 /** A group: its parts for the dimensions grouped by; the others are unset (-1, -1, ""). */
 export interface GroupKey {
-  /** The group's number in its report (0, 1, 2, … in the order first met): the same for the same `id`. */
+  /** The group's number in its report (0, 1, 2, … in the order first met): the same for the same parts. */
   index: number;
   modelId: number;
   memberKey: number;

@@ -12,7 +12,7 @@ import { CompiledQuery } from "kysely";
 import { TotalsByModel } from "../domain/usage-totals.js";
 import { chunks, type BulkStore } from "./bulk-statements.js";
 import { DaySums, type MemberDays } from "./usage-day-sums.js";
-import { addPackedTotals, packedBytes, packTotals } from "./usage-sums-codec.js";
+import { addPackedTotals, forEachStoredRow, packedBytes, packTotals } from "./usage-sums-codec.js";
 import { grown } from "../domain/typed-arrays.js";
 
 /** A stored row: its day and its packed totals. */
@@ -98,19 +98,14 @@ interface StoredRows {
 function splitStoredRows(found: StoredRows | undefined): Map<number, StoredRow[]> {
   const byMember = new Map<number, StoredRow[]>();
   if (!found?.rows || !found.totals) return byMember;
-  const parts = found.rows.split(",");
   const totals = found.totals;
-  let at = 0;
-  for (let i = 0; i + 2 < parts.length; i += 3) {
-    const memberKey = Number(parts[i]);
-    const end = at + Number(parts[i + 2]);
-    const row = { day: Number(parts[i + 1]), totals: totals.subarray(at, end) };
+  forEachStoredRow(totals, found.rows, 3, (fields, first, start, end) => {
+    const memberKey = Number(fields[first]);
+    const row = { day: Number(fields[first + 1]), totals: totals.subarray(start, end) };
     const list = byMember.get(memberKey);
     if (list) list.push(row);
     else byMember.set(memberKey, [row]);
-    at = end;
-  }
-  if (at !== totals.length) throw new Error(`usage_running_total: ${parts.length / 3} rows read with ${at} bytes of totals, but ${totals.length} came`);
+  });
   for (const list of byMember.values()) list.sort((a, b) => a.day - b.day);
   return byMember;
 }
@@ -158,7 +153,8 @@ function mergeDays(stored: readonly StoredRow[], days: MemberDays, write: (day: 
  * For `members` members (parameters: each member's key and earliest new day): each member's last
  * row on or before its day and every row after it (usually one row: today's, or the last one before
  * today), returned as one row of two values (a blob per stored row would cost the driver a Buffer
- * each): the rows as text, and their totals end to end. The bound is correlated with the member list, so each member's rows are one index range.
+ * each): the rows as text, and their totals end to end. The bound is correlated with the member
+ * list, so each member's rows are one index range.
  */
 function storedStatement({ dialect, texts }: BulkStore, memberCount: number): string {
   return texts.of("running totals: stored", memberCount, (members) => {

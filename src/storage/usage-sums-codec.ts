@@ -4,7 +4,7 @@
 // whatever the number of models, keeps a query to two rows a member; varints keep the rows small
 // (typically 15-20 bytes a model), and so the pages an ingestion rewrites. A statement that reads
 // many rows gets their totals end to end in one value and, as text beside them, each row's member
-// key and length (RowIndex). The sums themselves (numbers while exact, bigints past 2^53, at most
+// key (and day) and length (forEachStoredRow). The sums themselves (numbers while exact, bigints past 2^53, at most
 // SUM_LIMIT) are domain/usage-totals.ts's; this module only reads and writes their bytes.
 import { SUMS, SUM_LIMIT, SumLimitError, type ModelSums, type TotalsByModel } from "../domain/usage-totals.js";
 import type { WindowSums } from "../domain/usage-window-sums.js";
@@ -75,12 +75,23 @@ function addPackedToWindow(window: WindowSums, packed: Uint8Array, at: number, e
  */
 export function addRowsToWindow(window: WindowSums, totals: Uint8Array, index: string, negate: boolean,
   memberOf: (memberKey: number) => number): void {
+  forEachStoredRow(totals, index, 2, (fields, first, start, end) =>
+    addPackedToWindow(window, totals, start, end, memberOf(Number(fields[first])), negate));
+}
+
+/**
+ * Stored rows read end to end (`totals`), `index` giving each row's `fieldsPerRow` numbers joined
+ * by commas, the last its byte length: `each` gets the fields (the row's from `first`) and the row's
+ * bytes, from `start` to `end`. Lengths that do not add up to the bytes are refused.
+ */
+export function forEachStoredRow(totals: Uint8Array, index: string, fieldsPerRow: number,
+  each: (fields: readonly string[], first: number, start: number, end: number) => void): void {
+  const fields = index.split(",");
   let at = 0;
-  const parts = index.split(",");
-  for (let i = 0; i + 1 < parts.length; i += 2) {
-    const end = at + Number(parts[i + 1]);
+  for (let first = 0; first + fieldsPerRow <= fields.length; first += fieldsPerRow) {
+    const end = at + Number(fields[first + fieldsPerRow - 1]);
     if (end > totals.length) throw new CorruptTotalsError(end, totals.length);
-    addPackedToWindow(window, totals, at, end, memberOf(Number(parts[i])), negate);
+    each(fields, first, at, end);
     at = end;
   }
   if (at !== totals.length) throw new CorruptTotalsError(at, totals.length);
