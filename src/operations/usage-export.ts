@@ -4,8 +4,8 @@
 //
 // Memory stays flat whatever the window: the database sums one local day's events by (member,
 // model) at a time, and that day's rows go out before the next day is read.
-import { eachDayBucket, localDateOf, type TimeBucket } from "../domain/local-time.js";
-import { compareCodePoints, compareModels } from "../domain/usage-event.js";
+import { eachDayBucket, localDateOf } from "../domain/local-time.js";
+import { compareCodePoints, compareModels, type ModelIdentity } from "../domain/usage-event.js";
 import { BASIC, EVENTS, INPUT, modelAmounts, OUTPUT, PAY_GO, type MemberModelSums } from "../domain/usage-totals.js";
 import type { DirectoryRepository, MemberProfile } from "../storage/directory-repository.js";
 import type { UsageRepository } from "../storage/usage-repository.js";
@@ -52,39 +52,72 @@ export function exportFileName(start: number, end: number, timeZone: string, ext
 export async function* exportUsageRows(usage: UsageRepository, directory: DirectoryRepository,
   request: UsageExportRequest): AsyncGenerator<UsageExportRow[]> {
   const { enterpriseId, start, end, timeZone, signal } = request;
-  // Profiles are looked up once per member for the whole export: at most the enterprise's members.
-  const profiles = new Map<number, MemberProfile>();
+  const members = new MemberOrder();
   for (const day of eachDayBucket(start, end, timeZone)) {
     signal?.throwIfAborted();
     const pairs = await usage.memberModelSums(enterpriseId, day.start, day.end);
-    yield* batches(await dayRows(day, pairs, profiles, usage, directory, enterpriseId, request.currency));
+    if (pairs.length === 0) continue;
+    const unknown = members.unknown(pairs);
+    if (unknown.length > 0) members.add(await directory.memberProfiles(enterpriseId, unknown));
+    const models = await usage.modelsById(new Set(pairs.map((pair) => pair.modelId)));
+    yield* batches(dayRows(day.date, pairs, members, models, request.currency));
   }
 }
 
-/** A local day's rows, sorted. */
-async function dayRows(day: TimeBucket, pairs: readonly MemberModelSums[], profiles: Map<number, MemberProfile>, usage: UsageRepository,
-  directory: DirectoryRepository, enterpriseId: string, currency: string): Promise<UsageExportRow[]> {
-  if (pairs.length === 0) return [];
-  const unknown = [...new Set(pairs.map((pair) => pair.memberKey))].filter((key) => !profiles.has(key));
-  if (unknown.length > 0) for (const [key, profile] of await directory.memberProfiles(enterpriseId, unknown)) profiles.set(key, profile);
-  const models = await usage.modelsById(new Set(pairs.map((pair) => pair.modelId)));
-  const sorted = pairs.map(({ memberKey, modelId, sums }) => ({ profile: profiles.get(memberKey) ?? missingMember(memberKey), model: models.get(modelId)!, sums }))
-    .sort((a, b) => compareCodePoints(a.profile.userId, b.profile.userId) || compareModels(a.model, b.model));
-  return sorted.map(({ profile, model, sums }) => ({
-    date: day.date,
-    userId: profile.userId,
-    email: profile.email,
-    departmentPaths: profile.departmentPaths,
-    modelName: model.model_name,
-    modelType: model.model_type,
-    modelSource: model.model_source,
-    events: sums.total(EVENTS),
-    inputTokens: sums.total(INPUT),
-    outputTokens: sums.total(OUTPUT),
-    ...modelAmounts(model, sums.exact(BASIC), sums.exact(PAY_GO)),
-    currency,
-    formerMember: profile.formerMember,
-  }));
+/**
+ * The members met so far in the export, each with its place in user_id order: a day's rows sort by
+ * numbers (place, then the model's place) rather than by comparing user_ids. Profiles are looked up
+ * once per member for the whole export: at most the enterprise's members.
+ */
+class MemberOrder {
+  private readonly byKey = new Map<number, { profile: MemberProfile; place: number }>();
+
+  unknown(pairs: readonly MemberModelSums[]): number[] {
+    return [...new Set(pairs.map((pair) => pair.memberKey))].filter((key) => !this.byKey.has(key));
+  }
+
+  add(profiles: ReadonlyMap<number, MemberProfile>): void {
+    for (const [key, profile] of profiles) this.byKey.set(key, { profile, place: 0 });
+    [...this.byKey.values()].sort((a, b) => compareCodePoints(a.profile.userId, b.profile.userId)).forEach((member, place) => {
+      member.place = place;
+    });
+  }
+
+  get(memberKey: number): { profile: MemberProfile; place: number } {
+    return this.byKey.get(memberKey) ?? missingMember(memberKey);
+  }
+}
+
+/** A local day's rows, in user_id order, then the models' order. */
+function dayRows(date: string, pairs: readonly MemberModelSums[], members: MemberOrder, models: ReadonlyMap<number, ModelIdentity>,
+  currency: string): UsageExportRow[] {
+  const modelOrder = [...new Set(pairs.map((pair) => pair.modelId))].sort((a, b) => compareModels(models.get(a)!, models.get(b)!));
+  const modelPlace = new Map(modelOrder.map((id, place) => [id, place]));
+  const places = pairs.map((pair) => members.get(pair.memberKey).place * modelOrder.length + modelPlace.get(pair.modelId)!);
+  const order = Array.from(pairs.keys()).sort((a, b) => places[a]! - places[b]!);
+  return order.map((i) => {
+    const { memberKey, modelId, sums } = pairs[i]!;
+    const { profile } = members.get(memberKey);
+    const model = models.get(modelId)!;
+    const { basicAmount, payGoAmount, totalAmount } = modelAmounts(model, sums.exact(BASIC), sums.exact(PAY_GO));
+    return {
+      date,
+      userId: profile.userId,
+      email: profile.email,
+      departmentPaths: profile.departmentPaths,
+      modelName: model.model_name,
+      modelType: model.model_type,
+      modelSource: model.model_source,
+      events: sums.total(EVENTS),
+      inputTokens: sums.total(INPUT),
+      outputTokens: sums.total(OUTPUT),
+      basicAmount,
+      payGoAmount,
+      totalAmount,
+      currency,
+      formerMember: profile.formerMember,
+    };
+  });
 }
 
 /** Events always belong to a member of the directory: a missing one is a broken store, not bad input. */

@@ -32,10 +32,19 @@ export function recordEncoder(schema: DescMessage, format: RecordFormat): Record
     return { header: "", encode: (records) => records.map((record) => `${messageToRestJson(schema, record as Record<string, unknown>)}\n`).join("") };
   }
   const cells = schema.fields.map(csvCell);
-  const line = (values: readonly string[]) => `${csvFormatRow(values as string[])}\r\n`;
+  const names = schema.fields.map((field) => field.localName);
+  const values: string[] = new Array<string>(names.length);
+  const line = (record: Record<string, unknown>) => {
+    for (let i = 0; i < names.length; i++) values[i] = cells[i]!(record[names[i]!]);
+    return `${csvFormatRow(values)}\r\n`;
+  };
   return {
-    header: line(schema.fields.map((f) => f.name)),
-    encode: (records) => records.map((record) => line(schema.fields.map((field, i) => cells[i]!((record as Record<string, unknown>)[field.localName])))).join(""),
+    header: `${csvFormatRow(schema.fields.map((field) => field.name))}\r\n`,
+    encode: (records) => {
+      let text = "";
+      for (const record of records) text += line(record as Record<string, unknown>);
+      return text;
+    },
   };
 }
 

@@ -55,6 +55,8 @@ export interface UsageEventRow {
   payGoMicros: EventValue;
 }
 
+/** The sums of memberModelSums, in ModelSums' order (INPUT to PAY_GO). */
+const SUM_COLUMNS = ["input_tokens", "output_tokens", "basic_micros", "pay_go_micros"] as const;
 const EVENT_COLUMNS = ["day", "member_key", "ts", "event_id", "enterprise_id", "model_id", "input_tokens", "output_tokens", "basic_micros", "pay_go_micros"] as const;
 
 
@@ -461,35 +463,50 @@ export class UsageRepository {
    * Each (member, model)'s sums over [start, end), added by the database in one statement (one
    * snapshot) and sent back as one text, "member_key,model_id,events,input,output,basic,pay_go" per
    * pair, joined by ";" (far cheaper to carry than a row per pair). Each sum is exact: PostgreSQL adds
-   * bigints as numeric; SQLite, whose sum stops at int64, adds each value's bits above and below the
-   * 20th apart and sends both, "high:low" (an event's values are below 2^40, so neither part passes
-   * 2^53 under 2^33 events a pair).
+   * bigints as numeric. SQLite's sum stops at int64 with an "integer overflow" error: a window whose
+   * sums reach that far is summed again with each value's bits above and below the 20th added apart,
+   * both sent (input_high,input_low,…; neither part passes 2^53 under 2^33 events of values below
+   * 2^63 a pair).
    */
   async memberModelSums(enterpriseId: string, start: number, end: number, memberKeys?: readonly number[]): Promise<MemberModelSums[]> {
     if (memberKeys?.length === 0) return [];
-    const columns = ["input_tokens", "output_tokens", "basic_micros", "pay_go_micros"] as const;
+    if (this.dialect === "postgres") return this.pairSums(enterpriseId, start, end, memberKeys, "whole");
+    try {
+      return await this.pairSums(enterpriseId, start, end, memberKeys, "whole");
+    } catch (error) {
+      if (!(error instanceof Error && error.message === "integer overflow")) throw error;
+      return this.pairSums(enterpriseId, start, end, memberKeys, "halves");
+    }
+  }
+
+  private async pairSums(enterpriseId: string, start: number, end: number, memberKeys: readonly number[] | undefined,
+    form: "whole" | "halves"): Promise<MemberModelSums[]> {
     const postgres = this.dialect === "postgres";
-    const sumOf = (c: string) => postgres ? sql`sum(${sql.ref(c)})` : sql`sum(${sql.ref(c)} >> 20) || ':' || sum(${sql.ref(c)} & 1048575)`;
-    const fields = ["member_key", "model_id", "events", ...columns].map((c) => sql.ref(c));
-    const pair = postgres ? sql`concat_ws(',', ${sql.join(fields)})` : sql.join(fields, sql` || ',' || `);
+    const columns = form === "whole" ? SUM_COLUMNS.map((c) => ({ name: c, sum: sql`sum(${sql.ref(c)})` }))
+      : SUM_COLUMNS.flatMap((c) => [{ name: `${c}_high`, sum: sql`sum(${sql.ref(c)} >> 20)` }, { name: `${c}_low`, sum: sql`sum(${sql.ref(c)} & 1048575)` }]);
+    const names = ["member_key", "model_id", "events", ...columns.map((c) => c.name)];
+    const pair = postgres ? sql`concat_ws(',', ${sql.join(names.map((c) => sql.ref(c)))})` : sql.join(names.map((c) => sql.ref(c)), sql` || ',' || `);
     // SQLite, without statistics, would take the equality on enterprise_id to the identity index
     // (enterprise_id, event_id) and read the enterprise's every event; the unary plus keeps it off
     // that index, so the window is a range of the primary key (day, member_key, ts, event_id).
     const ofEnterprise = postgres ? sql`enterprise_id = ${enterpriseId}` : sql`+enterprise_id = ${enterpriseId}`;
     const onlyMembers = memberKeys === undefined ? sql`true` : among(this.dialect, "member_key", memberKeys, "bigint");
     const { rows: [row] } = await sql<{ pairs: string | null }>`select ${postgres ? sql`string_agg(${pair}, ';')` : sql`group_concat(${pair}, ';')`} as pairs
-      from (select member_key, model_id, count(*) as events, ${sql.join(columns.map((c) => sql`${sumOf(c)} as ${sql.ref(c)}`))}
+      from (select member_key, model_id, count(*) as events, ${sql.join(columns.map((c) => sql`${c.sum} as ${sql.ref(c.name)}`))}
         from usage_event where day >= ${dayOf(start)} and day <= ${dayOf(end - 1)} and ts >= ${start} and ts < ${end} and ${ofEnterprise}
         and ${onlyMembers}
         group by member_key, model_id) as pair_sums`.execute(this.db);
-    if (!row?.pairs) return [];
-    return row.pairs.split(";").map((text) => {
-      const [memberKey, modelId, events, ...values] = text.split(",");
+    const pairs: MemberModelSums[] = [];
+    if (!row?.pairs) return pairs;
+    forEachEntry(row.pairs, names.length, (values) => {
       const sums = new ModelSums();
-      values.forEach((value, i) => sums.addValue(i, splitSumValue(value)));
-      sums.add(EVENTS, Number(events));
-      return { memberKey: Number(memberKey), modelId: Number(modelId), sums };
+      for (let i = 0; i < SUM_COLUMNS.length; i++) {
+        sums.addValue(i, form === "whole" ? values[3 + i]! : fromHalves(values[3 + 2 * i]!, values[4 + 2 * i]!));
+      }
+      sums.add(EVENTS, values[2] as number);
+      pairs.push({ memberKey: values[0] as number, modelId: values[1] as number, sums });
     });
+    return pairs;
   }
 
   /**
@@ -533,10 +550,9 @@ interface RawEventRow {
   pay_go_micros: string;
 }
 
-/** A sum of memberModelSums' text: decimal, or SQLite's "high:low" (high * 2^20 + low; times 2^20 is exact in a double). */
-function splitSumValue(text: string): number | bigint {
-  const split = text.indexOf(":");
-  return split < 0 ? decimalValue(text) : exactSum(Number(text.slice(0, split)) * 2 ** 20, Number(text.slice(split + 1)));
+/** A sum sent as its bits above and below the 20th (times 2^20 is exact in a double). */
+function fromHalves(high: number | bigint, low: number | bigint): number | bigint {
+  return typeof high === "bigint" ? high * 2n ** 20n + BigInt(low) : exactSum(high * 2 ** 20, low);
 }
 
 /** A row of the window statement: the running totals read (added and subtracted), or one range's raw events. */
@@ -555,12 +571,23 @@ interface WindowRow {
   sign: number | string;
 }
 
-/**
- * Adds (or subtracts) the events of a window row's text, each value exact: up to 15 digits as a
- * number (below 2^53), longer as a bigint.
- */
+/** Adds (or subtracts) the events of a window row's text ("member,model,input,output,basic,pay_go" entries). */
 function addEventText(text: string, negate: boolean, memberOf: (memberKey: number) => number, sums: WindowSums): void {
-  const values: Array<number | bigint> = [0, 0, 0, 0, 0, 0];
+  forEachEntry(text, 6, (values) => {
+    const member = memberOf(values[0] as number);
+    const slot = sums.slotOf(values[1] as number);
+    for (let i = 0; i < 4; i++) sums.add(slot, member, i, negate ? -values[i + 2]! : values[i + 2]!);
+    sums.add(slot, member, EVENTS, negate ? -1 : 1);
+  });
+}
+
+/**
+ * Calls `entry` with the values of each entry of a text the database made: entries joined by ";",
+ * each `fields` unsigned integers joined by ",". Each value is exact: up to 15 digits a number (below
+ * 2^53), longer a bigint. `values` is one array, refilled for each entry.
+ */
+function forEachEntry(text: string, fields: number, entry: (values: Array<number | bigint>) => void): void {
+  const values = new Array<number | bigint>(fields).fill(0);
   let field = 0;
   let value = 0;
   let from = 0;
@@ -570,16 +597,13 @@ function addEventText(text: string, negate: boolean, memberOf: (memberKey: numbe
       value = value * 10 + (code - 48);
       continue;
     }
-    if ((code !== COMMA && code !== SEMICOLON) || field === 6) throw new Error(`usage event text: unexpected ${JSON.stringify(text[at])} at ${at}`);
+    if ((code !== COMMA && code !== SEMICOLON) || field === fields) throw new Error(`usage text: unexpected ${JSON.stringify(text[at])} at ${at}`);
     values[field++] = at - from <= 15 ? value : BigInt(text.slice(from, at));
     value = 0;
     from = at + 1;
     if (code === SEMICOLON) {
-      if (field !== 6) throw new Error(`usage event text: ${field} values in the entry ending at ${at}`);
-      const member = memberOf(values[0] as number);
-      const slot = sums.slotOf(values[1] as number);
-      for (let i = 0; i < 4; i++) sums.add(slot, member, i, negate ? -values[i + 2]! : values[i + 2]!);
-      sums.add(slot, member, EVENTS, negate ? -1 : 1);
+      if (field !== fields) throw new Error(`usage text: ${field} values in the entry ending at ${at}`);
+      entry(values);
       field = 0;
     }
   }

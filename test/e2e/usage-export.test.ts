@@ -328,6 +328,36 @@ describe.each(dialects)("usage export (%s)", (dialect) => {
     expect(csvRow).toMatchObject(Object.fromEntries(Object.entries(expected).map(([k, v]) => [k, String(v)])));
   });
 
+  it("a member's day sum past 2^63 (where SQLite's sum stops) is exact, and so is the report over the raw events", async () => {
+    const id = `${tenant}-huge`;
+    await importDirectory(svc.database, { enterprise: { enterprise_id: id, name: "Huge", currency: "USD" }, departments: [],
+      members: [{ user_id: "h1", email: "h1@huge.example", account_type: 1, department_ids: [] }] });
+    // Two events of 5 x 10^18 (far past the API's per-event ceiling: written just below it, as the
+    // store allows up to 2^64 - 1 a running total): the day's sum, 10^19, passes 2^63 - 1.
+    const day = Date.parse("2025-06-02T00:00:00Z") / 1000;
+    const huge = 5n * 10n ** 18n;
+    await recordUsage(new UsageRepository(svc.database), id, [0, 1].map((i) => ({
+      where: `event ${i}`,
+      event: { eventId: `huge-${i}`, userId: "h1", modelName: "m", modelType: "Chat", modelSource: "Builtin", timestamp: day + i,
+        inputTokens: huge, outputTokens: 1, basicMicros: huge, payGoMicros: 3 },
+    })));
+    const auth = { authorization: `Bearer ${await svc.token(["statistics:read"], id)}` };
+    const window = `start_time=${day}&end_time=${day + 86_400}&time_zone=UTC`;
+    const exported = await fetch(`${svc.baseUrl}${EXPORT}?${window}&format=ndjson`, { headers: auth });
+    expect(ndjson(await exported.text())).toEqual([expect.objectContaining({
+      date: "2025-06-02", user_id: "h1", events: 2, input_tokens: 2n * huge, output_tokens: 2, basic_amount: sixDecimals(2n * huge),
+      pay_go_amount: "0.000006", total_amount: sixDecimals(2n * huge + 6n),
+    })]);
+    // By model for one member: the report reads the raw events, summed by the export's statement.
+    const reported = await fetch(`${svc.baseUrl}/openapi/v1/statistics/usage-report`, {
+      method: "POST", headers: { ...auth, "content-type": "application/json" },
+      body: JSON.stringify({ start_time: day, end_time: day + 86_400, time_zone: "UTC", bucket: "none", group_by: ["model"], user_ids: ["h1"] }),
+    });
+    expect(parseJsonBig(await reported.text()).data.buckets[0].groups).toEqual([expect.objectContaining({
+      model_name: "m", events: 2, input_tokens: 2n * huge, basic_amount: sixDecimals(2n * huge), total_amount: sixDecimals(2n * huge + 6n),
+    })]);
+  });
+
   describe("refusals", () => {
     const window = { start_time: WINDOW.start, end_time: WINDOW.end };
     const envelope = (code: number, message: unknown) => ({ code, message, request_id: expect.any(String), data: null });
