@@ -1,7 +1,8 @@
 // Benchmark: the usage export at scale. Prints figures; it is not a test. `npm run bench:export`
 // (options: --events N (default 1,000,000), --members (5,000), --models (20), --days of the window
 // (180), --time-zone (Asia/Kolkata), --format csv|ndjson, --db URL (a SQLite file, or postgres://…
-// for a fresh database made on that server; default a temporary SQLite file)).
+// for a fresh database made on that server; default a temporary SQLite file), --keep (with --db FILE:
+// reuse the store in it if it exists)).
 //
 // Makes a synthetic store (bench/usage-data.ts: one year of events, imported by the real
 // `importUsage`), then exports the first --days local days through the code behind the RPC and the
@@ -9,7 +10,7 @@
 // Prints rows/s, bytes/s, and resident memory: before the export, its peak during the export, and
 // the peak after each tenth of it, and the heap still live after a full GC at each tenth (flat when
 // memory does not grow with the window).
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -22,7 +23,7 @@ import { importDirectory } from "../src/operations/import-directory.js";
 import { importUsage } from "../src/operations/import-usage.js";
 import { exportUsageRows } from "../src/operations/usage-export.js";
 import { recordEncoder, type RecordFormat } from "../src/rest/record-formats.js";
-import { migrateToLatest, openDatabase } from "../src/storage/database.js";
+import { isPostgresUrl, migrateToLatest, openDatabase } from "../src/storage/database.js";
 import { DirectoryRepository } from "../src/storage/directory-repository.js";
 import { UsageRepository } from "../src/storage/usage-repository.js";
 import { benchDatabase } from "./bench-database.js";
@@ -37,6 +38,7 @@ const { values: flags } = parseArgs({
     "time-zone": { type: "string", default: "Asia/Kolkata" },
     format: { type: "string", default: "csv" },
     db: { type: "string" },
+    keep: { type: "boolean", default: false },
   },
 });
 const ENTERPRISE_ID = "bench";
@@ -48,18 +50,24 @@ const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`;
 const dir = mkdtempSync(join(tmpdir(), "eadmin-bench-export-"));
 const target = await benchDatabase(flags.db, dir, "export");
 
+const reuse = flags.keep && !isPostgresUrl(target.url) && existsSync(target.url);
+
 const database = openDatabase(target.url);
 try {
   await migrateToLatest(database);
-  await importDirectory(database, benchDirectory(shape));
-  const file = join(dir, "events.ndjson");
-  let t = performance.now();
-  await writeUsageFile(file, shape);
   const usage = new UsageRepository(database);
-  const imported = await importUsage(usage, ENTERPRISE_ID, file);
-  console.log(`store: ${imported.recorded.toLocaleString("en")} events, ${shape.members} members, ${shape.models} models over one year, ` +
-    `${database.dialect} (made in ${((performance.now() - t) / 1000).toFixed(1)} s)`);
-  rmSync(file);
+  if (!reuse) {
+    await importDirectory(database, benchDirectory(shape));
+    const file = join(dir, "events.ndjson");
+    const t = performance.now();
+    await writeUsageFile(file, shape);
+    const imported = await importUsage(usage, ENTERPRISE_ID, file);
+    console.log(`store: ${imported.recorded.toLocaleString("en")} events, ${shape.members} members, ${shape.models} models over one year, ` +
+      `${database.dialect} (made in ${((performance.now() - t) / 1000).toFixed(1)} s)`);
+    rmSync(file);
+  } else {
+    console.log(`store: reusing ${target.url}`);
+  }
 
   // The window: --days local days from the store's first date.
   const firstDate = new Date(YEAR_START * 1000).toISOString().slice(0, 10);
@@ -95,7 +103,7 @@ try {
       done();
     },
   });
-  t = performance.now();
+  const t = performance.now();
   await pipeline(Readable.from(text(), { objectMode: false }), sink);
   const seconds = (performance.now() - t) / 1000;
   console.log(`export of ${flags.days} local days in ${timeZone} as ${format}: ${rows.toLocaleString("en")} rows, ${mb(bytes)} in ${seconds.toFixed(2)} s: ` +

@@ -53,7 +53,8 @@ export class ModelSums {
   }
 
   total(index: number): bigint {
-    return BigInt(this.values[index]!) + (this.big?.[index] ?? 0n);
+    const value = BigInt(this.values[index]!);
+    return this.big ? value + this.big[index]! : value;
   }
 
   /** One event (or, with `events` -1, one taken away): values as numbers (the API's, at most 10^12) or bigints (callers below it). */

@@ -1,12 +1,13 @@
 // Records (messages of one proto type) as CSV or NDJSON text: the REST body of a server-streaming
 // method, whose response's one repeated message field carries the records, and the CLI export's
 // file. Column and key names are the proto field names, in field order. CSV is RFC 4180 (CRLF line
-// ends, a header line, fields quoted when they hold a comma, a quote or a line break) written by
-// d3-dsv (a line at a time: its whole-file writer ends lines with LF alone); a repeated field is its
+// ends, a header line, fields quoted when they hold a comma, a quote or a line break): each text cell
+// is quoted by d3-dsv's csvFormatValue, the lines joined here (d3-dsv's whole-file writer ends lines
+// with LF alone); numbers and booleans need no quotes; a repeated field is its
 // values joined by " | "; a cell a spreadsheet would take for a formula starts with '. NDJSON is one
 // REST JSON object a line (rest-json.ts: 64-bit integers as exact numbers, repeated fields as arrays).
 import { ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
-import { csvFormatRow } from "d3-dsv";
+import { csvFormatRow, csvFormatValue } from "d3-dsv";
 import { messageToRestJson } from "./rest-json.js";
 
 export const RECORD_FORMATS = ["csv", "ndjson"] as const;
@@ -36,7 +37,7 @@ export function recordEncoder(schema: DescMessage, format: RecordFormat): Record
   const values: string[] = new Array<string>(names.length);
   const line = (record: Record<string, unknown>) => {
     for (let i = 0; i < names.length; i++) values[i] = cells[i]!(record[names[i]!]);
-    return `${csvFormatRow(values)}\r\n`;
+    return `${values.join(",")}\r\n`;
   };
   return {
     header: `${csvFormatRow(schema.fields.map((field) => field.name))}\r\n`,
@@ -66,11 +67,14 @@ export function recordsField(response: DescMessage): DescField & { fieldKind: "l
   return field;
 }
 
-/** The text of a CSV cell for a value of `field` (a missing value is the zero value), a text's formula defused. */
+/**
+ * The CSV cell of a value of `field` (a missing value is the zero value): a text's formula defused,
+ * then quoted by d3-dsv where it must be. A number or a boolean never needs quotes.
+ */
 function csvCell(field: DescField): (value: unknown) => string {
   const text = (v: unknown) => (typeof v === "boolean" ? (v ? "true" : "false") : String(v));
-  if (field.fieldKind === "list") return (v) => defuseFormula(((v as unknown[] | undefined) ?? []).map(text).join(CSV_LIST_SEPARATOR));
-  if (field.fieldKind === "scalar" && field.scalar === ScalarType.STRING) return (v) => (v === undefined || v === null ? "" : defuseFormula(String(v)));
+  if (field.fieldKind === "list") return (v) => csvFormatValue(defuseFormula(((v as unknown[] | undefined) ?? []).map(text).join(CSV_LIST_SEPARATOR)));
+  if (field.fieldKind === "scalar" && field.scalar === ScalarType.STRING) return (v) => (v === undefined || v === null ? "" : csvFormatValue(defuseFormula(String(v))));
   const zero = field.fieldKind === "scalar" && field.scalar === ScalarType.BOOL ? "false" : "0";
   return (v) => (v === undefined || v === null ? zero : text(v));
 }
