@@ -48,8 +48,8 @@ export async function exportUsageFile(database: Database, options: UsageExportOp
   if (!(RECORD_FORMATS as readonly string[]).includes(options.format)) {
     throw invalidParameter(`--format: ${JSON.stringify(options.format)} is not one of ${RECORD_FORMATS.join(", ")}`);
   }
-  const directory = new DirectoryRepository(database.db);
-  const enterprise = await directory.findEnterprise(options.enterprise);
+  const usage = new UsageRepository(database);
+  const enterprise = await usage.enterpriseSettings(options.enterprise);
   if (!enterprise) throw invalidParameter(`--enterprise: enterprise "${options.enterprise}" does not exist (import a directory file first)`);
   const timeZone = zoneOrDefault(options.timeZone, enterprise.time_zone, "--time-zone");
   const window = dateRangeWindow(options.from, options.to, timeZone, ["--from", "--to"]);
@@ -61,8 +61,8 @@ export async function exportUsageFile(database: Database, options: UsageExportOp
   let rows = 0;
   async function* text() {
     yield encoder.header;
-    for await (const batch of exportUsageRows(new UsageRepository(database), directory,
-      { enterpriseId: enterprise!.enterprise_id, currency: enterprise!.currency, start: window.start, end: window.end, timeZone, signal: stop })) {
+    for await (const batch of exportUsageRows(usage, new DirectoryRepository(database.db),
+      { enterpriseId: options.enterprise, currency: enterprise!.currency, start: window.start, end: window.end, timeZone, signal: stop })) {
       rows += batch.length;
       // Dates are YYYY-MM-DD: their distance as UTC dates is the number of local days between them.
       progress?.update(Math.round((Date.parse(batch[batch.length - 1]!.date) - firstDay) / 86_400_000) + 1, rows);
@@ -80,7 +80,7 @@ export async function exportUsageFile(database: Database, options: UsageExportOp
   } finally {
     progress?.stop();
   }
-  return { enterprise_id: enterprise.enterprise_id, from: options.from, to: options.to, time_zone: timeZone, rows, out: options.out ?? "-" };
+  return { enterprise_id: options.enterprise, from: options.from, to: options.to, time_zone: timeZone, rows, out: options.out ?? "-" };
 }
 
 /** A new file, opened before any work starts, or a one-line error naming --out. */

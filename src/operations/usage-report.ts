@@ -21,7 +21,7 @@ import { ROOT_PARENT_ID } from "../domain/department-tree.js";
 import { DAY, encodeSums, RollupPeriods, type Grain, type RollupLayout } from "../domain/usage-rollup.js";
 import { decodeMemberSums } from "../storage/member-day-sums.js";
 import type { DepartmentRepository } from "../storage/department-repository.js";
-import type { EnterpriseSettings, MemberRow, UsageRepository } from "../storage/usage-repository.js";
+import type { MemberRow, UsageRepository } from "../storage/usage-repository.js";
 import { resolveNamedMembers } from "./named-members.js";
 import { DAYS_READ_AT_ONCE, ReportDayCache, type DayLoader } from "./report-day-cache.js";
 
@@ -111,7 +111,7 @@ export class UsageReports {
     const dimensions = groupDimensions(request.groupBy);
     const byMember = dimensions.includes("member");
     if (!byMember && request.pageToken !== "") throw invalidParameter(`page_token: pages exist only when group_by includes "member"`);
-    const settings = await this.settings(enterpriseId);
+    const settings = await this.usage.callerEnterpriseSettings(enterpriseId);
     const zone = zoneOrDefault(request.timeZone, settings.time_zone, "time_zone");
 
     const named = await resolveNamedMembers(this.usage, enterpriseId, request, false);
@@ -150,7 +150,7 @@ export class UsageReports {
   /** The whole enterprise's figures per local day of [start_date, end_date]: the report's day buckets, ungrouped. */
   async coreMetrics(enterpriseId: string, request: CoreMetricsRequest, signal: AbortSignal)
     : Promise<{ currency: string; timeZone: string; items: DailyFigures[] }> {
-    const settings = await this.settings(enterpriseId);
+    const settings = await this.usage.callerEnterpriseSettings(enterpriseId);
     const zone = zoneOrDefault(request.timeZone, settings.time_zone, "time_zone");
     const { start, end, days } = dateRangeWindow(request.startDate, request.endDate, zone, ["start_date", "end_date"]);
     if (days > MAX_REPORT_DAYS) {
@@ -162,12 +162,6 @@ export class UsageReports {
       enterpriseId, layout, start, end, buckets: dayBuckets, dimensions: [], members: undefined,
     }, signal);
     return { currency: settings.currency, timeZone: zone, items: buckets.map((b) => ({ date: b.date, ...b.groups[0]!.figures })) };
-  }
-
-  private async settings(enterpriseId: string): Promise<EnterpriseSettings> {
-    const settings = await this.usage.enterpriseSettings(enterpriseId);
-    if (!settings) throw new Error(`enterprise ${enterpriseId} of a valid token does not exist`);
-    return settings;
   }
 
   /**

@@ -16,10 +16,10 @@ export async function* exportUsage(usage: UsageRepository, directory: DirectoryR
   const principal = principalOf(context);
   // A report's limits: an export is its day buckets' rows.
   const { start, end } = checkReportWindow(request.startTime, request.endTime, "day");
-  const enterprise = (await directory.findEnterprise(principal.enterpriseId))!;
-  const timeZone = zoneOrDefault(request.timeZone, enterprise.time_zone, "time_zone");
+  const settings = await usage.callerEnterpriseSettings(principal.enterpriseId);
+  const timeZone = zoneOrDefault(request.timeZone, settings.time_zone, "time_zone");
   // The name a REST download is saved under; the other transports carry it as a header too.
   context.responseHeader.set("content-disposition", `attachment; filename="${exportFileName(start, end, timeZone, request.format || "csv")}"`);
-  const rows = exportUsageRows(usage, directory, { enterpriseId: enterprise.enterprise_id, currency: enterprise.currency, start, end, timeZone, signal: signalOf(context) });
+  const rows = exportUsageRows(usage, directory, { enterpriseId: principal.enterpriseId, currency: settings.currency, start, end, timeZone, signal: signalOf(context) });
   for await (const batch of rows) yield { rows: batch };
 }

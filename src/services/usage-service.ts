@@ -29,7 +29,7 @@ export function usageService(usage: UsageRepository, directory: DirectoryReposit
       const window = checkWindow(request.startTime, request.endTime);
       const [named, settings] = await Promise.all([
         resolveNamedMembers(usage, enterpriseId, request, true),
-        usage.enterpriseSettings(enterpriseId),
+        usage.callerEnterpriseSettings(enterpriseId),
       ]);
       const { members, notFoundUserIds, notFoundEmails } = named;
 
@@ -42,7 +42,7 @@ export function usageService(usage: UsageRepository, directory: DirectoryReposit
         userId: member.user_id,
         email: member.email,
         accountType: Number(member.account_type),
-        modelUsage: modelUsage(models, slots, sums, position, settings?.currency ?? ""),
+        modelUsage: modelUsage(models, slots, sums, position, settings.currency),
         formerMember: member.removed_at !== null,
       }));
       return { items, notFoundUserIds, notFoundEmails };

@@ -127,6 +127,13 @@ export class UsageRepository {
     return this.db.selectFrom("enterprise").select(["currency", "time_zone", "directory_version"]).where("enterprise_id", "=", enterpriseId).executeTakeFirst();
   }
 
+  /** The settings of a caller's enterprise: its token names it, so a missing row is a broken store, not bad input. */
+  async callerEnterpriseSettings(enterpriseId: string): Promise<EnterpriseSettings> {
+    const settings = await this.enterpriseSettings(enterpriseId);
+    if (!settings) throw new Error(`enterprise ${enterpriseId} of a valid token does not exist`);
+    return settings;
+  }
+
   /**
    * The ids of these models (by `modelKey`), making the ones not seen before; `identity(i)` gives the
    * model of `keys[i]`, asked only for a model new to this process.
