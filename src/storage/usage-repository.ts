@@ -209,10 +209,7 @@ export class UsageRepository {
       tx.rollupDeltas.set(enterpriseId, rollup);
       const daySums = tx.daySums!;
       for await (const page of tx.allEvents(enterpriseId)) {
-        for (const e of page) {
-          daySums.add(e.memberKey, e.modelId, dayOf(e.ts), e.inputTokens, e.outputTokens, e.basicMicros, e.payGoMicros);
-          rollup.add(e.memberKey, e.modelId, e.ts, e.inputTokens, e.outputTokens, e.basicMicros, e.payGoMicros);
-        }
+        holdSums(page, rollup, daySums);
         await tx.flushHeldSums(daySums);
         events += page.length;
         progress?.(events);
@@ -307,11 +304,9 @@ export class UsageRepository {
     const rollup = await this.rollupDeltaOf(enterpriseId); // before the rows: whether the enterprise had events decides it
     const fresh = await this.insertNew(enterpriseId, rows);
     this.added += fresh.length;
-    if (rollup) {
-      for (const r of fresh) rollup.add(r.memberKey, r.modelId, r.ts, r.inputTokens, r.outputTokens, r.basicMicros, r.payGoMicros);
-    }
     if (options.summed) {
       if (!this.importTotals) throw new Error("summed rows go in only inside ingestImportChunk()");
+      holdSums(fresh, rollup, undefined);
       if (fresh.length === rows.length) return;
       const inserted = new Set(fresh);
       for (const row of rows) {
@@ -321,9 +316,7 @@ export class UsageRepository {
       }
       return;
     }
-    for (const row of fresh) {
-      daySums.add(row.memberKey, row.modelId, row.day, row.inputTokens, row.outputTokens, row.basicMicros, row.payGoMicros);
-    }
+    holdSums(fresh, rollup, daySums);
     await this.flushHeldSums(daySums);
   }
 
@@ -557,6 +550,17 @@ interface RawEventRow {
   output_tokens: string;
   basic_micros: string;
   pay_go_micros: string;
+}
+
+/**
+ * Stored events into an ingestion's held sums: the rollup delta (when the enterprise keeps rollups)
+ * and the running totals' day sums (unless the caller sums the events itself: an import).
+ */
+function holdSums(events: readonly RawEvent[], rollup: RollupDelta | undefined, daySums: DaySums | undefined): void {
+  for (const e of events) {
+    rollup?.add(e.memberKey, e.modelId, e.ts, e.inputTokens, e.outputTokens, e.basicMicros, e.payGoMicros);
+    daySums?.add(e.memberKey, e.modelId, dayOf(e.ts), e.inputTokens, e.outputTokens, e.basicMicros, e.payGoMicros);
+  }
 }
 
 /** A sum sent as its bits above and below the 20th (times 2^20 is exact in a double). */
