@@ -71,14 +71,21 @@ export async function* exportUsageRows(usage: UsageRepository, directory: Direct
  */
 class MemberOrder {
   private readonly byKey = new Map<number, { profile: MemberProfile; place: number }>();
+  /** The same members in user_id order. */
+  private readonly inOrder: Array<{ profile: MemberProfile; place: number }> = [];
 
   unknown(pairs: readonly MemberModelSums[]): number[] {
     return [...new Set(pairs.map((pair) => pair.memberKey))].filter((key) => !this.byKey.has(key));
   }
 
   add(profiles: ReadonlyMap<number, MemberProfile>): void {
-    for (const [key, profile] of profiles) this.byKey.set(key, { profile, place: 0 });
-    [...this.byKey.values()].sort((a, b) => compareCodePoints(a.profile.userId, b.profile.userId)).forEach((member, place) => {
+    for (const [key, profile] of profiles) {
+      const member = { profile, place: 0 };
+      this.byKey.set(key, member);
+      this.inOrder.push(member);
+    }
+    // The members in order, then the new ones: the sort (TimSort) merges the new into the run already in order.
+    this.inOrder.sort((a, b) => compareCodePoints(a.profile.userId, b.profile.userId)).forEach((member, place) => {
       member.place = place;
     });
   }

@@ -328,6 +328,23 @@ describe.each(dialects)("usage export (%s)", (dialect) => {
     expect(csvRow).toMatchObject(Object.fromEntries(Object.entries(expected).map(([k, v]) => [k, String(v)])));
   });
 
+  it("keeps each day in user_id order when members first seen on later days sort before those seen earlier", async () => {
+    const id = `${tenant}-order`;
+    const users = ["m", "b", "x", "a", "\u{1F600}", "\uFF5E"]; // code point order: a, b, m, x, U+FF5E, U+1F600
+    await importDirectory(svc.database, { enterprise: { enterprise_id: id, name: "Order", currency: "USD" }, departments: [],
+      members: users.map((user_id) => ({ user_id, email: `${user_id.codePointAt(0)}@order.example`, account_type: 1 as const, department_ids: [] })) });
+    const day = Date.parse("2025-07-01T00:00:00Z") / 1000;
+    // Day 1: m alone; day 2: b and x too; day 3: everyone, a and the two past U+FFFF for the first time.
+    const seen = [["m"], ["m", "b", "x"], users];
+    await record(id, seen.flatMap((who, d) => who.map((user_id, i) => ({ user_id, model: MODELS[i % 2]!, timestamp: day + d * 86_400 + i,
+      input: 1, output: 1, basic: 0n, payGo: 0n }))), "order");
+    const auth = { authorization: `Bearer ${await svc.token(["statistics:read"], id)}` };
+    const exported = await fetch(`${svc.baseUrl}${EXPORT}?start_time=${day}&end_time=${day + 3 * 86_400}&time_zone=UTC&format=ndjson`, { headers: auth });
+    const rows = ndjson(await exported.text()) as Array<{ date: string; user_id: string }>;
+    expect(rows.map((row) => `${row.date} ${row.user_id}`)).toStrictEqual(seen.flatMap((who, d) =>
+      [...who].sort(byCodePoint).map((user_id) => `2025-07-0${d + 1} ${user_id}`)));
+  });
+
   it("a member's day sum past 2^63 (where SQLite's sum stops) is exact, and so is the report over the raw events", async () => {
     const id = `${tenant}-huge`;
     await importDirectory(svc.database, { enterprise: { enterprise_id: id, name: "Huge", currency: "USD" }, departments: [],
