@@ -465,8 +465,9 @@ export class UsageRepository {
    * pair, joined by ";" (far cheaper to carry than a row per pair). Each sum is exact: PostgreSQL adds
    * bigints as numeric. SQLite's sum stops at int64 with an "integer overflow" error: a window whose
    * sums reach that far is summed again with each value's bits above and below the 20th added apart,
-   * both sent (input_high,input_low,…; neither part passes 2^53 under 2^33 events of values below
-   * 2^63 a pair).
+   * both sent (input_high,input_low,…). Neither half overflows: a window's sum is at most its
+   * member's running total (at most 2^64 - 1), so the high halves add up to less than 2^44, and the
+   * low ones to less than 2^20 an event.
    */
   async memberModelSums(enterpriseId: string, start: number, end: number, memberKeys?: readonly number[]): Promise<MemberModelSums[]> {
     if (memberKeys?.length === 0) return [];
