@@ -1,9 +1,15 @@
 // Synthetic usage data for benchmarks: a directory of N members and an NDJSON file of usage events
 // over one year, in time order, with realistic bursts (work hours, weekdays, a few heavy users).
-import { createWriteStream } from "node:fs";
+import { createWriteStream, rmSync } from "node:fs";
 import { open } from "node:fs/promises";
+import { join } from "node:path";
+import { sql } from "kysely";
 import type { DirectoryFile } from "../src/domain/directory-file.js";
 import { formatMicros } from "../src/domain/money.js";
+import { importDirectory } from "../src/operations/import-directory.js";
+import { importUsage } from "../src/operations/import-usage.js";
+import { migrateToLatest, type Database } from "../src/storage/database.js";
+import { UsageRepository } from "../src/storage/usage-repository.js";
 
 export const YEAR_START = 1_735_689_600; // 2025-01-01T00:00:00Z
 
@@ -92,4 +98,26 @@ export async function writeUsageFile(path: string, shape: UsageDataShape): Promi
   } finally {
     await written.close();
   }
+}
+
+/**
+ * The store a benchmark reads, in `database` (migrated): with `reuse`, the one already there; else
+ * the shape's directory and events (an NDJSON file in `dir`, imported by `importUsage`, the code of
+ * `import usage`). Prints which, and how long the making took.
+ */
+export async function prepareBenchStore(database: Database, shape: UsageDataShape, dir: string, reuse: boolean): Promise<void> {
+  await migrateToLatest(database);
+  if (reuse) {
+    console.log("store: reusing the one in --db");
+    return;
+  }
+  await importDirectory(database, benchDirectory(shape));
+  const file = join(dir, "events.ndjson");
+  const t = performance.now();
+  await writeUsageFile(file, shape);
+  const imported = await importUsage(new UsageRepository(database), shape.enterpriseId, file);
+  rmSync(file);
+  if (database.dialect === "postgres") await sql`analyze`.execute(database.db);
+  console.log(`store: ${imported.recorded.toLocaleString("en")} events, ${shape.members} members, ${shape.models} models over one year, ` +
+    `enterprise zone ${shape.timeZone ?? "UTC"}, ${database.dialect} (made in ${((performance.now() - t) / 1000).toFixed(1)} s)`);
 }

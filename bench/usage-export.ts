@@ -10,7 +10,7 @@
 // Prints rows/s, bytes/s, and resident memory: before the export, its peak during the export, and
 // the peak after each tenth of it, and the heap still live after a full GC at each tenth (flat when
 // memory does not grow with the window).
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -19,15 +19,13 @@ import { pipeline } from "node:stream/promises";
 import { parseArgs } from "node:util";
 import { UsageExportRowSchema } from "../gen/enterprise_admin/v1/usage_pb.js";
 import { dateRangeWindow } from "../src/domain/local-time.js";
-import { importDirectory } from "../src/operations/import-directory.js";
-import { importUsage } from "../src/operations/import-usage.js";
 import { exportUsageRows } from "../src/operations/usage-export.js";
 import { recordEncoder, type RecordFormat } from "../src/rest/record-formats.js";
-import { isPostgresUrl, migrateToLatest, openDatabase } from "../src/storage/database.js";
+import { openDatabase } from "../src/storage/database.js";
 import { DirectoryRepository } from "../src/storage/directory-repository.js";
 import { UsageRepository } from "../src/storage/usage-repository.js";
 import { benchDatabase } from "./bench-database.js";
-import { benchDirectory, writeUsageFile, YEAR_START } from "./usage-data.js";
+import { prepareBenchStore, YEAR_START } from "./usage-data.js";
 
 const { values: flags } = parseArgs({
   options: {
@@ -48,26 +46,12 @@ const format = flags.format as RecordFormat;
 const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`;
 
 const dir = mkdtempSync(join(tmpdir(), "eadmin-bench-export-"));
-const target = await benchDatabase(flags.db, dir, "export");
-
-const reuse = flags.keep && !isPostgresUrl(target.url) && existsSync(target.url);
+const target = await benchDatabase(flags.db, dir, "export", flags.keep);
 
 const database = openDatabase(target.url);
 try {
-  await migrateToLatest(database);
+  await prepareBenchStore(database, shape, dir, target.reuse);
   const usage = new UsageRepository(database);
-  if (!reuse) {
-    await importDirectory(database, benchDirectory(shape));
-    const file = join(dir, "events.ndjson");
-    const t = performance.now();
-    await writeUsageFile(file, shape);
-    const imported = await importUsage(usage, ENTERPRISE_ID, file);
-    console.log(`store: ${imported.recorded.toLocaleString("en")} events, ${shape.members} members, ${shape.models} models over one year, ` +
-      `${database.dialect} (made in ${((performance.now() - t) / 1000).toFixed(1)} s)`);
-    rmSync(file);
-  } else {
-    console.log(`store: reusing ${target.url}`);
-  }
 
   // The window: --days local days from the store's first date.
   const firstDate = new Date(YEAR_START * 1000).toISOString().slice(0, 10);

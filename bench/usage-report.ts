@@ -17,20 +17,18 @@
 //       by model (only the rollups' own days have per-model rows).
 // Each report case also prints its first report's time: the first of the process, whose days the
 // report's day cache (operations/report-day-cache.ts) does not hold yet; later ones mostly find them.
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { sql } from "kysely";
-import { importDirectory } from "../src/operations/import-directory.js";
-import { importUsage } from "../src/operations/import-usage.js";
 import { UsageReports, type UsageReportRequest } from "../src/operations/usage-report.js";
 import { DepartmentRepository } from "../src/storage/department-repository.js";
-import { isPostgresUrl, migrateToLatest, openDatabase, type Database } from "../src/storage/database.js";
+import { openDatabase, type Database } from "../src/storage/database.js";
 import { UsageRepository } from "../src/storage/usage-repository.js";
 import { benchDatabase } from "./bench-database.js";
-import { benchDirectory, random, writeUsageFile, YEAR_START } from "./usage-data.js";
+import { prepareBenchStore, random, YEAR_START } from "./usage-data.js";
 
 const { values: flags } = parseArgs({
   options: {
@@ -190,25 +188,11 @@ async function timeCases(database: Database) {
 }
 
 const dir = mkdtempSync(join(tmpdir(), "eadmin-bench-report-"));
-const target = await benchDatabase(flags.db, dir, "report");
-const reuse = flags.keep && !isPostgresUrl(target.url) && existsSync(target.url);
+const target = await benchDatabase(flags.db, dir, "report", flags.keep);
 
 const database = openDatabase(target.url);
 try {
-  await migrateToLatest(database);
-  if (!reuse) {
-    await importDirectory(database, benchDirectory(shape));
-    const file = join(dir, "events.ndjson");
-    const t = performance.now();
-    await writeUsageFile(file, shape);
-    const imported = await importUsage(new UsageRepository(database), ENTERPRISE_ID, file);
-    rmSync(file);
-    if (database.dialect === "postgres") await sql`analyze`.execute(database.db);
-    console.log(`store: ${fmt(imported.recorded)} events, ${shape.members} members, ${shape.models} models over one year, enterprise zone ${flags.zone}, ` +
-      `${database.dialect} (made in ${fmt((performance.now() - t) / 1000, 1)} s)`);
-  } else {
-    console.log(`store: reusing ${target.url}`);
-  }
+  await prepareBenchStore(database, shape, dir, target.reuse);
   console.log(`usage report, ${flags.queries} reports each (after ${WARM_UP} not counted), windows starting on random days of the year's first half:`);
   await timeCases(database);
 } finally {
