@@ -471,7 +471,6 @@ export class UsageRepository {
    */
   async memberModelSums(enterpriseId: string, start: number, end: number, memberKeys?: readonly number[]): Promise<MemberModelSums[]> {
     if (memberKeys?.length === 0) return [];
-    if (this.dialect === "postgres") return this.pairSums(enterpriseId, start, end, memberKeys, "whole");
     try {
       return await this.pairSums(enterpriseId, start, end, memberKeys, "whole");
     } catch (error) {
