@@ -28,12 +28,10 @@ export class CorruptTotalsError extends Error {
 }
 
 /**
- * Adds packed totals (`packed` from `at` to `end`) to `target`, or with `sign` -1 takes them away.
- * `modelIds`, if given, maps the packed model numbers to model ids (an import's worker numbers
- * models by file).
+ * Adds packed totals (`packed` from `at` to `end`) to `target`. `modelIds`, if given, maps the
+ * packed model numbers to model ids (an import's worker numbers models by file).
  */
-export function addPackedTotals(target: TotalsByModel, packed: Uint8Array, at = 0, end = packed.length, modelIds?: ArrayLike<number>,
-  sign: 1 | -1 = 1): void {
+export function addPackedTotals(target: TotalsByModel, packed: Uint8Array, at = 0, end = packed.length, modelIds?: ArrayLike<number>): void {
   const reader = new VarintReader(packed, at);
   while (reader.at < end) {
     const model = reader.next();
@@ -41,8 +39,8 @@ export function addPackedTotals(target: TotalsByModel, packed: Uint8Array, at = 
     for (let i = 0; i < SUMS; i++) {
       const start = reader.at;
       const value = reader.next();
-      if (reader.at - start <= NUMBER_BYTES) sums.add(i, sign * value);
-      else sums.addBig(i, sign === 1 ? readBigVarint(packed, start) : -readBigVarint(packed, start));
+      if (reader.at - start <= NUMBER_BYTES) sums.add(i, value);
+      else sums.addBig(i, readBigVarint(packed, start));
     }
   }
   if (reader.at !== end) throw new CorruptTotalsError(reader.at, end);
