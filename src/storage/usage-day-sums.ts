@@ -12,8 +12,7 @@ export type MemberDays = Array<[day: number, sums: DaySum]>;
 
 /**
  * The new events of one (member, day): summed one by one here, or packed totals from day-sum
- * frames, kept packed until they are added to a running total (decoding them into objects first
- * cost an import's writing thread about 4% of its time), or both.
+ * frames, kept packed until the running totals are written, or both.
  */
 export class DaySum {
   /** Events added (and taken away) one by one. */
@@ -21,14 +20,16 @@ export class DaySum {
   /** Packed totals: frames, start, end and model ids, per part (usually one). */
   private packed: Array<[frames: Uint8Array, start: number, end: number, modelIds: ArrayLike<number>]> | undefined;
 
-  /** Adds these sums to `target`. */
-  addTo(target: TotalsByModel): void {
-    if (this.totals) target.addTotals(this.totals);
-    if (this.packed) for (const [frames, start, end, modelIds] of this.packed) addPackedTotals(target, frames, start, end, modelIds);
-  }
-
   addPacked(frames: Uint8Array, start: number, end: number, modelIds: ArrayLike<number>): void {
     (this.packed ??= []).push([frames, start, end, modelIds]);
+  }
+
+  /** These sums as one TotalsByModel: the packed ones decoded into it. */
+  merged(): TotalsByModel {
+    const totals = (this.totals ??= new TotalsByModel());
+    if (this.packed) for (const [frames, start, end, modelIds] of this.packed) addPackedTotals(totals, frames, start, end, modelIds);
+    this.packed = undefined;
+    return totals;
   }
 
   /**
@@ -37,12 +38,9 @@ export class DaySum {
    */
   prune(): boolean {
     if (!this.totals) return true;
-    if (this.packed) {
-      for (const [frames, start, end, modelIds] of this.packed) addPackedTotals(this.totals, frames, start, end, modelIds);
-      this.packed = undefined;
-    }
-    for (const [modelId, sums] of this.totals.models) if (sums.exact(EVENTS) === 0) this.totals.models.delete(modelId);
-    return this.totals.models.size > 0;
+    const totals = this.merged();
+    for (const [modelId, sums] of totals.models) if (sums.exact(EVENTS) === 0) totals.models.delete(modelId);
+    return totals.models.size > 0;
   }
 }
 

@@ -166,26 +166,6 @@ function packEntry(out: Uint8Array, at: number, id: number, sums: ModelSums): nu
   return at;
 }
 
-/** The most bytes writeRenumbered writes for the packed totals from `start` to `end`. */
-export const renumberedBytes = (start: number, end: number) => 2 * (end - start);
-
-/**
- * Writes packed totals whose models are an import's file numbers (`frames` from `start` to `end`)
- * into `out` from `at`, numbered by model id instead: copied byte by byte but for the model numbers
- * (no decoding, no packing). Returns the offset after them. An entry is at least 6 bytes, and its
- * model number grows by at most 4 (to a 32-bit id): they take at most renumberedBytes(start, end).
- */
-export function writeRenumbered(out: Uint8Array, at: number, frames: Uint8Array, start: number, end: number, modelIds: ArrayLike<number>): number {
-  const reader = new VarintReader(frames, start);
-  while (reader.at < end) {
-    at = writeVarint(out, at, modelIds[reader.next()]!);
-    const sumsStart = reader.at;
-    for (let i = 0; i < SUMS; i++) reader.next();
-    for (let q = sumsStart; q < reader.at; q++) out[at++] = frames[q]!;
-  }
-  return at;
-}
-
 /**
  * Writes a non-negative integer below 2^53 as a varint; returns the next offset. In integer
  * arithmetic: a value past 2^31 first gives its low 28 bits (four bytes), then the rest, which is

@@ -7,11 +7,8 @@ import { SumLimitError, TotalsByModel } from "../../src/domain/usage-totals.js";
 const plainTotals = (totals: TotalsByModel) => Object.fromEntries([...totals.models].sort((a, b) => a[0] - b[0]).map(([id, s]) => [id, [0, 1, 2, 3, 4].map((i) => s.total(i))]));
 
 /** Held sums as plain bigints: member key → day → model id → [input, output, basic, pay-go, events]. */
-const plain = (sums: DaySums) => Object.fromEntries(sums.drain().map(([member, days]) => [member, Object.fromEntries(days.map(([day, sum]) => {
-  const totals = new TotalsByModel();
-  sum.addTo(totals);
-  return [day, plainTotals(totals)];
-}))]));
+const plain = (sums: DaySums) => Object.fromEntries(sums.drain().map(([member, days]) => [member,
+  Object.fromEntries(days.map(([day, sum]) => [day, plainTotals(sum.merged())]))]));
 
 /** Adds frames of day sums to `sums`, their numbers mapped as an import maps them. */
 function receive(sums: DaySums, frames: Uint8Array, memberKeys: number[], modelIds: number[]): void {
