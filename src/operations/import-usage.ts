@@ -3,7 +3,7 @@
 // line or an unknown member rejects the file before anything is written. The second streams the file
 // again: a worker thread reads, parses and sums the lines (usage-file-worker.ts) while this thread
 // resolves models and writes, one chunk (a few tens of thousands of events, with their running
-// totals, written as an RPC batch's are) per transaction, so live ingestion goes on between chunks; a crash leaves whole chunks,
+// totals) per transaction, so live ingestion goes on between chunks; a crash leaves whole chunks,
 // which a second run skips as repeats and completes. The file is never held in memory (the worker
 // stays at most 64 batches ahead).
 import { stat } from "node:fs/promises";
@@ -12,6 +12,7 @@ import { Worker } from "node:worker_threads";
 import { invalidParameter } from "../domain/errors.js";
 import { eventLabel, modelOfKey } from "../domain/usage-event.js";
 import { dayOf } from "../domain/usage-window.js";
+import { ImportRunningTotals } from "../storage/usage-import-totals.js";
 import type { UsageEventRow, UsageRepository } from "../storage/usage-repository.js";
 import { MemberKeys } from "./record-usage.js";
 import { checkUsageFile } from "./usage-file-check.js";
@@ -48,6 +49,7 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
     return message;
   };
   const keys = new FileKeys(memberKeys);
+  const importTotals = new ImportRunningTotals();
   let events = 0;
   let recorded = 0;
   progress?.start(totalBytes);
@@ -55,7 +57,7 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
     // A chunk: the batches of events up to a sums message, and those sums (the worker ends each chunk so).
     let message = await next();
     while (message.kind !== "done") {
-      recorded += await repository.ingestImportChunk(async (tx) => {
+      recorded += await repository.ingestImportChunk(importTotals, async (tx) => {
         for (; message.kind === "events"; message = await next()) {
           worker.postMessage("more");
           await tx.insertEvents(enterpriseId, await keys.toRows(tx, message.events), { summed: true });

@@ -11,10 +11,11 @@ import { WindowSums } from "../domain/usage-window-sums.js";
 import { dayOf, type WindowPlan } from "../domain/usage-window.js";
 import type { Schema } from "./schema.js";
 import type { Database, Dialect } from "./database.js";
-import { DaySums, forEachFrame } from "./usage-day-sums.js";
+import { DaySums } from "./usage-day-sums.js";
 import { among, chunks, StatementTexts, type BulkStore } from "./bulk-statements.js";
 import { addToRunningTotals } from "./usage-running-totals.js";
 import { addRowsToWindow } from "./usage-sums-codec.js";
+import type { ImportRunningTotals } from "./usage-import-totals.js";
 import { UsageRollups } from "./usage-rollups.js";
 import { RollupDelta, RollupPeriods } from "../domain/usage-rollup.js";
 
@@ -177,17 +178,17 @@ export class UsageRepository {
    * lock at most the busy timeout (then a busy StoreFault, nothing done).
    */
   async ingest(work: (tx: UsageRepository) => Promise<void>): Promise<number> {
-    return this.ingestOnce(work, false);
+    return this.ingestOnce(work, undefined);
   }
 
   /**
    * One chunk of an import (operations/import-usage.ts): an ingestion as `ingest`, whose rows come
-   * summed (`insertEvents` with `summed`, then `addSumFrames`). Waits for the write lock as long as
-   * it takes. After the commit the lock is left free a moment: SQLite hands it to whoever asks
-   * first, and the next chunk would always be first.
+   * summed (`insertEvents` with `summed`, then `addSumFrames`) into `importTotals`, which lasts the
+   * whole import. Waits for the write lock as long as it takes. After the commit the lock is left
+   * free a moment: SQLite hands it to whoever asks first, and the next chunk would always be first.
    */
-  async ingestImportChunk(work: (tx: UsageRepository) => Promise<void>): Promise<number> {
-    const added = await this.ingestOnce(work, true);
+  async ingestImportChunk(importTotals: ImportRunningTotals, work: (tx: UsageRepository) => Promise<void>): Promise<number> {
+    const added = await this.ingestOnce(work, importTotals);
     if (this.dialect === "sqlite") await sleep(CHUNK_PAUSE_MS);
     return added;
   }
@@ -213,7 +214,7 @@ export class UsageRepository {
         events += page.length;
         progress?.(events);
       }
-    }, true);
+    }, undefined, true);
     return events;
   }
 
@@ -234,15 +235,18 @@ export class UsageRepository {
     return Number(row.n);
   }
 
-  /** `unbounded`: wait for the write lock as long as it takes (an import or a rebuild), not the busy timeout. */
-  private async ingestOnce(work: (tx: UsageRepository) => Promise<void>, unbounded: boolean): Promise<number> {
+  private async ingestOnce(work: (tx: UsageRepository) => Promise<void>, importTotals: ImportRunningTotals | undefined,
+    unbounded = importTotals !== undefined): Promise<number> {
     try {
       return await this.database.writeTransaction(async (trx) => {
         // PostgreSQL: one ingestion at a time, so that two never read and rewrite the same row at once.
         if (this.dialect === "postgres") await this.takeIngestionLock(trx);
-        await trx.updateTable("usage_ingestion_count").set((eb) => ({ ingestions: eb("ingestions", "+", 1) })).where("id", "=", 1).execute();
+        const { ingestions } = await trx.updateTable("usage_ingestion_count").set((eb) => ({ ingestions: eb("ingestions", "+", 1) }))
+          .where("id", "=", 1).returning("ingestions").executeTakeFirstOrThrow();
+        importTotals?.beginChunk(Number(ingestions));
         const tx = new UsageRepository({ ...this.database, db: trx }, this.caches);
         tx.daySums = new DaySums();
+        tx.importTotals = importTotals;
         await work(tx);
         await addToRunningTotals(tx.bulk, tx.daySums);
         await tx.writeRollups();
@@ -285,6 +289,8 @@ export class UsageRepository {
   private daySums: DaySums | undefined;
   /** Per enterprise, the rollup delta of this ingestion (undefined: its rollups are not kept, see UsageRollups.layoutForIngestion). */
   private readonly rollupDeltas = new Map<string, RollupDelta | undefined>();
+  /** An import's running totals from its frames (addSumFrames), in an import's chunk. */
+  private importTotals: ImportRunningTotals | undefined;
   private added = 0;
 
   /**
@@ -299,11 +305,14 @@ export class UsageRepository {
     const fresh = await this.insertNew(enterpriseId, rows);
     this.added += fresh.length;
     if (options.summed) {
+      if (!this.importTotals) throw new Error("summed rows go in only inside ingestImportChunk()");
       holdSums(fresh, rollup, undefined);
       if (fresh.length === rows.length) return;
       const inserted = new Set(fresh);
       for (const row of rows) {
-        if (!inserted.has(row)) daySums.subtract(row.memberKey, row.modelId, row.day, row.inputTokens, row.outputTokens, row.basicMicros, row.payGoMicros);
+        if (inserted.has(row)) continue;
+        daySums.subtract(row.memberKey, row.modelId, row.day, row.inputTokens, row.outputTokens, row.basicMicros, row.payGoMicros);
+        this.importTotals.repeated(row.memberKey);
       }
       return;
     }
@@ -335,16 +344,14 @@ export class UsageRepository {
   }
 
   /**
-   * Holds the day sums of rows inserted with `summed` (frames, see DaySumFrames.takeFrames, with
-   * member and model numbers mapped by `memberKeys` and `modelIds`) for the running totals, as
-   * `insertEvents` holds its own rows' sums. Only after those rows: their skipped ones have been
-   * taken away already.
+   * Adds the sums of rows inserted with `summed` (frames, see DaySumFrames.takeFrames, with member
+   * and model numbers mapped by `memberKeys` and `modelIds`) to the running totals (see
+   * ImportRunningTotals). Only after those rows: their skipped ones must have been taken away already.
    */
   async addSumFrames(frames: Uint8Array, memberKeys: ArrayLike<number>, modelIds: ArrayLike<number>): Promise<void> {
     const daySums = this.daySums;
-    if (!daySums) throw new Error("addSumFrames runs only inside ingestImportChunk()");
-    forEachFrame(frames, (member, day, start, end) => daySums.addPacked(memberKeys[member]!, day, frames, start, end, modelIds));
-    await this.flushHeldSums(daySums);
+    if (!daySums || !this.importTotals) throw new Error("addSumFrames runs only inside ingestImportChunk()");
+    await this.importTotals.add(this.bulk, frames, memberKeys, modelIds, daySums);
   }
 
   /**

@@ -12,7 +12,7 @@ import { CompiledQuery } from "kysely";
 import { TotalsByModel } from "../domain/usage-totals.js";
 import { chunks, type BulkStore } from "./bulk-statements.js";
 import { DaySums, type MemberDays } from "./usage-day-sums.js";
-import { forEachStoredRow, packedBytes, packTotals } from "./usage-sums-codec.js";
+import { addPackedTotals, forEachStoredRow, packedBytes, packTotals } from "./usage-sums-codec.js";
 import { grown } from "../domain/typed-arrays.js";
 
 /** A stored row: its day and its packed totals. */
@@ -27,7 +27,8 @@ export async function addToRunningTotals(database: BulkStore, sums: DaySums): Pr
     const storedByMember = await readStoredRows(database, chunk.map(([memberKey, days]) => [memberKey, days[0]![0]]));
     const rows = new RowsByDay();
     for (const [memberKey, days] of chunk) {
-      mergeDays(storedByMember.get(memberKey) ?? [], days, (day, totals, onto) => rows.add(memberKey, day, totals, onto));
+      mergeDays(storedByMember.get(memberKey) ?? [], days, (day, totals, onto) =>
+        rows.addWritten(memberKey, day, packedBytes(totals, onto), (out, at) => packTotals(totals, out, at, onto)));
     }
     await rows.write(database);
   }
@@ -38,7 +39,7 @@ export async function addToRunningTotals(database: BulkStore, sums: DaySums): Pr
  * or before that day and every row after it, in day order (usually one row: today's, or the last
  * one before today), by member key.
  */
-async function readStoredRows(database: BulkStore,
+export async function readStoredRows(database: BulkStore,
   memberDays: ReadonlyArray<readonly [memberKey: number, day: number]>): Promise<Map<number, StoredRow[]>> {
   const [found] = (await database.db.executeQuery<StoredRows>(CompiledQuery.raw(storedStatement(database, memberDays.length), memberDays.flat()))).rows;
   return splitStoredRows(found);
@@ -50,24 +51,25 @@ async function readStoredRows(database: BulkStore,
  * member; an import's run of days for each of 512 members written in that order jumped between as
  * many day ranges of the table), by statements of up to 512 rows (chunks).
  */
-class RowsByDay {
-  private bytes = new Uint8Array(1 << 16);
+export class RowsByDay {
+  private bytes: Uint8Array<ArrayBuffer>;
   private used = 0;
   private members: number[] = [];
   private days: number[] = [];
   private ends: number[] = [];
 
-  /** Adds a row of `totals` packed onto the packed totals `onto` (see packTotals); returns its bytes. */
-  add(memberKey: number, day: number, totals: TotalsByModel, onto: Uint8Array | undefined): Uint8Array {
-    const maxBytes = packedBytes(totals, onto);
-    // `onto` may be an earlier row's bytes here: a grown buffer leaves them in the old one, intact.
+  /** `expectedBytes`: about how many bytes the rows will take (the buffer grows past it). */
+  constructor(expectedBytes = 1 << 16) {
+    this.bytes = new Uint8Array(expectedBytes);
+  }
+
+  /** Adds a row whose packed totals `write` puts into `out` from `at` (at most `maxBytes`), returning the offset after them. */
+  addWritten(memberKey: number, day: number, maxBytes: number, write: (out: Uint8Array, at: number) => number): void {
     if (this.used + maxBytes > this.bytes.length) this.bytes = grown(this.bytes, this.used + maxBytes);
-    const start = this.used;
-    this.used = packTotals(totals, this.bytes, start, onto);
+    this.used = write(this.bytes, this.used);
     this.members.push(memberKey);
     this.days.push(day);
     this.ends.push(this.used);
-    return this.bytes.subarray(start, this.used);
   }
 
   async write(database: BulkStore): Promise<void> {
@@ -110,28 +112,40 @@ function splitStoredRows(found: StoredRows | undefined): Map<number, StoredRow[]
 
 /**
  * One member's rows after adding its new day sums: `stored` is its last row on or before its
- * earliest new day (if any) and every row after it, in day order. `write` stores a row, `totals`
- * added onto packed totals, in day order, and returns its bytes. A new day's row is the row before
- * it (stored, or just written) with the day's sums merged in, in packed form: the models the day
- * lacks are copied as they are (the usual ingestion, today's events, rewrites one row so; an
- * import, a run of days). A stored row on or after a new day is itself plus every new day's sums up to it.
+ * earliest new day (if any) and every row after it, in day order. `write` gets each row to store
+ * (its totals, valid until the next call), in day order. A single row (the usual ingestion:
+ * today's) is the stored totals with the new sums merged in packed form; a run of rows (an import)
+ * decodes the stored totals once and packs each day from the running sums.
  */
-function mergeDays(stored: readonly StoredRow[], days: MemberDays, write: (day: number, totals: TotalsByModel, onto: Uint8Array | undefined) => Uint8Array): void {
-  const added = new TotalsByModel(); // the new sums so far, kept while stored rows remain after them
-  let previous: Uint8Array | undefined; // the row before the current day
+function mergeDays(stored: readonly StoredRow[], days: MemberDays, write: (day: number, totals: TotalsByModel, onto?: Uint8Array) => void): void {
+  const added = new TotalsByModel(); // the new events up to the current day
+  let base: Uint8Array | undefined; // the last stored totals up to the current day
+  let current: TotalsByModel | undefined; // base plus added, once decoded for a run of new days
   let s = 0;
   let d = 0;
-  while (s < stored.length && stored[s]!.day < days[0]![0]) previous = stored[s++]!.totals;
+  while (s < stored.length && stored[s]!.day < days[0]![0]) base = stored[s++]!.totals;
   while (s < stored.length || d < days.length) {
     const storedDay = s < stored.length ? stored[s]!.day : Infinity;
     const newDay = d < days.length ? days[d]![0] : Infinity;
-    if (newDay <= storedDay) {
-      const sums = days[d++]![1].merged();
-      if (s < stored.length) added.addTotals(sums);
-      previous = newDay === storedDay ? write(newDay, added, stored[s++]!.totals) : write(newDay, sums, previous);
-    } else {
-      previous = write(storedDay, added, stored[s++]!.totals);
+    const day = Math.min(storedDay, newDay);
+    if (storedDay === day) {
+      base = stored[s++]!.totals;
+      current = undefined;
     }
+    if (newDay === day) {
+      const sums = days[d++]![1];
+      // `added` is needed while stored rows remain (each starts `current` anew) or no `current` exists.
+      if (!current || s < stored.length) sums.addTo(added);
+      if (current) sums.addTo(current);
+    }
+    const last = s === stored.length && d === days.length;
+    if (!current && !last) {
+      current = new TotalsByModel();
+      if (base) addPackedTotals(current, base);
+      current.addTotals(added);
+    }
+    if (current) write(day, current);
+    else write(day, added, base);
   }
 }
 

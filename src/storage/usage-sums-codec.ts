@@ -28,10 +28,12 @@ export class CorruptTotalsError extends Error {
 }
 
 /**
- * Adds packed totals (`packed` from `at` to `end`) to `target`. `modelIds`, if given, maps the
- * packed model numbers to model ids (an import's worker numbers models by file).
+ * Adds packed totals (`packed` from `at` to `end`) to `target`, or with `sign` -1 takes them away.
+ * `modelIds`, if given, maps the packed model numbers to model ids (an import's worker numbers
+ * models by file).
  */
-export function addPackedTotals(target: TotalsByModel, packed: Uint8Array, at = 0, end = packed.length, modelIds?: ArrayLike<number>): void {
+export function addPackedTotals(target: TotalsByModel, packed: Uint8Array, at = 0, end = packed.length, modelIds?: ArrayLike<number>,
+  sign: 1 | -1 = 1): void {
   const reader = new VarintReader(packed, at);
   while (reader.at < end) {
     const model = reader.next();
@@ -39,8 +41,8 @@ export function addPackedTotals(target: TotalsByModel, packed: Uint8Array, at = 
     for (let i = 0; i < SUMS; i++) {
       const start = reader.at;
       const value = reader.next();
-      if (reader.at - start <= NUMBER_BYTES) sums.add(i, value);
-      else sums.addBig(i, readBigVarint(packed, start));
+      if (reader.at - start <= NUMBER_BYTES) sums.add(i, sign * value);
+      else sums.addBig(i, sign === 1 ? readBigVarint(packed, start) : -readBigVarint(packed, start));
     }
   }
   if (reader.at !== end) throw new CorruptTotalsError(reader.at, end);
@@ -170,6 +172,26 @@ function packEntry(out: Uint8Array, at: number, id: number, sums: ModelSums): nu
     } else {
       at = writeVarint(out, at, sums.values[i]!);
     }
+  }
+  return at;
+}
+
+/** The most bytes writeRenumbered writes for the packed totals from `start` to `end`. */
+export const renumberedBytes = (start: number, end: number) => 2 * (end - start);
+
+/**
+ * Writes packed totals whose models are an import's file numbers (`frames` from `start` to `end`)
+ * into `out` from `at`, numbered by model id instead: copied byte by byte but for the model numbers
+ * (no decoding, no packing). Returns the offset after them. An entry is at least 6 bytes, and its
+ * model number grows by at most 4 (to a 32-bit id): they take at most renumberedBytes(start, end).
+ */
+export function writeRenumbered(out: Uint8Array, at: number, frames: Uint8Array, start: number, end: number, modelIds: ArrayLike<number>): number {
+  const reader = new VarintReader(frames, start);
+  while (reader.at < end) {
+    at = writeVarint(out, at, modelIds[reader.next()]!);
+    const sumsStart = reader.at;
+    for (let i = 0; i < SUMS; i++) reader.next();
+    for (let q = sumsStart; q < reader.at; q++) out[at++] = frames[q]!;
   }
   return at;
 }

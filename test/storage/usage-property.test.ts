@@ -169,7 +169,7 @@ const scenarioArb = (maxEvents: number): fc.Arbitrary<Scenario> =>
       windows: fc.array(fc.tuple(pointArb, pointArb), { minLength: 1, maxLength: 6 }),
       resendBatch: fc.nat(batches - 1),
       importFrom: fc.nat(batches),
-      tuning: fc.record({ batchEvents: fc.integer({ min: 1, max: 40 }), chunkEvents: fc.integer({ min: 1, max: 120 }) }),
+      tuning: fc.record({ batchEvents: fc.integer({ min: 1, max: 40 }), chunkEvents: fc.integer({ min: 1, max: 120 }), daySumsPerMessage: fc.integer({ min: 1, max: 30 }) }),
       currency: fc.constantFrom("CNY" as const, "USD" as const),
       byId: fc.shuffledSubarray([0, 1, 2]),
       byEmail: fc.shuffledSubarray([0, 1, 2]),
@@ -424,10 +424,11 @@ describe.each(dialects)("usage sums, property-based (%s)", (dialect) => {
         expect(await sums(enterpriseId, start, end), `window [${start}, ${end})`).toStrictEqual(referenceSums(counted, start, end));
       }
     }, 120_000);
-    // A file in time order onto stored running totals: u1's stored rows all come before its first
-    // day in the file (its new rows start from them), u2 has a stored row on that day (merged into),
-    // u3 has none, and repeats in it of its own events come after its first rows are written; a
-    // stored event of u2's comes again. Small chunks: many of each.
+    // A file in time order gets each member's running totals from its worker, ready to store
+    // (ImportRunningTotals): u1's stored rows all come before its first day in the file (its rows
+    // are the file's totals on top of them), u2 has a stored row on that day (its sums go the
+    // general way), u3 has none, and repeats in it of its own events come after its first rows are
+    // written; a stored event of u2's comes again. Small messages: many of each.
     it("a file in time order: its running totals on stored rows before it, beside stored rows on its days, with repeats", async () => {
       const { enterpriseId, generated } = await enterpriseWithEvents("USD", 240, 13);
       const event = (i: number, member: number, offset: number, input = generated[i]!.input) =>
@@ -445,7 +446,7 @@ describe.each(dialects)("usage sums, property-based (%s)", (dialect) => {
       const file = [...fresh, ...repeats].sort((a, b) => a.reference.timestamp - b.reference.timestamp);
       const path = join(scratch, `${enterpriseId}.ndjson`);
       writeFileSync(path, file.map((e) => JSON.stringify(e.wire)).join("\n") + "\n");
-      expect(await importUsage(repository, enterpriseId, path, undefined, { batchEvents: 7, chunkEvents: 14 }))
+      expect(await importUsage(repository, enterpriseId, path, undefined, { batchEvents: 7, chunkEvents: 14, daySumsPerMessage: 2 }))
         .toStrictEqual({ enterprise_id: enterpriseId, lines: 125, recorded: 120, duplicates: 5 });
       const counted = firstOfEachId([...stored, ...file].map((e) => e.reference));
       for (const [start, end] of [[T0, T0 + 9 * DAY], [T0 + DAY + 5, T0 + 6 * DAY + 7], [T0 + 2 * DAY + HOUR, T0 + 3 * DAY + 2 * HOUR],
