@@ -64,19 +64,12 @@ export interface UsageFileTuning {
    * the events and the sums between two sums messages are one chunk of the import, one commit.
    */
   chunkEvents: number;
-  /**
-   * Send the sums when this many (user, day) sums have gathered, at the end of a batch. Packing
-   * them stops the worker's reading: with running totals for every model a day, 400,000 took longer
-   * than the main thread's 64 batches ahead lasted (it waited about 1.8 s for each of four messages
-   * of the 10M import); 100,000 halved its waiting, for about 1 s more of writing sums.
-   */
-  daySumsPerMessage: number;
 }
 
 // 50,000 events a commit: each commit rewrites the pages the chunk touched (the event identity index's
 // among them), so 20,000 made a 3M-event import 15% slower; a concurrent ingestion waits at most one
 // chunk's writing, about half a second.
-export const DEFAULT_TUNING: UsageFileTuning = { batchEvents: 5000, chunkEvents: 50_000, daySumsPerMessage: 100_000 };
+export const DEFAULT_TUNING: UsageFileTuning = { batchEvents: 5000, chunkEvents: 50_000 };
 
 export interface UsageFileWorkerData {
   path: string;
@@ -128,7 +121,7 @@ async function readUsageFile(path: string, tuning: UsageFileTuning, send: (messa
           await send({ kind: "events", events: batch, bytesRead: stream.bytesRead });
           batch = newBatch();
           eventsInChunk += tuning.batchEvents;
-          if (eventsInChunk >= tuning.chunkEvents || daySums.size >= tuning.daySumsPerMessage) {
+          if (eventsInChunk >= tuning.chunkEvents) {
             await sendSums();
             eventsInChunk = 0;
           }

@@ -229,7 +229,7 @@ export class DaySumFrames {
  * Per member (an import's file index): its running totals over the file's events so far, for a
  * member whose events come in day order (a file in time order, the usual export), so that an import
  * sends its running totals ready to store and its writing thread need not make them (merging the
- * day sums into running totals cost that thread about 9% of its time). Fed by takeFrames, one
+ * day sums into running totals on that thread made a 10-million-event import about 14% slower). Fed by takeFrames, one
  * (member, day) at a time in the order first seen, which is day order for such a member. A member
  * with an event on a day before one of its earlier events is out of day order for good: its frames
  * are a day's sums from then on.

@@ -169,7 +169,7 @@ const scenarioArb = (maxEvents: number): fc.Arbitrary<Scenario> =>
       windows: fc.array(fc.tuple(pointArb, pointArb), { minLength: 1, maxLength: 6 }),
       resendBatch: fc.nat(batches - 1),
       importFrom: fc.nat(batches),
-      tuning: fc.record({ batchEvents: fc.integer({ min: 1, max: 40 }), chunkEvents: fc.integer({ min: 1, max: 120 }), daySumsPerMessage: fc.integer({ min: 1, max: 30 }) }),
+      tuning: fc.record({ batchEvents: fc.integer({ min: 1, max: 40 }), chunkEvents: fc.integer({ min: 1, max: 120 }) }),
       currency: fc.constantFrom("CNY" as const, "USD" as const),
       byId: fc.shuffledSubarray([0, 1, 2]),
       byEmail: fc.shuffledSubarray([0, 1, 2]),
@@ -446,7 +446,7 @@ describe.each(dialects)("usage sums, property-based (%s)", (dialect) => {
       const file = [...fresh, ...repeats].sort((a, b) => a.reference.timestamp - b.reference.timestamp);
       const path = join(scratch, `${enterpriseId}.ndjson`);
       writeFileSync(path, file.map((e) => JSON.stringify(e.wire)).join("\n") + "\n");
-      expect(await importUsage(repository, enterpriseId, path, undefined, { batchEvents: 7, chunkEvents: 14, daySumsPerMessage: 2 }))
+      expect(await importUsage(repository, enterpriseId, path, undefined, { batchEvents: 7, chunkEvents: 14 }))
         .toStrictEqual({ enterprise_id: enterpriseId, lines: 125, recorded: 120, duplicates: 5 });
       const counted = firstOfEachId([...stored, ...file].map((e) => e.reference));
       for (const [start, end] of [[T0, T0 + 9 * DAY], [T0 + DAY + 5, T0 + 6 * DAY + 7], [T0 + 2 * DAY + HOUR, T0 + 3 * DAY + 2 * HOUR],
