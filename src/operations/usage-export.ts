@@ -100,11 +100,12 @@ function dayRows(date: string, pairs: readonly MemberModelSums[], members: Membe
   currency: string): UsageExportRow[] {
   const modelOrder = [...new Set(pairs.map((pair) => pair.modelId))].sort((a, b) => compareModels(models.get(a)!, models.get(b)!));
   const modelPlace = new Map(modelOrder.map((id, place) => [id, place]));
-  const places = pairs.map((pair) => members.get(pair.memberKey).place * modelOrder.length + modelPlace.get(pair.modelId)!);
+  const pairMembers = pairs.map((pair) => members.get(pair.memberKey));
+  const places = pairs.map((pair, i) => pairMembers[i]!.place * modelOrder.length + modelPlace.get(pair.modelId)!);
   const order = Array.from(pairs.keys()).sort((a, b) => places[a]! - places[b]!);
   return order.map((i) => {
-    const { memberKey, modelId, sums } = pairs[i]!;
-    const { profile } = members.get(memberKey);
+    const { modelId, sums } = pairs[i]!;
+    const { profile } = pairMembers[i]!;
     const model = models.get(modelId)!;
     const { basicAmount, payGoAmount, totalAmount } = modelAmounts(model, sums.exact(BASIC), sums.exact(PAY_GO));
     return {
