@@ -5,7 +5,6 @@
 import roaring from "roaring";
 import type { Grouping, GroupKey } from "./report-groups.js";
 import type { TimeBucket } from "./local-time.js";
-import { ALL_MODELS } from "./usage-rollup.js";
 import { BASIC, EVENTS, INPUT, ModelSums, OUTPUT, PAY_GO, SUMS, type MemberModelSums } from "./usage-totals.js";
 import { grown } from "./typed-arrays.js";
 
@@ -66,14 +65,10 @@ const PENDING = SUMS + 1;
 export class ReportCells {
   /** Per bucket, its cells by group index (GroupKey.index). */
   private readonly cells: Cell[][];
-  /** Each member's groups for all models, by member key (a member day's sums are of all models). */
-  private readonly allModelKeys: Array<readonly GroupKey[]> = [];
   /** Scratch for addMemberSums: a day's five columns as numbers, one after another. */
   private daySums = new Float64Array(0);
   /** Scratch for addMemberSums: per group index, the day's five sums and member count. */
   private pending = new Float64Array(0);
-  /** The groups met by addMemberSums, by index. */
-  private readonly groupKeys: GroupKey[] = [];
 
   constructor(readonly buckets: readonly TimeBucket[], private readonly grouping: Grouping) {
     this.cells = buckets.map(() => []);
@@ -92,31 +87,40 @@ export class ReportCells {
   }
 
   /**
-   * A day's member sums (their usage of all models), the day lying in bucket `bucket`; only the
-   * members in `only` (keys in ascending order) when given. `alone`: the day is all of its bucket,
-   * so a cell's members are counted rather than kept for a distinct count.
+   * A day's member sums (their usage of all models), the day lying in bucket `bucket`. `alone`: the
+   * day is all of its bucket, so a cell's members are counted rather than kept for a distinct count.
    */
-  addMemberSums(bucket: number, day: MemberSumsOfDay, only: Uint32Array | undefined, alone: boolean): void {
+  addMemberSums(bucket: number, day: MemberSumsOfDay, alone: boolean): void {
     const cells = this.cells[bucket]!;
     const { count, keys, columns } = day;
+    let groupCount = this.grouping.groupCount;
+    if (this.pending.length < groupCount * PENDING) this.pending = grown(this.pending, groupCount * PENDING);
+    let pending = this.pending;
     // Numbers summed over a day stay exact: at most 2^21 members of 32-bit values each.
     const numeric = count < 2 ** 21 && columns.every((column) => !(column instanceof BigUint64Array));
     // The columns copied into one array of numbers: one element type in the loop below.
     if (numeric && this.daySums.length < SUMS * count) this.daySums = new Float64Array(SUMS * count);
     const sums = this.daySums;
     if (numeric) columns.forEach((column, i) => sums.set(column as Exclude<SumColumn, BigUint64Array>, i * count));
-    let next = 0; // in `only`: both lists are in key order
+    // Each member's groups: the day's members and the grouping's table, both in key order, walked side by side.
+    let { keys: table, starts, groups } = this.grouping.allModelGroups;
+    let known = 0;
     for (let m = 0; m < count; m++) {
       const memberKey = keys[m]!;
-      if (only) {
-        while (next < only.length && only[next]! < memberKey) next++;
-        if (next === only.length || only[next] !== memberKey) continue;
+      while (table[known]! < memberKey) known++;
+      if (table[known] !== memberKey) {
+        // A member met for the first time: the day's members from it on are put in the table.
+        this.grouping.learnAllModelGroups(keys.subarray(m));
+        ({ keys: table, starts, groups } = this.grouping.allModelGroups);
+        known = 0;
+        while (table[known]! < memberKey) known++;
+        groupCount = this.grouping.groupCount;
+        if (this.pending.length < groupCount * PENDING) this.pending = grown(this.pending, groupCount * PENDING);
+        pending = this.pending;
       }
-      const groupKeys = this.allModelKeys[memberKey] ?? this.allModelKeysOf(memberKey);
-      const pending = this.pending;
-      for (let g = 0; g < groupKeys.length; g++) {
-        const key = groupKeys[g]!;
-        const at = key.index * PENDING;
+      for (let g = starts[known]!; g < starts[known + 1]!; g++) {
+        const group = groups[g]!;
+        const at = group * PENDING;
         if (numeric) {
           pending[at + INPUT] += sums[m]!;
           pending[at + OUTPUT] += sums[count + m]!;
@@ -124,31 +128,22 @@ export class ReportCells {
           pending[at + PAY_GO] += sums[3 * count + m]!;
           pending[at + EVENTS] += sums[4 * count + m]!;
         } else {
-          const cell = (cells[key.index] ??= newCell(key));
+          const cell = (cells[group] ??= newCell(this.grouping.keyAt(group)));
           for (let i = 0; i < SUMS; i++) cell.sums.addValue(i, columns[i]![m]!);
         }
         pending[at + SUMS]!++;
-        if (!alone) (cells[key.index] ??= newCell(key)).members.push(memberKey);
+        if (!alone) (cells[group] ??= newCell(this.grouping.keyAt(group))).members.push(memberKey);
       }
     }
     // The day's sums and member counts into the groups' cells.
-    const pending = this.pending;
-    for (let index = 0; index < this.groupKeys.length; index++) {
+    for (let index = 0; index < groupCount; index++) {
       const at = index * PENDING;
       if (pending[at + SUMS] === 0) continue;
-      const cell = (cells[index] ??= newCell(this.groupKeys[index]!));
+      const cell = (cells[index] ??= newCell(this.grouping.keyAt(index)));
       for (let i = 0; i < SUMS; i++) cell.sums.add(i, pending[at + i]!);
       if (alone) cell.bitmaps.push({ count: pending[at + SUMS]! });
       pending.fill(0, at, at + PENDING);
     }
-  }
-
-  /** A member's groups for all models, remembered by key, with room for them in `pending`. */
-  private allModelKeysOf(memberKey: number): readonly GroupKey[] {
-    const keys = this.grouping.keysOf(memberKey, ALL_MODELS);
-    for (const key of keys) this.groupKeys[key.index] = key;
-    if (this.pending.length < this.groupKeys.length * PENDING) this.pending = grown(this.pending, this.groupKeys.length * PENDING);
-    return (this.allModelKeys[memberKey] = keys);
   }
 
   /**

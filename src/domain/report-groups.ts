@@ -1,8 +1,11 @@
 // The groups of a usage report: which groups a member's usage of a model counts in (one per
 // combination of the group_by dimensions; several when the member sits in several department
-// subtrees), and the order of the groups in a bucket (by the dimensions in the order given).
+// subtrees), and the order of the groups in a bucket (by the dimensions in the order given). A
+// grouping remembers what it has worked out: a department scope keeps its grouping from report to
+// report (operations/usage-report.ts).
 import { invalidParameter } from "./errors.js";
 import { compareCodePoints } from "./usage-event.js";
+import { ALL_MODELS } from "./usage-rollup.js";
 
 export type GroupDimension = "model" | "member" | "department";
 
@@ -32,19 +35,26 @@ export function groupDimensions(groupBy: readonly string[]): GroupDimension[] {
 /**
  * The groups of each (member, model), worked out once per pair. `departmentGroupsOf` gives a
  * member's department groups (only when grouping by department): a member without one counts in no
- * group.
+ * group. So does a member outside `members`, when the report is of some members only.
  */
 export class Grouping {
   private readonly known = new Map<number, Map<number, readonly GroupKey[]>>();
   /** periodKey's keys: department -> model -> key. */
   private readonly periodKeys = new Map<string, Map<number, GroupKey>>();
   private readonly indexes = new Map<string, number>();
+  /** Every group made, by index. */
+  private readonly byIndex: GroupKey[] = [];
+  /** The members met by learnAllModelGroups, each with its groups for all models, as typed arrays. */
+  private readonly membersMet = new MemberGroups();
   private readonly byModel: boolean;
   private readonly byMember: boolean;
   private readonly byDepartment: boolean;
 
+  private readonly members: ReadonlySet<number> | undefined;
+
   constructor(dimensions: readonly GroupDimension[],
-    private readonly departmentGroupsOf?: ReadonlyMap<number, readonly string[]>) {
+    private readonly departmentGroupsOf?: ReadonlyMap<number, readonly string[]>, members?: readonly number[]) {
+    this.members = members && new Set(members);
     this.byModel = dimensions.includes("model");
     this.byMember = dimensions.includes("member");
     this.byDepartment = dimensions.includes("department");
@@ -60,10 +70,38 @@ export class Grouping {
   }
 
   private makeKeys(memberKey: number, modelId: number): GroupKey[] {
+    if (this.members && !this.members.has(memberKey)) return [];
     const model = this.byModel ? modelId : -1;
     const member = this.byMember ? memberKey : -1;
     const departments = this.byDepartment ? this.departmentGroupsOf!.get(memberKey) ?? [] : [""];
     return departments.map((departmentId) => this.keyOf(model, member, departmentId));
+  }
+
+  /** The members met so far, with their groups for all models (a member day's sums are of all models). */
+  get allModelGroups(): MemberGroups {
+    return this.membersMet;
+  }
+
+  /** Puts the members of `dayKeys` (in ascending order) not met before in allModelGroups. */
+  learnAllModelGroups(dayKeys: Uint32Array): void {
+    const table = this.membersMet.keys;
+    const unknown: number[] = [];
+    let at = 0;
+    for (const key of dayKeys) {
+      while (table[at]! < key) at++;
+      if (table[at] !== key) unknown.push(key);
+    }
+    if (unknown.length > 0) this.membersMet.learn(unknown, (memberKey) => this.keysOf(memberKey, ALL_MODELS));
+  }
+
+  /** The group numbered `index`. */
+  keyAt(index: number): GroupKey {
+    return this.byIndex[index]!;
+  }
+
+  /** How many groups have been made (their indexes are 0 up to this). */
+  get groupCount(): number {
+    return this.byIndex.length;
   }
 
   /** The group of a period's model and department, as far as they are grouped by (a period is all members'). */
@@ -81,8 +119,11 @@ export class Grouping {
   private keyOf(modelId: number, memberKey: number, departmentId: string): GroupKey {
     const id = `${modelId},${memberKey},${departmentId}`;
     let index = this.indexes.get(id);
-    if (index === undefined) this.indexes.set(id, (index = this.indexes.size));
-    return { index, modelId, memberKey, departmentId };
+    if (index === undefined) {
+      this.indexes.set(id, (index = this.indexes.size));
+      this.byIndex.push({ index, modelId, memberKey, departmentId });
+    }
+    return this.byIndex[index]!;
   }
 }
 
@@ -122,3 +163,45 @@ export function departmentGroupRanks(selfId: string, children: readonly { depart
   const ordered = [...children].sort((a, b) => compareCodePoints(a.name, b.name) || compareCodePoints(a.department_id, b.department_id));
   return new Map([selfId, ...ordered.map((child) => child.department_id)].map((id, position) => [id, position]));
 }
+
+/**
+ * Members in key order, each with the indexes of its groups: a day's members, in key order too, find
+ * theirs by walking both lists side by side, with no object or map lookup per member.
+ */
+export class MemberGroups {
+  /** The members' keys in ascending order, then MEMBER_KEYS_END (above every key: a walk stops on it). */
+  keys = Uint32Array.of(MEMBER_KEYS_END);
+  /** The member at position p has groups[starts[p]] up to groups[starts[p + 1]] (excluded). */
+  starts = new Int32Array(1);
+  groups = new Int32Array(0);
+
+  /** Takes in members not met before (`added`: keys in ascending order) with their groups. */
+  learn(added: readonly number[], groupsOf: (memberKey: number) => readonly GroupKey[]): void {
+    const known = this.keys;
+    const members = known.length - 1 + added.length;
+    const keys = new Uint32Array(members + 1);
+    const starts = new Int32Array(members + 1);
+    const groups: number[] = [];
+    let old = 0;
+    let next = 0;
+    for (let p = 0; p < members; p++) {
+      starts[p] = groups.length;
+      if (next === added.length || known[old]! < added[next]!) {
+        keys[p] = known[old]!;
+        for (let g = this.starts[old]!; g < this.starts[old + 1]!; g++) groups.push(this.groups[g]!);
+        old++;
+      } else {
+        keys[p] = added[next++]!;
+        for (const group of groupsOf(keys[p]!)) groups.push(group.index);
+      }
+    }
+    keys[members] = MEMBER_KEYS_END;
+    starts[members] = groups.length;
+    this.keys = keys;
+    this.starts = starts;
+    this.groups = Int32Array.from(groups);
+  }
+}
+
+/** Above every member key (member keys are below 2^31). */
+const MEMBER_KEYS_END = 2 ** 32 - 1;

@@ -96,6 +96,8 @@ interface DepartmentScope {
   fingerprint: string;
   names: Map<string, string>;
   ranks: Map<string, number>;
+  /** Grouped by department alone: kept with the scope, so that each member's groups are worked out once, not per report. */
+  grouping: Grouping;
 }
 
 export class UsageReports {
@@ -185,7 +187,7 @@ export class UsageReports {
     const root = departmentId === "" || departmentId === ROOT_PARENT_ID;
     const [self] = await this.departments.findByIds(enterpriseId, root ? [] : [departmentId], root);
     if (!self) {
-      if (departmentId === "") return { groupsOf: new Map(), fingerprint: "", names: new Map(), ranks: new Map() };
+      if (departmentId === "") return { groupsOf: new Map(), fingerprint: "", names: new Map(), ranks: new Map(), grouping: new Grouping(["department"], new Map()) };
       throw invalidParameter(`department_id: ${JSON.stringify(departmentId)} is not a department of this enterprise`);
     }
     const [children, placements] = await Promise.all([
@@ -203,6 +205,7 @@ export class UsageReports {
       fingerprint: createHash("sha256").update(JSON.stringify([self.department_id, placements])).digest("base64"),
       names: new Map([self, ...children].map((d) => [d.department_id, d.name])),
       ranks: departmentGroupRanks(self.department_id, children),
+      grouping: new Grouping(["department"], groupsOf),
     };
   }
 
@@ -272,28 +275,26 @@ export class UsageReports {
     const { days, raw } = wholeDays(plan, layout);
     if (departments && members === undefined && plan.dimensions.length === 1 && plan.dimensions[0] === "department") {
       // A day the cache lacks: its members' sums added per group, each day its own bucket (one
-      // ReportCells for them all, so that each member's groups are looked up once; made only when a
-      // day is missing).
+      // ReportCells for them all, made only when a day is missing).
       let made: { dayCells: ReportCells; index: Map<number, number> } | undefined;
       await this.addKeptDays(cells, enterpriseId, `${layout.timeZone}\ndepartment\n${departments.fingerprint}`, days, async (some, withMembers) => {
         const { dayCells, index } = (made ??= {
-          dayCells: new ReportCells(days.map(({ day, end }) => ({ start: day, end, date: "" })), new Grouping(["department"], departments.groupsOf)),
+          dayCells: new ReportCells(days.map(({ day, end }) => ({ start: day, end, date: "" })), departments.grouping),
           index: new Map(days.map(({ day }, i) => [day, i])),
         });
         for (const { day, memberSums } of await this.usage.rollups.memberDays(enterpriseId, some)) {
-          dayCells.addMemberSums(index.get(day)!, decodeMemberSums(memberSums), undefined, !withMembers);
+          dayCells.addMemberSums(index.get(day)!, decodeMemberSums(memberSums), !withMembers);
         }
         return new Map(some.map((day) => [day, dayCells.periods(index.get(day)!, withMembers)]));
       }, signal);
     } else {
       const dayOf = new Map(days.map((day) => [day.day, day]));
-      const only = members && Uint32Array.from(members).sort();
       for (let at = 0; at < days.length; at += DAYS_READ_AT_ONCE) {
         signal.throwIfAborted();
         const some = days.slice(at, at + DAYS_READ_AT_ONCE).map(({ day }) => day);
         for (const { day, memberSums } of await this.usage.rollups.memberDays(enterpriseId, some)) {
           const { bucket, alone } = dayOf.get(day)!;
-          cells.addMemberSums(bucket, decodeMemberSums(memberSums), only, alone);
+          cells.addMemberSums(bucket, decodeMemberSums(memberSums), alone);
         }
       }
     }
@@ -315,7 +316,7 @@ export class UsageReports {
   /** The members (of `plan.members`, else all) with usage in the window. */
   private async activeMembers(plan: ReportPlan, signal: AbortSignal): Promise<MemberRow[]> {
     const window = [{ start: plan.start, end: plan.end, date: "" }];
-    const cells = new ReportCells(window, new Grouping(["member"]));
+    const cells = new ReportCells(window, new Grouping(["member"], undefined, plan.members));
     await this.addUsage(cells, { ...plan, buckets: window, dimensions: ["member"] }, signal);
     return this.usage.membersByKeys(plan.enterpriseId, cells.groups(0).map((group) => group.key.memberKey));
   }
@@ -333,7 +334,7 @@ export class UsageReports {
 
   /** The engine: usage summed per (bucket, group), then each bucket's groups in order with their key fields. */
   private async run(plan: ReportPlan, signal: AbortSignal): Promise<ReportBucket[]> {
-    const cells = new ReportCells(plan.buckets, new Grouping(plan.dimensions, plan.departments?.groupsOf));
+    const cells = new ReportCells(plan.buckets, new Grouping(plan.dimensions, plan.departments?.groupsOf, plan.members));
     await this.addUsage(cells, plan, signal);
     const groups = plan.buckets.map((_, index) => cells.groups(index));
 
