@@ -3,7 +3,7 @@
 // cache) summed per (bucket, group), exactly (numbers while below 2^53, then bigints), with the
 // distinct members of each: the members of pairs and member days and the periods' member bitmaps put together.
 import roaring from "roaring";
-import type { Grouping, GroupKey } from "./report-groups.js";
+import type { Grouping, GroupKey, MemberGroups } from "./report-groups.js";
 import type { TimeBucket } from "./local-time.js";
 import { BASIC, EVENTS, INPUT, ModelSums, OUTPUT, PAY_GO, SUMS, type MemberModelSums } from "./usage-totals.js";
 import { grown } from "./typed-arrays.js";
@@ -91,59 +91,47 @@ export class ReportCells {
    * day is all of its bucket, so a cell's members are counted rather than kept for a distinct count.
    */
   addMemberSums(bucket: number, day: MemberSumsOfDay, alone: boolean): void {
-    const cells = this.cells[bucket]!;
     const { count, keys, columns } = day;
-    let groupCount = this.grouping.groupCount;
-    if (this.pending.length < groupCount * PENDING) this.pending = grown(this.pending, groupCount * PENDING);
-    let pending = this.pending;
     // Numbers summed over a day stay exact: at most 2^21 members of 32-bit values each.
-    const numeric = count < 2 ** 21 && columns.every((column) => !(column instanceof BigUint64Array));
-    // The columns copied into one array of numbers: one element type in the loop below.
-    if (numeric && this.daySums.length < SUMS * count) this.daySums = new Float64Array(SUMS * count);
-    const sums = this.daySums;
-    if (numeric) columns.forEach((column, i) => sums.set(column as Exclude<SumColumn, BigUint64Array>, i * count));
-    // Each member's groups: the day's members and the grouping's table, both in key order, walked side by side.
-    let { keys: table, starts, groups } = this.grouping.allModelGroups;
-    let known = 0;
-    for (let m = 0; m < count; m++) {
-      const memberKey = keys[m]!;
-      while (table[known]! < memberKey) known++;
-      if (table[known] !== memberKey) {
-        // A member met for the first time: the day's members from it on are put in the table.
-        this.grouping.learnAllModelGroups(keys.subarray(m));
-        ({ keys: table, starts, groups } = this.grouping.allModelGroups);
-        known = 0;
-        while (table[known]! < memberKey) known++;
-        groupCount = this.grouping.groupCount;
-        if (this.pending.length < groupCount * PENDING) this.pending = grown(this.pending, groupCount * PENDING);
-        pending = this.pending;
+    if (count < 2 ** 21 && columns.every((column) => !(column instanceof BigUint64Array))) {
+      // The columns copied into one array of numbers, for addDaySums.
+      if (this.daySums.length < SUMS * count) this.daySums = new Float64Array(SUMS * count);
+      const sums = this.daySums;
+      columns.forEach((column, i) => sums.set(column as Exclude<SumColumn, BigUint64Array>, i * count));
+      for (let from = 0; (from = addDaySums(keys, count, sums, this.grouping.allModelGroups, this.pendingForEveryGroup(), from)) < count;) {
+        this.grouping.learnAllModelGroups(keys.subarray(from));
       }
-      for (let g = starts[known]!; g < starts[known + 1]!; g++) {
-        const group = groups[g]!;
-        const at = group * PENDING;
-        if (numeric) {
-          pending[at + INPUT] += sums[m]!;
-          pending[at + OUTPUT] += sums[count + m]!;
-          pending[at + BASIC] += sums[2 * count + m]!;
-          pending[at + PAY_GO] += sums[3 * count + m]!;
-          pending[at + EVENTS] += sums[4 * count + m]!;
-        } else {
-          const cell = (cells[group] ??= newCell(this.grouping.keyAt(group)));
-          for (let i = 0; i < SUMS; i++) cell.sums.addValue(i, columns[i]![m]!);
-        }
-        pending[at + SUMS]!++;
-        if (!alone) (cells[group] ??= newCell(this.grouping.keyAt(group))).members.push(memberKey);
-      }
+    } else {
+      this.grouping.learnAllModelGroups(keys);
+      const pending = this.pendingForEveryGroup();
+      forEachMemberGroup(keys, this.grouping.allModelGroups, (m, group) => {
+        const { sums } = this.cellOf(bucket, group);
+        for (let i = 0; i < SUMS; i++) sums.addValue(i, columns[i]![m]!);
+        pending[group * PENDING + SUMS]!++;
+      });
     }
+    if (!alone) forEachMemberGroup(keys, this.grouping.allModelGroups, (m, group) => this.cellOf(bucket, group).members.push(keys[m]!));
     // The day's sums and member counts into the groups' cells.
-    for (let index = 0; index < groupCount; index++) {
+    const pending = this.pending;
+    for (let index = 0; index < this.grouping.groupCount; index++) {
       const at = index * PENDING;
       if (pending[at + SUMS] === 0) continue;
-      const cell = (cells[index] ??= newCell(this.grouping.keyAt(index)));
+      const cell = this.cellOf(bucket, index);
       for (let i = 0; i < SUMS; i++) cell.sums.add(i, pending[at + i]!);
       if (alone) cell.bitmaps.push({ count: pending[at + SUMS]! });
       pending.fill(0, at, at + PENDING);
     }
+  }
+
+  /** The scratch of addMemberSums, with room for every group made so far. */
+  private pendingForEveryGroup(): Float64Array {
+    const length = this.grouping.groupCount * PENDING;
+    if (this.pending.length < length) this.pending = grown(this.pending, length);
+    return this.pending;
+  }
+
+  private cellOf(bucket: number, group: number): Cell {
+    return (this.cells[bucket]![group] ??= newCell(this.grouping.keyAt(group)));
   }
 
   /**
@@ -180,6 +168,44 @@ export class ReportCells {
       basicMicros: sums.total(BASIC),
       payGoMicros: sums.total(PAY_GO),
     }));
+  }
+}
+
+/**
+ * Each member's five day sums (`sums`: five columns of `count` numbers, ModelSums order) and a count
+ * of one added to `pending` (per group number, those five and the count) for each of its groups in
+ * `table`, from member `from` on. Stops at a member that `table` does not hold yet and returns its
+ * position; `count` once all are added. A function of typed arrays alone, apart from the report
+ * around it, so that it stays compiled for them whatever the report does (a fresh report's objects
+ * would throw a loop inside its methods back to the interpreter).
+ */
+function addDaySums(keys: Uint32Array, count: number, sums: Float64Array, table: MemberGroups, pending: Float64Array, from: number): number {
+  const { keys: known, starts, groups } = table;
+  let at = 0; // in `known`: both lists are in key order, and it ends with a key above every member's
+  for (let m = from; m < count; m++) {
+    const memberKey = keys[m]!;
+    while (known[at]! < memberKey) at++;
+    if (known[at] !== memberKey) return m;
+    for (let g = starts[at]!; g < starts[at + 1]!; g++) {
+      const slot = groups[g]! * PENDING;
+      pending[slot + INPUT] += sums[m]!;
+      pending[slot + OUTPUT] += sums[count + m]!;
+      pending[slot + BASIC] += sums[2 * count + m]!;
+      pending[slot + PAY_GO] += sums[3 * count + m]!;
+      pending[slot + EVENTS] += sums[4 * count + m]!;
+      pending[slot + SUMS]!++;
+    }
+  }
+  return count;
+}
+
+/** Each (member position in `keys`, group number) of members that `table` holds, all of them. */
+function forEachMemberGroup(keys: Uint32Array, table: MemberGroups, visit: (m: number, group: number) => void): void {
+  const { keys: known, starts, groups } = table;
+  let at = 0;
+  for (let m = 0; m < keys.length; m++) {
+    while (known[at]! < keys[m]!) at++;
+    for (let g = starts[at]!; g < starts[at + 1]!; g++) visit(m, groups[g]!);
   }
 }
 
