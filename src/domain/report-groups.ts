@@ -84,6 +84,10 @@ export class Grouping {
 
   /** Puts the members of `dayKeys` (in ascending order) not met before in allModelGroups. */
   learnAllModelGroups(dayKeys: Uint32Array): void {
+    if (this.membersMet.keys.length === 1 && this.byDepartment) {
+      // The first time: every member with a department group at once, not a few more each day.
+      this.membersMet.learn([...this.departmentGroupsOf!.keys()].sort((a, b) => a - b), (memberKey) => this.keysOf(memberKey, ALL_MODELS));
+    }
     const table = this.membersMet.keys;
     const unknown: number[] = [];
     let at = 0;
