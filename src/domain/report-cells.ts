@@ -181,21 +181,19 @@ export class ReportCells {
  */
 function addDaySums(keys: Uint32Array, count: number, sums: Float64Array, table: MemberGroups, pending: Float64Array, from: number): number {
   const { keys: known, starts, groups } = table;
-  // The layout's constants as locals: the loop reads no module binding.
-  const [width, input, output, basic, payGo, events, members] = [PENDING, INPUT, OUTPUT, BASIC, PAY_GO, EVENTS, SUMS];
   let at = 0; // in `known`: both lists are in key order, and it ends with a key above every member's
   for (let m = from; m < count; m++) {
     const memberKey = keys[m]!;
     while (known[at]! < memberKey) at++;
     if (known[at] !== memberKey) return m;
     for (let g = starts[at]!; g < starts[at + 1]!; g++) {
-      const slot = groups[g]! * width;
-      pending[slot + input] += sums[m]!;
-      pending[slot + output] += sums[count + m]!;
-      pending[slot + basic] += sums[2 * count + m]!;
-      pending[slot + payGo] += sums[3 * count + m]!;
-      pending[slot + events] += sums[4 * count + m]!;
-      pending[slot + members]!++;
+      const slot = groups[g]! * PENDING;
+      pending[slot + INPUT] += sums[m]!;
+      pending[slot + OUTPUT] += sums[count + m]!;
+      pending[slot + BASIC] += sums[2 * count + m]!;
+      pending[slot + PAY_GO] += sums[3 * count + m]!;
+      pending[slot + EVENTS] += sums[4 * count + m]!;
+      pending[slot + SUMS]!++;
     }
   }
   return count;
@@ -207,6 +205,7 @@ function forEachMemberGroup(keys: Uint32Array, table: MemberGroups, visit: (m: n
   let at = 0;
   for (let m = 0; m < keys.length; m++) {
     while (known[at]! < keys[m]!) at++;
+    if (known[at] !== keys[m]) throw new Error(`report cells: member ${keys[m]} is not in the members' table`);
     for (let g = starts[at]!; g < starts[at + 1]!; g++) visit(m, groups[g]!);
   }
 }

@@ -13,7 +13,7 @@ const DIMENSIONS: readonly string[] = ["model", "member", "department"];
 
 /** A group: its parts for the dimensions grouped by; the others are unset (-1, -1, ""). */
 export interface GroupKey {
-  /** The group's number in its report (0, 1, 2, … in the order first met): the same for the same parts. */
+  /** The group's number in its grouping (0, 1, 2, … in the order first met): the same for the same parts. */
   index: number;
   modelId: number;
   memberKey: number;
@@ -86,7 +86,7 @@ export class Grouping {
   learnAllModelGroups(dayKeys: Uint32Array): void {
     if (this.membersMet.keys.length === 1 && this.byDepartment) {
       // The first time: every member with a department group at once, not a few more each day.
-      this.membersMet.learn([...this.departmentGroupsOf!.keys()].sort((a, b) => a - b), (memberKey) => this.keysOf(memberKey, ALL_MODELS));
+      this.membersMet.learn([...this.departmentGroupsOf!.keys()].sort((a, b) => a - b), (memberKey) => this.makeKeys(memberKey, ALL_MODELS));
     }
     const table = this.membersMet.keys;
     const unknown: number[] = [];
@@ -95,7 +95,8 @@ export class Grouping {
       while (table[at]! < key) at++;
       if (table[at] !== key) unknown.push(key);
     }
-    if (unknown.length > 0) this.membersMet.learn(unknown, (memberKey) => this.keysOf(memberKey, ALL_MODELS));
+    // makeKeys, not keysOf: the table is where these are kept (a grouping kept with a scope holds no map per member).
+    if (unknown.length > 0) this.membersMet.learn(unknown, (memberKey) => this.makeKeys(memberKey, ALL_MODELS));
   }
 
   /** The group numbered `index`. */
@@ -207,5 +208,5 @@ export class MemberGroups {
   }
 }
 
-/** Above every member key (member keys are below 2^31). */
+/** Above every member key: a day's member sums hold keys of 32 bits, and no store has 2^32 - 1 members. */
 const MEMBER_KEYS_END = 2 ** 32 - 1;
