@@ -47,18 +47,6 @@ export interface GroupFigures {
   payGoMicros: bigint;
 }
 
-interface Cell {
-  key: GroupKey;
-  sums: ModelSums;
-  /**
-   * The members of its pairs and member days, repeats included (active members do not add up across
-   * cells, so each cell keeps its own): counted distinct once, at the end (a Set's add per key cost more).
-   */
-  members: KeyList;
-  /** The member bitmaps of the rollup periods added, with their counts (a day alone in its bucket: the count only). */
-  bitmaps: Array<{ members?: Uint8Array; count: number }>;
-}
-
 /** Numbers kept per group while a day's member sums are added: the five sums and the member count. */
 const PENDING = SUMS + 1;
 
@@ -79,9 +67,9 @@ export class ReportCells {
     const cells = this.cells[bucket]!;
     for (const { memberKey, modelId, sums } of pairs) {
       for (const key of this.grouping.keysOf(memberKey, modelId)) {
-        const cell = (cells[key.index] ??= newCell(key));
+        const cell = (cells[key.index] ??= new Cell(key));
         for (let i = 0; i < SUMS; i++) cell.sums.addValue(i, sums.exact(i));
-        cell.members.push(memberKey);
+        cell.addMember(memberKey);
       }
     }
   }
@@ -110,7 +98,7 @@ export class ReportCells {
         pending[group * PENDING + SUMS]!++;
       });
     }
-    if (!alone) forEachMemberGroup(keys, this.grouping.allModelGroups, (m, group) => this.cellOf(bucket, group).members.push(keys[m]!));
+    if (!alone) forEachMemberGroup(keys, this.grouping.allModelGroups, (m, group) => this.cellOf(bucket, group).addMember(keys[m]!));
     // The day's sums and member counts into the groups' cells.
     const pending = this.pending;
     for (let index = 0; index < this.grouping.groupCount; index++) {
@@ -118,7 +106,7 @@ export class ReportCells {
       if (pending[at + SUMS] === 0) continue;
       const cell = this.cellOf(bucket, index);
       for (let i = 0; i < SUMS; i++) cell.sums.add(i, pending[at + i]!);
-      if (alone) cell.bitmaps.push({ count: pending[at + SUMS]! });
+      if (alone) cell.addPeriod(pending[at + SUMS]!);
       pending.fill(0, at, at + PENDING);
     }
   }
@@ -131,7 +119,7 @@ export class ReportCells {
   }
 
   private cellOf(bucket: number, group: number): Cell {
-    return (this.cells[bucket]![group] ??= newCell(this.grouping.keyAt(group)));
+    return (this.cells[bucket]![group] ??= new Cell(this.grouping.keyAt(group)));
   }
 
   /**
@@ -140,9 +128,9 @@ export class ReportCells {
    */
   addPeriod(bucket: number, period: PeriodFigures): void {
     const key = this.grouping.periodKey(period.modelId, period.departmentId ?? "");
-    const cell = (this.cells[bucket]![key.index] ??= newCell(key));
+    const cell = (this.cells[bucket]![key.index] ??= new Cell(key));
     for (let i = 0; i < SUMS; i++) cell.sums.addValue(i, period.sums.exact(i));
-    cell.bitmaps.push({ members: period.members, count: period.memberCount });
+    cell.addPeriod(period.memberCount, period.members);
   }
 
   /**
@@ -150,23 +138,24 @@ export class ReportCells {
    * when `withMembers`, else counted only.
    */
   periods(bucket: number, withMembers: boolean): PeriodFigures[] {
-    return this.cells[bucket]!.filter((cell) => cell !== undefined).map(({ key, sums, members, bitmaps }) => {
-      if (!withMembers) return { modelId: key.modelId, departmentId: key.departmentId, sums, memberCount: distinctMembers(members, bitmaps) };
-      const union = distinctUnion(members, bitmaps);
+    return this.cells[bucket]!.filter((cell) => cell !== undefined).map((cell) => {
+      const { key, sums } = cell;
+      if (!withMembers) return { modelId: key.modelId, departmentId: key.departmentId, sums, memberCount: cell.memberCount() };
+      const union = cell.union();
       return { modelId: key.modelId, departmentId: key.departmentId, sums, memberCount: union.size, members: union.serialize("portable") };
     });
   }
 
   /** A bucket's groups with events, in no particular order. */
   groups(bucket: number): GroupFigures[] {
-    return this.cells[bucket]!.filter((cell) => cell !== undefined).map(({ key, sums, members, bitmaps }) => ({
-      key,
-      events: sums.total(EVENTS),
-      activeMembers: distinctMembers(members, bitmaps),
-      inputTokens: sums.total(INPUT),
-      outputTokens: sums.total(OUTPUT),
-      basicMicros: sums.total(BASIC),
-      payGoMicros: sums.total(PAY_GO),
+    return this.cells[bucket]!.filter((cell) => cell !== undefined).map((cell) => ({
+      key: cell.key,
+      events: cell.sums.total(EVENTS),
+      activeMembers: cell.memberCount(),
+      inputTokens: cell.sums.total(INPUT),
+      outputTokens: cell.sums.total(OUTPUT),
+      basicMicros: cell.sums.total(BASIC),
+      payGoMicros: cell.sums.total(PAY_GO),
     }));
   }
 }
@@ -210,20 +199,56 @@ function forEachMemberGroup(keys: Uint32Array, table: MemberGroups, visit: (m: n
   }
 }
 
-function newCell(key: GroupKey): Cell {
-  return { key, sums: new ModelSums(), members: new KeyList(), bitmaps: [] };
-}
+/** A (bucket, group)'s sums, and what its distinct members are counted from. */
+class Cell {
+  readonly sums = new ModelSums();
+  /**
+   * The members of its pairs and of member days that share their bucket, repeats included (active
+   * members do not add up across cells, so each cell keeps its own): counted distinct once, at the
+   * end (a Set's add per key cost more). Made at the first: most cells of kept days or periods get none.
+   */
+  private members: KeyList | undefined;
+  /** The periods added (rollup periods, kept days, member days alone in their bucket): how many, the first one's member count. */
+  private periods = 0;
+  private firstCount = 0;
+  /** The members' bitmaps of the periods that came with one. */
+  private bitmaps: Uint8Array[] | undefined;
+  /** Whether a period came without its members' bitmap (alone in its bucket: its count is all there is). */
+  private countOnly = false;
 
-const EMPTY_KEYS = new Uint32Array(0);
+  constructor(readonly key: GroupKey) {}
+
+  addMember(memberKey: number): void {
+    (this.members ??= new KeyList()).push(memberKey);
+  }
+
+  addPeriod(memberCount: number, members?: Uint8Array): void {
+    if (this.periods++ === 0) this.firstCount = memberCount;
+    if (members) (this.bitmaps ??= []).push(members);
+    else this.countOnly = true;
+  }
+
+  /** How many distinct members: a lone period's stored count, else the size of the union. */
+  memberCount(): number {
+    return this.periods === 1 && !this.members ? this.firstCount : this.union().size;
+  }
+
+  /** The members' keys and the periods' bitmaps as one bitmap. */
+  union(): InstanceType<typeof RoaringBitmap32> {
+    if (this.countOnly) throw new Error("report cells: a period's members were not read, though it shares its bucket");
+    const union = this.members?.distinct() ?? new RoaringBitmap32();
+    for (const bytes of this.bitmaps ?? []) union.orInPlace(RoaringBitmap32.deserialize(bytes, "portable"));
+    return union;
+  }
+}
 
 /** Member keys as they come, repeats included. */
 class KeyList {
-  /** Made at the first key: most cells of a report of kept days or rollup periods get none. */
-  private keys = EMPTY_KEYS;
+  private keys = new Uint32Array(16);
   private count = 0;
 
   push(memberKey: number): void {
-    if (this.count === this.keys.length) this.keys = grown(this.keys, 16);
+    if (this.count === this.keys.length) this.keys = grown(this.keys);
     this.keys[this.count++] = memberKey;
   }
 
@@ -231,24 +256,4 @@ class KeyList {
   distinct(): InstanceType<typeof RoaringBitmap32> {
     return new RoaringBitmap32(this.keys.subarray(0, this.count));
   }
-
-  get empty(): boolean {
-    return this.count === 0;
-  }
-}
-
-/** How many members in the cell's keys and bitmaps together: a lone bitmap's stored count, else their union's size. */
-function distinctMembers(members: KeyList, bitmaps: ReadonlyArray<{ members?: Uint8Array; count: number }>): number {
-  if (bitmaps.length === 1 && members.empty) return bitmaps[0]!.count;
-  return distinctUnion(members, bitmaps).size;
-}
-
-/** The cell's keys and bitmaps as one bitmap. */
-function distinctUnion(members: KeyList, bitmaps: ReadonlyArray<{ members?: Uint8Array; count: number }>): InstanceType<typeof RoaringBitmap32> {
-  const union = members.distinct();
-  for (const bitmap of bitmaps) {
-    if (!bitmap.members) throw new Error("report cells: a period's members were not read, though it shares its bucket");
-    union.orInPlace(RoaringBitmap32.deserialize(bitmap.members, "portable"));
-  }
-  return union;
 }
