@@ -68,7 +68,7 @@ export class ReportCells {
     for (const { memberKey, modelId, sums } of pairs) {
       for (const key of this.grouping.keysOf(memberKey, modelId)) {
         const cell = (cells[key.index] ??= new Cell(key));
-        for (let i = 0; i < SUMS; i++) cell.sums.addValue(i, sums.exact(i));
+        cell.addSums(sums);
         cell.addMember(memberKey);
       }
     }
@@ -93,7 +93,7 @@ export class ReportCells {
       this.grouping.learnAllModelGroups(keys);
       const pending = this.pendingForEveryGroup();
       forEachMemberGroup(keys, this.grouping.allModelGroups, (m, group) => {
-        const { sums } = this.cellOf(bucket, group);
+        const sums = this.cellOf(bucket, group).ownSums();
         for (let i = 0; i < SUMS; i++) sums.addValue(i, columns[i]![m]!);
         pending[group * PENDING + SUMS]!++;
       });
@@ -105,7 +105,8 @@ export class ReportCells {
       const at = index * PENDING;
       if (pending[at + SUMS] === 0) continue;
       const cell = this.cellOf(bucket, index);
-      for (let i = 0; i < SUMS; i++) cell.sums.add(i, pending[at + i]!);
+      const sums = cell.ownSums();
+      for (let i = 0; i < SUMS; i++) sums.add(i, pending[at + i]!);
       if (alone) cell.addPeriod(pending[at + SUMS]!);
       pending.fill(0, at, at + PENDING);
     }
@@ -129,7 +130,7 @@ export class ReportCells {
   addPeriod(bucket: number, period: PeriodFigures): void {
     const key = this.grouping.periodKey(period.modelId, period.departmentId ?? "");
     const cell = (this.cells[bucket]![key.index] ??= new Cell(key));
-    for (let i = 0; i < SUMS; i++) cell.sums.addValue(i, period.sums.exact(i));
+    cell.addSums(period.sums);
     cell.addPeriod(period.memberCount, period.members);
   }
 
@@ -201,7 +202,12 @@ function forEachMemberGroup(keys: Uint32Array, table: MemberGroups, visit: (m: n
 
 /** A (bucket, group)'s sums, and what its distinct members are counted from. */
 class Cell {
-  readonly sums = new ModelSums();
+  /**
+   * Its sums. The first sums added are taken as they are, not copied (a bucket that is one kept day
+   * or one period is most cells of a report), and copied before anything more is added to them.
+   */
+  private taken: ModelSums | undefined;
+  private shared = false;
   /**
    * The members of its pairs and of member days that share their bucket, repeats included (active
    * members do not add up across cells, so each cell keeps its own): counted distinct once, at the
@@ -217,6 +223,32 @@ class Cell {
   private countOnly = false;
 
   constructor(readonly key: GroupKey) {}
+
+  get sums(): ModelSums {
+    return (this.taken ??= new ModelSums());
+  }
+
+  /** Adds `sums`, which the cell may keep as they are: the caller changes them no more. */
+  addSums(sums: ModelSums): void {
+    if (this.taken === undefined) {
+      this.taken = sums;
+      this.shared = true;
+      return;
+    }
+    const own = this.ownSums();
+    for (let i = 0; i < SUMS; i++) own.addValue(i, sums.exact(i));
+  }
+
+  /** Its sums, to add to: its own copy. */
+  ownSums(): ModelSums {
+    if (this.shared) {
+      const copy = new ModelSums();
+      for (let i = 0; i < SUMS; i++) copy.addValue(i, this.taken!.exact(i));
+      this.taken = copy;
+      this.shared = false;
+    }
+    return this.sums;
+  }
 
   addMember(memberKey: number): void {
     (this.members ??= new KeyList()).push(memberKey);
