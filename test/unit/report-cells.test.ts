@@ -1,5 +1,7 @@
+import roaring from "roaring";
 import { describe, expect, it } from "vitest";
-import { ReportCells, type MemberSumsOfDay } from "../../src/domain/report-cells.js";
+import { ReportCells, type MemberSumsOfDay, type PeriodFigures } from "../../src/domain/report-cells.js";
+import { ModelSums } from "../../src/domain/usage-totals.js";
 import { Grouping, type GroupDimension } from "../../src/domain/report-groups.js";
 
 /** A small deterministic generator, so that a failure names a reproducible case. */
@@ -78,5 +80,27 @@ describe("report cells: members' day sums", () => {
       const expected = reference(test);
       test.days.forEach((_, i) => expect(reported(second, i), `trial ${trial}, day ${i}`).toEqual(expected[i]));
     }
+  });
+
+  it("sums a cell took from a period or a pair stay as they were when more is added to the cell", () => {
+    const sumsOf = (...values: number[]) => {
+      const sums = new ModelSums();
+      values.forEach((value, i) => sums.add(i, value));
+      return sums;
+    };
+    const members = (...keys: number[]) => new roaring.RoaringBitmap32(keys).serialize("portable");
+    const period: PeriodFigures = { modelId: 0, sums: sumsOf(1, 2, 3, 4, 5), memberCount: 1, members: members(7) };
+    const pairSums = sumsOf(10, 20, 30, 40, 1);
+    const cells = new ReportCells([{ start: 0, end: 1, date: "" }, { start: 1, end: 2, date: "" }], new Grouping([]));
+    cells.addPeriod(0, period);
+    cells.addPeriod(1, period);
+    cells.addPairs(1, [{ memberKey: 7, modelId: 1, sums: pairSums }, { memberKey: 8, modelId: 1, sums: pairSums }]);
+    cells.addPeriod(0, { ...period, sums: sumsOf(100, 0, 0, 0, 1), members: members(9) });
+    const [first] = cells.groups(0);
+    const [second] = cells.groups(1);
+    expect([first!.inputTokens, first!.events, first!.activeMembers]).toEqual([101n, 6n, 2]);
+    expect([second!.inputTokens, second!.outputTokens, second!.events, second!.activeMembers]).toEqual([21n, 42n, 7n, 2]);
+    expect([0, 1, 2, 3, 4].map((i) => period.sums.exact(i))).toEqual([1, 2, 3, 4, 5]);
+    expect([0, 1, 2, 3, 4].map((i) => pairSums.exact(i))).toEqual([10, 20, 30, 40, 1]);
   });
 });
