@@ -224,6 +224,7 @@ class Cell {
 
   constructor(readonly key: GroupKey) {}
 
+  /** Its sums, to read (they may be a period's: ownSums to add to them). */
   get sums(): ModelSums {
     return (this.taken ??= new ModelSums());
   }
