@@ -49,7 +49,6 @@ export class Grouping {
   private readonly byModel: boolean;
   private readonly byMember: boolean;
   private readonly byDepartment: boolean;
-
   private readonly members: ReadonlySet<number> | undefined;
 
   constructor(dimensions: readonly GroupDimension[],
@@ -84,9 +83,11 @@ export class Grouping {
 
   /** Puts the members of `dayKeys` (in ascending order) not met before in allModelGroups. */
   learnAllModelGroups(dayKeys: Uint32Array): void {
+    // makeKeys, not keysOf: the table is where these are kept (a grouping kept with a scope holds no map per member).
+    const groupsOf = (memberKey: number) => this.makeKeys(memberKey, ALL_MODELS);
     if (this.membersMet.keys.length === 1 && this.byDepartment) {
       // The first time: every member with a department group at once, not a few more each day.
-      this.membersMet.learn([...this.departmentGroupsOf!.keys()].sort((a, b) => a - b), (memberKey) => this.makeKeys(memberKey, ALL_MODELS));
+      this.membersMet.learn([...this.departmentGroupsOf!.keys()].sort((a, b) => a - b), groupsOf);
     }
     const table = this.membersMet.keys;
     const unknown: number[] = [];
@@ -95,8 +96,7 @@ export class Grouping {
       while (table[at]! < key) at++;
       if (table[at] !== key) unknown.push(key);
     }
-    // makeKeys, not keysOf: the table is where these are kept (a grouping kept with a scope holds no map per member).
-    if (unknown.length > 0) this.membersMet.learn(unknown, (memberKey) => this.makeKeys(memberKey, ALL_MODELS));
+    if (unknown.length > 0) this.membersMet.learn(unknown, groupsOf);
   }
 
   /** The group numbered `index`. */
