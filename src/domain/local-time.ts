@@ -16,39 +16,18 @@ export interface TimeBucket {
   date: string;
 }
 
-/** `name` as given when it is a time zone the platform knows (case-insensitively), else an error naming `field`. */
-export function checkTimeZone(name: string, field: string): string {
-  if (name === "" || !IANAZone.isValidZone(name)) {
-    throw invalidParameter(`${field}: ${JSON.stringify(name)} is not an IANA time zone name (e.g. "UTC", "Asia/Kolkata")`);
-  }
-  return name;
-}
-
-/** The zone a request asks for (checked, naming `field`), or `fallback` (the enterprise's) when it asks for none. */
+/** The zone a request asks for (a time zone the platform knows, case-insensitively, else an error naming `field`), or `fallback` (the enterprise's) when it asks for none. */
 export function zoneOrDefault(requested: string | undefined, fallback: string, field: string): string {
-  return requested === undefined || requested === "" ? fallback : checkTimeZone(requested, field);
+  if (requested === undefined || requested === "") return fallback;
+  if (!IANAZone.isValidZone(requested)) throw invalidParameter(`${field}: ${JSON.stringify(requested)} is not an IANA time zone name (e.g. "UTC", "Asia/Kolkata")`);
+  return requested;
 }
 
-/** Buckets from local midnight to local midnight in `zone`, the first and last cut at the window's edges. */
-export function dayBuckets(start: number, end: number, zone: string): TimeBucket[] {
-  return buckets(start, end, zone, "day");
-}
-
-/** Buckets from one local hour to the next in `zone` (its offset may be a half or quarter hour), cut likewise. */
-export function hourBuckets(start: number, end: number, zone: string): TimeBucket[] {
-  return buckets(start, end, zone, "hour");
-}
-
-/** The day buckets of `dayBuckets` one at a time, for a window of any length (the export's). */
-export function eachDayBucket(start: number, end: number, zone: string): Generator<TimeBucket> {
-  return eachBucket(start, end, zone, "day");
-}
-
-function buckets(start: number, end: number, zone: string, unit: "day" | "hour"): TimeBucket[] {
-  return [...eachBucket(start, end, zone, unit)];
-}
-
-function* eachBucket(start: number, end: number, zone: string, unit: "day" | "hour"): Generator<TimeBucket> {
+/**
+ * The buckets of [start, end) in `zone` from local midnight to midnight, or from one local hour to the next (its offset may be
+ * a half or quarter hour), the first and last cut at the window's edges; one at a time, for a window of any length (the export's).
+ */
+export function* eachBucket(start: number, end: number, zone: string, unit: "day" | "hour"): Generator<TimeBucket> {
   const offsets = new ZoneOffsets(zone, start - DAY_SECONDS, end + DAY_SECONDS);
   // Past 9999 a date is no longer YYYY-MM-DD: a window up to 10000-01-01 UTC reaches there in zones
   // east of UTC. Checked before the first bucket, so that an export fails before its first row.

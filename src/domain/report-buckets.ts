@@ -1,7 +1,7 @@
 // The time buckets of a usage report: the window's limits by bucket kind, the buckets themselves
 // (local days or hours of a zone, or one over the whole window) and which bucket a time falls in.
 import { invalidParameter } from "./errors.js";
-import { DAY_SECONDS, dayBuckets, hourBuckets, type TimeBucket } from "./local-time.js";
+import { DAY_SECONDS, eachBucket, type TimeBucket } from "./local-time.js";
 import { MAX_HOUR_REPORT_DAYS, MAX_REPORT_DAYS } from "./report-limits.js";
 import { MAX_TIMESTAMP } from "./usage-event.js";
 import { checkWindow, dayOf } from "./usage-window.js";
@@ -31,9 +31,7 @@ export function checkReportWindow(start: bigint, end: bigint, kind: BucketKind):
 
 /** Every bucket of the window in time order, the first and last cut at its edges. */
 export function planBuckets(start: number, end: number, zone: string, kind: BucketKind): TimeBucket[] {
-  if (kind === "day") return dayBuckets(start, end, zone);
-  if (kind === "hour") return hourBuckets(start, end, zone);
-  return [{ start, end, date: "" }];
+  return kind === "none" ? [{ start, end, date: "" }] : [...eachBucket(start, end, zone, kind)];
 }
 
 /**

@@ -44,8 +44,8 @@ export class Grouping {
   private readonly indexes = new Map<string, number>();
   /** Every group made, by index. */
   private readonly byIndex: GroupKey[] = [];
-  /** The members met by learnAllModelGroups, each with its groups for all models, as typed arrays. */
-  private readonly membersMet = new MemberGroups();
+  /** The members met so far (learnAllModelGroups), with their groups for all models (a member day's sums are of all models). */
+  readonly allModelGroups = new MemberGroups();
   private readonly byModel: boolean;
   private readonly byMember: boolean;
   private readonly byDepartment: boolean;
@@ -76,27 +76,22 @@ export class Grouping {
     return departments.map((departmentId) => this.keyOf(model, member, departmentId));
   }
 
-  /** The members met so far, with their groups for all models (a member day's sums are of all models). */
-  get allModelGroups(): MemberGroups {
-    return this.membersMet;
-  }
-
   /** Puts the members of `dayKeys` (in ascending order) not met before in allModelGroups. */
   learnAllModelGroups(dayKeys: Uint32Array): void {
     // makeKeys, not keysOf: the table is where these are kept (a grouping kept with a scope holds no map per member).
     const groupsOf = (memberKey: number) => this.makeKeys(memberKey, ALL_MODELS);
-    if (this.membersMet.keys.length === 1 && this.byDepartment) {
+    if (this.allModelGroups.keys.length === 1 && this.byDepartment) {
       // The first time: every member with a department group at once, not a few more each day.
-      this.membersMet.learn([...this.departmentGroupsOf!.keys()].sort((a, b) => a - b), groupsOf);
+      this.allModelGroups.learn([...this.departmentGroupsOf!.keys()].sort((a, b) => a - b), groupsOf);
     }
-    const table = this.membersMet.keys;
+    const table = this.allModelGroups.keys;
     const unknown: number[] = [];
     let at = 0;
     for (const key of dayKeys) {
       while (table[at]! < key) at++;
       if (table[at] !== key) unknown.push(key);
     }
-    if (unknown.length > 0) this.membersMet.learn(unknown, groupsOf);
+    if (unknown.length > 0) this.allModelGroups.learn(unknown, groupsOf);
   }
 
   /** The group numbered `index`. */

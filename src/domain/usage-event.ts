@@ -53,22 +53,11 @@ export interface UsageEventInput {
   payGoMicros: EventValue;
 }
 
+const FIELDS = ["event_id", "user_id", "model_name", "model_type", "model_source", "timestamp",
+  "input_tokens", "output_tokens", "basic_amount", "pay_go_amount"] as const;
+const KNOWN_FIELDS = new Set<string>(FIELDS);
 /** The event's fields as they arrive, before checking (JSON values or proto fields). */
-export interface RawUsageEvent {
-  event_id?: unknown;
-  user_id?: unknown;
-  model_name?: unknown;
-  model_type?: unknown;
-  model_source?: unknown;
-  timestamp?: unknown;
-  input_tokens?: unknown;
-  output_tokens?: unknown;
-  basic_amount?: unknown;
-  pay_go_amount?: unknown;
-}
-
-const KNOWN_FIELDS = new Set(["event_id", "user_id", "model_name", "model_type", "model_source", "timestamp",
-  "input_tokens", "output_tokens", "basic_amount", "pay_go_amount"]);
+export type RawUsageEvent = { [field in (typeof FIELDS)[number]]?: unknown };
 
 const MAX_TOKENS = Number(MAX_EVENT_TOKENS);
 const MAX_MICROS = Number(MAX_EVENT_MICROS);

@@ -1,20 +1,9 @@
-// The usage rollups: an enterprise's usage summed per period and model, with the members who had
-// usage in each period as a roaring bitmap, so that active members stay an exact distinct count when
-// periods or models are put together. Three grains, each a partition of time:
-// - QUARTER: UTC quarter hours. Every zone's midnights and hours fall on one (UTC offsets are whole
-//   quarter hours), so every bucket of every zone is a run of whole quarters;
-// - HOUR: 3,600-second periods starting on the layout's hour phase (its zone's offset modulo an
-//   hour: :30 for Asia/Kolkata), the local hours of that zone;
-// - DAY: the local days of the layout's zone (23 or 25 hours on a daylight-saving day).
-// Every grain has a row for all models together (model 0, ALL_MODELS); only days also have a row
-// per model. A batch of events spread over a day would otherwise rewrite a row per hour and model
-// (about 500 more, each with its bitmap: a third of the batch's cost).
-// The layout's zone is the enterprise's when its rollups were begun (storage/usage-rollups.ts). A
-// report covers each of its buckets with the coarsest periods that fit (coverBucket): one day row for
-// a day of the layout's zone, hours and quarters for the days of other zones, and raw events only
-// where a window's edge is not on a quarter hour; by model, days of the layout's zone, and raw
-// events for the rest. A day's all-models row also holds each member's sums of the day, which
-// answer reports by member or department (and of some members only) over days of the layout's zone.
+// The usage rollups (docs/architecture.md, Usage storage): an enterprise's usage summed per period and
+// model, with the members who had usage as a roaring bitmap, so that active members stay an exact
+// distinct count when periods or models are put together. Three grains, each a partition of time: UTC
+// quarter hours (every zone's midnights and hours fall on one), hours on the layout zone's hour phase,
+// and that zone's local days. Only days have a row per model besides ALL_MODELS: a batch spread over a
+// day would otherwise rewrite a row per hour and model (about 500 more: a third of the batch's cost).
 import { DAY_SECONDS, HOUR_SECONDS, localDayAround, mod, offsetReader, ZoneOffsets } from "./local-time.js";
 import { decimalValue, ModelSums, SUMS } from "./usage-totals.js";
 import type { EventValue } from "./usage-event.js";

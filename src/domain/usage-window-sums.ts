@@ -1,15 +1,8 @@
-// A usage query's sums, flat: for a fixed list of members (each known by its position in the list)
-// and every model met, the five sums of SUMS in one Float64Array per model. The query adds and
-// subtracts running totals (read in by storage/usage-sums-codec.ts) and raw events into it, and
-// its answer reads it model by model.
-//
-// Why flat: an object per (member, model) with an array of sums (about 1,800 in a 100-member
-// answer), a Map entry for each and a row object each for the answer cost 1.1 MB of the query's
-// 2.2 MB of allocation. A young-generation collection that lands mid-query copies what is alive, so
-// those objects also made the collections that set the query's p99 longer. A column of numbers
-// is one object, with its values outside the collected heap.
-//
-// Sums stay numbers while they are exact; a sum that passes 2^53 keeps its excess as a bigint.
+// A usage query's sums, flat: for a fixed list of members (each by its position in the list) and every
+// model met, the five sums of SUMS in one Float64Array per model; a sum past 2^53 keeps its excess as a
+// bigint. Flat because an object per (member, model), a Map entry and a row object each cost 1.1 MB of
+// a 100-member query's 2.2 MB of allocation, and lengthened the young-generation collections that set
+// its p99; a column of numbers is one object, its values outside the collected heap.
 import { EVENTS, SUMS, narrowed } from "./usage-totals.js";
 
 

@@ -1,13 +1,7 @@
-// The usage query's window (docs/api-rules.md) and how it is read. The store keeps, per member
-// and per UTC day with events, the member's running totals: every event up to the end of that day
-// (see storage/usage-running-totals.ts). The whole days between two midnights are then one
-// difference per member, the running totals through the day before the later midnight minus those
-// through the day before the earlier one, whatever the length of the window. The seconds between
-// each end of the window and its midnight are read from the raw events: the plan takes, at each
-// end, the nearer midnight (before or after it) and adds or subtracts the events between, so at most
-// half a day is read raw at each end. A short window inside one or two days may be cheaper read raw
-// alone. The rows read depend on members and the events of two half days, never on the number of
-// events in the store or the length of the window.
+// The usage query's window (docs/api-rules.md) and how it is read (docs/architecture.md, Usage
+// storage): the whole days as the difference of two running-total rows per member
+// (storage/usage-running-totals.ts), the seconds at each end from raw events, so that the rows read
+// depend on neither the window's length nor the number of events stored.
 import { invalidParameter } from "./errors.js";
 import { DAY_SECONDS } from "./local-time.js";
 

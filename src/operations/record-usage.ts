@@ -2,7 +2,7 @@
 // event's member checked first (an unknown one rejects the whole batch), then one ingestion.
 import { invalidParameter } from "../domain/errors.js";
 import { dayOf } from "../domain/usage-window.js";
-import { eventLabel, modelKey, type UsageEventInput } from "../domain/usage-event.js";
+import { eventLabel, modelKey, modelOfKey, type UsageEventInput } from "../domain/usage-event.js";
 import type { MemberKeyRow, UsageEventRow, UsageRepository } from "../storage/usage-repository.js";
 
 export interface LabelledEvent {
@@ -18,10 +18,6 @@ const MEMBERS_PER_LOOKUP = 10_000;
 export class MemberKeys {
   private readonly known = new Map<string, MemberKeyRow>();
   constructor(private readonly repository: UsageRepository, private readonly enterpriseId: string) {}
-
-  async resolve(events: readonly LabelledEvent[]): Promise<void> {
-    await this.resolveIds(events.map((e) => e.event.userId), (i) => eventLabel(events[i]!.where, events[i]!.event.eventId));
-  }
 
   /** Loads these members; `describe(i)` names the event of `userIds[i]` in the error for an unknown one. */
   async resolveIds(userIds: readonly string[], describe: (index: number) => string): Promise<void> {
@@ -45,10 +41,7 @@ export class MemberKeys {
 /** Rows for a chunk of checked events; `members` must have resolved them. */
 export async function toRows(repository: UsageRepository, members: MemberKeys, events: readonly LabelledEvent[]): Promise<UsageEventRow[]> {
   const keys = events.map(({ event }) => modelKey(event.modelName, event.modelType, event.modelSource));
-  const models = await repository.resolveModels(keys, (i) => {
-    const { event } = events[i]!;
-    return { model_name: event.modelName, model_type: event.modelType, model_source: event.modelSource };
-  });
+  const models = await repository.resolveModels(keys, (i) => modelOfKey(keys[i]!));
   return events.map(({ event }, i) => ({
     eventId: event.eventId,
     memberKey: members.key(event.userId),
@@ -81,7 +74,7 @@ export async function recordUsage(repository: UsageRepository, enterpriseId: str
   const recorded = await repository.ingest(async (tx) => {
     signal?.throwIfAborted();
     const members = new MemberKeys(tx, enterpriseId);
-    await members.resolve(events);
+    await members.resolveIds(events.map((e) => e.event.userId), (i) => eventLabel(events[i]!.where, events[i]!.event.eventId));
     await tx.insertEvents(enterpriseId, await toRows(tx, members, events));
     signal?.throwIfAborted();
   });

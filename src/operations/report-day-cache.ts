@@ -1,11 +1,7 @@
 // The usage report's day cache: per whole day of the rollups' zone, a scope's groups (each model, or
-// each department group of one subtree) with their sums and members, made once from the stored rows
-// and kept in this process's memory. A report of months then reads one short row a day (the day's
-// all-models row, its stamp) instead of every model's row or every member's day sums. An entry
-// serves only while its day's stamp is the one it was made with (each event added to a day changes
-// that day's all-models sums) and while its scope is the same (a department scope names a
-// fingerprint of the subtree's placements, so that a directory import starts new entries): a report
-// never reads a stale one. The least recently used entries are dropped past MAX_CACHE_BYTES.
+// each department group of one subtree) made once from the stored rows and kept in memory, so that a
+// report of months reads one short row a day (its stamp). An entry serves only while its day's stamp
+// and its scope (a department scope names a fingerprint of its placements) are those it was made with.
 import { LRUCache } from "lru-cache";
 import type { PeriodFigures } from "../domain/report-cells.js";
 

@@ -1,10 +1,8 @@
 // The usage export: one row per (local date, member, model) with events in a window, in date order,
 // then user_id, then model name, type and source (code point order). The RPC and the CLI both read
-// their rows here.
-//
-// Memory stays flat whatever the window: the database sums one local day's events by (member,
-// model) at a time, and that day's rows go out before the next day is read.
-import { eachDayBucket, localDateOf } from "../domain/local-time.js";
+// their rows here. Memory stays flat whatever the window: the database sums one local day's events
+// by (member, model) at a time, and that day's rows go out before the next day is read.
+import { eachBucket, localDateOf } from "../domain/local-time.js";
 import { compareCodePoints, compareModels, type ModelIdentity } from "../domain/usage-event.js";
 import { BASIC, EVENTS, INPUT, modelAmounts, OUTPUT, PAY_GO, type MemberModelSums } from "../domain/usage-totals.js";
 import type { DirectoryRepository, MemberProfile } from "../storage/directory-repository.js";
@@ -53,7 +51,7 @@ export async function* exportUsageRows(usage: UsageRepository, directory: Direct
   request: UsageExportRequest): AsyncGenerator<UsageExportRow[]> {
   const { enterpriseId, start, end, timeZone, signal } = request;
   const members = new MemberOrder();
-  for (const day of eachDayBucket(start, end, timeZone)) {
+  for (const day of eachBucket(start, end, timeZone, "day")) {
     signal?.throwIfAborted();
     const pairs = await usage.memberModelSums(enterpriseId, day.start, day.end);
     if (pairs.length === 0) continue;

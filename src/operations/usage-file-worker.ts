@@ -1,14 +1,8 @@
-// The reading half of `import usage`, on a worker thread: reads the NDJSON file, splits and parses
-// its lines and checks every event, and hands the main thread columns of checked events, so that
-// parsing (about half the work of an import) runs beside the database writes instead of before them.
-// user_ids and models travel as indexes into dictionaries the batches extend (each new one sent
-// once), so the main thread resolves each distinct member and model once and looks the rest up by
-// index, and no string per event but the event_id crosses between the threads. The events are also
-// summed here per (user, day), for the running totals (by user and model index), and while a user's
-// events come in day order (a file in time order) made into its running totals here as well; the
-// sums follow the batches they cover, so the main thread has inserted those, and knows their repeats, first.
-// A sums message ends a chunk of the import (every `chunkEvents` events): the main thread commits
-// the chunk's events and their sums together.
+// The reading half of `import usage`, on a worker thread: reads, parses (about half an import's work)
+// and checks the NDJSON file's lines beside the main thread's writes, and hands it columns of checked
+// events, user_ids and models as indexes into dictionaries the batches extend (EventColumns). It also
+// sums the events (DaySumFrames, FileRunningTotals): a sums message follows the batches it covers and
+// ends a chunk of the import (every `chunkEvents` events), which the main thread commits as one.
 // Messages to the main thread: `UsageFileMessage`; from it: "more" (one batch consumed).
 import { createReadStream } from "node:fs";
 import { parentPort, workerData, type MessagePort } from "node:worker_threads";

@@ -1,11 +1,6 @@
-// The usage report and the daily trend (one engine for both): the request's window, zone, filters
-// and member page worked out, then the usage of the window summed per (bucket, group), and the groups
-// put in order with their key fields. The whole enterprise's usage, ungrouped or by model, comes from
-// the rollups (domain/usage-rollup.ts): each bucket covered by stored periods, raw events read only
-// at a window edge off a quarter hour. Usage by member or department, or of some members only, comes
-// from each member's day sums in the rollups for the whole days of the rollups' zone inside a bucket
-// (not by model), and the raw events of the rest. Whole days by model, or by department over a whole
-// subtree, are kept per day in memory once made (report-day-cache.ts).
+// The usage report and the daily trend, one engine for both (docs/architecture.md, Usage analytics): the
+// request's window, zone, filters and member page worked out, then the usage summed per (bucket, group)
+// from the rollups or raw events (addUsage), and the groups put in order with their key fields.
 import { createHash } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import { invalidParameter } from "../domain/errors.js";
@@ -62,16 +57,6 @@ export interface UsageReport {
   nextPageToken: string;
   notFoundUserIds: string[];
   notFoundEmails: string[];
-}
-
-export interface CoreMetricsRequest {
-  startDate: string;
-  endDate: string;
-  timeZone: string;
-}
-
-export interface DailyFigures extends GroupFigures {
-  date: string;
 }
 
 /** What the engine sums: a window in buckets, grouped, over some members (undefined: all). */
@@ -150,8 +135,8 @@ export class UsageReports {
   }
 
   /** The whole enterprise's figures per local day of [start_date, end_date]: the report's day buckets, ungrouped. */
-  async coreMetrics(enterpriseId: string, request: CoreMetricsRequest, signal: AbortSignal)
-    : Promise<{ currency: string; timeZone: string; items: DailyFigures[] }> {
+  async coreMetrics(enterpriseId: string, request: { startDate: string; endDate: string; timeZone: string }, signal: AbortSignal)
+    : Promise<{ currency: string; timeZone: string; items: Array<GroupFigures & { date: string }> }> {
     const settings = await this.usage.callerEnterpriseSettings(enterpriseId);
     const zone = zoneOrDefault(request.timeZone, settings.time_zone, "time_zone");
     const { start, end, days } = dateRangeWindow(request.startDate, request.endDate, zone, ["start_date", "end_date"]);

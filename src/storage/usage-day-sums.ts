@@ -48,25 +48,17 @@ export class DaySum {
 
 export class DaySums {
   private readonly byMember = new Map<number, Map<number, DaySum>>();
-  private count = 0;
-
   /** How many (member, day) sums are held. */
-  get size(): number {
-    return this.count;
-  }
+  size = 0;
 
-  /** Adds one event (positional: no object per event on an import's hot path). */
+  /**
+   * Adds one event (positional: no object per event on an import's hot path), or with `events` -1 and
+   * the values negated takes one away: one summed elsewhere that the store turned out to hold already.
+   */
   add(memberKey: number, modelId: number, day: number, inputTokens: EventValue, outputTokens: EventValue,
-    basicMicros: EventValue, payGoMicros: EventValue): void {
+    basicMicros: EventValue, payGoMicros: EventValue, events = 1): void {
     const sum = this.sumOf(memberKey, day);
-    (sum.totals ??= new TotalsByModel()).addEvent(modelId, inputTokens, outputTokens, basicMicros, payGoMicros);
-  }
-
-  /** Takes one event away: one summed elsewhere that the store turned out to hold already. */
-  subtract(memberKey: number, modelId: number, day: number, inputTokens: EventValue, outputTokens: EventValue,
-    basicMicros: EventValue, payGoMicros: EventValue): void {
-    const sum = this.sumOf(memberKey, day);
-    (sum.totals ??= new TotalsByModel()).addEvent(modelId, -inputTokens, -outputTokens, -basicMicros, -payGoMicros, -1);
+    (sum.totals ??= new TotalsByModel()).addEvent(modelId, inputTokens, outputTokens, basicMicros, payGoMicros, events);
   }
 
   /**
@@ -90,7 +82,8 @@ export class DaySums {
       for (const [day, sum] of [...byDay.entries()].sort((a, b) => a[0] - b[0])) if (sum.prune()) days.push([day, sum]);
       if (days.length > 0) out.push([memberKey, days]);
     }
-    this.clear();
+    this.byMember.clear();
+    this.size = 0;
     return out;
   }
 
@@ -100,14 +93,9 @@ export class DaySums {
     let sum = days.get(day);
     if (!sum) {
       days.set(day, (sum = new DaySum()));
-      this.count++;
+      this.size++;
     }
     return sum;
-  }
-
-  private clear(): void {
-    this.byMember.clear();
-    this.count = 0;
   }
 }
 
@@ -226,13 +214,11 @@ export class DaySumFrames {
 }
 
 /**
- * Per member (an import's file index): its running totals over the file's events so far, for a
- * member whose events come in day order (a file in time order, the usual export), so that an import
- * sends its running totals ready to store and its writing thread need not make them (merging the
- * day sums into running totals on that thread made a 10-million-event import about 14% slower). Fed by takeFrames, one
- * (member, day) at a time in the order first seen, which is day order for such a member. A member
- * with an event on a day before one of its earlier events is out of day order for good: its frames
- * are a day's sums from then on.
+ * Per member (an import's file index): its running totals over the file so far, for a member whose
+ * events come in day order (a file in time order), sent ready to store: making them on the writing
+ * thread made a 10-million-event import about 14% slower. Fed by takeFrames one (member, day) at a
+ * time; a member with an event on a day before an earlier one's is out of day order for good, and
+ * its frames are day sums from then on.
  */
 export class FileRunningTotals {
   /** Per member: the latest day of its events so far (-1 for none), and whether one came before it. */

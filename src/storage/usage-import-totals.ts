@@ -1,19 +1,10 @@
-// The running totals of an NDJSON import (operations/import-usage.ts), from its worker's frames
-// (FRAMES in usage-day-sums.ts). For a member whose events come in day order the worker
-// sends running totals over the file, ready to store: a row is then those totals plus the member's
-// last stored row before the file (usually none), and the writing thread merges nothing (merging
-// day sums into running totals there made a 10-million-event import about 14% slower). A member that cannot go that way
-// goes the general way (addToRunningTotals, from day sums):
-// - its events left day order in the file (the worker then sends its day sums);
-// - the store holds a row of its on or after its first day in the file (a file that overlaps one
-//   imported before);
-// - one of its events was a repeat, skipped (its sums include the repeat: taken away as day sums).
-// Running totals that arrive for such a member are turned back into day sums: each minus the
-// member's running totals that came before it.
-// The import commits in chunks, and this state lasts across them. Another ingestion committed
-// between two chunks may have written rows of the file's members that a direct row would then leave
-// out: from such a chunk on, every member goes the general way (the store's count of ingestions,
-// usage_ingestion_count, tells).
+// The running totals of an NDJSON import (operations/import-usage.ts), from its worker's frames (FRAMES
+// in usage-day-sums.ts). For a member whose events come in day order the worker sends running totals
+// over the file, ready to store: a row is those totals plus the member's last stored row before the
+// file, and the writing thread merges nothing (see FileRunningTotals). Any other member goes the
+// general way (addToRunningTotals, from day sums; when: meetNewMembers, repeated, beginChunk), and
+// running totals that still arrive for it are turned back into day sums, each minus the member's
+// previous ones. This state lasts across the import's chunks.
 import { TotalsByModel } from "../domain/usage-totals.js";
 import { chunks, type BulkStore } from "./bulk-statements.js";
 import { DaySums, forEachFrame } from "./usage-day-sums.js";

@@ -71,8 +71,6 @@ interface SharedCaches {
 export class UsageRepository {
   private readonly db: Kysely<Schema>;
   private readonly dialect: Dialect;
-  private readonly modelIds: Map<string, number>;
-  private readonly models: Map<number, ModelIdentity>;
   /** This repository's connection or transaction, for the bulk readers and writers. */
   private readonly bulk: BulkStore;
   /** The rollups (usage-rollups.ts), on the same connection or transaction. */
@@ -84,8 +82,6 @@ export class UsageRepository {
   ) {
     this.db = database.db;
     this.dialect = database.dialect;
-    this.modelIds = caches.modelIds;
-    this.models = caches.models;
     this.bulk = { db: this.db, dialect: this.dialect, texts: caches.texts };
     this.rollups = new UsageRollups(this.db, this.dialect, caches.texts);
   }
@@ -141,31 +137,31 @@ export class UsageRepository {
   async resolveModels(keys: readonly string[], identity: (index: number) => ModelIdentity): Promise<ReadonlyMap<string, number>> {
     const missing = new Map<string, ModelIdentity>();
     for (let i = 0; i < keys.length; i++) {
-      if (!this.modelIds.has(keys[i]!) && !missing.has(keys[i]!)) missing.set(keys[i]!, identity(i));
+      if (!this.caches.modelIds.has(keys[i]!) && !missing.has(keys[i]!)) missing.set(keys[i]!, identity(i));
     }
     if (missing.size > 0) {
       await this.db.insertInto("usage_model").values([...missing.values()]).onConflict((oc) => oc.doNothing()).execute();
       await this.loadModels();
     }
-    return this.modelIds;
+    return this.caches.modelIds;
   }
 
   /** The identities of these model ids (one reload at most when an id is new to this process). */
   async modelsById(modelIds: Iterable<number>): Promise<ReadonlyMap<number, ModelIdentity>> {
     for (const id of modelIds) {
-      if (!this.models.has(id)) {
+      if (!this.caches.models.has(id)) {
         await this.loadModels();
         break;
       }
     }
-    return this.models;
+    return this.caches.models;
   }
 
   private async loadModels(): Promise<void> {
     for (const row of await this.db.selectFrom("usage_model").selectAll().execute()) {
       const identity = { model_name: row.model_name, model_type: row.model_type, model_source: row.model_source };
-      this.modelIds.set(modelKey(row.model_name, row.model_type, row.model_source), Number(row.model_id));
-      this.models.set(Number(row.model_id), identity);
+      this.caches.modelIds.set(modelKey(row.model_name, row.model_type, row.model_source), Number(row.model_id));
+      this.caches.models.set(Number(row.model_id), identity);
     }
   }
 
@@ -254,8 +250,8 @@ export class UsageRepository {
       }, { unbounded });
     } catch (error) {
       // Models made inside a rolled-back transaction no longer exist: forget every cached id.
-      this.modelIds.clear();
-      this.models.clear();
+      this.caches.modelIds.clear();
+      this.caches.models.clear();
       if (error instanceof SumLimitError) {
         throw invalidParameter(SUM_LIMIT_MESSAGE);
       }
@@ -311,7 +307,7 @@ export class UsageRepository {
       const inserted = new Set(fresh);
       for (const row of rows) {
         if (inserted.has(row)) continue;
-        daySums.subtract(row.memberKey, row.modelId, row.day, row.inputTokens, row.outputTokens, row.basicMicros, row.payGoMicros);
+        daySums.add(row.memberKey, row.modelId, row.day, -row.inputTokens, -row.outputTokens, -row.basicMicros, -row.payGoMicros, -1);
         this.importTotals.repeated(row.memberKey);
       }
       return;

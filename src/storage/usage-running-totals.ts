@@ -1,13 +1,6 @@
-// The usage running totals: per member and per UTC day on which the member has events, one
-// usage_running_total row holding the member's running totals per model, every event up to the end
-// of that day, packed (see PACKED TOTALS in usage-sums-codec.ts). The totals over any
-// run of whole days are then the difference of two rows per member (domain/usage-window.ts).
-//
-// An ingestion sums its new events per (member, day) in memory (DaySums), then, member by member
-// in key order: reads the member's last row on or before its earliest new day and every row after
-// it, and writes each of the days from that new day on again with the new events up to it added (a
-// new day's row starts from the last stored row before it). Events of the current day, the usual
-// case, rewrite one row a member; an event far in the past rewrites every later row of its member.
+// The usage running totals: one usage_running_total row per member and UTC day with events, holding the
+// member's running totals per model through that day, packed (PACKED TOTALS in usage-sums-codec.ts), so
+// that the totals over any run of whole days are two rows per member (domain/usage-window.ts).
 import { CompiledQuery } from "kysely";
 import { TotalsByModel } from "../domain/usage-totals.js";
 import { chunks, type BulkStore } from "./bulk-statements.js";

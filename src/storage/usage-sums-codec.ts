@@ -1,11 +1,8 @@
 // The byte format of stored usage sums. PACKED TOTALS: one entry per model, each six unsigned LEB128
 // varints (model_id, then the five sums of SUMS), in no particular order (a model may even repeat:
-// sums add up). A usage_running_total row's `totals` are packed totals. One row per member and day,
-// whatever the number of models, keeps a query to two rows a member; varints keep the rows small
-// (typically 15-20 bytes a model), and so the pages an ingestion rewrites. A statement that reads
-// many rows gets their totals end to end in one value and, as text beside them, each row's member
-// key (and day) and length (forEachStoredRow). The sums themselves (numbers while exact, bigints past 2^53, at most
-// SUM_LIMIT) are domain/usage-totals.ts's; this module only reads and writes their bytes.
+// sums add up). A usage_running_total row's `totals` are packed totals: one row per member and day,
+// whatever the number of models, keeps a query to two rows a member, and varints keep the rows small
+// (typically 15-20 bytes a model). The sums themselves are domain/usage-totals.ts's.
 import { SUMS, SUM_LIMIT, SumLimitError, type ModelSums, type TotalsByModel } from "../domain/usage-totals.js";
 import type { WindowSums } from "../domain/usage-window-sums.js";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { DateTime } from "luxon";
-import { checkTimeZone, dateRangeWindow, dayBuckets, hourBuckets, offsetReader } from "../../src/domain/local-time.js";
+import { dateRangeWindow, eachBucket, offsetReader, zoneOrDefault } from "../../src/domain/local-time.js";
 
 const formats = new Map<string, Intl.DateTimeFormat>();
 
@@ -20,17 +20,17 @@ describe("local time", () => {
   it("day buckets last 23 and 25 hours on daylight-saving days and follow +05:45", () => {
     const hours = (zone: string, from: string, to: string) => {
       const { start, end } = dateRangeWindow(from, to, zone, ["from", "to"]);
-      return dayBuckets(start, end, zone).map((b) => [b.date, (b.end - b.start) / 3600]);
+      return [...eachBucket(start, end, zone, "day")].map((b) => [b.date, (b.end - b.start) / 3600]);
     };
     expect(hours("America/New_York", "2024-03-09", "2024-03-11")).toEqual([["2024-03-09", 24], ["2024-03-10", 23], ["2024-03-11", 24]]);
     expect(hours("America/New_York", "2024-11-03", "2024-11-03")).toEqual([["2024-11-03", 25]]);
     // America/Santiago jumps from 00:00 to 01:00 on 2026-09-06: that day starts at 01:00 and is 23 hours.
     expect(hours("America/Santiago", "2026-09-06", "2026-09-06")).toEqual([["2026-09-06", 23]]);
-    const [cut, whole] = dayBuckets(1_700_000_000 - 86_400, 1_700_000_000, "Asia/Kathmandu");
+    const [cut, whole] = [...eachBucket(1_700_000_000 - 86_400, 1_700_000_000, "Asia/Kathmandu", "day")];
     expect(cut!.start).toBe(1_700_000_000 - 86_400); // the first bucket is cut at the window's start
     expect(new Date(whole!.start * 1000).toISOString()).toBe("2023-11-14T18:15:00.000Z"); // local midnight, +05:45
     // Hours start on the local hour: a quarter past each UTC hour in Kathmandu.
-    expect(hourBuckets(1_700_000_000, 1_700_007_200, "Asia/Kathmandu").map((b) => new Date(b.start * 1000).toISOString().slice(11, 16)))
+    expect([...eachBucket(1_700_000_000, 1_700_007_200, "Asia/Kathmandu", "hour")].map((b) => new Date(b.start * 1000).toISOString().slice(11, 16)))
       .toEqual(["22:13", "22:15", "23:15"]);
   });
 
@@ -38,7 +38,7 @@ describe("local time", () => {
     const DAY = 86_400;
     /** Every day of the window (but the first, cut at its start) begins at local midnight of its own date. */
     const expectLocalMidnights = (start: number, end: number, zone: string) => {
-      for (const bucket of dayBuckets(start, end, zone).slice(1)) {
+      for (const bucket of [...eachBucket(start, end, zone, "day")].slice(1)) {
         const local = bucket.start + offsetMinutes(bucket.start, zone) * 60;
         // Local midnight, or the first instant of a date whose midnight was skipped (a change at 00:00).
         if (local % DAY !== 0 && offsetMinutes(bucket.start - 1, zone) === offsetMinutes(bucket.start, zone)) {
@@ -90,7 +90,7 @@ describe("local time", () => {
   });
 
   it("refuses an unknown zone and a bad date, naming the field", () => {
-    expect(() => checkTimeZone("Mars/Olympus", "time_zone")).toThrow(/^time_zone: "Mars\/Olympus" is not an IANA time zone name/);
+    expect(() => zoneOrDefault("Mars/Olympus", "UTC", "time_zone")).toThrow(/^time_zone: "Mars\/Olympus" is not an IANA time zone name/);
     expect(() => dateRangeWindow("2024-02-30", "2024-03-01", "UTC", ["start_date", "end_date"])).toThrow(/^start_date: "2024-02-30" is not a date/);
     expect(() => dateRangeWindow("2024-03-02", "2024-03-01", "UTC", ["start_date", "end_date"])).toThrow(/^end_date: 2024-03-01 is before start_date/);
   });

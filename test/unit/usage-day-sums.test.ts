@@ -81,8 +81,8 @@ describe("day sums across threads", () => {
     sender.add(0, 1, 20_001, 4, 4, 0, 0);
     const sums = new DaySums();
     receive(sums, sender.takeFrames(), [1], [2, 3]);
-    sums.subtract(1, 3, 20_000, 4, 4, 0, 0);
-    sums.subtract(1, 3, 20_001, 4, 4, 0, 0);
+    sums.add(1, 3, 20_000, -4, -4, 0, 0, -1);
+    sums.add(1, 3, 20_001, -4, -4, 0, 0, -1);
     expect(plain(sums)).toStrictEqual({ 1: { 20000: { 2: [10n, 5n, 0n, 0n, 1n] } } });
   });
 
@@ -91,8 +91,8 @@ describe("day sums across threads", () => {
     sums.add(1, 2, 20_000, 10, 5, 0, 0);
     sums.add(1, 3, 20_000, 4, 4, 0, 0);
     sums.add(1, 3, 20_001, 4, 4, 0, 0);
-    sums.subtract(1, 3, 20_000, 4, 4, 0, 0);
-    sums.subtract(1, 3, 20_001, 4, 4, 0, 0);
+    sums.add(1, 3, 20_000, -4, -4, 0, 0, -1);
+    sums.add(1, 3, 20_001, -4, -4, 0, 0, -1);
     expect(plain(sums)).toStrictEqual({ 1: { 20000: { 2: [10n, 5n, 0n, 0n, 1n] } } });
   });
 
