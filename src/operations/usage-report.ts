@@ -24,6 +24,8 @@ export const DEFAULT_REPORT_MEMBERS = 100;
 export const MAX_REPORT_MEMBERS = 1000;
 /** Department scopes kept (each up to a map of the enterprise's members): the departments asked about most lately. */
 const DEPARTMENT_SCOPES_KEPT = 16;
+/** The longest bucket that one statement sums per model (addEvents): a local day, 25 hours on a daylight-saving day. */
+const COUNTED_BUCKET_SECONDS = 25 * 3600;
 
 export interface UsageReportRequest {
   startTime: bigint;
@@ -195,13 +197,23 @@ export class UsageReports {
   }
 
   /**
-   * The raw events of [start, end) (of `members` only, when given) into `cells`: summed per (member,
-   * model) by the database, a bucket's part of one UTC day at a time.
+   * The raw events of [start, end) (of the plan's members only, when it names some) into `cells`:
+   * summed per (member, model) by the database, a bucket's part of one UTC day at a time. By model
+   * alone, a bucket of at most a day that lies wholly in [start, end) (a day or an hour that no
+   * rollup row covers) is summed per model instead, its distinct members counted by the database: a
+   * row a model rather than one a (member, model).
    */
-  private async addEvents(cells: ReportCells, enterpriseId: string, start: number, end: number,
-    members: readonly number[] | undefined, signal: AbortSignal): Promise<void> {
+  private async addEvents(cells: ReportCells, plan: ReportPlan, start: number, end: number, signal: AbortSignal): Promise<void> {
+    const { enterpriseId, members } = plan;
+    const byModelAlone = plan.dimensions.length === 1 && plan.dimensions[0] === "model";
     for (const { bucket, from, to } of bucketParts(cells.buckets, start, end)) {
       signal.throwIfAborted();
+      const whole = cells.buckets[bucket]!;
+      if (byModelAlone && start <= whole.start && whole.end <= end && whole.end - whole.start <= COUNTED_BUCKET_SECONDS) {
+        if (from !== whole.start) continue; // counted with the bucket's first part
+        for (const model of await this.usage.modelSums(enterpriseId, whole.start, whole.end, members)) cells.addPeriod(bucket, model);
+        continue;
+      }
       cells.addPairs(bucket, await this.usage.memberModelSums(enterpriseId, from, to, members));
     }
   }
@@ -223,7 +235,7 @@ export class UsageReports {
         }
         return byDay;
       }, signal);
-      for (const { from, to } of raw) await this.addEvents(cells, plan.enterpriseId, from, to, undefined, signal);
+      for (const { from, to } of raw) await this.addEvents(cells, plan, from, to, signal);
       return;
     }
     const periods = new RollupPeriods(layout, plan);
@@ -247,7 +259,7 @@ export class UsageReports {
         cells.addPeriod(buckets.get(row.period)!, row);
       }
     }
-    for (const { from, to } of raw) await this.addEvents(cells, plan.enterpriseId, from, to, undefined, signal);
+    for (const { from, to } of raw) await this.addEvents(cells, plan, from, to, signal);
   }
 
   /**
@@ -283,7 +295,7 @@ export class UsageReports {
         }
       }
     }
-    for (const { from, to } of raw) await this.addEvents(cells, enterpriseId, from, to, members, signal);
+    for (const { from, to } of raw) await this.addEvents(cells, plan, from, to, signal);
   }
 
   /**
@@ -314,7 +326,7 @@ export class UsageReports {
     const wholeEnterprise = plan.members === undefined && plan.departments === undefined && plan.dimensions.every((d) => d === "model");
     if (plan.layout && wholeEnterprise) return this.addRollups(cells, plan, plan.layout, signal);
     if (plan.layout && !plan.dimensions.includes("model")) return this.addMemberDays(cells, plan, plan.layout, signal);
-    return this.addEvents(cells, plan.enterpriseId, plan.start, plan.end, plan.members, signal);
+    return this.addEvents(cells, plan, plan.start, plan.end, signal);
   }
 
   /** The engine: usage summed per (bucket, group), then each bucket's groups in order with their key fields. */

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { CompiledQuery, sql, type Kysely } from "kysely";
 import { invalidParameter } from "../domain/errors.js";
 import { modelKey, type EventValue, type ModelIdentity, type RawEvent } from "../domain/usage-event.js";
-import { decimalValue, EVENTS, exactSum, ModelSums, type MemberModelSums, SUM_LIMIT_MESSAGE, SumLimitError } from "../domain/usage-totals.js";
+import { decimalValue, EVENTS, exactSum, ModelSums, type MemberModelSums, type ModelPeriodSums, SUM_LIMIT_MESSAGE, SumLimitError } from "../domain/usage-totals.js";
 import { WindowSums } from "../domain/usage-window-sums.js";
 import { dayOf, type WindowPlan } from "../domain/usage-window.js";
 import type { Schema } from "./schema.js";
@@ -456,55 +456,74 @@ export class UsageRepository {
   }
 
   /**
-   * Each (member, model)'s sums over [start, end), added by the database in one statement (one
-   * snapshot) and sent back as one text, "member_key,model_id,events,input,output,basic,pay_go" per
-   * pair, joined by ";" (far cheaper to carry than a row per pair). Each sum is exact: PostgreSQL adds
-   * bigints as numeric. SQLite's sum stops at int64 with an "integer overflow" error: a window whose
-   * sums reach that far is summed again with each value's bits above and below the 20th added apart,
-   * both sent (input_high,input_low,…). Neither half overflows: a window's sum is at most its
-   * member's running total (at most 2^64 - 1), so the high halves add up to less than 2^44, and the
-   * low ones to less than 2^20 an event.
+   * Each (member, model)'s sums over [start, end) (of `memberKeys` only, when given), added by the
+   * database (rawSums).
    */
   async memberModelSums(enterpriseId: string, start: number, end: number, memberKeys?: readonly number[]): Promise<MemberModelSums[]> {
+    return (await this.rawSums(enterpriseId, start, end, memberKeys, "pair")).map(({ key, modelId, sums }) => ({ memberKey: key, modelId, sums }));
+  }
+
+  /**
+   * Each model's sums over [start, end) (of `memberKeys` only, when given) and how many distinct
+   * members it had, added and counted by the database (rawSums): a report's bucket by model that no
+   * rollup period covers gets a row a model instead of a row a (member, model).
+   */
+  async modelSums(enterpriseId: string, start: number, end: number, memberKeys?: readonly number[]): Promise<ModelPeriodSums[]> {
+    return (await this.rawSums(enterpriseId, start, end, memberKeys, "model")).map(({ key, modelId, sums }) => ({ modelId, memberCount: key, sums }));
+  }
+
+  /**
+   * Raw events summed per (member, model), or per model with a count of distinct members, in one
+   * statement (one snapshot), sent back as one text, "key,model_id,events,input,output,basic,pay_go"
+   * per group (`key`: the member key, or the distinct members), joined by ";" (far cheaper to carry
+   * than a row per group). Each sum is exact: PostgreSQL adds bigints as numeric. SQLite's sum stops
+   * at int64 with an "integer overflow" error: a window whose sums reach that far is summed again
+   * with each value's bits above and below the 20th added apart, both sent (input_high,input_low,…).
+   * Neither half overflows: a window's sum is at most its member's running total (at most 2^64 - 1),
+   * so the high halves add up to less than 2^44, and the low ones to less than 2^20 an event.
+   */
+  private async rawSums(enterpriseId: string, start: number, end: number, memberKeys: readonly number[] | undefined,
+    by: "pair" | "model"): Promise<RawGroupSums[]> {
     if (memberKeys?.length === 0) return [];
     try {
-      return await this.pairSums(enterpriseId, start, end, memberKeys, "whole");
+      return await this.rawSumsIn(enterpriseId, start, end, memberKeys, by, "whole");
     } catch (error) {
       if (!(error instanceof Error && error.message === "integer overflow")) throw error;
-      return this.pairSums(enterpriseId, start, end, memberKeys, "halves");
+      return this.rawSumsIn(enterpriseId, start, end, memberKeys, by, "halves");
     }
   }
 
-  private async pairSums(enterpriseId: string, start: number, end: number, memberKeys: readonly number[] | undefined,
-    form: "whole" | "halves"): Promise<MemberModelSums[]> {
+  private async rawSumsIn(enterpriseId: string, start: number, end: number, memberKeys: readonly number[] | undefined,
+    by: "pair" | "model", form: "whole" | "halves"): Promise<RawGroupSums[]> {
     const postgres = this.dialect === "postgres";
     const columns = form === "whole" ? SUM_COLUMNS.map((c) => ({ name: c, sum: sql`sum(${sql.ref(c)})` }))
       : SUM_COLUMNS.flatMap((c) => [{ name: `${c}_high`, sum: sql`sum(${sql.ref(c)} >> 20)` }, { name: `${c}_low`, sum: sql`sum(${sql.ref(c)} & 1048575)` }]);
-    const names = ["member_key", "model_id", "events", ...columns.map((c) => c.name)];
+    const names = ["group_key", "model_id", "events", ...columns.map((c) => c.name)];
     // SQLite's printf writes the integers faster than || joins them.
     const fields = sql.join(names.map((c) => sql.ref(c)));
-    const pair = postgres ? sql`concat_ws(',', ${fields})` : sql`printf(${names.map(() => "%d").join(",")}, ${fields})`;
+    const group = sql`${postgres ? sql`concat_ws(',', ${fields})` : sql`printf(${names.map(() => "%d").join(",")}, ${fields})`}`;
+    const [groupKey, groupBy] = by === "pair" ? [sql`member_key`, sql`member_key, model_id`] : [sql`count(distinct member_key)`, sql`model_id`];
     // SQLite, without statistics, would take the equality on enterprise_id to the identity index
     // (enterprise_id, event_id) and read the enterprise's every event; the unary plus keeps it off
     // that index, so the window is a range of the primary key (day, member_key, ts, event_id).
     const ofEnterprise = postgres ? sql`enterprise_id = ${enterpriseId}` : sql`+enterprise_id = ${enterpriseId}`;
     const onlyMembers = memberKeys === undefined ? sql`true` : among(this.dialect, "member_key", memberKeys, "bigint");
-    const { rows: [row] } = await sql<{ pairs: string | null }>`select ${postgres ? sql`string_agg(${pair}, ';')` : sql`group_concat(${pair}, ';')`} as pairs
-      from (select member_key, model_id, count(*) as events, ${sql.join(columns.map((c) => sql`${c.sum} as ${sql.ref(c.name)}`))}
+    const { rows: [row] } = await sql<{ groups: string | null }>`select ${postgres ? sql`string_agg(${group}, ';')` : sql`group_concat(${group}, ';')`} as groups
+      from (select ${groupKey} as group_key, model_id, count(*) as events, ${sql.join(columns.map((c) => sql`${c.sum} as ${sql.ref(c.name)}`))}
         from usage_event where day >= ${dayOf(start)} and day <= ${dayOf(end - 1)} and ts >= ${start} and ts < ${end} and ${ofEnterprise}
         and ${onlyMembers}
-        group by member_key, model_id) as pair_sums`.execute(this.db);
-    const pairs: MemberModelSums[] = [];
-    if (!row?.pairs) return pairs;
-    forEachEntry(row.pairs, names.length, (values) => {
+        group by ${groupBy}) as group_sums`.execute(this.db);
+    const groups: RawGroupSums[] = [];
+    if (!row?.groups) return groups;
+    forEachEntry(row.groups, names.length, (values) => {
       const sums = new ModelSums();
       for (let i = 0; i < SUM_COLUMNS.length; i++) {
         sums.addValue(i, form === "whole" ? values[3 + i]! : fromHalves(values[3 + 2 * i]!, values[4 + 2 * i]!));
       }
       sums.add(EVENTS, values[2] as number);
-      pairs.push({ memberKey: values[0] as number, modelId: values[1] as number, sums });
+      groups.push({ key: values[0] as number, modelId: values[1] as number, sums });
     });
-    return pairs;
+    return groups;
   }
 
   /**
@@ -534,6 +553,13 @@ export class UsageRepository {
       after = { day: Number(last.day), member_key: Number(last.member_key), ts: Number(last.ts), event_id: last.event_id };
     }
   }
+}
+
+/** A group of rawSums: its key (a member key, or a count of distinct members), its model and its sums. */
+interface RawGroupSums {
+  key: number;
+  modelId: number;
+  sums: ModelSums;
 }
 
 interface RawEventRow {

@@ -290,6 +290,36 @@ describe.each(dialects)("usage report (%s)", (dialect) => {
       expect(data.buckets[0].groups[3].total_amount).toBe("0.000000");
     });
 
+    it("by model in zones not the enterprise's, by day and by hour, of some members: each model's figures and distinct members per bucket", async () => {
+      const t = await tenant({ time_zone: "Asia/Kolkata", departments: [], members: plainMembers(["1", "2", "3"]) });
+      const zeta: Ev["model"] = ["Zeta", "Chat", "Builtin"];
+      const acme: Ev["model"] = ["acme", "CUE", "Builtin"];
+      const random = randomSource(7);
+      // Around the New York change to winter time (a 25-hour day), and across UTC midnights: a member's
+      // events of one local day fall on two UTC days, and count once in that day's active members.
+      const S = at("2024-11-02T00:00:00Z");
+      const events = Array.from({ length: 300 }, () => ev(["1", "2", "3"][random(3)]!, S + random(4 * DAY), BigInt(1 + random(1000)),
+        BigInt(random(10 ** 7)), [zeta, acme][random(2)]!));
+      await write(t.token, events);
+      const expected = (buckets: any[], only: readonly string[]) => buckets.map((b: any) => [zeta, acme].flatMap((model) => {
+        const inBucket = events.filter((e) => e.model === model && only.includes(e.user_id) && e.ts >= b.start_time && e.ts < b.end_time);
+        return inBucket.length === 0 ? [] : [{ ...EMPTY_KEYS, model_name: model[0], model_type: model[1], model_source: model[2], ...figuresOf(inBucket) }];
+      }));
+      for (const [zone, bucket, start, end] of [
+        ["America/New_York", "day", at("2024-11-02T04:00:00Z"), at("2024-11-05T05:00:00Z")],
+        ["UTC", "day", S + 7, S + 4 * DAY],
+        ["UTC", "hour", S + 20 * HOUR + 59, S + 27 * HOUR],
+      ] as const) {
+        for (const only of [["1", "2", "3"], ["1", "3"]]) {
+          const data = await report(t.token, {
+            start_time: start, end_time: end, time_zone: zone, bucket, group_by: ["model"], ...(only.length < 3 ? { user_ids: only } : {}),
+          });
+          expect(data.buckets.length).toBeGreaterThan(2);
+          expect(data.buckets.map((b: any) => b.groups), `${zone} ${bucket} of ${only}`).toStrictEqual(expected(data.buckets, only));
+        }
+      }
+    });
+
     it("only unknown members named: every bucket has one group of zeros", async () => {
       const t = await tenant({ departments: [], members: plainMembers(["1"]) });
       await write(t.token, [ev("1", 2 * DAY + 5)]);
