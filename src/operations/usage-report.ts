@@ -24,8 +24,8 @@ export const DEFAULT_REPORT_MEMBERS = 100;
 export const MAX_REPORT_MEMBERS = 1000;
 /** Department scopes kept (each up to a map of the enterprise's members): the departments asked about most lately. */
 const DEPARTMENT_SCOPES_KEPT = 16;
-/** The longest bucket that one statement sums per model (addEvents): a local day, 25 hours on a daylight-saving day. */
-const COUNTED_BUCKET_SECONDS = 25 * 3600;
+/** The longest span of buckets that one statement sums per model (addEvents): a local day, 25 hours on a daylight-saving day. */
+const COUNTED_SPAN_SECONDS = 25 * 3600;
 
 export interface UsageReportRequest {
   startTime: bigint;
@@ -199,23 +199,32 @@ export class UsageReports {
   /**
    * The raw events of [start, end) (of the plan's members only, when it names some) into `cells`:
    * summed per (member, model) by the database, a bucket's part of one UTC day at a time. By model
-   * alone, a bucket of at most a day that lies wholly in [start, end) (a day or an hour that no
-   * rollup row covers) is summed per model instead, its distinct members counted by the database: a
-   * row a model rather than one a (member, model).
+   * alone, the buckets that lie wholly in [start, end) (days or hours that no rollup row covers) are
+   * summed per model instead, their distinct members counted by the database: a row a model rather
+   * than one a (member, model), one statement for each run of such buckets within a day's span.
    */
   private async addEvents(cells: ReportCells, plan: ReportPlan, start: number, end: number, signal: AbortSignal): Promise<void> {
     const { enterpriseId, members } = plan;
     const byModelAlone = plan.dimensions.length === 1 && plan.dimensions[0] === "model";
+    let run: number[] = []; // consecutive whole buckets, counted together
+    const countRun = async () => {
+      if (run.length === 0) return;
+      for (const model of await this.usage.modelSums(enterpriseId, run.map((b) => cells.buckets[b]!), members)) cells.addPeriod(run[model.range]!, model);
+      run = [];
+    };
     for (const { bucket, from, to } of bucketParts(cells.buckets, start, end)) {
       signal.throwIfAborted();
       const whole = cells.buckets[bucket]!;
-      if (byModelAlone && start <= whole.start && whole.end <= end && whole.end - whole.start <= COUNTED_BUCKET_SECONDS) {
+      if (byModelAlone && start <= whole.start && whole.end <= end && whole.end - whole.start <= COUNTED_SPAN_SECONDS) {
         if (from !== whole.start) continue; // counted with the bucket's first part
-        for (const model of await this.usage.modelSums(enterpriseId, whole.start, whole.end, members)) cells.addPeriod(bucket, model);
+        if (run.length > 0 && whole.end - cells.buckets[run[0]!]!.start > COUNTED_SPAN_SECONDS) await countRun();
+        run.push(bucket);
         continue;
       }
+      await countRun();
       cells.addPairs(bucket, await this.usage.memberModelSums(enterpriseId, from, to, members));
     }
+    await countRun();
   }
 
   /**
@@ -369,7 +378,7 @@ interface WholeDay {
   alone: boolean;
 }
 
-/** The plan's buckets as whole days of the rollups' zone, and the ranges no whole day fits (read raw). */
+/** The plan's buckets as whole days of the rollups' zone, and the ranges no whole day fits (read raw), each as long as it runs. */
 function wholeDays(plan: ReportPlan, layout: RollupLayout): { days: WholeDay[]; raw: Array<{ from: number; to: number }> } {
   const periods = new RollupPeriods(layout, plan);
   const days: WholeDay[] = [];
@@ -378,7 +387,11 @@ function wholeDays(plan: ReportPlan, layout: RollupLayout): { days: WholeDay[]; 
     const cover = periods.cover(Math.max(plan.start, bucket.start), Math.min(plan.end, bucket.end), [DAY]);
     const alone = cover.periods.length === 1 && cover.raw.length === 0;
     for (const period of cover.periods) days.push({ day: period.start, end: periods.endOf(DAY, period.start), bucket: index, alone });
-    raw.push(...cover.raw);
+    for (const range of cover.raw) {
+      const last = raw[raw.length - 1];
+      if (last?.to === range.from) last.to = range.to; // one range across buckets: addEvents may count a day of hours at once
+      else raw.push({ ...range });
+    }
   });
   return { days, raw };
 }

@@ -3,12 +3,13 @@
 // ingestion added, and the windowed sums.
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
-import { CompiledQuery, sql, type Kysely } from "kysely";
+import { CompiledQuery, sql, type Kysely, type RawBuilder } from "kysely";
 import { invalidParameter } from "../domain/errors.js";
 import { modelKey, type EventValue, type ModelIdentity, type RawEvent } from "../domain/usage-event.js";
 import { decimalValue, EVENTS, exactSum, ModelSums, type MemberModelSums, type ModelPeriodSums, SUM_LIMIT_MESSAGE, SumLimitError } from "../domain/usage-totals.js";
 import { WindowSums } from "../domain/usage-window-sums.js";
 import { dayOf, type WindowPlan } from "../domain/usage-window.js";
+import { HOUR_SECONDS } from "../domain/local-time.js";
 import type { Schema } from "./schema.js";
 import type { Database, Dialect } from "./database.js";
 import { DaySums } from "./usage-day-sums.js";
@@ -460,68 +461,76 @@ export class UsageRepository {
    * database (rawSums).
    */
   async memberModelSums(enterpriseId: string, start: number, end: number, memberKeys?: readonly number[]): Promise<MemberModelSums[]> {
-    return (await this.rawSums(enterpriseId, start, end, memberKeys, "pair")).map(({ key, modelId, sums }) => ({ memberKey: key, modelId, sums }));
+    return (await this.rawSums(enterpriseId, [{ start, end }], memberKeys, "pair"))
+      .map(({ key, modelId, sums }) => ({ memberKey: key, modelId, sums }));
   }
 
   /**
-   * Each model's sums over [start, end) (of `memberKeys` only, when given) and how many distinct
-   * members it had, added and counted by the database (rawSums): a report's bucket by model that no
-   * rollup period covers gets a row a model instead of a row a (member, model).
+   * For each of some consecutive ranges (of `memberKeys` only, when given): each model's sums and
+   * how many distinct members it had, added and counted by the database (rawSums), with the range's
+   * position in `ranges`. A report's buckets by model that no rollup period covers get a row a
+   * model, instead of a row a (member, model), and a day of hours is one statement.
    */
-  async modelSums(enterpriseId: string, start: number, end: number, memberKeys?: readonly number[]): Promise<ModelPeriodSums[]> {
-    return (await this.rawSums(enterpriseId, start, end, memberKeys, "model")).map(({ key, modelId, sums }) => ({ modelId, memberCount: key, sums }));
+  async modelSums(enterpriseId: string, ranges: ReadonlyArray<{ start: number; end: number }>, memberKeys?: readonly number[])
+    : Promise<Array<ModelPeriodSums & { range: number }>> {
+    return (await this.rawSums(enterpriseId, ranges, memberKeys, "model"))
+      .map(({ key, modelId, memberCount, sums }) => ({ range: key, modelId, memberCount, sums }));
   }
 
   /**
-   * Raw events summed per (member, model), or per model with a count of distinct members, in one
-   * statement (one snapshot), sent back as one text, "key,model_id,events,input,output,basic,pay_go"
-   * per group (`key`: the member key, or the distinct members), joined by ";" (far cheaper to carry
-   * than a row per group). Each sum is exact: PostgreSQL adds bigints as numeric. SQLite's sum stops
-   * at int64 with an "integer overflow" error: a window whose sums reach that far is summed again
-   * with each value's bits above and below the 20th added apart, both sent (input_high,input_low,…).
-   * Neither half overflows: a window's sum is at most its member's running total (at most 2^64 - 1),
-   * so the high halves add up to less than 2^44, and the low ones to less than 2^20 an event.
+   * Raw events summed per (member, model), or per (range, model) with a count of distinct members,
+   * in one statement (one snapshot), sent back as one text, "key,model_id,members,events,input,
+   * output,basic,pay_go" per group (`key`: the member key, or the range's position; `members`: 1 a
+   * pair), joined by ";" (far cheaper to carry than a row per group). `ranges` are consecutive.
+   * Each sum is exact: PostgreSQL adds bigints as numeric. SQLite's sum stops at int64 with an
+   * "integer overflow" error: a window whose sums reach that far is summed again with each value's
+   * bits above and below the 20th added apart, both sent (input_high,input_low,…). Neither half
+   * overflows: a window's sum is at most its member's running total (at most 2^64 - 1), so the high
+   * halves add up to less than 2^44, and the low ones to less than 2^20 an event.
    */
-  private async rawSums(enterpriseId: string, start: number, end: number, memberKeys: readonly number[] | undefined,
+  private async rawSums(enterpriseId: string, ranges: ReadonlyArray<{ start: number; end: number }>, memberKeys: readonly number[] | undefined,
     by: "pair" | "model"): Promise<RawGroupSums[]> {
     if (memberKeys?.length === 0) return [];
     try {
-      return await this.rawSumsIn(enterpriseId, start, end, memberKeys, by, "whole");
+      return await this.rawSumsIn(enterpriseId, ranges, memberKeys, by, "whole");
     } catch (error) {
       if (!(error instanceof Error && error.message === "integer overflow")) throw error;
-      return this.rawSumsIn(enterpriseId, start, end, memberKeys, by, "halves");
+      return this.rawSumsIn(enterpriseId, ranges, memberKeys, by, "halves");
     }
   }
 
-  private async rawSumsIn(enterpriseId: string, start: number, end: number, memberKeys: readonly number[] | undefined,
+  private async rawSumsIn(enterpriseId: string, ranges: ReadonlyArray<{ start: number; end: number }>, memberKeys: readonly number[] | undefined,
     by: "pair" | "model", form: "whole" | "halves"): Promise<RawGroupSums[]> {
     const postgres = this.dialect === "postgres";
+    const start = ranges[0]!.start;
+    const end = ranges[ranges.length - 1]!.end;
     const columns = form === "whole" ? SUM_COLUMNS.map((c) => ({ name: c, sum: sql`sum(${sql.ref(c)})` }))
       : SUM_COLUMNS.flatMap((c) => [{ name: `${c}_high`, sum: sql`sum(${sql.ref(c)} >> 20)` }, { name: `${c}_low`, sum: sql`sum(${sql.ref(c)} & 1048575)` }]);
-    const names = ["group_key", "model_id", "events", ...columns.map((c) => c.name)];
+    const names = ["group_key", "model_id", "members", "events", ...columns.map((c) => c.name)];
     // SQLite's printf writes the integers faster than || joins them.
     const fields = sql.join(names.map((c) => sql.ref(c)));
     const group = sql`${postgres ? sql`concat_ws(',', ${fields})` : sql`printf(${names.map(() => "%d").join(",")}, ${fields})`}`;
-    const [groupKey, groupBy] = by === "pair" ? [sql`member_key`, sql`member_key, model_id`] : [sql`count(distinct member_key)`, sql`model_id`];
+    const [keys, groupBy] = by === "pair" ? [sql`member_key as group_key, 1 as members`, sql`member_key, model_id`]
+      : [sql`${rangeOf(ranges)} as group_key, count(distinct member_key) as members`, sql`group_key, model_id`];
     // SQLite, without statistics, would take the equality on enterprise_id to the identity index
     // (enterprise_id, event_id) and read the enterprise's every event; the unary plus keeps it off
     // that index, so the window is a range of the primary key (day, member_key, ts, event_id).
     const ofEnterprise = postgres ? sql`enterprise_id = ${enterpriseId}` : sql`+enterprise_id = ${enterpriseId}`;
     const onlyMembers = memberKeys === undefined ? sql`true` : among(this.dialect, "member_key", memberKeys, "bigint");
     const { rows: [row] } = await sql<{ groups: string | null }>`select ${postgres ? sql`string_agg(${group}, ';')` : sql`group_concat(${group}, ';')`} as groups
-      from (select ${groupKey} as group_key, model_id, count(*) as events, ${sql.join(columns.map((c) => sql`${c.sum} as ${sql.ref(c.name)}`))}
-        from usage_event where day >= ${dayOf(start)} and day <= ${dayOf(end - 1)} and ts >= ${start} and ts < ${end} and ${ofEnterprise}
-        and ${onlyMembers}
+      from (select ${keys}, model_id, count(*) as events, ${sql.join(columns.map((c) => sql`${c.sum} as ${sql.ref(c.name)}`))}
+        from usage_event where day >= ${dayOf(start)} and day <= ${dayOf(end - 1)} and ts >= ${start} and ts < ${end}
+        and ${ofEnterprise} and ${onlyMembers}
         group by ${groupBy}) as group_sums`.execute(this.db);
     const groups: RawGroupSums[] = [];
     if (!row?.groups) return groups;
     forEachEntry(row.groups, names.length, (values) => {
       const sums = new ModelSums();
       for (let i = 0; i < SUM_COLUMNS.length; i++) {
-        sums.addValue(i, form === "whole" ? values[3 + i]! : fromHalves(values[3 + 2 * i]!, values[4 + 2 * i]!));
+        sums.addValue(i, form === "whole" ? values[4 + i]! : fromHalves(values[4 + 2 * i]!, values[5 + 2 * i]!));
       }
-      sums.add(EVENTS, values[2] as number);
-      groups.push({ key: values[0] as number, modelId: values[1] as number, sums });
+      sums.add(EVENTS, values[3] as number);
+      groups.push({ key: values[0] as number, modelId: values[1] as number, memberCount: values[2] as number, sums });
     });
     return groups;
   }
@@ -555,10 +564,11 @@ export class UsageRepository {
   }
 }
 
-/** A group of rawSums: its key (a member key, or a count of distinct members), its model and its sums. */
+/** A group of rawSums: its key (a member key, or a range's position), its model, its distinct members and its sums. */
 interface RawGroupSums {
   key: number;
   modelId: number;
+  memberCount: number;
   sums: ModelSums;
 }
 
@@ -583,6 +593,21 @@ function holdSums(events: readonly RawEvent[], rollup: RollupDelta | undefined, 
     rollup?.add(e.memberKey, e.modelId, e.ts, e.inputTokens, e.outputTokens, e.basicMicros, e.payGoMicros);
     daySums?.add(e.memberKey, e.modelId, dayOf(e.ts), e.inputTokens, e.outputTokens, e.basicMicros, e.payGoMicros);
   }
+}
+
+/**
+ * SQL for the position in `ranges` (consecutive) of the range holding an event's ts: the hour's
+ * number counted from the first range's hour when they are whole hours (the first and last may be
+ * cut short), else a comparison with each range's end. Literals, not parameters: SQLite makes a bound
+ * JavaScript number a float, and the hour's number would come out fractional.
+ */
+function rangeOf(ranges: ReadonlyArray<{ start: number; end: number }>): RawBuilder<number> {
+  if (ranges.length === 1) return sql<number>`0`;
+  const first = ranges[0]!.end - HOUR_SECONDS; // the first range's hour
+  if (ranges.every((r, i) => r.start >= first + i * HOUR_SECONDS && r.end <= first + (i + 1) * HOUR_SECONDS)) {
+    return sql<number>`(ts - ${sql.lit(first)}) / ${sql.lit(HOUR_SECONDS)}`;
+  }
+  return sql<number>`case ${sql.join(ranges.slice(0, -1).map((r, i) => sql`when ts < ${sql.lit(r.end)} then ${sql.lit(i)}`), sql` `)} else ${sql.lit(ranges.length - 1)} end`;
 }
 
 /** A sum sent as its bits above and below the 20th (times 2^20 is exact in a double). */

@@ -309,12 +309,13 @@ describe.each(dialects)("usage report (%s)", (dialect) => {
         ["America/New_York", "day", at("2024-11-02T04:00:00Z"), at("2024-11-05T05:00:00Z")],
         ["UTC", "day", S + 7, S + 4 * DAY],
         ["UTC", "hour", S + 20 * HOUR + 59, S + 27 * HOUR],
+        ["UTC", "day", S + 23 * HOUR + 1800, S + DAY + 23 * HOUR], // half an hour, then 23 hours: not whole hours
       ] as const) {
         for (const only of [["1", "2", "3"], ["1", "3"]]) {
           const data = await report(t.token, {
             start_time: start, end_time: end, time_zone: zone, bucket, group_by: ["model"], ...(only.length < 3 ? { user_ids: only } : {}),
           });
-          expect(data.buckets.length).toBeGreaterThan(2);
+          expect(data.buckets.length).toBeGreaterThan(1);
           expect(data.buckets.map((b: any) => b.groups), `${zone} ${bucket} of ${only}`).toStrictEqual(expected(data.buckets, only));
         }
       }
