@@ -479,9 +479,9 @@ export class UsageRepository {
 
   /**
    * Raw events summed per (member, model), or per (range, model) with a count of distinct members,
-   * in one statement (one snapshot), sent back as one text, "key,model_id,members,events,input,
-   * output,basic,pay_go" per group (`key`: the member key, or the range's position; `members`: 1 a
-   * pair), joined by ";" (far cheaper to carry than a row per group). `ranges` are consecutive.
+   * in one statement (one snapshot), sent back as one text, "key,model_id,[members,]events,input,
+   * output,basic,pay_go" per group (`key`: the member key, or the range's position and then the
+   * distinct members), joined by ";" (far cheaper to carry than a row per group). `ranges` are consecutive.
    * Each sum is exact: PostgreSQL adds bigints as numeric. SQLite's sum stops at int64 with an
    * "integer overflow" error: a window whose sums reach that far is summed again with each value's
    * bits above and below the 20th added apart, both sent (input_high,input_low,…). Neither half
@@ -506,11 +506,12 @@ export class UsageRepository {
     const end = ranges[ranges.length - 1]!.end;
     const columns = form === "whole" ? SUM_COLUMNS.map((c) => ({ name: c, sum: sql`sum(${sql.ref(c)})` }))
       : SUM_COLUMNS.flatMap((c) => [{ name: `${c}_high`, sum: sql`sum(${sql.ref(c)} >> 20)` }, { name: `${c}_low`, sum: sql`sum(${sql.ref(c)} & 1048575)` }]);
-    const names = ["group_key", "model_id", "members", "events", ...columns.map((c) => c.name)];
+    const names = ["group_key", "model_id", ...(by === "model" ? ["members"] : []), "events", ...columns.map((c) => c.name)];
+    const events = names.indexOf("events"); // the sums follow
     // SQLite's printf writes the integers faster than || joins them.
     const fields = sql.join(names.map((c) => sql.ref(c)));
     const group = sql`${postgres ? sql`concat_ws(',', ${fields})` : sql`printf(${names.map(() => "%d").join(",")}, ${fields})`}`;
-    const [keys, groupBy] = by === "pair" ? [sql`member_key as group_key, 1 as members`, sql`member_key, model_id`]
+    const [keys, groupBy] = by === "pair" ? [sql`member_key as group_key`, sql`member_key, model_id`]
       : [sql`${rangeOf(ranges)} as group_key, count(distinct member_key) as members`, sql`group_key, model_id`];
     // SQLite, without statistics, would take the equality on enterprise_id to the identity index
     // (enterprise_id, event_id) and read the enterprise's every event; the unary plus keeps it off
@@ -527,10 +528,10 @@ export class UsageRepository {
     forEachEntry(row.groups, names.length, (values) => {
       const sums = new ModelSums();
       for (let i = 0; i < SUM_COLUMNS.length; i++) {
-        sums.addValue(i, form === "whole" ? values[4 + i]! : fromHalves(values[4 + 2 * i]!, values[5 + 2 * i]!));
+        sums.addValue(i, form === "whole" ? values[events + 1 + i]! : fromHalves(values[events + 1 + 2 * i]!, values[events + 2 + 2 * i]!));
       }
-      sums.add(EVENTS, values[3] as number);
-      groups.push({ key: values[0] as number, modelId: values[1] as number, memberCount: values[2] as number, sums });
+      sums.add(EVENTS, values[events] as number);
+      groups.push({ key: values[0] as number, modelId: values[1] as number, memberCount: by === "model" ? values[2] as number : 1, sums });
     });
     return groups;
   }
