@@ -290,7 +290,7 @@ describe.each(dialects)("usage report (%s)", (dialect) => {
       expect(data.buckets[0].groups[3].total_amount).toBe("0.000000");
     });
 
-    it("by model in zones not the enterprise's, by day and by hour, of some members: each model's figures and distinct members per bucket", async () => {
+    it("by model and by member in zones not the enterprise's, by day and by hour: each group's figures and distinct members per bucket", async () => {
       const t = await tenant({ time_zone: "Asia/Kolkata", departments: [], members: plainMembers(["1", "2", "3"]) });
       const zeta: Ev["model"] = ["Zeta", "Chat", "Builtin"];
       const acme: Ev["model"] = ["acme", "CUE", "Builtin"];
@@ -318,6 +318,13 @@ describe.each(dialects)("usage report (%s)", (dialect) => {
           expect(data.buckets.length).toBeGreaterThan(1);
           expect(data.buckets.map((b: any) => b.groups), `${zone} ${bucket} of ${only}`).toStrictEqual(expected(data.buckets, only));
         }
+        // By member, the same buckets read raw as (member, model) pairs, a day of them a statement.
+        const byMember = await report(t.token, { start_time: start, end_time: end, time_zone: zone, bucket, group_by: ["member"] });
+        expect(byMember.buckets.map((b: any) => b.groups), `${zone} ${bucket} by member`).toStrictEqual(byMember.buckets.map((b: any) =>
+          ["1", "2", "3"].flatMap((userId) => {
+            const inBucket = events.filter((e) => e.user_id === userId && e.ts >= b.start_time && e.ts < b.end_time);
+            return inBucket.length === 0 ? [] : [{ ...EMPTY_KEYS, user_id: userId, email: `u${userId}@example.com`, ...figuresOf(inBucket) }];
+          })));
       }
     });
 
