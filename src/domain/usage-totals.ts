@@ -113,13 +113,6 @@ export interface MemberModelSums {
   sums: ModelSums;
 }
 
-/** One model's sums over a window and how many distinct members it had (UsageRepository.modelSums). */
-export interface ModelPeriodSums {
-  modelId: number;
-  memberCount: number;
-  sums: ModelSums;
-}
-
 /** Sums per model id. */
 export class TotalsByModel {
   readonly models = new Map<number, ModelSums>();

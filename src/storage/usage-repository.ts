@@ -6,7 +6,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { CompiledQuery, sql, type Kysely, type RawBuilder } from "kysely";
 import { invalidParameter } from "../domain/errors.js";
 import { modelKey, type EventValue, type ModelIdentity, type RawEvent } from "../domain/usage-event.js";
-import { decimalValue, EVENTS, exactSum, ModelSums, type MemberModelSums, type ModelPeriodSums, SUM_LIMIT_MESSAGE, SumLimitError } from "../domain/usage-totals.js";
+import { decimalValue, EVENTS, exactSum, ModelSums, type MemberModelSums, SUM_LIMIT_MESSAGE, SumLimitError } from "../domain/usage-totals.js";
+import type { PeriodFigures } from "../domain/report-cells.js";
 import { WindowSums } from "../domain/usage-window-sums.js";
 import { dayOf, type WindowPlan } from "../domain/usage-window.js";
 import { HOUR_SECONDS } from "../domain/local-time.js";
@@ -472,7 +473,7 @@ export class UsageRepository {
    * model, instead of a row a (member, model), and a day of hours is one statement.
    */
   async modelSums(enterpriseId: string, ranges: ReadonlyArray<{ start: number; end: number }>, memberKeys?: readonly number[])
-    : Promise<Array<ModelPeriodSums & { range: number }>> {
+    : Promise<Array<PeriodFigures & { range: number }>> {
     return (await this.rawSums(enterpriseId, ranges, memberKeys, "model"))
       .map(({ key, modelId, memberCount, sums }) => ({ range: key, modelId, memberCount, sums }));
   }
@@ -510,7 +511,7 @@ export class UsageRepository {
     const events = names.indexOf("events"); // the sums follow
     // SQLite's printf writes the integers faster than || joins them.
     const fields = sql.join(names.map((c) => sql.ref(c)));
-    const group = sql`${postgres ? sql`concat_ws(',', ${fields})` : sql`printf(${names.map(() => "%d").join(",")}, ${fields})`}`;
+    const group = postgres ? sql`concat_ws(',', ${fields})` : sql`printf(${names.map(() => "%d").join(",")}, ${fields})`;
     const [keys, groupBy] = by === "pair" ? [sql`member_key as group_key`, sql`member_key, model_id`]
       : [sql`${rangeOf(ranges)} as group_key, count(distinct member_key) as members`, sql`group_key, model_id`];
     // SQLite, without statistics, would take the equality on enterprise_id to the identity index
