@@ -22,9 +22,10 @@ export interface Listener {
 export async function listen(app: App, port: number, host: string, limits: ServerLimits): Promise<Listener> {
   const h1 = http.createServer({
     headersTimeout: limits.headersTimeoutMs,
-    // Node's own limit on receiving a request (it must not be below headersTimeout); the handler's
-    // deadline (app.ts) bounds the whole call.
-    requestTimeout: Math.max(limits.requestTimeoutMs, limits.headersTimeoutMs),
+    // Node's own limit on receiving a request, a backstop only. Its clock starts at the first header
+    // byte, the call's deadline (app.ts) once the headers are in, at most headersTimeout later: with
+    // this margin the deadline always answers first (504, code 5040), never Node's bare 408.
+    requestTimeout: limits.headersTimeoutMs + limits.requestTimeoutMs + 1_000,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
     // How often Node looks for expired headers and requests: a few times per headers timeout.
     connectionsCheckingInterval: Math.max(10, Math.min(1_000, Math.floor(limits.headersTimeoutMs / 4))),

@@ -91,12 +91,17 @@ export function endIncompleteBodyAtDeadline(req: HttpRequest, signal: AbortSigna
 }
 
 /**
- * HTTP/2: a call that ended at its deadline while its client was still sending leaves the stream half
- * open (Node closes it only when no trailers were sent and the body was never read). The answer gets
- * a moment to go out, then RST_STREAM NO_ERROR (RFC 9113 section 8.1) frees the stream.
+ * A call that ended at its deadline while its client was still sending must not keep the connection
+ * waiting for the rest of the body. HTTP/2 leaves the stream half open (Node closes it only when no
+ * trailers were sent and the body was never read): the answer gets a moment to go out, then
+ * RST_STREAM NO_ERROR (RFC 9113 section 8.1) frees the stream. HTTP/1.1 answers with
+ * `Connection: close`, so Node closes the connection once the answer is sent.
  */
 function endStreamAfterAnswer(res: HttpResponse): void {
-  if (!(res instanceof Http2ServerResponse)) return;
+  if (!(res instanceof Http2ServerResponse)) {
+    if (!res.headersSent) res.setHeader("connection", "close");
+    return;
+  }
   const stream = res.stream;
   const timer = setTimeout(() => stream.close(http2.constants.NGHTTP2_NO_ERROR), ANSWER_GRACE_MS);
   stream.once("close", () => clearTimeout(timer));

@@ -101,6 +101,24 @@ describe.each(dialects)("connections and deadlines (%s)", (dialect) => {
     expect(res.ms).toBeLessThan(10_000); // far below the 60 s default: the configured timeout fired (loose for a loaded CI machine)
   });
 
+  it("answers a REST call whose headers arrived slowly with 504 when its deadline passes, not Node's 408", async () => {
+    // Node's own request clock starts at the first header byte, the call's deadline once the headers
+    // are in: 250 ms later here. Node's limit must not end the call before its deadline does.
+    const conn = rawHttp(svc.port);
+    await conn.connected;
+    const started = performance.now();
+    conn.socket.write(`POST ${BATCH_GET} HTTP/1.1\r\nHost: x\r\n`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    conn.socket.write(`Authorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n`);
+    await socketClosed(conn.socket, 5_000);
+    const ms = performance.now() - started;
+    expect(conn.received()).toMatch(/^HTTP\/1\.1 504 /);
+    expect(conn.received()).toMatch(/^connection: close\r$/im); // the body never came: the connection is not kept
+    expect(conn.received()).toContain('"code":5040');
+    expect(ms).toBeGreaterThanOrEqual(1_000); // 250 ms of headers, then the 800 ms deadline
+    expect(ms).toBeLessThan(1_800); // closed with the answer, not by Node's limit (300 + 800 + 1000 ms)
+  });
+
   it("answers a Connect JSON call past its connect-timeout-ms with deadline_exceeded (HTTP 504) and detail 5040", async () => {
     const res = await heldPost(svc.port, QUERY_CONNECT, { authorization: `Bearer ${token}`, "connect-protocol-version": "1", "connect-timeout-ms": "200" });
     expect(res.status).toBe(504);
