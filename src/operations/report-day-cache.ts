@@ -1,7 +1,9 @@
 // The usage report's day cache: per whole day of the rollups' zone, a scope's groups (each model, or
 // each department group of one subtree) made once from the stored rows and kept in memory, so that a
-// report of months reads one short row a day (its stamp). An entry serves only while its day's stamp
-// and its scope (a department scope names a fingerprint of its placements) are those it was made with.
+// report of months reads one short row a day (its stamp); likewise each model's figures of a bucket
+// that no day of the rollups' zone fits (another zone's day, an hour), counted once from the raw
+// events. An entry serves only while its stamp (the all-models rows of the periods it spans) and its
+// scope (a department scope names a fingerprint of its placements) are those it was made with.
 import { LRUCache } from "lru-cache";
 import type { PeriodFigures } from "../domain/report-cells.js";
 
@@ -20,8 +22,8 @@ interface DayEntry {
   groups: PeriodFigures[];
 }
 
-/** Makes the groups of some days, each with its members' bitmap when `withMembers`. */
-export type DayLoader = (days: number[], withMembers: boolean) => Promise<Map<number, PeriodFigures[]>>;
+/** Makes the groups of some days (or other periods), each with its members' bitmap when `withMembers`. */
+export type DayLoader<K = number> = (days: K[], withMembers: boolean) => Promise<Map<K, PeriodFigures[]>>;
 
 export class ReportDayCache {
   private readonly entries = new LRUCache<string, DayEntry>({
@@ -33,10 +35,10 @@ export class ReportDayCache {
    * The groups of `scope` on each day of `stamps` (start of the day -> its stamp): kept ones whose
    * stamp still holds (and that carry members when `withMembers`), the others made by `load` and kept.
    */
-  async days(scope: string, stamps: ReadonlyMap<number, string>, withMembers: boolean, load: DayLoader, signal: AbortSignal)
-    : Promise<Map<number, PeriodFigures[]>> {
-    const found = new Map<number, PeriodFigures[]>();
-    const missing: number[] = [];
+  async days<K extends number | string>(scope: string, stamps: ReadonlyMap<K, string>, withMembers: boolean, load: DayLoader<K>,
+    signal: AbortSignal): Promise<Map<K, PeriodFigures[]>> {
+    const found = new Map<K, PeriodFigures[]>();
+    const missing: K[] = [];
     for (const [day, stamp] of stamps) {
       const entry = this.entries.get(`${scope}\n${day}`);
       if (entry && entry.stamp === stamp && (entry.withMembers || !withMembers)) found.set(day, entry.groups);

@@ -198,33 +198,96 @@ export class UsageReports {
 
   /**
    * The raw events of [start, end) (of the plan's members only, when it names some) into `cells`:
-   * summed per (member, model) by the database, a bucket's part of one UTC day at a time. By model
-   * alone, the buckets that lie wholly in [start, end) (days or hours that no rollup row covers) are
-   * summed per model instead, their distinct members counted by the database: a row a model rather
-   * than one a (member, model), one statement for each run of such buckets within a day's span.
+   * summed per (member, model) by the database, a bucket's part of one UTC day at a time. The buckets
+   * that lie wholly in [start, end) (days or hours that no rollup row covers) are summed whole instead
+   * when grouped by model alone (their distinct members counted by the database, countModels), and
+   * kept by the day cache (keptBuckets) for the whole enterprise by model or a whole subtree by
+   * department alone.
    */
   private async addEvents(cells: ReportCells, plan: ReportPlan, start: number, end: number, signal: AbortSignal): Promise<void> {
-    const { enterpriseId, members } = plan;
-    const byModelAlone = plan.dimensions.length === 1 && plan.dimensions[0] === "model";
-    let run: number[] = []; // consecutive whole buckets, counted together
-    const countRun = async () => {
-      if (run.length === 0) return;
-      for (const model of await this.usage.modelSums(enterpriseId, run.map((b) => cells.buckets[b]!), members)) cells.addPeriod(run[model.range]!, model);
-      run = [];
-    };
+    const { enterpriseId, members, departments, layout } = plan;
+    const byModel = plan.dimensions.length === 1 && plan.dimensions[0] === "model";
+    const byDepartment = plan.dimensions.length === 1 && plan.dimensions[0] === "department" && departments !== undefined;
+    const kept = layout !== undefined && members === undefined && (byModel || byDepartment);
+    const whole: number[] = [];
     for (const { bucket, from, to } of bucketParts(cells.buckets, start, end)) {
       signal.throwIfAborted();
-      const whole = cells.buckets[bucket]!;
-      if (byModelAlone && start <= whole.start && whole.end <= end && whole.end - whole.start <= COUNTED_SPAN_SECONDS) {
-        if (from !== whole.start) continue; // counted with the bucket's first part
-        if (run.length > 0 && whole.end - cells.buckets[run[0]!]!.start > COUNTED_SPAN_SECONDS) await countRun();
-        run.push(bucket);
+      const b = cells.buckets[bucket]!;
+      if ((byModel || kept) && start <= b.start && b.end <= end && b.end - b.start <= COUNTED_SPAN_SECONDS) {
+        if (from === b.start) whole.push(bucket);
         continue;
       }
-      await countRun();
       cells.addPairs(bucket, await this.usage.memberModelSums(enterpriseId, from, to, members));
     }
-    await countRun();
+    if (whole.length === 0) return;
+    const ranges = whole.map((bucket) => cells.buckets[bucket]!);
+    const sum = (some: readonly TimeRange[]) => byModel ? this.countModels(enterpriseId, some, members, signal)
+      : this.departmentGroups(enterpriseId, some, departments!.grouping, signal);
+    const figures = !kept ? await sum(ranges)
+      : await this.keptBuckets(enterpriseId, layout, byModel ? "model" : `department\n${departments!.fingerprint}`, ranges, sum, signal);
+    figures.forEach((groups, i) => groups.forEach((group) => cells.addPeriod(whole[i]!, group)));
+  }
+
+  /**
+   * Each range's models (ranges in time order, each at most a day long), counted by the database:
+   * one statement for each run of ranges that meet and span at most COUNTED_SPAN_SECONDS.
+   */
+  private async countModels(enterpriseId: string, ranges: readonly TimeRange[], members: readonly number[] | undefined, signal: AbortSignal)
+    : Promise<PeriodFigures[][]> {
+    const models: PeriodFigures[][] = ranges.map(() => []);
+    for (let first = 0, last = 1; first < ranges.length; first = last, last = first + 1) {
+      signal.throwIfAborted();
+      while (last < ranges.length && ranges[last]!.start === ranges[last - 1]!.end && ranges[last]!.end - ranges[first]!.start <= COUNTED_SPAN_SECONDS) last++;
+      for (const model of await this.usage.modelSums(enterpriseId, ranges.slice(first, last), members)) models[first + model.range]!.push(model);
+    }
+    return models;
+  }
+
+  /** Each range's department groups, from its raw events summed per (member, model), a UTC day's part at a time. */
+  private async departmentGroups(enterpriseId: string, ranges: readonly TimeRange[], grouping: Grouping, signal: AbortSignal)
+    : Promise<PeriodFigures[][]> {
+    const rangeCells = new ReportCells(ranges.map((range) => ({ ...range, date: "" })), grouping);
+    for (const [i, range] of ranges.entries()) {
+      for (const { from, to } of bucketParts([rangeCells.buckets[i]!], range.start, range.end)) {
+        signal.throwIfAborted();
+        rangeCells.addPairs(i, await this.usage.memberModelSums(enterpriseId, from, to));
+      }
+    }
+    return ranges.map((_, i) => rangeCells.periods(i, false));
+  }
+
+  /**
+   * Each range's groups of `scope` (summed by `sum`) through the day cache: a range's entry is
+   * stamped with the all-models rows of the rollup periods that make it up, so any new event inside
+   * it is seen. A range off the quarter hours (no periods make it up) is summed each time.
+   */
+  private async keptBuckets(enterpriseId: string, layout: RollupLayout, scope: string, ranges: readonly TimeRange[],
+    sum: (ranges: readonly TimeRange[]) => Promise<PeriodFigures[][]>, signal: AbortSignal): Promise<PeriodFigures[][]> {
+    if (ranges.length === 0) return [];
+    const periods = new RollupPeriods(layout, { start: ranges[0]!.start, end: ranges[ranges.length - 1]!.end });
+    const covers = ranges.map((range) => periods.cover(range.start, range.end));
+    const starts = new Map<Grain, number[]>();
+    for (const cover of covers) for (const { grain, start } of cover.periods) (starts.get(grain) ?? starts.set(grain, []).get(grain)!).push(start);
+    const stored = new Map<string, string>();
+    for (const [grain, some] of starts) {
+      for (const row of await this.usage.rollups.rows(enterpriseId, grain, some, "all", false)) {
+        stored.set(`${grain}:${row.period}`, `${row.memberCount} ${encodeSums(row.sums)}`);
+      }
+    }
+    const keyOf = (range: TimeRange) => `${range.start}+${range.end - range.start}`;
+    const stamps = new Map<string, string>();
+    const uncovered: TimeRange[] = [];
+    covers.forEach((cover, i) => {
+      if (cover.raw.length > 0) uncovered.push(ranges[i]!);
+      else stamps.set(keyOf(ranges[i]!), cover.periods.map(({ grain, start }) => stored.get(`${grain}:${start}`) ?? "").join(";"));
+    });
+    const rangeOf = new Map(ranges.map((range) => [keyOf(range), range]));
+    const kept = await this.dayCache.days(`${enterpriseId}\n${scope}`, stamps, false, async (keys) => {
+      const summed = await sum(keys.map((key) => rangeOf.get(key)!));
+      return new Map(keys.map((key, i) => [key, summed[i]!]));
+    }, signal);
+    const summed = await sum(uncovered);
+    return ranges.map((range) => kept.get(keyOf(range)) ?? summed[uncovered.indexOf(range)]!);
   }
 
   /**
@@ -368,6 +431,12 @@ export class UsageReports {
       };
     });
   }
+}
+
+/** Seconds [start, end). */
+interface TimeRange {
+  start: number;
+  end: number;
 }
 
 /** A whole day of the rollups' zone inside a bucket, and whether it is all of that bucket (its members are then counted, not kept). */

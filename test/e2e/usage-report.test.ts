@@ -452,7 +452,7 @@ describe.each(dialects)("usage report (%s)", (dialect) => {
       { department_id: "y", parent_department_id: "r", name: "Y" },
     ];
 
-    it("by department and by model, a report after more events on its days, and after a member moved department, has them", async () => {
+    it("by department and by model (also by hour and in another zone), a report after more events on its days, and after a member moved department, has them", async () => {
       const placement: Record<string, string> = { k1: "x", k2: "x", k3: "y" };
       const t = await tenant({ departments, members: members(placement) });
       const random = randomSource(11);
@@ -480,6 +480,17 @@ describe.each(dialects)("usage report (%s)", (dialect) => {
         expect(models.buckets.map((b: any) => b.groups)).toStrictEqual([0, 1, 2].map((d) => byModel(inDay(d))));
         const modelsWhole = await report(t.token, { ...window, bucket: "none", group_by: ["model"] });
         expect(modelsWhole.buckets[0].groups).toStrictEqual(byModel(events));
+        // Buckets no rollup day fits (another zone's days, hours), by model and by department: read raw once, then kept.
+        const inRange = (from: number, to: number) => events.filter((e) => e.ts >= from && e.ts < to);
+        const kolkata = D0 + DAY - 19_800; // midnight in Asia/Kolkata (+05:30)
+        const kolkataDays = [0, 1].map((d) => inRange(kolkata + d * DAY, kolkata + (d + 1) * DAY));
+        const hourly = Array.from({ length: 12 }, (_, h) => inRange(D0 + DAY + h * HOUR, D0 + DAY + (h + 1) * HOUR));
+        for (const [group_by, expected] of [["model", byModel], ["department", byDepartment]] as const) {
+          const otherZone = await report(t.token, { start_time: kolkata, end_time: kolkata + 2 * DAY, time_zone: "Asia/Kolkata", group_by: [group_by] });
+          expect(otherZone.buckets.map((b: any) => b.groups)).toStrictEqual(kolkataDays.map(expected));
+          const hours = await report(t.token, { start_time: D0 + DAY, end_time: D0 + DAY + 12 * HOUR, bucket: "hour", group_by: [group_by] });
+          expect(hours.buckets.map((b: any) => b.groups)).toStrictEqual(hourly.map(expected));
+        }
       };
 
       await more(60, ["k1", "k2", "k3"]);
