@@ -208,12 +208,12 @@ export class UsageReports {
     const { enterpriseId, members, departments, layout } = plan;
     const byModel = plan.dimensions.length === 1 && plan.dimensions[0] === "model";
     const byDepartment = plan.dimensions.length === 1 && plan.dimensions[0] === "department" && departments !== undefined;
-    const kept = layout !== undefined && members === undefined && (byModel || byDepartment);
+    const keep = layout !== undefined && members === undefined && (byModel || byDepartment);
     const whole: number[] = [];
     for (const { bucket, from, to } of bucketParts(cells.buckets, start, end)) {
       signal.throwIfAborted();
       const b = cells.buckets[bucket]!;
-      if ((byModel || kept) && start <= b.start && b.end <= end && b.end - b.start <= COUNTED_SPAN_SECONDS) {
+      if ((byModel || keep) && start <= b.start && b.end <= end && b.end - b.start <= COUNTED_SPAN_SECONDS) {
         if (from === b.start) whole.push(bucket);
         continue;
       }
@@ -223,7 +223,7 @@ export class UsageReports {
     const ranges = whole.map((bucket) => cells.buckets[bucket]!);
     const sum = (some: readonly TimeRange[]) => byModel ? this.countModels(enterpriseId, some, members, signal)
       : this.departmentGroups(enterpriseId, some, departments!.grouping, signal);
-    const figures = !kept ? await sum(ranges)
+    const figures = !keep ? await sum(ranges)
       : await this.keptBuckets(enterpriseId, layout, byModel ? "model" : `department\n${departments!.fingerprint}`, ranges, sum, signal);
     figures.forEach((groups, i) => groups.forEach((group) => cells.addPeriod(whole[i]!, group)));
   }
@@ -257,13 +257,12 @@ export class UsageReports {
   }
 
   /**
-   * Each range's groups of `scope` (summed by `sum`) through the day cache: a range's entry is
+   * Each range's groups of `scope` (summed by `sum`; at least one range) through the day cache: a range's entry is
    * stamped with the all-models rows of the rollup periods that make it up, so any new event inside
    * it is seen. A range off the quarter hours (no periods make it up) is summed each time.
    */
   private async keptBuckets(enterpriseId: string, layout: RollupLayout, scope: string, ranges: readonly TimeRange[],
     sum: (ranges: readonly TimeRange[]) => Promise<PeriodFigures[][]>, signal: AbortSignal): Promise<PeriodFigures[][]> {
-    if (ranges.length === 0) return [];
     const periods = new RollupPeriods(layout, { start: ranges[0]!.start, end: ranges[ranges.length - 1]!.end });
     const covers = ranges.map((range) => periods.cover(range.start, range.end));
     const starts = new Map<Grain, number[]>();
