@@ -73,7 +73,7 @@ export class DaySums {
 
   /**
    * The held sums in the running totals' key order (member, then day), leaving this empty. A model
-   * whose events were all taken away again (`subtract`) is left out, and so is a day left with none.
+   * whose events were all taken away again (`add` with events -1) is left out, and so is a day left with none.
    */
   drain(): Array<[memberKey: number, days: MemberDays]> {
     const out: Array<[number, MemberDays]> = [];

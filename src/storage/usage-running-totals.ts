@@ -16,16 +16,23 @@ export interface StoredRow {
 
 /** Adds held sums to usage_running_total; run inside the ingestion's transaction. */
 export async function addToRunningTotals(database: BulkStore, sums: DaySums): Promise<void> {
+  // The rows of every chunk of members written together (each member is in one chunk), in full
+  // statements of the table's order, unless they pass ROWS_HELD_BYTES (an event far in the past
+  // rewrites every later row of its member). Sized for the usual rows, a member-day each, of up to
+  // about 20 models: growing the buffer a doubling at a time cost an import more than its copies.
+  const rows = new RowsByDay(Math.min(ROWS_HELD_BYTES, Math.max(1 << 16, sums.size * 512)));
   for (const chunk of chunks(sums.drain())) {
     const storedByMember = await readStoredRows(database, chunk.map(([memberKey, days]) => [memberKey, days[0]![0]]));
-    const rows = new RowsByDay();
     for (const [memberKey, days] of chunk) {
       mergeDays(storedByMember.get(memberKey) ?? [], days, (day, totals, onto) =>
         rows.addWritten(memberKey, day, packedBytes(totals, onto), (out, at) => packTotals(totals, out, at, onto)));
     }
-    await rows.write(database);
+    if (rows.bytes > ROWS_HELD_BYTES) await rows.write(database);
   }
+  await rows.write(database);
 }
+
+const ROWS_HELD_BYTES = 16 * 1024 * 1024;
 
 /**
  * For each (member key, day) given (at most a chunk of them): the member's last stored row on
@@ -45,7 +52,7 @@ export async function readStoredRows(database: BulkStore,
  * many day ranges of the table), by statements of up to 512 rows (chunks).
  */
 export class RowsByDay {
-  private bytes: Uint8Array<ArrayBuffer>;
+  private buffer: Uint8Array<ArrayBuffer>;
   private used = 0;
   private members: number[] = [];
   private days: number[] = [];
@@ -53,20 +60,26 @@ export class RowsByDay {
 
   /** `expectedBytes`: about how many bytes the rows will take (the buffer grows past it). */
   constructor(expectedBytes = 1 << 16) {
-    this.bytes = new Uint8Array(expectedBytes);
+    this.buffer = new Uint8Array(expectedBytes);
+  }
+
+  /** The bytes of the rows held. */
+  get bytes(): number {
+    return this.used;
   }
 
   /** Adds a row whose packed totals `write` puts into `out` from `at` (at most `maxBytes`), returning the offset after them. */
   addWritten(memberKey: number, day: number, maxBytes: number, write: (out: Uint8Array, at: number) => number): void {
-    if (this.used + maxBytes > this.bytes.length) this.bytes = grown(this.bytes, this.used + maxBytes);
-    this.used = write(this.bytes, this.used);
+    if (this.used + maxBytes > this.buffer.length) this.buffer = grown(this.buffer, this.used + maxBytes);
+    this.used = write(this.buffer, this.used);
     this.members.push(memberKey);
     this.days.push(day);
     this.ends.push(this.used);
   }
 
+  /** Writes the rows held, leaving none (the buffer stays, for the next rows). */
   async write(database: BulkStore): Promise<void> {
-    const totals = (i: number) => this.bytes.subarray(i === 0 ? 0 : this.ends[i - 1]!, this.ends[i]!);
+    const totals = (i: number) => this.buffer.subarray(i === 0 ? 0 : this.ends[i - 1]!, this.ends[i]!);
     const order = Array.from(this.days.keys());
     // Usually (an ingestion of today's events) one day, already in member order.
     if (this.days.some((day) => day !== this.days[0])) order.sort((a, b) => this.days[a]! - this.days[b]! || this.members[a]! - this.members[b]!);
@@ -75,6 +88,10 @@ export class RowsByDay {
       for (const i of part) parameters.push(this.members[i], this.days[i], totals(i));
       await database.db.executeQuery(CompiledQuery.raw(upsertStatement(database, part.length), parameters));
     }
+    this.used = 0;
+    this.members = [];
+    this.days = [];
+    this.ends = [];
   }
 }
 
