@@ -257,36 +257,33 @@ export class UsageReports {
   }
 
   /**
-   * Each range's groups of `scope` (summed by `sum`; at least one range) through the day cache: a range's entry is
-   * stamped with the all-models rows of the rollup periods that make it up, so any new event inside
-   * it is seen. A range off the quarter hours (no periods make it up) is summed each time.
+   * Each range's groups of `scope` (summed by `sum`; at least one range) through the day cache: a
+   * range's entry is stamped with the all-models rows of the rollups' days it overlaps, so that any
+   * new event inside it is seen (one on such a day but outside the range makes it summed again too).
    */
   private async keptBuckets(enterpriseId: string, layout: RollupLayout, scope: string, ranges: readonly TimeRange[],
     sum: (ranges: readonly TimeRange[]) => Promise<PeriodFigures[][]>, signal: AbortSignal): Promise<PeriodFigures[][]> {
     const periods = new RollupPeriods(layout, { start: ranges[0]!.start, end: ranges[ranges.length - 1]!.end });
-    const covers = ranges.map((range) => periods.cover(range.start, range.end));
-    const starts = new Map<Grain, number[]>();
-    for (const cover of covers) for (const { grain, start } of cover.periods) (starts.get(grain) ?? starts.set(grain, []).get(grain)!).push(start);
-    const stored = new Map<string, string>();
-    for (const [grain, some] of starts) {
-      for (const row of await this.usage.rollups.rows(enterpriseId, grain, some, "all", false)) {
-        stored.set(`${grain}:${row.period}`, `${row.memberCount} ${encodeSums(row.sums)}`);
-      }
-    }
-    const keyOf = (range: TimeRange) => `${range.start}+${range.end - range.start}`;
-    const stamps = new Map<string, string>();
-    const uncovered: TimeRange[] = [];
-    covers.forEach((cover, i) => {
-      if (cover.raw.length > 0) uncovered.push(ranges[i]!);
-      else stamps.set(keyOf(ranges[i]!), cover.periods.map(({ grain, start }) => stored.get(`${grain}:${start}`) ?? "").join(";"));
+    const daysOf = ranges.map((range) => {
+      const days: number[] = [];
+      for (let day = periods.startOf(DAY, range.start); day < range.end; day = periods.endOf(DAY, day)) days.push(day);
+      return days;
     });
+    const dayStamps = await this.dayStamps(enterpriseId, [...new Set(daysOf.flat())]);
+    const keyOf = (range: TimeRange) => `${range.start}+${range.end - range.start}`;
+    const stamps = new Map(ranges.map((range, i) => [keyOf(range), daysOf[i]!.map((day) => dayStamps.get(day) ?? "").join(";")]));
     const rangeOf = new Map(ranges.map((range) => [keyOf(range), range]));
     const kept = await this.dayCache.days(`${enterpriseId}\n${scope}`, stamps, false, async (keys) => {
       const summed = await sum(keys.map((key) => rangeOf.get(key)!));
       return new Map(keys.map((key, i) => [key, summed[i]!]));
     }, signal);
-    const summed = await sum(uncovered);
-    return ranges.map((range) => kept.get(keyOf(range)) ?? summed[uncovered.indexOf(range)]!);
+    return ranges.map((range) => kept.get(keyOf(range))!);
+  }
+
+  /** Each day's stamp for the day cache (days without usage have none): its all-models row's member count and sums, which every event added to the day changes. */
+  private async dayStamps(enterpriseId: string, days: readonly number[]): Promise<Map<number, string>> {
+    return new Map((await this.usage.rollups.rows(enterpriseId, DAY, days, "all", false))
+      .map((row) => [row.period, `${row.memberCount} ${encodeSums(row.sums)}`]));
   }
 
   /**
@@ -375,8 +372,7 @@ export class UsageReports {
    */
   private async addKeptDays(cells: ReportCells, enterpriseId: string, scope: string, days: readonly WholeDay[], load: DayLoader,
     signal: AbortSignal): Promise<void> {
-    const stamps = new Map((await this.usage.rollups.rows(enterpriseId, DAY, days.map(({ day }) => day), "all", false))
-      .map((row) => [row.period, `${row.memberCount} ${encodeSums(row.sums)}`]));
+    const stamps = await this.dayStamps(enterpriseId, days.map(({ day }) => day));
     const kept = await this.dayCache.days(`${enterpriseId}\n${scope}`, stamps, days.some(({ alone }) => !alone), load, signal);
     for (const { day, bucket } of days) for (const period of kept.get(day) ?? []) cells.addPeriod(bucket, period);
   }

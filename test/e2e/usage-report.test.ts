@@ -457,8 +457,8 @@ describe.each(dialects)("usage report (%s)", (dialect) => {
       const t = await tenant({ departments, members: members(placement) });
       const random = randomSource(11);
       const events: Ev[] = [];
-      const more = async (count: number, users: readonly string[]) => {
-        const added = Array.from({ length: count }, () => ev(users[random(users.length)]!, D0 + random(3 * DAY), BigInt(1 + random(100)),
+      const more = async (count: number, users: readonly string[], from = D0, seconds = 3 * DAY) => {
+        const added = Array.from({ length: count }, () => ev(users[random(users.length)]!, from + random(seconds), BigInt(1 + random(100)),
           BigInt(random(1_000_000)), random(2) === 0 ? CHAT : OTHER));
         await write(t.token, added);
         events.push(...added);
@@ -496,6 +496,8 @@ describe.each(dialects)("usage report (%s)", (dialect) => {
       await more(60, ["k1", "k2", "k3"]);
       await expectReports();
       await more(15, ["k2", "k3"]); // on the same days: the kept ones are made again
+      await expectReports();
+      await more(5, ["k1"], D0 + 2 * DAY, 6 * HOUR); // only in the later UTC day of the second Asia/Kolkata day
       await expectReports();
       placement.k2 = "y"; // a directory import moves k2 from X to Y
       await importDirectory(svc.database, { enterprise: { enterprise_id: t.id, name: "Moved", currency: "CNY" }, departments, members: members(placement) });
