@@ -1,6 +1,5 @@
 // createApp(deps) -> { handler, close }: the whole service as one node request handler, for HTTP/1.1
 // and HTTP/2 alike. Never listens by itself (see server.ts).
-import { Http2ServerResponse } from "node:http2";
 import { performance } from "node:perf_hooks";
 import { createContextValues } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip, connectNodeAdapter } from "@connectrpc/connect-node";
@@ -13,7 +12,7 @@ import { recordCall, rpcTransportOf } from "./interceptors/call-metrics.js";
 import { attachCallLog, callLogKey, callLogOf, type CallLog } from "./interceptors/call-log.js";
 import { encodeGrpcMessageBySpec } from "./interceptors/grpc-message-encoding.js";
 import { refuseMalformedProtobuf } from "./interceptors/protobuf-body-check.js";
-import { attachCallSignal, callerTimeoutMs, callSignalKey, callSignalOf, endIncompleteBodyAtDeadline, responseSignal } from "./interceptors/call-signal.js";
+import { attachCallSignal, callerTimeoutMs, callSignalKey, callSignalOf, closeAfterAnswer, endIncompleteBodyAtDeadline, responseSignal } from "./interceptors/call-signal.js";
 import type { Logger } from "./interceptors/logging.js";
 import { RateLimits, type RateLimitSettings } from "./domain/rate-limits.js";
 import { resolveRequestId } from "./interceptors/request-id.js";
@@ -159,9 +158,4 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
       accessLog.flush();
     },
   };
-}
-
-/** HTTP/1.1: the connection closes after this answer (HTTP/2 sessions get GOAWAY instead, server.ts). */
-function closeAfterAnswer(res: HttpResponse): void {
-  if (!(res instanceof Http2ServerResponse) && !res.headersSent) res.setHeader("connection", "close");
 }

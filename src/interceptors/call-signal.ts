@@ -15,13 +15,13 @@ import { toConnectError } from "./connect-errors.js";
 /**
  * A signal that aborts with DEADLINE_EXCEEDED after `timeoutMs`, or with CANCELED when the response
  * closes unanswered. Its timer ends with the response, so a flood of short calls holds no timers. A
- * request body still arriving at the deadline must not outlive the answer: see endStreamAfterAnswer.
+ * request body still arriving at the deadline must not outlive the answer: see endRequestAfterAnswer.
  */
 export function responseSignal(req: HttpRequest, res: HttpResponse, timeoutMs: number): AbortSignal {
   const controller = new AbortController();
   const timer = setTimeout(() => {
     controller.abort(deadlineExceeded(timeoutMs));
-    if (!req.complete) endStreamAfterAnswer(res);
+    if (!req.complete) endRequestAfterAnswer(res);
   }, timeoutMs);
   res.once("close", () => {
     clearTimeout(timer);
@@ -97,17 +97,19 @@ export function endIncompleteBodyAtDeadline(req: HttpRequest, signal: AbortSigna
  * RST_STREAM NO_ERROR (RFC 9113 section 8.1) frees the stream. HTTP/1.1 answers with
  * `Connection: close`, so Node closes the connection once the answer is sent.
  */
-function endStreamAfterAnswer(res: HttpResponse): void {
-  if (!(res instanceof Http2ServerResponse)) {
-    if (!res.headersSent) res.setHeader("connection", "close");
-    return;
-  }
+function endRequestAfterAnswer(res: HttpResponse): void {
+  if (!(res instanceof Http2ServerResponse)) return closeAfterAnswer(res);
   const stream = res.stream;
   const timer = setTimeout(() => stream.close(http2.constants.NGHTTP2_NO_ERROR), ANSWER_GRACE_MS);
   stream.once("close", () => clearTimeout(timer));
 }
 
 const ANSWER_GRACE_MS = 100;
+
+/** HTTP/1.1: the connection closes after this answer (HTTP/2 sessions get GOAWAY or a stream reset instead). */
+export function closeAfterAnswer(res: HttpResponse): void {
+  if (!(res instanceof Http2ServerResponse) && !res.headersSent) res.setHeader("connection", "close");
+}
 
 const deadlineExceeded = (timeoutMs?: number) =>
   new AppError(ErrorCode.DEADLINE_EXCEEDED, timeoutMs === undefined ? "deadline exceeded" : `deadline exceeded: the call took longer than ${timeoutMs} ms`);
