@@ -1,8 +1,8 @@
 // The usage report's day cache: per whole day of the rollups' zone, a scope's groups (each model, or
 // each department group of one subtree) made once from the stored rows and kept in memory, so that a
-// report of months reads one short row a day (its stamp); likewise each model's figures of a bucket
-// that no day of the rollups' zone fits (another zone's day, an hour), counted once from the raw
-// events. An entry serves only while its stamp (the all-models rows of the periods it spans) and its
+// report of months reads one short row a day (its stamp); likewise a scope's groups of a bucket that
+// no day of the rollups' zone fits (another zone's day, an hour), made once from the raw events. An
+// entry serves only while its stamp (the all-models rows of the days it lies in or overlaps) and its
 // scope (a department scope names a fingerprint of its placements) are those it was made with.
 import { LRUCache } from "lru-cache";
 import type { PeriodFigures } from "../domain/report-cells.js";

@@ -206,9 +206,8 @@ export class UsageReports {
    */
   private async addEvents(cells: ReportCells, plan: ReportPlan, start: number, end: number, signal: AbortSignal): Promise<void> {
     const { enterpriseId, members, departments, layout } = plan;
-    const byModel = plan.dimensions.length === 1 && plan.dimensions[0] === "model";
-    const byDepartment = plan.dimensions.length === 1 && plan.dimensions[0] === "department" && departments !== undefined;
-    const keep = layout !== undefined && members === undefined && (byModel || byDepartment);
+    const byModel = groupedOnlyBy(plan, "model");
+    const keep = layout !== undefined && members === undefined && (byModel || wholeSubtreeByDepartment(plan));
     const whole: number[] = [];
     for (const { bucket, from, to } of bucketParts(cells.buckets, start, end)) {
       signal.throwIfAborted();
@@ -336,9 +335,9 @@ export class UsageReports {
    * Grouped by department alone, over the whole subtree, a day's groups come from the day cache.
    */
   private async addMemberDays(cells: ReportCells, plan: ReportPlan, layout: RollupLayout, signal: AbortSignal): Promise<void> {
-    const { enterpriseId, members, departments } = plan;
+    const { enterpriseId, departments } = plan;
     const { days, raw } = wholeDays(plan, layout);
-    if (departments && members === undefined && plan.dimensions.length === 1 && plan.dimensions[0] === "department") {
+    if (departments && wholeSubtreeByDepartment(plan)) {
       // A day the cache lacks: its members' sums added per group, each day its own bucket (one
       // ReportCells for them all, made only when a day is missing).
       let made: { dayCells: ReportCells; index: Map<number, number> } | undefined;
@@ -458,6 +457,15 @@ function wholeDays(plan: ReportPlan, layout: RollupLayout): { days: WholeDay[]; 
     }
   });
   return { days, raw };
+}
+
+function groupedOnlyBy(plan: ReportPlan, dimension: GroupDimension): boolean {
+  return plan.dimensions.length === 1 && plan.dimensions[0] === dimension;
+}
+
+/** Grouped by department alone over a whole subtree (no member filter): what the day cache keeps per department scope. */
+function wholeSubtreeByDepartment(plan: ReportPlan): boolean {
+  return plan.departments !== undefined && plan.members === undefined && groupedOnlyBy(plan, "department");
 }
 
 /** The members in both lists (undefined: no restriction). */
