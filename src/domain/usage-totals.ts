@@ -7,6 +7,7 @@
 // answer: every window's sum is at most its member's running total, so every answer fits.
 
 import { formatMicros } from "./money.js";
+import { grown } from "./typed-arrays.js";
 
 export const SUM_LIMIT = 2n ** 64n - 1n;
 /** Sums per model: input tokens, output tokens, basic micros, pay-go micros, events. */
@@ -29,8 +30,6 @@ export class SumLimitError extends Error {
 export class ModelSums {
   readonly values = [0, 0, 0, 0, 0];
   big: bigint[] | undefined;
-  /** The TotalsByModel.newMark of the last merge of these sums into stored ones (usage-sums-codec.ts). */
-  mark = 0;
 
   add(index: number, value: number): void {
     const next = this.values[index]! + value;
@@ -113,36 +112,136 @@ export interface MemberModelSums {
   sums: ModelSums;
 }
 
-/** Sums per model id. */
-export class TotalsByModel {
-  readonly models = new Map<number, ModelSums>();
-  /** Marks handed out: tell the models one merge has handled from those it has not (ModelSums.mark). */
-  private marks = 0;
+/**
+ * Entries of SUMS sums each, in typed arrays (no object per entry: hundreds of thousands held cost
+ * the garbage collector nothing), each with a model number and the next entry of its chain (-1 ends
+ * it). Sums stay exact: past 2^53 a sum's excess moves into a bigint (rare).
+ */
+export class SumEntries {
+  count = 0;
+  model = new Uint32Array(1024);
+  next = new Int32Array(1024);
+  sums = new Float64Array(1024 * SUMS);
+  /** The parts of sums past 2^53, by entry. */
+  private readonly big = new Map<number, bigint[]>();
 
-  /** The sums of a model, made (all zero) when first asked for. */
-  sumsOf(modelId: number): ModelSums {
-    let sums = this.models.get(modelId);
-    if (!sums) this.models.set(modelId, (sums = new ModelSums()));
-    return sums;
-  }
-
-  /** One event of a model (or, with `events` -1, one taken away), as ModelSums.addEvent. */
-  addEvent(modelId: number, inputTokens: number | bigint, outputTokens: number | bigint, basicMicros: number | bigint, payGoMicros: number | bigint,
-    events = 1): void {
-    this.sumsOf(modelId).addEvent(inputTokens, outputTokens, basicMicros, payGoMicros, events);
-  }
-
-  /** Adds another's sums. */
-  addTotals(other: TotalsByModel): void {
-    for (const [modelId, from] of other.models) {
-      const sums = this.sumsOf(modelId);
-      for (let i = 0; i < SUMS; i++) sums.add(i, from.values[i]!);
-      if (from.big) for (let i = 0; i < SUMS; i++) sums.addBig(i, from.big[i]!);
+  /** A new entry of zero sums for `model`, chained before `next`. */
+  add(model: number, next: number): number {
+    const entry = this.count++;
+    if (entry === this.model.length) {
+      this.model = grown(this.model);
+      this.next = grown(this.next);
+      this.sums = grown(this.sums);
     }
+    this.model[entry] = model;
+    this.next[entry] = next;
+    this.sums.fill(0, entry * SUMS, entry * SUMS + SUMS);
+    return entry;
   }
 
-  /** A mark no model's sums carry yet. */
-  newMark(): number {
-    return ++this.marks;
+  /** Adds `value` (a number, negative to take away) to the entry's sum `i`. */
+  addTo(entry: number, i: number, value: number): void {
+    const at = entry * SUMS + i;
+    const sum = this.sums[at]! + value;
+    if (sum <= Number.MAX_SAFE_INTEGER && sum >= -Number.MAX_SAFE_INTEGER) {
+      this.sums[at] = sum;
+      return;
+    }
+    this.addBig(entry, i, BigInt(value));
+  }
+
+  /** Adds a number or a bigint to the entry's sum `i`. */
+  addValue(entry: number, i: number, value: number | bigint): void {
+    if (typeof value === "number") this.addTo(entry, i, value);
+    else this.addBig(entry, i, value);
+  }
+
+  /** Adds a bigint to the entry's sum `i`. */
+  addBig(entry: number, i: number, value: bigint): void {
+    const at = entry * SUMS + i;
+    this.bigParts(entry)[i]! += BigInt(this.sums[at]!) + value;
+    this.sums[at] = 0;
+  }
+
+  /** The entry's sum `i`, exactly. */
+  total(entry: number, i: number): bigint {
+    const value = BigInt(this.sums[entry * SUMS + i]!);
+    const big = this.bigOf(entry);
+    return big ? value + big[i]! : value;
+  }
+
+  /** The entry's parts past 2^53, if any (looked up only once there are any: a Map lookup per entry cost an import's worker seconds). */
+  bigOf(entry: number): bigint[] | undefined {
+    return this.big.size === 0 ? undefined : this.big.get(entry);
+  }
+
+  clear(): void {
+    this.count = 0;
+    this.big.clear();
+  }
+
+  private bigParts(entry: number): bigint[] {
+    let parts = this.big.get(entry);
+    if (!parts) this.big.set(entry, (parts = [0n, 0n, 0n, 0n, 0n]));
+    return parts;
   }
 }
+
+/** Sums per model id, exact, in typed arrays: made, cleared and made again without garbage. */
+export class TotalsByModel {
+  readonly entries = new SumEntries();
+  /** By model id below DIRECT_MODEL_IDS: its entry, or -1; larger ids in `otherEntries`. */
+  private entryOf = new Int32Array(64).fill(-1);
+  private readonly otherEntries = new Map<number, number>();
+  /** Per entry: the last mark it was given (see newMark). */
+  marks = new Int32Array(64);
+  private lastMark = 0;
+
+  /** The entry of a model's sums, or -1. */
+  find(modelId: number): number {
+    if (modelId >= DIRECT_MODEL_IDS) return this.otherEntries.get(modelId) ?? -1;
+    return modelId < this.entryOf.length ? this.entryOf[modelId]! : -1;
+  }
+
+  /** The entry of a model's sums, made (all zero) when first asked for. */
+  entryFor(modelId: number): number {
+    let entry = this.find(modelId);
+    if (entry !== -1) return entry;
+    entry = this.entries.add(modelId, -1);
+    if (modelId >= DIRECT_MODEL_IDS) this.otherEntries.set(modelId, entry);
+    else {
+      if (modelId >= this.entryOf.length) this.entryOf = grown(this.entryOf, modelId + 1, -1);
+      this.entryOf[modelId] = entry;
+    }
+    return entry;
+  }
+
+  /** One event of a model: values as numbers (the API's, at most 10^12) or bigints (callers below it). */
+  addEvent(modelId: number, inputTokens: number | bigint, outputTokens: number | bigint, basicMicros: number | bigint, payGoMicros: number | bigint): void {
+    const entry = this.entryFor(modelId);
+    this.entries.addValue(entry, INPUT, inputTokens);
+    this.entries.addValue(entry, OUTPUT, outputTokens);
+    this.entries.addValue(entry, BASIC, basicMicros);
+    this.entries.addValue(entry, PAY_GO, payGoMicros);
+    this.entries.addTo(entry, EVENTS, 1);
+  }
+
+  /** A mark no entry carries yet, for one pass to tell the entries it has handled (`marks`) from the others. */
+  newMark(): number {
+    if (this.marks.length < this.entries.count) this.marks = grown(this.marks, this.entries.count);
+    return ++this.lastMark;
+  }
+
+  /** Leaves no model. */
+  clear(): void {
+    for (let entry = 0; entry < this.entries.count; entry++) {
+      const modelId = this.entries.model[entry]!;
+      if (modelId < DIRECT_MODEL_IDS) this.entryOf[modelId] = -1;
+    }
+    this.otherEntries.clear();
+    this.entries.clear();
+  }
+}
+
+/** Model ids found through an array (model ids are a dictionary's, small); larger ones through a Map. */
+const DIRECT_MODEL_IDS = 1 << 16;

@@ -12,7 +12,6 @@ import { Worker } from "node:worker_threads";
 import { invalidParameter } from "../domain/errors.js";
 import { eventLabel, modelOfKey } from "../domain/usage-event.js";
 import { dayOf } from "../domain/usage-window.js";
-import { ImportRunningTotals } from "../storage/usage-import-totals.js";
 import type { UsageEventRow, UsageRepository } from "../storage/usage-repository.js";
 import { MemberKeys } from "./record-usage.js";
 import { checkUsageFile } from "./usage-file-check.js";
@@ -49,7 +48,6 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
     return message;
   };
   const keys = new FileKeys(memberKeys);
-  const importTotals = new ImportRunningTotals();
   let events = 0;
   let recorded = 0;
   progress?.start(totalBytes);
@@ -57,7 +55,7 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
     // A chunk: the batches of events up to a sums message, and those sums (the worker ends each chunk so).
     let message = await next();
     while (message.kind !== "done") {
-      recorded += await repository.ingestImportChunk(importTotals, async (tx) => {
+      recorded += await repository.ingestImportChunk(async (tx) => {
         for (; message.kind === "events"; message = await next()) {
           worker.postMessage("more");
           await tx.insertEvents(enterpriseId, await keys.toRows(tx, message.events), { summed: true });

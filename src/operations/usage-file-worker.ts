@@ -1,14 +1,14 @@
 // The reading half of `import usage`, on a worker thread: reads, parses (about half an import's work)
 // and checks the NDJSON file's lines beside the main thread's writes, and hands it columns of checked
 // events, user_ids and models as indexes into dictionaries the batches extend (EventColumns). It also
-// sums the events (DaySumFrames, FileRunningTotals): a sums message follows the batches it covers and
+// sums the events per (user, day, model) (DaySums): a sums message follows the batches it covers and
 // ends a chunk of the import (every `chunkEvents` events), which the main thread commits as one.
 // Messages to the main thread: `UsageFileMessage`; from it: "more" (one batch consumed).
 import { createReadStream } from "node:fs";
 import { parentPort, workerData, type MessagePort } from "node:worker_threads";
 import { modelKey } from "../domain/usage-event.js";
 import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
-import { DaySumFrames, FileRunningTotals } from "../storage/usage-day-sums.js";
+import { DaySums } from "../storage/usage-day-sums.js";
 import { SUM_LIMIT_MESSAGE, SumLimitError } from "../domain/usage-totals.js";
 import { dayOf } from "../domain/usage-window.js";
 import { lineBatches, parseUsageLine } from "./usage-file-lines.js";
@@ -31,10 +31,7 @@ export interface EventColumns {
 
 export type UsageFileMessage =
   | { kind: "events"; events: EventColumns; bytesRead: number }
-  /**
-   * The sums of every event sent since the last sums, as frames (DaySumFrames.takeFrames) by user and
-   * model index: a user's running totals over the file while its events come in day order, else its day sums.
-   */
+  /** The day sums of every event sent since the last sums, as frames (DaySums.takeFrames) by user and model index. */
   | { kind: "sums"; frames: Uint8Array }
   | { kind: "done"; lines: number }
   /** A bad line: the message names the line and the field. */
@@ -78,9 +75,8 @@ async function readUsageFile(path: string, tuning: UsageFileTuning, send: (messa
     let batch = newBatch();
     const userIndex = new Map<string, number>();
     const modelIndex = new Map<string, number>();
-    const daySums = new DaySumFrames();
-    const running = new FileRunningTotals();
-    const sendSums = () => send({ kind: "sums", frames: daySums.takeFrames(running) });
+    const daySums = new DaySums();
+    const sendSums = () => send({ kind: "sums", frames: daySums.takeFrames() });
     let eventsInChunk = 0;
     for await (const lines of lineBatches(stream)) {
       for (const line of lines) {
@@ -108,9 +104,7 @@ async function readUsageFile(path: string, tuning: UsageFileTuning, send: (messa
         batch.values[at + 2] = event.outputTokens as number;
         batch.values[at + 3] = event.basicMicros as number;
         batch.values[at + 4] = event.payGoMicros as number;
-        const day = dayOf(event.timestamp);
-        daySums.add(user, model, day, event.inputTokens as number, event.outputTokens as number, event.basicMicros as number, event.payGoMicros as number);
-        running.see(user, day);
+        daySums.add(user, model, dayOf(event.timestamp), event.inputTokens, event.outputTokens, event.basicMicros, event.payGoMicros);
         if (batch.count === tuning.batchEvents) {
           await send({ kind: "events", events: batch, bytesRead: stream.bytesRead });
           batch = newBatch();

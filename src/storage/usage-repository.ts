@@ -17,7 +17,6 @@ import { DaySums } from "./usage-day-sums.js";
 import { among, chunks, StatementTexts, type BulkStore } from "./bulk-statements.js";
 import { addToRunningTotals } from "./usage-running-totals.js";
 import { addRowsToWindow } from "./usage-sums-codec.js";
-import type { ImportRunningTotals } from "./usage-import-totals.js";
 import { UsageRollups } from "./usage-rollups.js";
 import { RollupDelta, RollupPeriods } from "../domain/usage-rollup.js";
 
@@ -181,12 +180,12 @@ export class UsageRepository {
 
   /**
    * One chunk of an import (operations/import-usage.ts): an ingestion as `ingest`, whose rows come
-   * summed (`insertEvents` with `summed`, then `addSumFrames`) into `importTotals`, which lasts the
-   * whole import. Waits for the write lock as long as it takes. After the commit the lock is left
-   * free a moment: SQLite hands it to whoever asks first, and the next chunk would always be first.
+   * summed (`insertEvents` with `summed`, then `addSumFrames`). Waits for the write lock as long as
+   * it takes. After the commit the lock is left free a moment: SQLite hands it to whoever asks first,
+   * and the next chunk would always be first.
    */
-  async ingestImportChunk(importTotals: ImportRunningTotals, work: (tx: UsageRepository) => Promise<void>): Promise<number> {
-    const added = await this.ingestOnce(work, importTotals);
+  async ingestImportChunk(work: (tx: UsageRepository) => Promise<void>): Promise<number> {
+    const added = await this.ingestOnce(work, true);
     if (this.dialect === "sqlite") await sleep(CHUNK_PAUSE_MS);
     return added;
   }
@@ -212,7 +211,7 @@ export class UsageRepository {
         events += page.length;
         progress?.(events);
       }
-    }, undefined, true);
+    }, true);
     return events;
   }
 
@@ -233,20 +232,16 @@ export class UsageRepository {
     return Number(row.n);
   }
 
-  private async ingestOnce(work: (tx: UsageRepository) => Promise<void>, importTotals: ImportRunningTotals | undefined,
-    unbounded = importTotals !== undefined): Promise<number> {
+  private async ingestOnce(work: (tx: UsageRepository) => Promise<void>, unbounded = false): Promise<number> {
     try {
       return await this.database.writeTransaction(async (trx) => {
         // PostgreSQL: one ingestion at a time, so that two never read and rewrite the same row at once.
         if (this.dialect === "postgres") await this.takeIngestionLock(trx);
-        const { ingestions } = await trx.updateTable("usage_ingestion_count").set((eb) => ({ ingestions: eb("ingestions", "+", 1) }))
-          .where("id", "=", 1).returning("ingestions").executeTakeFirstOrThrow();
-        importTotals?.beginChunk(Number(ingestions));
+        await trx.updateTable("usage_ingestion_count").set((eb) => ({ ingestions: eb("ingestions", "+", 1) })).where("id", "=", 1).execute();
         const tx = new UsageRepository({ ...this.database, db: trx }, this.caches);
         tx.daySums = new DaySums();
-        tx.importTotals = importTotals;
         await work(tx);
-        await addToRunningTotals(tx.bulk, tx.daySums);
+        await tx.writeDaySums();
         await tx.writeRollups();
         return tx.added;
       }, { unbounded });
@@ -284,11 +279,12 @@ export class UsageRepository {
     return Number(row?.ingestions ?? 0);
   }
 
+  /** The day sums of this ingestion's events (by member key and model id), unless the caller sums them itself (an import). */
   private daySums: DaySums | undefined;
+  /** An import chunk's events that its worker summed but the store already held (repeats): taken away from its sums. */
+  private repeats: DaySums | undefined;
   /** Per enterprise, the rollup delta of this ingestion (undefined: its rollups are not kept, see UsageRollups.layoutForIngestion). */
   private readonly rollupDeltas = new Map<string, RollupDelta | undefined>();
-  /** An import's running totals from its frames (addSumFrames), in an import's chunk. */
-  private importTotals: ImportRunningTotals | undefined;
   private added = 0;
 
   /**
@@ -303,14 +299,12 @@ export class UsageRepository {
     const fresh = await this.insertNew(enterpriseId, rows);
     this.added += fresh.length;
     if (options.summed) {
-      if (!this.importTotals) throw new Error("summed rows go in only inside ingestImportChunk()");
       holdSums(fresh, rollup, undefined);
       if (fresh.length === rows.length) return;
       const inserted = new Set(fresh);
+      const repeats = (this.repeats ??= new DaySums());
       for (const row of rows) {
-        if (inserted.has(row)) continue;
-        daySums.add(row.memberKey, row.modelId, row.day, -row.inputTokens, -row.outputTokens, -row.basicMicros, -row.payGoMicros, -1);
-        this.importTotals.repeated(row.memberKey);
+        if (!inserted.has(row)) repeats.add(row.memberKey, row.modelId, row.day, row.inputTokens, row.outputTokens, row.basicMicros, row.payGoMicros);
       }
       return;
     }
@@ -320,7 +314,7 @@ export class UsageRepository {
 
   /** Adds the held sums to the running totals and rollups once many are held, so an ingestion's memory stays bounded. */
   private async flushHeldSums(daySums: DaySums): Promise<void> {
-    if (daySums.size >= FLUSH_DAY_SUMS) await addToRunningTotals(this.bulk, daySums);
+    if (daySums.size >= FLUSH_DAY_SUMS) await this.writeDaySums();
     let held = 0;
     for (const delta of this.rollupDeltas.values()) held += delta?.size ?? 0;
     if (held >= FLUSH_ROLLUP_EVENTS) await this.writeRollups();
@@ -334,6 +328,11 @@ export class UsageRepository {
     return this.rollupDeltas.get(enterpriseId);
   }
 
+  /** Adds the held day sums to the running totals. */
+  private async writeDaySums(): Promise<void> {
+    if (this.daySums!.size > 0) await addToRunningTotals(this.bulk, { frames: this.daySums!.takeFrames() });
+  }
+
   /** Adds the held rollup deltas to the stored rollups. */
   private async writeRollups(): Promise<void> {
     for (const [enterpriseId, delta] of this.rollupDeltas) {
@@ -342,14 +341,12 @@ export class UsageRepository {
   }
 
   /**
-   * Adds the sums of rows inserted with `summed` (frames, see DaySumFrames.takeFrames, with member
-   * and model numbers mapped by `memberKeys` and `modelIds`) to the running totals (see
-   * ImportRunningTotals). Only after those rows: their skipped ones must have been taken away already.
+   * Adds the sums of rows inserted with `summed` (frames, see DaySums.takeFrames, with member and
+   * model numbers mapped by `memberKeys` and `modelIds`) to the running totals, less the repeats
+   * among those rows. Only after those rows: their repeats must be known.
    */
   async addSumFrames(frames: Uint8Array, memberKeys: ArrayLike<number>, modelIds: ArrayLike<number>): Promise<void> {
-    const daySums = this.daySums;
-    if (!daySums || !this.importTotals) throw new Error("addSumFrames runs only inside ingestImportChunk()");
-    await this.importTotals.add(this.bulk, frames, memberKeys, modelIds, daySums);
+    await addToRunningTotals(this.bulk, { frames, memberKeys, modelIds }, this.repeats?.takeFrames());
   }
 
   /**

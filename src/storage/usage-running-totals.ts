@@ -4,29 +4,44 @@
 import { CompiledQuery } from "kysely";
 import { TotalsByModel } from "../domain/usage-totals.js";
 import { chunks, type BulkStore } from "./bulk-statements.js";
-import { DaySums, type MemberDays } from "./usage-day-sums.js";
+import { FrameCursor } from "./usage-day-sums.js";
 import { addPackedTotals, forEachStoredRow, packedBytes, packTotals } from "./usage-sums-codec.js";
 import { grown } from "../domain/typed-arrays.js";
 
 /** A stored row: its day and its packed totals. */
-export interface StoredRow {
+interface StoredRow {
   day: number;
   totals: Uint8Array;
 }
 
-/** Adds held sums to usage_running_total; run inside the ingestion's transaction. */
-export async function addToRunningTotals(database: BulkStore, sums: DaySums): Promise<void> {
+/**
+ * New events' day sums as frames (DaySums.takeFrames, in member and day order), with what their
+ * member and model numbers are: `memberKeys` and `modelIds` map them (an import's file indexes);
+ * without them they are member keys and model ids.
+ */
+export interface FramedSums {
+  frames: Uint8Array;
+  memberKeys?: ArrayLike<number>;
+  modelIds?: ArrayLike<number>;
+}
+
+/**
+ * Adds new events' day sums to usage_running_total; run inside the ingestion's transaction. The one
+ * way every ingestion writes them (an RPC batch, an import's chunk, `usage rebuild`). `takenAway`:
+ * frames by member key and model id of events that `added` holds but the store already had (an
+ * import's repeats, summed on its worker before they were found), taken away again.
+ */
+export async function addToRunningTotals(database: BulkStore, added: FramedSums, takenAway?: Uint8Array): Promise<void> {
+  const members = memberRuns(added);
   // The rows of every chunk of members written together (each member is in one chunk), in full
   // statements of the table's order, unless they pass ROWS_HELD_BYTES (an event far in the past
   // rewrites every later row of its member). Sized for the usual rows, a member-day each, of up to
   // about 20 models: growing the buffer a doubling at a time cost an import more than its copies.
-  const rows = new RowsByDay(Math.min(ROWS_HELD_BYTES, Math.max(1 << 16, sums.size * 512)));
-  for (const chunk of chunks(sums.drain())) {
-    const storedByMember = await readStoredRows(database, chunk.map(([memberKey, days]) => [memberKey, days[0]![0]]));
-    for (const [memberKey, days] of chunk) {
-      mergeDays(storedByMember.get(memberKey) ?? [], days, (day, totals, onto) =>
-        rows.addWritten(memberKey, day, packedBytes(totals, onto), (out, at) => packTotals(totals, out, at, onto)));
-    }
+  const rows = new RowsByDay(Math.min(ROWS_HELD_BYTES, Math.max(1 << 16, members.days * 512)));
+  const writer = new MemberRows(added, takenAway ?? new Uint8Array(), rows);
+  for (const chunk of chunks(members.runs)) {
+    const stored = await readStoredRows(database, chunk.map((run) => [run.memberKey, run.firstDay]));
+    for (const run of chunk) writer.write(run, stored.get(run.memberKey) ?? []);
     if (rows.bytes > ROWS_HELD_BYTES) await rows.write(database);
   }
   await rows.write(database);
@@ -34,12 +49,84 @@ export async function addToRunningTotals(database: BulkStore, sums: DaySums): Pr
 
 const ROWS_HELD_BYTES = 16 * 1024 * 1024;
 
+/** A member's frames: their range in the frames, and its earliest day. */
+interface MemberRun {
+  memberKey: number;
+  firstDay: number;
+  start: number;
+  end: number;
+}
+
+/** The members of frames in member order (each member's frames are together), and how many frames there are. */
+function memberRuns({ frames, memberKeys }: FramedSums): { runs: MemberRun[]; days: number } {
+  const runs: MemberRun[] = [];
+  const cursor = new FrameCursor(frames);
+  let days = 0;
+  for (let from = 0, last = -1; cursor.next(); from = cursor.end, days++) {
+    if (cursor.member !== last) {
+      runs.push({ memberKey: memberKeys ? memberKeys[cursor.member]! : cursor.member, firstDay: cursor.day, start: from, end: 0 });
+      last = cursor.member;
+    }
+    runs[runs.length - 1]!.end = cursor.end;
+  }
+  return { runs, days };
+}
+
+/**
+ * Makes a member's rows: each day with new events, and each stored day after the first of them,
+ * is the member's last stored row on or before that day plus the new events up to that day (the
+ * stored bytes with the new sums merged in, other models' bytes copied as they are). Reused member
+ * after member: typed totals, no object per row.
+ */
+class MemberRows {
+  /** The new events up to the current day. */
+  private readonly added = new TotalsByModel();
+  /** Each member's frames taken away (by member key), rare: an import's repeats. */
+  private readonly taken = new Map<number, MemberRun>();
+
+  constructor(private readonly sums: FramedSums, private readonly takenAway: Uint8Array, private readonly rows: RowsByDay) {
+    for (const run of memberRuns({ frames: takenAway }).runs) this.taken.set(run.memberKey, run);
+  }
+
+  /** Writes the member's rows; `stored` is its last stored row before its first new day, if any, and every row after it, in day order. */
+  write(run: MemberRun, stored: readonly StoredRow[]): void {
+    const { added, rows } = this;
+    const { modelIds } = this.sums;
+    added.clear();
+    let s = 0;
+    while (s < stored.length && stored[s]!.day < run.firstDay) s++;
+    let base = s > 0 ? stored[s - 1]!.totals : undefined;
+    const news = new FrameCursor(this.sums.frames, run.start, run.end);
+    const takenRun = this.taken.get(run.memberKey);
+    const taken = new FrameCursor(this.takenAway, takenRun?.start ?? 0, takenRun?.end ?? 0);
+    let newDay = news.next() ? news.day : Infinity;
+    let takenDay = taken.next() ? taken.day : Infinity;
+    for (;;) {
+      const storedDay = s < stored.length ? stored[s]!.day : Infinity;
+      const day = Math.min(storedDay, newDay, takenDay);
+      if (day === Infinity) return;
+      let events = 0;
+      if (storedDay === day) base = stored[s++]!.totals;
+      if (newDay === day) {
+        events += addPackedTotals(added, news.frames, news.start, news.end, modelIds);
+        newDay = news.next() ? news.day : Infinity;
+      }
+      if (takenDay === day) {
+        events += addPackedTotals(added, taken.frames, taken.start, taken.end, undefined, -1);
+        takenDay = taken.next() ? taken.day : Infinity;
+      }
+      const onto = base;
+      if (storedDay === day || events !== 0) rows.addWritten(run.memberKey, day, packedBytes(added, onto), (out, at) => packTotals(added, out, at, onto));
+    }
+  }
+}
+
 /**
  * For each (member key, day) given (at most a chunk of them): the member's last stored row on
  * or before that day and every row after it, in day order (usually one row: today's, or the last
  * one before today), by member key.
  */
-export async function readStoredRows(database: BulkStore,
+async function readStoredRows(database: BulkStore,
   memberDays: ReadonlyArray<readonly [memberKey: number, day: number]>): Promise<Map<number, StoredRow[]>> {
   const [found] = (await database.db.executeQuery<StoredRows>(CompiledQuery.raw(storedStatement(database, memberDays.length), memberDays.flat()))).rows;
   return splitStoredRows(found);
@@ -51,7 +138,7 @@ export async function readStoredRows(database: BulkStore,
  * member; an import's run of days for each of 512 members written in that order jumped between as
  * many day ranges of the table), by statements of up to 512 rows (chunks).
  */
-export class RowsByDay {
+class RowsByDay {
   private buffer: Uint8Array<ArrayBuffer>;
   private used = 0;
   private members: number[] = [];
@@ -118,45 +205,6 @@ function splitStoredRows(found: StoredRows | undefined): Map<number, StoredRow[]
   });
   for (const list of byMember.values()) list.sort((a, b) => a.day - b.day);
   return byMember;
-}
-
-/**
- * One member's rows after adding its new day sums: `stored` is its last row on or before its
- * earliest new day (if any) and every row after it, in day order. `write` gets each row to store
- * (its totals, valid until the next call), in day order. A single row (the usual ingestion:
- * today's) is the stored totals with the new sums merged in packed form; a run of rows (an import)
- * decodes the stored totals once and packs each day from the running sums.
- */
-function mergeDays(stored: readonly StoredRow[], days: MemberDays, write: (day: number, totals: TotalsByModel, onto?: Uint8Array) => void): void {
-  const added = new TotalsByModel(); // the new events up to the current day
-  let base: Uint8Array | undefined; // the last stored totals up to the current day
-  let current: TotalsByModel | undefined; // base plus added, once decoded for a run of new days
-  let s = 0;
-  let d = 0;
-  while (s < stored.length && stored[s]!.day < days[0]![0]) base = stored[s++]!.totals;
-  while (s < stored.length || d < days.length) {
-    const storedDay = s < stored.length ? stored[s]!.day : Infinity;
-    const newDay = d < days.length ? days[d]![0] : Infinity;
-    const day = Math.min(storedDay, newDay);
-    if (storedDay === day) {
-      base = stored[s++]!.totals;
-      current = undefined;
-    }
-    if (newDay === day) {
-      const sums = days[d++]![1];
-      // `added` is needed while stored rows remain (each starts `current` anew) or no `current` exists.
-      if (!current || s < stored.length) sums.addTo(added);
-      if (current) sums.addTo(current);
-    }
-    const last = s === stored.length && d === days.length;
-    if (!current && !last) {
-      current = new TotalsByModel();
-      if (base) addPackedTotals(current, base);
-      current.addTotals(added);
-    }
-    if (current) write(day, current);
-    else write(day, added, base);
-  }
 }
 
 /**

@@ -3,7 +3,7 @@
 // sums add up). A usage_running_total row's `totals` are packed totals: one row per member and day,
 // whatever the number of models, keeps a query to two rows a member, and varints keep the rows small
 // (typically 15-20 bytes a model). The sums themselves are domain/usage-totals.ts's.
-import { SUMS, SUM_LIMIT, SumLimitError, type ModelSums, type TotalsByModel } from "../domain/usage-totals.js";
+import { EVENTS, SUMS, SUM_LIMIT, SumLimitError, type SumEntries, type TotalsByModel } from "../domain/usage-totals.js";
 import type { WindowSums } from "../domain/usage-window-sums.js";
 
 /** The longest entry: a 32-bit model id (5 bytes) and five 64-bit sums (10 bytes each). */
@@ -25,24 +25,28 @@ export class CorruptTotalsError extends Error {
 }
 
 /**
- * Adds packed totals (`packed` from `at` to `end`) to `target`, or with `sign` -1 takes them away.
- * `modelIds`, if given, maps the packed model numbers to model ids (an import's worker numbers
- * models by file).
+ * Adds packed totals (`packed` from `at` to `end`) to `target`, or with `sign` -1 takes them away;
+ * returns the number of events added. `modelIds`, if given, maps the packed model numbers to model
+ * ids (an import's worker numbers models by file).
  */
 export function addPackedTotals(target: TotalsByModel, packed: Uint8Array, at = 0, end = packed.length, modelIds?: ArrayLike<number>,
-  sign: 1 | -1 = 1): void {
+  sign: 1 | -1 = 1): number {
+  const { entries } = target;
   const reader = new VarintReader(packed, at);
+  let events = 0;
   while (reader.at < end) {
     const model = reader.next();
-    const sums = target.sumsOf(modelIds ? modelIds[model]! : model);
+    const entry = target.entryFor(modelIds ? modelIds[model]! : model);
     for (let i = 0; i < SUMS; i++) {
       const start = reader.at;
       const value = reader.next();
-      if (reader.at - start <= NUMBER_BYTES) sums.add(i, sign * value);
-      else sums.addBig(i, sign === 1 ? readBigVarint(packed, start) : -readBigVarint(packed, start));
+      if (reader.at - start <= NUMBER_BYTES) entries.addTo(entry, i, sign * value);
+      else entries.addBig(entry, i, sign === 1 ? readBigVarint(packed, start) : -readBigVarint(packed, start));
+      if (i === EVENTS) events += value;
     }
   }
   if (reader.at !== end) throw new CorruptTotalsError(reader.at, end);
+  return sign * events;
 }
 
 /**
@@ -94,93 +98,72 @@ export function forEachStoredRow(totals: Uint8Array, index: string, fieldsPerRow
   if (at !== totals.length) throw new CorruptTotalsError(at, totals.length);
 }
 
-/** The most bytes packTotals writes for `totals`, with `onto` as given. */
+/** The most bytes packTotals writes for `totals`, onto `onto` if given. */
 export function packedBytes(totals: TotalsByModel, onto?: Uint8Array): number {
-  return (onto?.length ?? 0) + totals.models.size * MAX_ENTRY_BYTES;
+  return (onto?.length ?? 0) + totals.entries.count * MAX_ENTRY_BYTES;
 }
 
 /**
- * Writes a row's totals into `out` from `at`, which has packedBytes(totals, onto) bytes of room:
- * `totals` packed; with `onto` (a stored row's packed totals), those totals plus `totals`. Returns the
- * offset after them; throws SumLimitError past 2^64 - 1.
+ * Writes `totals` packed into `out` from `at`, which has packedBytes(totals, onto) bytes of room;
+ * with `onto` (a stored row's packed totals), those totals plus `totals`, without decoding what
+ * needs no change: the entry of a model `totals` holds gets its sums added, every other entry is
+ * copied as it is, and the models `onto` lacks follow. A model with no events (all taken away again)
+ * is left out. Returns the offset after them; throws SumLimitError past 2^64 - 1.
  */
 export function packTotals(totals: TotalsByModel, out: Uint8Array, at: number, onto?: Uint8Array): number {
-  if (onto) return packOnto(totals, onto, out, at);
-  for (const [id, sums] of totals.models) at = packEntry(out, at, id, sums);
-  return at;
-}
-
-/**
- * Writes `packed` plus `totals` into `out` from `at`, without decoding what needs no change: the
- * entry of a model `totals` holds gets its sums added, every other entry is copied as it is, and the
- * models `packed` lacks follow. Returns the offset after them. (Decoding a stored row into objects
- * and packing it again cost about 20 µs for 20 models; an ingestion does it for every member it
- * touches.)
- */
-function packOnto(totals: TotalsByModel, packed: Uint8Array, out: Uint8Array, at: number): number {
-  const mark = totals.newMark(); // marks the models merged by this call
-  const reader = new VarintReader(packed);
-  while (reader.at < packed.length) {
-    const entryStart = reader.at;
-    const id = reader.next();
-    const sums = totals.models.get(id);
-    if (!sums || sums.mark === mark) {
-      // Copied byte by byte once read past: a subarray per entry to copy (about 17,000 a 1,000-event
-      // RPC batch) cost more than the bytes.
-      for (let i = 0; i < SUMS; i++) reader.next();
-      for (let q = entryStart; q < reader.at; q++) out[at++] = packed[q]!;
-      continue;
-    }
-    sums.mark = mark;
-    at = writeVarint(out, at, id);
-    for (let i = 0; i < SUMS; i++) {
-      const start = reader.at;
-      const total = reader.next() + sums.values[i]!;
-      if (reader.at - start <= NUMBER_BYTES && !sums.big && total <= Number.MAX_SAFE_INTEGER) {
-        at = writeVarint(out, at, total);
-      } else {
-        const big = readBigVarint(packed, start) + sums.total(i);
-        if (big > SUM_LIMIT) throw new SumLimitError();
-        at = writeBigVarint(out, at, big);
+  const { entries } = totals;
+  const mark = totals.newMark(); // marks the entries merged onto `onto`
+  const marks = totals.marks;
+  if (onto) {
+    const reader = new VarintReader(onto);
+    while (reader.at < onto.length) {
+      const entryStart = reader.at;
+      const id = reader.next();
+      const entry = totals.find(id);
+      if (entry === -1 || marks[entry] === mark) {
+        // Copied byte by byte once read past: a subarray per entry cost more than the bytes.
+        for (let i = 0; i < SUMS; i++) reader.next();
+        for (let q = entryStart; q < reader.at; q++) out[at++] = onto[q]!;
+        continue;
+      }
+      marks[entry] = mark;
+      at = writeVarint(out, at, id);
+      const big = entries.bigOf(entry);
+      for (let i = 0; i < SUMS; i++) {
+        const start = reader.at;
+        const total = reader.next() + entries.sums[entry * SUMS + i]!;
+        if (reader.at - start <= NUMBER_BYTES && !big && total <= Number.MAX_SAFE_INTEGER) {
+          at = writeVarint(out, at, total);
+        } else {
+          const exact = readBigVarint(onto, start) + entries.total(entry, i);
+          if (exact > SUM_LIMIT) throw new SumLimitError();
+          at = writeBigVarint(out, at, exact);
+        }
       }
     }
+    if (reader.at !== onto.length) throw new CorruptTotalsError(reader.at, onto.length);
   }
-  if (reader.at !== packed.length) throw new CorruptTotalsError(reader.at, packed.length);
-  for (const [id, sums] of totals.models) if (sums.mark !== mark) at = packEntry(out, at, id, sums);
+  for (let entry = 0; entry < entries.count; entry++) {
+    if (marks[entry] === mark) continue;
+    const events = entries.bigOf(entry) ? entries.total(entry, EVENTS) : entries.sums[entry * SUMS + EVENTS]!;
+    if (events !== 0 && events !== 0n) at = writeEntry(out, at, entries, entry);
+  }
   return at;
 }
 
-/** Writes one model's entry (its id, then its sums); throws SumLimitError past 2^64 - 1. */
-function packEntry(out: Uint8Array, at: number, id: number, sums: ModelSums): number {
-  at = writeVarint(out, at, id);
+/** Writes one entry (its model number, then its sums) as varints; throws SumLimitError past 2^64 - 1. */
+export function writeEntry(out: Uint8Array, at: number, entries: SumEntries, entry: number): number {
+  at = writeVarint(out, at, entries.model[entry]!);
+  const big = entries.bigOf(entry);
   for (let i = 0; i < SUMS; i++) {
-    if (sums.big) {
-      const total = sums.total(i);
-      if (total > SUM_LIMIT) throw new SumLimitError();
-      at = writeBigVarint(out, at, total);
-    } else {
-      at = writeVarint(out, at, sums.values[i]!);
+    const value = entries.sums[entry * SUMS + i]!;
+    if (!big) {
+      at = writeVarint(out, at, value);
+      continue;
     }
-  }
-  return at;
-}
-
-/** The most bytes writeRenumbered writes for the packed totals from `start` to `end`. */
-export const renumberedBytes = (start: number, end: number) => 2 * (end - start);
-
-/**
- * Writes packed totals whose models are an import's file numbers (`frames` from `start` to `end`)
- * into `out` from `at`, numbered by model id instead: copied byte by byte but for the model numbers
- * (no decoding, no packing). Returns the offset after them. An entry is at least 6 bytes, and its
- * model number grows by at most 4 (to a 32-bit id): they take at most renumberedBytes(start, end).
- */
-export function writeRenumbered(out: Uint8Array, at: number, frames: Uint8Array, start: number, end: number, modelIds: ArrayLike<number>): number {
-  const reader = new VarintReader(frames, start);
-  while (reader.at < end) {
-    at = writeVarint(out, at, modelIds[reader.next()]!);
-    const sumsStart = reader.at;
-    for (let i = 0; i < SUMS; i++) reader.next();
-    for (let q = sumsStart; q < reader.at; q++) out[at++] = frames[q]!;
+    const total = big[i]! + BigInt(value);
+    if (total > SUM_LIMIT) throw new SumLimitError();
+    at = writeBigVarint(out, at, total);
   }
   return at;
 }

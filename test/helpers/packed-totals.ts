@@ -1,10 +1,24 @@
 // Packed usage totals as the store keeps them (src/storage/usage-sums-codec.ts, PACKED TOTALS), for
-// tests of the format.
-import type { TotalsByModel } from "../../src/domain/usage-totals.js";
-import { packedBytes, packTotals } from "../../src/storage/usage-sums-codec.js";
+// tests of the format: made from events, and read back as plain bigints.
+import { TotalsByModel } from "../../src/domain/usage-totals.js";
+import { addPackedTotals, packedBytes, packTotals } from "../../src/storage/usage-sums-codec.js";
 
-/** The packed totals of `totals` (merged onto the packed totals `onto`, when given). */
-export function packedOf(totals: TotalsByModel, onto?: Uint8Array): Uint8Array {
-  const out = new Uint8Array(packedBytes(totals, onto));
-  return out.slice(0, packTotals(totals, out, 0, onto));
+/** Totals as plain bigints: model id → [input, output, basic, pay-go, events], by model id. */
+export function plainTotals(totals: TotalsByModel): Record<number, bigint[]> {
+  const { entries } = totals;
+  const models = Array.from({ length: entries.count }, (_, entry) => entry).sort((a, b) => entries.model[a]! - entries.model[b]!);
+  return Object.fromEntries(models.map((entry) => [entries.model[entry]!, [0, 1, 2, 3, 4].map((i) => entries.total(entry, i))]));
+}
+
+/** Packed totals (from `start` to `end`, model numbers mapped by `modelIds`) as plain bigints. */
+export function plainPacked(packed: Uint8Array, start = 0, end = packed.length, modelIds?: number[]): Record<number, bigint[]> {
+  const totals = new TotalsByModel();
+  addPackedTotals(totals, packed, start, end, modelIds);
+  return plainTotals(totals);
+}
+
+/** The packed totals of `totals`. */
+export function packedOf(totals: TotalsByModel): Uint8Array {
+  const out = new Uint8Array(packedBytes(totals));
+  return out.slice(0, packTotals(totals, out, 0));
 }
