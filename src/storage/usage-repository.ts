@@ -15,7 +15,7 @@ import type { Schema } from "./schema.js";
 import type { Database, Dialect } from "./database.js";
 import { DaySums } from "./usage-day-sums.js";
 import { among, chunks, StatementTexts, type BulkStore } from "./bulk-statements.js";
-import { addToRunningTotals } from "./usage-running-totals.js";
+import { addToRunningTotals, LatestRows } from "./usage-running-totals.js";
 import { addRowsToWindow } from "./usage-sums-codec.js";
 import { UsageRollups } from "./usage-rollups.js";
 import { RollupDelta, RollupPeriods } from "../domain/usage-rollup.js";
@@ -67,6 +67,8 @@ interface SharedCaches {
   models: Map<number, ModelIdentity>;
   /** The bulk statements' SQL texts (bulk-statements.ts). */
   texts: StatementTexts;
+  /** The running-total rows this process wrote last (usage-running-totals.ts). */
+  latestRows: LatestRows;
 }
 
 export class UsageRepository {
@@ -79,7 +81,7 @@ export class UsageRepository {
 
   constructor(
     private readonly database: Pick<Database, "db" | "dialect" | "writeTransaction" | "observer">,
-    private readonly caches: SharedCaches = { modelIds: new Map(), models: new Map(), texts: new StatementTexts() },
+    private readonly caches: SharedCaches = { modelIds: new Map(), models: new Map(), texts: new StatementTexts(), latestRows: new LatestRows() },
   ) {
     this.db = database.db;
     this.dialect = database.dialect;
@@ -202,6 +204,7 @@ export class UsageRepository {
     await this.ingestOnce(async (tx) => {
       const members = tx.db.selectFrom("member").select("member_key").where("enterprise_id", "=", enterpriseId);
       await tx.db.deleteFrom("usage_running_total").where("member_key", "in", members).execute();
+      tx.caches.latestRows.clear();
       const rollup = new RollupDelta(new RollupPeriods(await tx.rollups.restart(enterpriseId)));
       tx.rollupDeltas.set(enterpriseId, rollup);
       const daySums = tx.daySums!;
@@ -237,7 +240,9 @@ export class UsageRepository {
       return await this.database.writeTransaction(async (trx) => {
         // PostgreSQL: one ingestion at a time, so that two never read and rewrite the same row at once.
         if (this.dialect === "postgres") await this.takeIngestionLock(trx);
-        await trx.updateTable("usage_ingestion_count").set((eb) => ({ ingestions: eb("ingestions", "+", 1) })).where("id", "=", 1).execute();
+        const { ingestions } = await trx.updateTable("usage_ingestion_count").set((eb) => ({ ingestions: eb("ingestions", "+", 1) }))
+          .where("id", "=", 1).returning("ingestions").executeTakeFirstOrThrow();
+        this.caches.latestRows.begin(Number(ingestions));
         const tx = new UsageRepository({ ...this.database, db: trx }, this.caches);
         tx.daySums = new DaySums();
         await work(tx);
@@ -246,7 +251,8 @@ export class UsageRepository {
         return tx.added;
       }, { unbounded });
     } catch (error) {
-      // Models made inside a rolled-back transaction no longer exist: forget every cached id.
+      // Models made inside a rolled-back transaction no longer exist: forget every cached id. (Its
+      // running-total rows are forgotten at the next ingestion: its count of ingestions comes again.)
       this.caches.modelIds.clear();
       this.caches.models.clear();
       if (error instanceof SumLimitError) {
@@ -330,7 +336,7 @@ export class UsageRepository {
 
   /** Adds the held day sums to the running totals. */
   private async writeDaySums(): Promise<void> {
-    if (this.daySums!.size > 0) await addToRunningTotals(this.bulk, { frames: this.daySums!.takeFrames() });
+    if (this.daySums!.size > 0) await addToRunningTotals(this.bulk, this.caches.latestRows, { frames: this.daySums!.takeFrames() });
   }
 
   /** Adds the held rollup deltas to the stored rollups. */
@@ -346,7 +352,7 @@ export class UsageRepository {
    * among those rows. Only after those rows: their repeats must be known.
    */
   async addSumFrames(frames: Uint8Array, memberKeys: ArrayLike<number>, modelIds: ArrayLike<number>): Promise<void> {
-    await addToRunningTotals(this.bulk, { frames, memberKeys, modelIds }, this.repeats?.takeFrames());
+    await addToRunningTotals(this.bulk, this.caches.latestRows, { frames, memberKeys, modelIds }, this.repeats?.takeFrames());
   }
 
   /**

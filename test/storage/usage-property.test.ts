@@ -424,11 +424,10 @@ describe.each(dialects)("usage sums, property-based (%s)", (dialect) => {
         expect(await sums(enterpriseId, start, end), `window [${start}, ${end})`).toStrictEqual(referenceSums(counted, start, end));
       }
     }, 120_000);
-    // A file in time order gets each member's running totals from its worker, ready to store
-    // (ImportRunningTotals): u1's stored rows all come before its first day in the file (its rows
-    // are the file's totals on top of them), u2 has a stored row on that day (its sums go the
-    // general way), u3 has none, and repeats in it of its own events come after its first rows are
-    // written; a stored event of u2's comes again. Small messages: many of each.
+    // A file in time order, in many small chunks: u1's stored rows all come before its first day in
+    // the file (its rows are the file's sums on top of them), u2 has a stored row on that day, u3
+    // has none, and repeats in it of its own events come after its first rows are written; a stored
+    // event of u2's comes again.
     it("a file in time order: its running totals on stored rows before it, beside stored rows on its days, with repeats", async () => {
       const { enterpriseId, generated } = await enterpriseWithEvents("USD", 240, 13);
       const event = (i: number, member: number, offset: number, input = generated[i]!.input) =>
@@ -451,6 +450,56 @@ describe.each(dialects)("usage sums, property-based (%s)", (dialect) => {
       const counted = firstOfEachId([...stored, ...file].map((e) => e.reference));
       for (const [start, end] of [[T0, T0 + 9 * DAY], [T0 + DAY + 5, T0 + 6 * DAY + 7], [T0 + 2 * DAY + HOUR, T0 + 3 * DAY + 2 * HOUR],
         [T0 + 3 * DAY, T0 + 4 * DAY], [T0 + 4 * DAY, T0 + 8 * DAY], [T0 + 6 * DAY + 1, T0 + 7 * DAY + 12 * HOUR]] as const) {
+        expect(await sums(enterpriseId, start, end), `window [${start}, ${end})`).toStrictEqual(referenceSums(counted, start, end));
+      }
+    }, 120_000);
+
+    // Each writer keeps the running-total rows it wrote last (LatestRows) and reads a member's rows
+    // from them instead of the store while no other ingestion came between. A second writer (another
+    // process) comes between here after every batch, on the same members and days.
+    it("a second writer between two ingestions: each adds to the other's rows, not to its own memory of them", async () => {
+      const { enterpriseId, generated } = await enterpriseWithEvents("USD", 200, 17);
+      // Batch k on day k: a writer's next batch comes after days it did not write itself.
+      const events = generated.map((g, i) => toSent({ ...g, offset: Math.floor(i / 20) * DAY + (g.offset % DAY) }, `e${i}`));
+      const secondDatabase = openDatabase(testDb.url);
+      try {
+        const second = new UsageRepository(secondDatabase);
+        for (let at = 0; at < events.length; at += 20) {
+          const writer = (at / 20) % 2 === 0 ? repository : second;
+          const batch = events.slice(at, at + 20).map((e, i) => ({ event: checkUsageEvent(e.wire as RawUsageEvent, `events[${i}]`), where: `events[${i}]` }));
+          expect(await recordUsage(writer, enterpriseId, batch)).toStrictEqual({ recorded: 20, duplicates: 0 });
+        }
+      } finally {
+        await secondDatabase.close();
+      }
+      const counted = events.map((e) => e.reference);
+      for (const [start, end] of [[T0, T0 + 10 * DAY], [T0 + 3 * DAY, T0 + 8 * DAY], [T0 + 2 * DAY + 5, T0 + 9 * DAY + HOUR]] as const) {
+        expect(await sums(enterpriseId, start, end), `window [${start}, ${end})`).toStrictEqual(referenceSums(counted, start, end));
+      }
+    }, 120_000);
+
+    it("an ingestion refused at its end leaves nothing of its rows behind, in the store or in memory", async () => {
+      const { enterpriseId } = await enterpriseWithEvents("USD", 0, 19);
+      // Below the API (its per-event ceiling is far lower): events of any size up to the store's 2^63 - 1.
+      const events = (list: Array<[eventId: string, userId: string, offset: number, inputTokens: bigint]>) => list.map(([eventId, userId, offset, inputTokens]) => ({
+        where: eventId,
+        reference: {
+          event_id: eventId, user_id: userId, model_name: "m-a", model_type: "Chat", model_source: "Builtin", timestamp: T0 + offset,
+          input_tokens: inputTokens, output_tokens: 0n, basic_micros: 0n, pay_go_micros: 0n,
+        } satisfies ReferenceEvent,
+        event: {
+          eventId, userId, modelName: "m-a", modelType: "Chat", modelSource: "Builtin", timestamp: T0 + offset, inputTokens, outputTokens: 0n,
+          basicMicros: 0n, payGoMicros: 0n,
+        },
+      }));
+      const first = events([["a", "u1", HOUR, 5n], ["b", "u2", HOUR, 2n ** 63n - 1n], ["c", "u2", 2 * HOUR, 2n ** 63n - 1n]]);
+      expect(await recordUsage(repository, enterpriseId, first)).toStrictEqual({ recorded: 3, duplicates: 0 });
+      // u1's new row is made first (member keys in order); u2's would pass 2^64 - 1, which refuses the whole batch.
+      await expect(recordUsage(repository, enterpriseId, events([["d", "u1", DAY, 7n], ["e", "u2", DAY, 2n]]))).rejects.toMatchObject({ code: 4001 });
+      const last = events([["f", "u1", 2 * DAY, 11n]]);
+      expect(await recordUsage(repository, enterpriseId, last)).toStrictEqual({ recorded: 1, duplicates: 0 });
+      const counted = [...first, ...last].map((e) => e.reference);
+      for (const [start, end] of [[T0, T0 + 3 * DAY], [T0 + DAY, T0 + 3 * DAY]] as const) {
         expect(await sums(enterpriseId, start, end), `window [${start}, ${end})`).toStrictEqual(referenceSums(counted, start, end));
       }
     }, 120_000);
