@@ -31,7 +31,7 @@ export interface FramedSums {
  * way every ingestion writes them (an RPC batch, an import's chunk, `usage rebuild`). `takenAway`:
  * frames by member key and model id of events that `added` holds but the store already had (an
  * import's repeats, summed on its worker before they were found), taken away again. A member whose
- * latest row `latest` holds, from before its first new day, is not read from the store.
+ * latest row `latest` holds, from its first new day or before, is not read from the store.
  */
 export async function addToRunningTotals(database: BulkStore, latest: LatestRows, added: FramedSums, takenAway?: Uint8Array): Promise<void> {
   const members = memberRuns(added);
@@ -42,7 +42,7 @@ export async function addToRunningTotals(database: BulkStore, latest: LatestRows
   const rows = new RowsByDay(Math.min(ROWS_HELD_BYTES, Math.max(1 << 16, members.days * 512)));
   const writer = new MemberRows(added, takenAway ?? new Uint8Array(), rows, latest);
   for (const chunk of chunks(members.runs)) {
-    const known = chunk.map((run) => latest.before(run.memberKey, run.firstDay));
+    const known = chunk.map((run) => latest.from(run.memberKey, run.firstDay));
     const unknown = chunk.filter((_, i) => known[i] === undefined);
     const stored = unknown.length === 0 ? new Map<number, StoredRow[]>()
       : await readStoredRows(database, unknown.map((run) => [run.memberKey, run.firstDay]));
@@ -76,10 +76,13 @@ export class LatestRows {
     this.ingestions = -1;
   }
 
-  /** The member's stored rows from its latest row before `day` (the only one), when that is known; else undefined. */
-  before(memberKey: number, day: number): StoredRow[] | undefined {
+  /**
+   * The member's stored rows from its last one on or before `day` (readStoredRows), when its latest
+   * row is known and on or before `day`: that row alone. Else undefined.
+   */
+  from(memberKey: number, day: number): StoredRow[] | undefined {
     const row = this.rows.get(memberKey);
-    return row && row.day < day ? [row] : undefined;
+    return row && row.day <= day ? [row] : undefined;
   }
 
   set(memberKey: number, day: number, totals: Uint8Array): void {
