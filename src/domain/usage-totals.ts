@@ -56,13 +56,13 @@ export class ModelSums {
     return this.big ? value + this.big[index]! : value;
   }
 
-  /** One event (or, with `events` -1, one taken away): values as numbers (the API's, at most 10^12) or bigints (callers below it). */
-  addEvent(inputTokens: number | bigint, outputTokens: number | bigint, basicMicros: number | bigint, payGoMicros: number | bigint, events = 1): void {
+  /** One event: values as numbers (the API's, at most 10^12) or bigints (callers below it). */
+  addEvent(inputTokens: number | bigint, outputTokens: number | bigint, basicMicros: number | bigint, payGoMicros: number | bigint): void {
     this.addValue(INPUT, inputTokens);
     this.addValue(OUTPUT, outputTokens);
     this.addValue(BASIC, basicMicros);
     this.addValue(PAY_GO, payGoMicros);
-    this.add(EVENTS, events);
+    this.add(EVENTS, 1);
   }
 
   /** The sum as a number while it is exact, else as a bigint. */
@@ -214,16 +214,6 @@ export class TotalsByModel {
       this.entryOf[modelId] = entry;
     }
     return entry;
-  }
-
-  /** One event of a model: values as numbers (the API's, at most 10^12) or bigints (callers below it). */
-  addEvent(modelId: number, inputTokens: number | bigint, outputTokens: number | bigint, basicMicros: number | bigint, payGoMicros: number | bigint): void {
-    const entry = this.entryFor(modelId);
-    this.entries.addValue(entry, INPUT, inputTokens);
-    this.entries.addValue(entry, OUTPUT, outputTokens);
-    this.entries.addValue(entry, BASIC, basicMicros);
-    this.entries.addValue(entry, PAY_GO, payGoMicros);
-    this.entries.addTo(entry, EVENTS, 1);
   }
 
   /** A mark no entry carries yet, for one pass to tell the entries it has handled (`marks`) from the others. */

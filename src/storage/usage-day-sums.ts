@@ -13,14 +13,14 @@ import { grown } from "../domain/typed-arrays.js";
  * thousands costs the garbage collector nothing (as objects, on the import's parsing thread, a
  * 10-million-event import profiled 19 s summing, 10 s packing and 12 s of garbage collection
  * against 3 s before, and the thread fell behind the writing one). Members and models are numbers
- * of the caller's own (an import's file indexes, or member keys and model ids); values are numbers
- * (at most 10^12 an event), kept exact: a sum that would pass 2^53 moves into a bigint.
+ * of the caller's own (an import's file indexes, or member keys and model ids); sums stay exact: a
+ * sum that would pass 2^53 moves into a bigint.
  */
 export class DaySums {
   /** (member, day) → its first entry; entries of a (member, day) are chained by `next`. */
   private readonly firstEntry = new Map<number, number>();
   /** Per (member, day) held, in the order first seen: member, day and first entry. */
-  private slots = new Int32Array(3 * 1024);
+  private slots = new Float64Array(3 * 1024); // member keys may pass 2^31
   private slotCount = 0;
   /**
    * Per member below LAST_DAY_MEMBERS: the day of its latest event and that (member, day)'s first
@@ -145,5 +145,5 @@ export class FrameCursor {
 const DAY_SPAN = 2 ** 22;
 /** A frame header's room: three varints below 2^32. */
 const HEADER_ROOM = 15;
-/** Members whose latest day is kept in arrays (an import's file indexes are all below it; larger member keys use the Map). */
+/** Members whose latest day is kept in arrays; larger numbers (member keys, users past the 65,536th of a file) use the Map. */
 const LAST_DAY_MEMBERS = 1 << 16;

@@ -251,10 +251,10 @@ export class UsageRepository {
         return tx.added;
       }, { unbounded });
     } catch (error) {
-      // Models made inside a rolled-back transaction no longer exist: forget every cached id. (Its
-      // running-total rows are forgotten at the next ingestion: its count of ingestions comes again.)
+      // Models and running-total rows made inside a rolled-back transaction no longer exist: forget them.
       this.caches.modelIds.clear();
       this.caches.models.clear();
+      this.caches.latestRows.clear();
       if (error instanceof SumLimitError) {
         throw invalidParameter(SUM_LIMIT_MESSAGE);
       }

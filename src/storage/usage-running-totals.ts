@@ -43,12 +43,14 @@ export async function addToRunningTotals(database: BulkStore, latest: LatestRows
   const writer = new MemberRows(added, takenAway ?? new Uint8Array(), rows, latest);
   for (const chunk of chunks(members.runs)) {
     const known = chunk.map((run) => latest.from(run.memberKey, run.firstDay));
-    const unknown = chunk.filter((_, i) => known[i] === undefined);
-    const stored = unknown.length === 0 ? new Map<number, StoredRow[]>()
-      : await readStoredRows(database, unknown.map((run) => [run.memberKey, run.firstDay]));
+    const stored = new Map<number, StoredRow[]>();
+    for (const part of chunks(chunk.filter((_, i) => known[i] === undefined))) {
+      for (const [memberKey, memberRows] of await readStoredRows(database, part.map((run) => [run.memberKey, run.firstDay]))) stored.set(memberKey, memberRows);
+    }
     chunk.forEach((run, i) => writer.write(run, known[i] ?? stored.get(run.memberKey) ?? []));
     if (rows.bytes > ROWS_HELD_BYTES) await rows.write(database);
   }
+  writer.checkAllTaken();
   await rows.write(database);
 }
 
@@ -61,16 +63,13 @@ export class LatestRows {
   private readonly rows = new LRUCache<number, StoredRow>({ maxSize: LATEST_ROWS_BYTES, sizeCalculation: (row) => row.totals.length + 64 });
   private ingestions = -1;
 
-  /**
-   * An ingestion begins, the store's count of ingestions with it: when another came between, or the
-   * last one was rolled back (its count comes again), the rows held may be stale.
-   */
+  /** An ingestion begins, the store's count of ingestions with it: when another came between, the rows held may be stale. */
   begin(ingestions: number): void {
     if (ingestions !== this.ingestions + 1) this.rows.clear();
     this.ingestions = ingestions;
   }
 
-  /** Forgets every row: the store's rows were deleted. */
+  /** Forgets every row: an ingestion failed (its rows were never committed), or the store's rows were deleted. */
   clear(): void {
     this.rows.clear();
     this.ingestions = -1;
@@ -127,13 +126,19 @@ class MemberRows {
   private readonly added = new TotalsByModel();
   /** Each member's frames taken away (by member key), rare: an import's repeats. */
   private readonly taken = new Map<number, MemberRun>();
+  private takenUsed = 0;
 
   constructor(private readonly sums: FramedSums, private readonly takenAway: Uint8Array, private readonly rows: RowsByDay,
     private readonly latest: LatestRows) {
     for (const run of memberRuns({ frames: takenAway }).runs) this.taken.set(run.memberKey, run);
   }
 
-  /** Writes the member's rows; `stored` is its last stored row before its first new day, if any, and every row after it, in day order. */
+  /** Fails unless every member taken away had new events too (a repeat was summed with the new events first). */
+  checkAllTaken(): void {
+    if (this.takenUsed !== this.taken.size) throw new Error("running totals: events taken away from members that have no new events");
+  }
+
+  /** Writes the member's rows; `stored` is its last stored row on or before its first new day, if any, and every row after it, in day order. */
   write(run: MemberRun, stored: readonly StoredRow[]): void {
     const { added, rows } = this;
     const { modelIds } = this.sums;
@@ -143,6 +148,7 @@ class MemberRows {
     let base = s > 0 ? stored[s - 1]!.totals : undefined;
     const news = new FrameCursor(this.sums.frames, run.start, run.end);
     const takenRun = this.taken.get(run.memberKey);
+    if (takenRun) this.takenUsed++;
     const taken = new FrameCursor(this.takenAway, takenRun?.start ?? 0, takenRun?.end ?? 0);
     let newDay = news.next() ? news.day : Infinity;
     let takenDay = taken.next() ? taken.day : Infinity;

@@ -1,6 +1,6 @@
 // Packed usage totals as the store keeps them (src/storage/usage-sums-codec.ts, PACKED TOTALS), for
 // tests of the format: made from events, and read back as plain bigints.
-import { TotalsByModel } from "../../src/domain/usage-totals.js";
+import { BASIC, EVENTS, INPUT, OUTPUT, PAY_GO, TotalsByModel } from "../../src/domain/usage-totals.js";
 import { addPackedTotals, packedBytes, packTotals } from "../../src/storage/usage-sums-codec.js";
 
 /** Totals as plain bigints: model id → [input, output, basic, pay-go, events], by model id. */
@@ -21,4 +21,15 @@ export function plainPacked(packed: Uint8Array, start = 0, end = packed.length, 
 export function packedOf(totals: TotalsByModel): Uint8Array {
   const out = new Uint8Array(packedBytes(totals));
   return out.slice(0, packTotals(totals, out, 0));
+}
+
+/** Totals made from events: each (model id, input, output, basic, pay-go) one event, values as numbers or bigints. */
+export function totalsOf(events: ReadonlyArray<readonly [model: number, ...values: Array<number | bigint>]>): TotalsByModel {
+  const totals = new TotalsByModel();
+  for (const [model, ...values] of events) {
+    const entry = totals.entryFor(model);
+    [INPUT, OUTPUT, BASIC, PAY_GO].forEach((i) => totals.entries.addValue(entry, i, values[i] ?? 0));
+    totals.entries.addTo(entry, EVENTS, 1);
+  }
+  return totals;
 }

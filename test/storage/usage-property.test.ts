@@ -496,9 +496,17 @@ describe.each(dialects)("usage sums, property-based (%s)", (dialect) => {
       expect(await recordUsage(repository, enterpriseId, first)).toStrictEqual({ recorded: 3, duplicates: 0 });
       // u1's new row is made first (member keys in order); u2's would pass 2^64 - 1, which refuses the whole batch.
       await expect(recordUsage(repository, enterpriseId, events([["d", "u1", DAY, 7n], ["e", "u2", DAY, 2n]]))).rejects.toMatchObject({ code: 4001 });
+      // Another writer commits in between, taking the refused ingestion's place in the store's count.
+      const secondDatabase = openDatabase(testDb.url);
+      const between = events([["g", "u3", DAY, 3n]]);
+      try {
+        expect(await recordUsage(new UsageRepository(secondDatabase), enterpriseId, between)).toStrictEqual({ recorded: 1, duplicates: 0 });
+      } finally {
+        await secondDatabase.close();
+      }
       const last = events([["f", "u1", 2 * DAY, 11n]]);
       expect(await recordUsage(repository, enterpriseId, last)).toStrictEqual({ recorded: 1, duplicates: 0 });
-      const counted = [...first, ...last].map((e) => e.reference);
+      const counted = [...first, ...between, ...last].map((e) => e.reference);
       for (const [start, end] of [[T0, T0 + 3 * DAY], [T0 + DAY, T0 + 3 * DAY]] as const) {
         expect(await sums(enterpriseId, start, end), `window [${start}, ${end})`).toStrictEqual(referenceSums(counted, start, end));
       }

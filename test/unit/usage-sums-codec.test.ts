@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { SUM_LIMIT, SumLimitError, TotalsByModel } from "../../src/domain/usage-totals.js";
 import { CorruptTotalsError, VarintReader, addPackedTotals, readBigVarint, writeVarint } from "../../src/storage/usage-sums-codec.js";
-import { packedOf, plainTotals as plain } from "../helpers/packed-totals.js";
+import { packedOf, plainTotals as plain, totalsOf } from "../helpers/packed-totals.js";
 
 /** An independent reader of packed totals (bigint sums per model id); throws on a truncated varint instead of reading on. */
 function decodePacked(packed: Uint8Array): Record<number, bigint[]> {
@@ -30,10 +30,9 @@ describe("packed usage totals", () => {
     const value = fc.oneof(fc.integer({ min: 0, max: 1_000_000_000_000 }), fc.bigInt({ min: 0n, max: SUM_LIMIT / 4n }));
     const event = fc.tuple(fc.integer({ min: 1, max: 2 ** 32 - 1 }), value, value, value, value);
     fc.assert(fc.property(fc.array(event, { maxLength: 30 }), (events) => {
-      const totals = new TotalsByModel();
+      const totals = totalsOf(events);
       const reference = new Map<number, bigint[]>();
       for (const [model, ...values] of events) {
-        totals.addEvent(model, values[0]!, values[1]!, values[2]!, values[3]!);
         const sums = reference.get(model) ?? [0n, 0n, 0n, 0n, 0n];
         reference.set(model, sums.map((s, i) => s + (i === 4 ? 1n : BigInt(values[i]!))));
       }
@@ -48,22 +47,16 @@ describe("packed usage totals", () => {
   });
 
   it("adds packed totals to held ones, carrying past 2^53 into bigints", () => {
-    const stored = new TotalsByModel();
-    stored.addEvent(7, 2n ** 53n - 1n, 1, 0, 5);
-    const batch = new TotalsByModel();
-    batch.addEvent(7, 2, 2, 3, 0);
-    batch.addEvent(9, 1, 0, 0, 0);
+    const stored = totalsOf([[7, 2n ** 53n - 1n, 1, 0, 5]]);
+    const batch = totalsOf([[7, 2, 2, 3, 0], [9, 1, 0, 0, 0]]);
     addPackedTotals(batch, packedOf(stored));
     expect(plain(batch)).toStrictEqual({ 7: [2n ** 53n + 1n, 3n, 3n, 5n, 2n], 9: [1n, 0n, 0n, 0n, 1n] });
   });
 
   it("refuses a sum past 2^64 - 1 and keeps small sums small (a few bytes a model)", () => {
-    const over = new TotalsByModel();
-    over.addEvent(1, SUM_LIMIT, 0, 0, 0);
-    over.addEvent(1, 1, 0, 0, 0);
+    const over = totalsOf([[1, SUM_LIMIT, 0, 0, 0], [1, 1, 0, 0, 0]]);
     expect(() => packedOf(over)).toThrow(SumLimitError);
-    const small = new TotalsByModel();
-    small.addEvent(3, 5000, 1200, 15000, 0);
+    const small = totalsOf([[3, 5000, 1200, 15000, 0]]);
     expect(packedOf(small)).toHaveLength(1 + 2 + 2 + 2 + 1 + 1); // 5000, 1200 and 15000 take two bytes each
   });
 
@@ -71,15 +64,12 @@ describe("packed usage totals", () => {
     const value = fc.oneof(fc.integer({ min: 0, max: 1_000_000_000_000 }), fc.bigInt({ min: 0n, max: SUM_LIMIT / 4n }));
     const event = fc.tuple(fc.oneof(fc.integer({ min: 1, max: 40 }), fc.constant(2 ** 31 - 1)), value, value, value, value);
     fc.assert(fc.property(fc.array(event, { maxLength: 25 }), fc.array(event, { maxLength: 10 }), (stored, added) => {
-      const before = new TotalsByModel();
-      for (const [model, ...values] of stored) before.addEvent(model, values[0]!, values[1]!, values[2]!, values[3]!);
-      const everything = new TotalsByModel();
-      for (const [model, ...values] of [...stored, ...added]) everything.addEvent(model, values[0]!, values[1]!, values[2]!, values[3]!);
+      const before = totalsOf(stored);
+      const everything = totalsOf([...stored, ...added]);
       let merged: Uint8Array;
       try {
-        const row = new TotalsByModel();
+        const row = totalsOf(added);
         addPackedTotals(row, packedOf(before));
-        for (const [model, ...values] of added) row.addEvent(model, values[0]!, values[1]!, values[2]!, values[3]!);
         merged = packedOf(row);
       } catch (error) {
         expect(error).toBeInstanceOf(SumLimitError);
@@ -91,11 +81,8 @@ describe("packed usage totals", () => {
   });
 
   it("takes packed totals away again, and leaves out of the packed form a model with no events left", () => {
-    const earlier = new TotalsByModel();
-    earlier.addEvent(1, 4, 4, 0, 0);
-    const later = new TotalsByModel();
-    later.addEvent(0, 10, 5, 0, 0);
-    later.addEvent(1, 4, 4, 0, 0);
+    const earlier = totalsOf([[1, 4, 4, 0, 0]]);
+    const later = totalsOf([[0, 10, 5, 0, 0], [1, 4, 4, 0, 0]]);
     const row = new TotalsByModel();
     // Model numbers 0 and 1, mapped to ids 2 and 3.
     expect(addPackedTotals(row, packedOf(later), 0, undefined, [2, 3])).toBe(2);
@@ -104,9 +91,7 @@ describe("packed usage totals", () => {
   });
 
   it("refuses packed totals that end inside an entry", () => {
-    const stored = new TotalsByModel();
-    stored.addEvent(3, 5000, 1200, 15000, 0);
-    stored.addEvent(4, 1, 1, 1, 1);
+    const stored = totalsOf([[3, 5000, 1200, 15000, 0], [4, 1, 1, 1, 1]]);
     const packed = packedOf(stored);
     for (const corrupt of [packed.slice(0, -1), Uint8Array.of(...packed.slice(0, -1), 0x80)]) {
       expect(() => addPackedTotals(new TotalsByModel(), corrupt)).toThrow(CorruptTotalsError);

@@ -1,18 +1,16 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { EVENTS, SUM_LIMIT, SUMS, TotalsByModel } from "../../src/domain/usage-totals.js";
+import { EVENTS, SUM_LIMIT, SUMS } from "../../src/domain/usage-totals.js";
 import { CorruptTotalsError, addRowsToWindow } from "../../src/storage/usage-sums-codec.js";
 import { WindowSums } from "../../src/domain/usage-window-sums.js";
-import { packedOf } from "../helpers/packed-totals.js";
+import { packedOf, totalsOf } from "../helpers/packed-totals.js";
 
 type Event = [model: number, input: number | bigint, output: number | bigint, basic: number | bigint, payGo: number | bigint];
 
 /** Stored rows as a statement reads them: their totals end to end, one row per member, and "key,length" per row. */
 function rows(members: ReadonlyArray<[key: number, events: readonly Event[]]>): { totals: Uint8Array; index: string } {
   const parts = members.map(([key, events]) => {
-    const totals = new TotalsByModel();
-    for (const [model, ...values] of events) totals.addEvent(model, values[0], values[1], values[2], values[3]);
-    return [key, packedOf(totals)] as const;
+    return [key, packedOf(totalsOf(events))] as const;
   });
   return { totals: new Uint8Array(parts.flatMap(([, part]) => [...part])), index: parts.map(([key, part]) => `${key},${part.length}`).join(",") };
 }
