@@ -43,10 +43,9 @@ export async function addToRunningTotals(database: BulkStore, latest: LatestRows
   const writer = new MemberRows(added, takenAway ?? new Uint8Array(), rows, latest);
   for (const chunk of chunks(members.runs)) {
     const known = chunk.map((run) => latest.from(run.memberKey, run.firstDay));
-    const stored = new Map<number, StoredRow[]>();
-    for (const part of chunks(chunk.filter((_, i) => known[i] === undefined))) {
-      for (const [memberKey, memberRows] of await readStoredRows(database, part.map((run) => [run.memberKey, run.firstDay]))) stored.set(memberKey, memberRows);
-    }
+    const unknown = chunk.filter((_, i) => known[i] === undefined);
+    const stored = unknown.length === 0 ? new Map<number, StoredRow[]>()
+      : await readStoredRows(database, unknown.map((run) => [run.memberKey, run.firstDay]));
     chunk.forEach((run, i) => writer.write(run, known[i] ?? stored.get(run.memberKey) ?? []));
     if (rows.bytes > ROWS_HELD_BYTES) await rows.write(database);
   }
@@ -176,13 +175,18 @@ class MemberRows {
 }
 
 /**
- * For each (member key, day) given (at most a chunk of them): the member's last stored row on
+ * For each (member key, day) given (at most 512): the member's last stored row on
  * or before that day and every row after it, in day order (usually one row: today's, or the last
  * one before today), by member key.
  */
 async function readStoredRows(database: BulkStore,
   memberDays: ReadonlyArray<readonly [memberKey: number, day: number]>): Promise<Map<number, StoredRow[]>> {
-  const [found] = (await database.db.executeQuery<StoredRows>(CompiledQuery.raw(storedStatement(database, memberDays.length), memberDays.flat()))).rows;
+  // One statement, of a power of two members (so that few texts are ever prepared): the rest are
+  // member -1, which has no rows.
+  const size = 2 ** Math.ceil(Math.log2(memberDays.length));
+  const parameters = memberDays.flat();
+  while (parameters.length < 2 * size) parameters.push(-1, 0);
+  const [found] = (await database.db.executeQuery<StoredRows>(CompiledQuery.raw(storedStatement(database, size), parameters))).rows;
   return splitStoredRows(found);
 }
 
