@@ -67,7 +67,7 @@ interface SharedCaches {
   models: Map<number, ModelIdentity>;
   /** The bulk statements' SQL texts (bulk-statements.ts). */
   texts: StatementTexts;
-  /** The running-total rows this process wrote last (usage-running-totals.ts). */
+  /** The running-total rows this repository wrote last (usage-running-totals.ts). */
   latestRows: LatestRows;
 }
 

@@ -54,9 +54,10 @@ export async function addToRunningTotals(database: BulkStore, latest: LatestRows
 }
 
 /**
- * The latest row this process wrote for each member, while no other ingestion has committed since
- * (`begin` gets the store's count of ingestions): reading a member's rows back from the store cost
- * an import about a tenth of its time. Least recently used rows go first past LATEST_ROWS_BYTES.
+ * The latest row this repository wrote for each member, while no other ingestion has committed since
+ * (`begin` gets the store's count of ingestions): reading each chunk's members' rows back from the
+ * store cost a 5-million-event import about 4% of its time. Least recently used rows go first past
+ * LATEST_ROWS_BYTES.
  */
 export class LatestRows {
   private readonly rows = new LRUCache<number, StoredRow>({ maxSize: LATEST_ROWS_BYTES, sizeCalculation: (row) => row.totals.length + 64 });
