@@ -156,7 +156,7 @@ async function stop(child: ChildProcess | undefined, graceMs = 5000): Promise<vo
 function startService(port: number, dbFile: string, logFile: string, profileDir: string | undefined): ChildProcess {
   const log = openSync(logFile, "a");
   const nodeFlags = profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [];
-  const child = spawn(process.execPath, ["--max-semi-space-size=64", ...nodeFlags, join(ROOT, "bin/enterprise-admin.mjs"), "serve", "--port", String(port), "--host", "127.0.0.1", "--db", dbFile], {
+  const child = spawn(process.execPath, ["--max-semi-space-size=64", "--min-semi-space-size=64", ...nodeFlags, join(ROOT, "bin/enterprise-admin.mjs"), "serve", "--port", String(port), "--host", "127.0.0.1", "--db", dbFile], {
     cwd: ROOT,
     // Throughput is what is measured here, not the per-app rate limit.
     env: { ...process.env, LOG_LEVEL: "info", RATE_LIMIT_RPS: "0" },
