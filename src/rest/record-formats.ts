@@ -73,10 +73,22 @@ export function recordsField(response: DescMessage): DescField & { fieldKind: "l
  */
 function csvCell(field: DescField): (value: unknown) => string {
   const text = (v: unknown) => (typeof v === "boolean" ? (v ? "true" : "false") : String(v));
-  if (field.fieldKind === "list") return (v) => csvFormatValue(defuseFormula(((v as unknown[] | undefined) ?? []).map(text).join(CSV_LIST_SEPARATOR)));
-  if (field.fieldKind === "scalar" && field.scalar === ScalarType.STRING) return (v) => (v === undefined || v === null ? "" : csvFormatValue(defuseFormula(String(v))));
+  if (field.fieldKind === "list") return remembered((v) => csvFormatValue(defuseFormula(((v as unknown[] | undefined) ?? []).map(text).join(CSV_LIST_SEPARATOR))));
+  if (field.fieldKind === "scalar" && field.scalar === ScalarType.STRING) return remembered((v) => (v === undefined || v === null ? "" : csvFormatValue(defuseFormula(String(v)))));
   const zero = field.fieldKind === "scalar" && field.scalar === ScalarType.BOOL ? "false" : "0";
   return (v) => (v === undefined || v === null ? zero : text(v));
+}
+
+/**
+ * A text or list cell that keeps the last cell it made: an export's rows come per member and day,
+ * so a member's and a date's cells repeat on consecutive rows. A list is the same by identity.
+ */
+function remembered(cell: (value: unknown) => string): (value: unknown) => string {
+  let last = { value: undefined as unknown, cell: cell(undefined) };
+  return (value) => {
+    if (last.value !== value) last = { value, cell: cell(value) };
+    return last.cell;
+  };
 }
 
 /**
