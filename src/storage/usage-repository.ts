@@ -219,13 +219,15 @@ export class UsageRepository {
   }
 
   /**
-   * After an import, on PostgreSQL: vacuums and analyzes the tables it rewrote. An import rewrites a
+   * After an import, on PostgreSQL: vacuums and analyzes the tables it wrote. An import rewrites a
    * member's running-total row and a day's rollup rows once a chunk, leaving dead row versions that
    * autovacuum clears only later; until then every query that reads those rows reads past them too.
-   * SQLite reuses the pages in place: nothing to do.
+   * The events' new pages are not yet all-visible either: an index-only scan of them (the query's
+   * raw part of a day, a report's or an export's raw sums) visits the heap for every event until a
+   * vacuum marks them. SQLite reuses the pages in place: nothing to do.
    */
   async tidyAfterImport(): Promise<void> {
-    if (this.dialect === "postgres") await sql`vacuum (analyze) usage_running_total, usage_rollup, usage_rollup_members`.execute(this.db);
+    if (this.dialect === "postgres") await sql`vacuum (analyze) usage_event, usage_running_total, usage_rollup, usage_rollup_members`.execute(this.db);
   }
 
   /** How many raw events the enterprise has (what `usage rebuild` will read). */
