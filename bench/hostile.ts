@@ -86,14 +86,14 @@ class Workspace {
   }
 
   async cli(args: string[], env: Record<string, string> = {}) {
-    return run(process.execPath, [CLI, ...args, "--db", this.dbFile], { cwd: ROOT, env: this.env(env), maxBuffer: 64 * 2 ** 20 });
+    return run(CLI, [...args, "--db", this.dbFile], { cwd: ROOT, env: this.env(env), maxBuffer: 64 * 2 ** 20 });
   }
 
   async start(env: Record<string, string> = {}): Promise<Server> {
     const port = await freePort();
     const logFile = join(this.dir, `server-${++this.logs}.log`);
     const out = openSync(logFile, "w");
-    const child = spawn(process.execPath, [CLI, "serve", "--port", String(port), "--db", this.dbFile], {
+    const child = spawn(CLI, ["serve", "--port", String(port), "--db", this.dbFile], {
       cwd: ROOT, env: this.env(env), stdio: ["ignore", out, "inherit"],
     });
     closeSync(out);

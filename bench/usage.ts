@@ -121,7 +121,7 @@ async function measureIngestion(dbPath: string, batches: number) {
     .createToken(ENTERPRISE_ID, ["usage:write"], 3600)).accessToken;
   await database.close();
   const port = await freePort();
-  const server = spawn(process.execPath, ["--max-semi-space-size=64", "--min-semi-space-size=64", join(ROOT, "bin/enterprise-admin.mjs"), "serve", "--port", String(port), "--db", dbPath],
+  const server = spawn(join(ROOT, "bin/enterprise-admin.mjs"), ["serve", "--port", String(port), "--db", dbPath],
     { env: { ...process.env, LOG_LEVEL: "warn", RATE_LIMIT_RPS: "0" }, stdio: ["ignore", "ignore", "inherit"] });
   try {
     await waitForPort(port);
