@@ -5,7 +5,7 @@
 import roaring from "roaring";
 import type { Grouping, GroupKey, MemberGroups } from "./report-groups.js";
 import type { TimeBucket } from "./local-time.js";
-import { BASIC, EVENTS, INPUT, ModelSums, OUTPUT, PAY_GO, SUMS, type MemberModelSums } from "./usage-totals.js";
+import { BASIC, EVENTS, INPUT, ExactSums, OUTPUT, PAY_GO, SUMS, type MemberModelSums } from "./usage-totals.js";
 import { grown } from "./typed-arrays.js";
 
 const { RoaringBitmap32 } = roaring;
@@ -18,7 +18,9 @@ export interface PeriodFigures {
   modelId: number;
   /** The department group ("" or absent: none). */
   departmentId?: string;
-  sums: ModelSums;
+  /** Its sums: row `row` of `sums`. */
+  sums: ExactSums;
+  row: number;
   memberCount: number;
   /** A portable roaring bitmap of the member keys: needed unless the period is alone in its bucket. */
   members?: Uint8Array;
@@ -32,7 +34,7 @@ export interface MemberSumsOfDay {
   count: number;
   /** The members' keys, in key order. */
   keys: Uint32Array;
-  /** Five columns in ModelSums order, a value a member. */
+  /** Five columns in SUMS order, a value a member. */
   columns: SumColumn[];
 }
 
@@ -53,6 +55,9 @@ const PENDING = SUMS + 1;
 export class ReportCells {
   /** Per bucket, its cells by group index (GroupKey.index). */
   private readonly cells: Cell[][];
+  /** The cells' sums, a row a cell (Cell.row). */
+  private readonly sums = new ExactSums(64);
+  private cellCount = 0;
   /** Scratch for addMemberSums: a day's five columns as numbers, one after another. */
   private daySums = new Float64Array(0);
   /** Scratch for addMemberSums: per group index, the day's five sums and member count. */
@@ -65,10 +70,10 @@ export class ReportCells {
   /** Pairs' sums (each a member's usage of a model, as the database adds raw events) into bucket `bucket`. */
   addPairs(bucket: number, pairs: readonly MemberModelSums[]): void {
     const cells = this.cells[bucket]!;
-    for (const { memberKey, modelId, sums } of pairs) {
+    for (const { memberKey, modelId, sums, row } of pairs) {
       for (const key of this.grouping.keysOf(memberKey, modelId)) {
-        const cell = (cells[key.index] ??= new Cell(key));
-        cell.addSums(sums);
+        const cell = (cells[key.index] ??= this.newCell(key));
+        this.sums.addRow(cell.row, sums, row);
         cell.addMember(memberKey);
       }
     }
@@ -93,8 +98,8 @@ export class ReportCells {
       this.grouping.learnAllModelGroups(keys);
       const pending = this.pendingForEveryGroup();
       forEachMemberGroup(keys, this.grouping.allModelGroups, (m, group) => {
-        const sums = this.cellOf(bucket, group).ownSums();
-        for (let i = 0; i < SUMS; i++) sums.addValue(i, columns[i]![m]!);
+        const { row } = this.cellOf(bucket, group);
+        for (let i = 0; i < SUMS; i++) this.sums.addValue(row, i, columns[i]![m]!);
         pending[group * PENDING + SUMS]!++;
       });
     }
@@ -105,8 +110,7 @@ export class ReportCells {
       const at = index * PENDING;
       if (pending[at + SUMS] === 0) continue;
       const cell = this.cellOf(bucket, index);
-      const sums = cell.ownSums();
-      for (let i = 0; i < SUMS; i++) sums.add(i, pending[at + i]!);
+      for (let i = 0; i < SUMS; i++) this.sums.add(cell.row, i, pending[at + i]!);
       if (alone) cell.addPeriod(pending[at + SUMS]!);
       pending.fill(0, at, at + PENDING);
     }
@@ -120,8 +124,14 @@ export class ReportCells {
   }
 
   private cellOf(bucket: number, group: number): Cell {
-    return (this.cells[bucket]![group] ??= new Cell(this.grouping.keyAt(group)));
+    return (this.cells[bucket]![group] ??= this.newCell(this.grouping.keyAt(group)));
   }
+
+  private newCell(key: GroupKey): Cell {
+    this.sums.reserve(this.cellCount + 1);
+    return new Cell(key, this.cellCount++);
+  }
+
 
   /**
    * A period that lies in bucket `bucket`, added to the group of its model and department (as far as
@@ -129,8 +139,8 @@ export class ReportCells {
    */
   addPeriod(bucket: number, period: PeriodFigures): void {
     const key = this.grouping.periodKey(period.modelId, period.departmentId ?? "");
-    const cell = (this.cells[bucket]![key.index] ??= new Cell(key));
-    cell.addSums(period.sums);
+    const cell = (this.cells[bucket]![key.index] ??= this.newCell(key));
+    this.sums.addRow(cell.row, period.sums, period.row);
     cell.addPeriod(period.memberCount, period.members);
   }
 
@@ -139,30 +149,35 @@ export class ReportCells {
    * when `withMembers`, else counted only.
    */
   periods(bucket: number, withMembers: boolean): PeriodFigures[] {
-    return this.cells[bucket]!.filter((cell) => cell !== undefined).map((cell) => {
-      const { key, sums } = cell;
-      if (!withMembers) return { modelId: key.modelId, departmentId: key.departmentId, sums, memberCount: cell.memberCount() };
+    const cells = this.cells[bucket]!.filter((cell) => cell !== undefined);
+    // Their sums copied into a table of their own: the periods outlive these cells (the day cache keeps them).
+    const sums = new ExactSums(cells.length);
+    return cells.map((cell, row) => {
+      const { key } = cell;
+      sums.addRow(row, this.sums, cell.row);
+      if (!withMembers) return { modelId: key.modelId, departmentId: key.departmentId, sums, row, memberCount: cell.memberCount() };
       const union = cell.union();
-      return { modelId: key.modelId, departmentId: key.departmentId, sums, memberCount: union.size, members: union.serialize("portable") };
+      return { modelId: key.modelId, departmentId: key.departmentId, sums, row, memberCount: union.size, members: union.serialize("portable") };
     });
   }
 
   /** A bucket's groups with events, in no particular order. */
   groups(bucket: number): GroupFigures[] {
+    const total = (cell: Cell, i: number) => this.sums.total(cell.row, i);
     return this.cells[bucket]!.filter((cell) => cell !== undefined).map((cell) => ({
       key: cell.key,
-      events: cell.sums.total(EVENTS),
+      events: total(cell, EVENTS),
       activeMembers: cell.memberCount(),
-      inputTokens: cell.sums.total(INPUT),
-      outputTokens: cell.sums.total(OUTPUT),
-      basicMicros: cell.sums.total(BASIC),
-      payGoMicros: cell.sums.total(PAY_GO),
+      inputTokens: total(cell, INPUT),
+      outputTokens: total(cell, OUTPUT),
+      basicMicros: total(cell, BASIC),
+      payGoMicros: total(cell, PAY_GO),
     }));
   }
 }
 
 /**
- * Each member's five day sums (`sums`: five columns of `count` numbers, ModelSums order) and a count
+ * Each member's five day sums (`sums`: five columns of `count` numbers, SUMS order) and a count
  * of one added to `pending` (per group number, those five and the count) for each of its groups in
  * `table`, from member `from` on. Stops at a member that `table` does not hold yet and returns its
  * position; `count` once all are added. A function of typed arrays alone, apart from the report
@@ -200,14 +215,8 @@ function forEachMemberGroup(keys: Uint32Array, table: MemberGroups, visit: (m: n
   }
 }
 
-/** A (bucket, group)'s sums, and what its distinct members are counted from. */
+/** A (bucket, group): the row of its sums (ReportCells.sums), and what its distinct members are counted from. */
 class Cell {
-  /**
-   * Its sums. The first sums added are taken as they are, not copied (a bucket that is one kept day
-   * or one period is most cells of a report), and copied before anything more is added to them.
-   */
-  private taken: ModelSums | undefined;
-  private shared = false;
   /**
    * The members of its pairs and of member days that share their bucket, repeats included (active
    * members do not add up across cells, so each cell keeps its own): counted distinct once, at the
@@ -222,34 +231,7 @@ class Cell {
   /** Whether a period came without its members' bitmap (alone in its bucket: its count is all there is). */
   private countOnly = false;
 
-  constructor(readonly key: GroupKey) {}
-
-  /** Its sums, to read (they may be a period's: ownSums to add to them). */
-  get sums(): ModelSums {
-    return (this.taken ??= new ModelSums());
-  }
-
-  /** Adds `sums`, which the cell may keep as they are: the caller changes them no more. */
-  addSums(sums: ModelSums): void {
-    if (this.taken === undefined) {
-      this.taken = sums;
-      this.shared = true;
-      return;
-    }
-    const own = this.ownSums();
-    for (let i = 0; i < SUMS; i++) own.addValue(i, sums.exact(i));
-  }
-
-  /** Its sums, to add to: its own copy. */
-  ownSums(): ModelSums {
-    if (this.shared) {
-      const copy = new ModelSums();
-      for (let i = 0; i < SUMS; i++) copy.addValue(i, this.taken!.exact(i));
-      this.taken = copy;
-      this.shared = false;
-    }
-    return this.sums;
-  }
+  constructor(readonly key: GroupKey, readonly row: number) {}
 
   addMember(memberKey: number): void {
     (this.members ??= new KeyList()).push(memberKey);

@@ -5,7 +5,7 @@
 // and that zone's local days. Only days have a row per model besides ALL_MODELS: a batch spread over a
 // day would otherwise rewrite a row per hour and model (about 500 more: a third of the batch's cost).
 import { DAY_SECONDS, HOUR_SECONDS, localDayAround, mod, offsetReader, ZoneOffsets } from "./local-time.js";
-import { decimalValue, ModelSums, SUMS } from "./usage-totals.js";
+import { decimalValue, ExactSums, SUMS } from "./usage-totals.js";
 import type { EventValue } from "./usage-event.js";
 
 /** The format of the rows; a store whose layout has another version is rebuilt (usage rebuild). */
@@ -112,7 +112,7 @@ export class RollupPeriods {
 
 /** A period's usage of one model (or ALL_MODELS): its sums and its members (repeats allowed). */
 export interface RollupEntry {
-  sums: ModelSums;
+  sums: ExactSums;
   members: number[];
 }
 
@@ -122,13 +122,13 @@ export type GrainEntries = Map<number, Map<number, RollupEntry>>;
 /** What a delta adds: every grain's entries, and each member's sums per day (start of the day -> member key -> sums). */
 export interface RollupAdditions {
   grains: Map<Grain, GrainEntries>;
-  memberDays: Map<number, Map<number, ModelSums>>;
+  memberDays: Map<number, Map<number, ExactSums>>;
 }
 
 /** The usage an ingestion adds to the rollups, held in memory until it is written. */
 export class RollupDelta {
   private quarters: GrainEntries = new Map();
-  private memberDays = new Map<number, Map<number, ModelSums>>();
+  private memberDays = new Map<number, Map<number, ExactSums>>();
   /** Events held. */
   size = 0;
 
@@ -138,14 +138,14 @@ export class RollupDelta {
     basicMicros: EventValue, payGoMicros: EventValue): void {
     const quarter = this.periods.startOf(QUARTER, ts);
     const entry = entryOf(this.quarters, quarter, modelId);
-    entry.sums.addEvent(inputTokens, outputTokens, basicMicros, payGoMicros);
+    entry.sums.addEvent(0, inputTokens, outputTokens, basicMicros, payGoMicros);
     entry.members.push(memberKey);
     const day = this.periods.dayOfQuarter(quarter);
     let members = this.memberDays.get(day);
     if (!members) this.memberDays.set(day, (members = new Map()));
     let sums = members.get(memberKey);
-    if (!sums) members.set(memberKey, (sums = new ModelSums()));
-    sums.addEvent(inputTokens, outputTokens, basicMicros, payGoMicros);
+    if (!sums) members.set(memberKey, (sums = new ExactSums()));
+    sums.addEvent(0, inputTokens, outputTokens, basicMicros, payGoMicros);
     this.size++;
   }
 
@@ -177,7 +177,7 @@ export class RollupDelta {
 
 /** Adds `from`'s sums and members to `into`. */
 function mergeInto(into: RollupEntry, from: RollupEntry): void {
-  for (let i = 0; i < SUMS; i++) into.sums.addValue(i, from.sums.exact(i));
+  into.sums.addRow(0, from.sums, 0);
   for (const member of from.members) into.members.push(member);
 }
 
@@ -185,21 +185,21 @@ function entryOf(entries: GrainEntries, start: number, modelId: number): RollupE
   let models = entries.get(start);
   if (!models) entries.set(start, (models = new Map()));
   let entry = models.get(modelId);
-  if (!entry) models.set(modelId, (entry = { sums: new ModelSums(), members: [] }));
+  if (!entry) models.set(modelId, (entry = { sums: new ExactSums(), members: [] }));
   return entry;
 }
 
-/** The stored form of sums: the five of ModelSums in its order, decimal, exact at any size. */
-export function encodeSums(sums: ModelSums): string {
-  let text = String(sums.exact(0));
-  for (let i = 1; i < SUMS; i++) text += ` ${sums.exact(i)}`;
+/** The stored form of row `row` of `sums`: its five in SUMS order, decimal, exact at any size. */
+export function encodeSums(sums: ExactSums, row = 0): string {
+  let text = String(sums.exact(row, 0));
+  for (let i = 1; i < SUMS; i++) text += ` ${sums.exact(row, i)}`;
   return text;
 }
 
 /** Adds stored sums (encodeSums) to `into`. */
-export function addEncodedSums(text: string, into: ModelSums): void {
+export function addEncodedSums(text: string, into: ExactSums, row = 0): void {
   const parts = text.split(" ");
   if (parts.length !== SUMS || parts.some((p) => !/^\d+$/.test(p))) throw new Error(`usage rollup: malformed sums ${JSON.stringify(text)}`);
-  for (let i = 0; i < SUMS; i++) into.addValue(i, decimalValue(parts[i]!));
+  for (let i = 0; i < SUMS; i++) into.addValue(row, i, decimalValue(parts[i]!));
 }
 

@@ -26,49 +26,81 @@ export class SumLimitError extends Error {
   }
 }
 
-/** The sums of one model (see SUMS): numbers while exact, bigints past 2^53. */
-export class ModelSums {
-  readonly values = [0, 0, 0, 0, 0];
-  big: bigint[] | undefined;
+/**
+ * Exact sums, SUMS to a row (a model's, a member's, an entry's), sum `i` of row `row` at
+ * `values[row * SUMS + i]`: no object per sum, so hundreds of thousands held cost the
+ * garbage collector nothing. A sum is a number while within ±2^53; past it, its excess moves into a
+ * bigint kept by offset (rare). The one exact-sum type of the usage code.
+ */
+export class ExactSums {
+  values: Float64Array<ArrayBuffer>;
+  /** The parts of sums past 2^53, by offset; undefined while there are none. */
+  private big: Map<number, bigint> | undefined;
 
-  add(index: number, value: number): void {
-    const next = this.values[index]! + value;
-    if (next <= Number.MAX_SAFE_INTEGER && next >= -Number.MAX_SAFE_INTEGER) {
-      this.values[index] = next;
-      return;
-    }
-    this.addBig(index, BigInt(value));
+  constructor(rows = 1) {
+    this.values = new Float64Array(rows * SUMS);
   }
 
-  addValue(index: number, value: number | bigint): void {
-    if (typeof value === "number") this.add(index, value);
-    else this.addBig(index, value);
+  /** Whether a sum has passed 2^53 (`values` alone are then not all of it: read with exact or total). */
+  get anyBig(): boolean {
+    return this.big !== undefined;
   }
 
-  addBig(index: number, value: bigint): void {
-    this.big ??= [0n, 0n, 0n, 0n, 0n];
-    this.big[index]! += BigInt(this.values[index]!) + value;
-    this.values[index] = 0;
+  /** Room for at least `rows` rows, the sums held kept. */
+  reserve(rows: number): void {
+    if (this.values.length < rows * SUMS) this.values = grown(this.values, rows * SUMS);
   }
 
-  total(index: number): bigint {
-    const value = BigInt(this.values[index]!);
-    return this.big ? value + this.big[index]! : value;
+  /** Adds a number within ±2^53 (negative to take away) to sum `i` of row `row`. */
+  add(row: number, i: number, value: number): void {
+    const at = row * SUMS + i;
+    const sum = this.values[at]! + value;
+    if (sum <= Number.MAX_SAFE_INTEGER && sum >= -Number.MAX_SAFE_INTEGER) this.values[at] = sum;
+    else this.addBig(row, i, BigInt(value));
   }
 
-  /** One event: values as numbers (the API's, at most 10^12) or bigints (callers below it). */
-  addEvent(inputTokens: number | bigint, outputTokens: number | bigint, basicMicros: number | bigint, payGoMicros: number | bigint): void {
-    this.addValue(INPUT, inputTokens);
-    this.addValue(OUTPUT, outputTokens);
-    this.addValue(BASIC, basicMicros);
-    this.addValue(PAY_GO, payGoMicros);
-    this.add(EVENTS, 1);
+  addBig(row: number, i: number, value: bigint): void {
+    const at = row * SUMS + i;
+    this.big ??= new Map();
+    this.big.set(at, (this.big.get(at) ?? 0n) + BigInt(this.values[at]!) + value);
+    this.values[at] = 0;
   }
 
-  /** The sum as a number while it is exact, else as a bigint. */
-  exact(index: number): number | bigint {
-    if (!this.big) return this.values[index]!;
-    return narrowed(this.total(index));
+  addValue(row: number, i: number, value: number | bigint): void {
+    if (typeof value === "number") this.add(row, i, value);
+    else this.addBig(row, i, value);
+  }
+
+  /** One event into row `row`: values as numbers (the API's, at most 10^12) or bigints (callers below it). */
+  addEvent(row: number, inputTokens: number | bigint, outputTokens: number | bigint, basicMicros: number | bigint, payGoMicros: number | bigint): void {
+    this.addValue(row, INPUT, inputTokens);
+    this.addValue(row, OUTPUT, outputTokens);
+    this.addValue(row, BASIC, basicMicros);
+    this.addValue(row, PAY_GO, payGoMicros);
+    this.add(row, EVENTS, 1);
+  }
+
+  /** Adds row `fromRow` of `from` to row `row`. */
+  addRow(row: number, from: ExactSums, fromRow: number): void {
+    for (let i = 0; i < SUMS; i++) this.addValue(row, i, from.exact(fromRow, i));
+  }
+
+  /** Sum `i` of row `row`: a number while it is exact, else a bigint. */
+  exact(row: number, i: number): number | bigint {
+    const at = row * SUMS + i;
+    const big = this.big?.get(at);
+    return big === undefined ? this.values[at]! : narrowed(big + BigInt(this.values[at]!));
+  }
+
+  /** Sum `i` of row `row` as a bigint. */
+  total(row: number, i: number): bigint {
+    return BigInt(this.exact(row, i));
+  }
+
+  /** Every sum of the first `rows` rows back to zero, and none past 2^53. */
+  clear(rows: number): void {
+    this.values.fill(0, 0, rows * SUMS);
+    this.big = undefined;
   }
 }
 
@@ -109,21 +141,20 @@ const ZERO_AMOUNT = formatMicros(0);
 export interface MemberModelSums {
   memberKey: number;
   modelId: number;
-  sums: ModelSums;
+  /** Its sums: row `row` of `sums` (a table the statement's groups share). */
+  sums: ExactSums;
+  row: number;
 }
 
 /**
- * Entries of SUMS sums each, in typed arrays (no object per entry: hundreds of thousands held cost
- * the garbage collector nothing), each with a model number and the next entry of its chain (-1 ends
- * it). Sums stay exact: past 2^53 a sum's excess moves into a bigint (rare).
+ * Entries of SUMS exact sums each (`sums`, a row an entry), each with a model number and the next
+ * entry of its chain (-1 ends it).
  */
 export class SumEntries {
   count = 0;
   model = new Uint32Array(1024);
   next = new Int32Array(1024);
-  sums = new Float64Array(1024 * SUMS);
-  /** The parts of sums past 2^53, by entry. */
-  private readonly big = new Map<number, bigint[]>();
+  readonly sums = new ExactSums(1024);
 
   /** A new entry of zero sums for `model`, chained before `next`. */
   add(model: number, next: number): number {
@@ -131,59 +162,16 @@ export class SumEntries {
     if (entry === this.model.length) {
       this.model = grown(this.model);
       this.next = grown(this.next);
-      this.sums = grown(this.sums);
+      this.sums.reserve(this.model.length);
     }
     this.model[entry] = model;
     this.next[entry] = next;
-    this.sums.fill(0, entry * SUMS, entry * SUMS + SUMS);
     return entry;
   }
 
-  /** Adds `value` (a number, negative to take away) to the entry's sum `i`. */
-  addTo(entry: number, i: number, value: number): void {
-    const at = entry * SUMS + i;
-    const sum = this.sums[at]! + value;
-    if (sum <= Number.MAX_SAFE_INTEGER && sum >= -Number.MAX_SAFE_INTEGER) {
-      this.sums[at] = sum;
-      return;
-    }
-    this.addBig(entry, i, BigInt(value));
-  }
-
-  /** Adds a number or a bigint to the entry's sum `i`. */
-  addValue(entry: number, i: number, value: number | bigint): void {
-    if (typeof value === "number") this.addTo(entry, i, value);
-    else this.addBig(entry, i, value);
-  }
-
-  /** Adds a bigint to the entry's sum `i`. */
-  addBig(entry: number, i: number, value: bigint): void {
-    const at = entry * SUMS + i;
-    this.bigParts(entry)[i]! += BigInt(this.sums[at]!) + value;
-    this.sums[at] = 0;
-  }
-
-  /** The entry's sum `i`, exactly. */
-  total(entry: number, i: number): bigint {
-    const value = BigInt(this.sums[entry * SUMS + i]!);
-    const big = this.bigOf(entry);
-    return big ? value + big[i]! : value;
-  }
-
-  /** The entry's parts past 2^53, if any (looked up only once there are any: a Map lookup per entry cost an import's worker seconds). */
-  bigOf(entry: number): bigint[] | undefined {
-    return this.big.size === 0 ? undefined : this.big.get(entry);
-  }
-
   clear(): void {
+    this.sums.clear(this.count);
     this.count = 0;
-    this.big.clear();
-  }
-
-  private bigParts(entry: number): bigint[] {
-    let parts = this.big.get(entry);
-    if (!parts) this.big.set(entry, (parts = [0n, 0n, 0n, 0n, 0n]));
-    return parts;
   }
 }
 

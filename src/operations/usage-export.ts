@@ -102,10 +102,10 @@ function dayRows(date: string, pairs: readonly MemberModelSums[], members: Membe
   const places = pairs.map((pair, i) => pairMembers[i]!.place * modelOrder.length + modelPlace.get(pair.modelId)!);
   const order = Array.from(pairs.keys()).sort((a, b) => places[a]! - places[b]!);
   return order.map((i) => {
-    const { modelId, sums } = pairs[i]!;
+    const { modelId, sums, row } = pairs[i]!;
     const { profile } = pairMembers[i]!;
     const model = models.get(modelId)!;
-    const { basicAmount, payGoAmount, totalAmount } = modelAmounts(model, sums.exact(BASIC), sums.exact(PAY_GO));
+    const { basicAmount, payGoAmount, totalAmount } = modelAmounts(model, sums.exact(row, BASIC), sums.exact(row, PAY_GO));
     return {
       date,
       userId: profile.userId,
@@ -114,9 +114,9 @@ function dayRows(date: string, pairs: readonly MemberModelSums[], members: Membe
       modelName: model.model_name,
       modelType: model.model_type,
       modelSource: model.model_source,
-      events: sums.total(EVENTS),
-      inputTokens: sums.total(INPUT),
-      outputTokens: sums.total(OUTPUT),
+      events: sums.total(row, EVENTS),
+      inputTokens: sums.total(row, INPUT),
+      outputTokens: sums.total(row, OUTPUT),
       basicAmount,
       payGoAmount,
       totalAmount,

@@ -282,7 +282,7 @@ export class UsageReports {
   /** Each day's stamp for the day cache (days without usage have none): its all-models row's member count and sums, which every event added to the day changes. */
   private async dayStamps(enterpriseId: string, days: readonly number[]): Promise<Map<number, string>> {
     return new Map((await this.usage.rollups.rows(enterpriseId, DAY, days, "all", false))
-      .map((row) => [row.period, `${row.memberCount} ${encodeSums(row.sums)}`]));
+      .map((row) => [row.period, `${row.memberCount} ${encodeSums(row.sums, row.row)}`]));
   }
 
   /**

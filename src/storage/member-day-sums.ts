@@ -4,29 +4,29 @@
 //   or 8: the fewest that hold the column's largest value), the keys' then the five sums'; two bytes
 //   of zero; the first member's key (uint32);
 // - the members in key order: each key's distance from the previous one (the first's: 0), then the
-//   five sums of ModelSums in its order (input and output tokens, basic and pay-go micro-units,
+//   five sums in SUMS order (input and output tokens, basic and pay-go micro-units,
 //   events), each a column of unsigned integers of its width, starting on a multiple of 8 bytes.
 // In the platform's byte order, little-endian (checked below). A member's day sum is at most
 // 2^64 - 1, as a running total is (SumLimitError).
 import type { MemberSumsOfDay, SumColumn } from "../domain/report-cells.js";
-import { exactSum, ModelSums, SUM_LIMIT, SUMS, SumLimitError } from "../domain/usage-totals.js";
+import { exactSum, ExactSums, SUM_LIMIT, SUMS, SumLimitError } from "../domain/usage-totals.js";
 
 const HEADER_BYTES = 16;
 if (new Uint8Array(Uint16Array.of(1).buffer)[0] !== 1) throw new Error("member day sums: a big-endian platform reads them wrong");
 const WIDTHS = [1, 2, 4, 8] as const;
 
 /** Stored member sums (or none) with `added` merged in: members of either, in key order, their sums added. */
-export function mergeMemberSums(stored: Uint8Array | null, added: ReadonlyMap<number, ModelSums>): Uint8Array {
+export function mergeMemberSums(stored: Uint8Array | null, added: ReadonlyMap<number, ExactSums>): Uint8Array {
   const before = stored ? decodeMemberSums(stored) : undefined;
   const addedKeys = Uint32Array.from(added.keys()).sort();
   const most = (before?.count ?? 0) + addedKeys.length;
   const keys = new Uint32Array(most);
   /** Per merged member: its position in `before` (-1: none), and its added sums. */
   const storedAt = new Int32Array(most);
-  const addedSums: Array<ModelSums | undefined> = [];
+  const addedSums: Array<ExactSums | undefined> = [];
   let count = 0;
   let next = 0;
-  const take = (key: number, at: number, sums: ModelSums | undefined) => {
+  const take = (key: number, at: number, sums: ExactSums | undefined) => {
     keys[count] = key;
     storedAt[count] = at;
     addedSums[count++] = sums;
@@ -46,8 +46,8 @@ export function mergeMemberSums(stored: Uint8Array | null, added: ReadonlyMap<nu
  * exact numbers and bigints.
  */
 function mergedColumn(count: number, storedAt: Int32Array, stored: SumColumn | undefined,
-  addedSums: ReadonlyArray<ModelSums | undefined>, index: number): Float64Array | Array<number | bigint> {
-  if (!(stored instanceof BigUint64Array) && addedSums.every((sums) => !sums?.big)) {
+  addedSums: ReadonlyArray<ExactSums | undefined>, index: number): Float64Array | Array<number | bigint> {
+  if (!(stored instanceof BigUint64Array) && addedSums.every((sums) => !sums?.anyBig)) {
     const column = new Float64Array(count);
     let largest = 0;
     for (let m = 0; m < count; m++) {
@@ -60,7 +60,7 @@ function mergedColumn(count: number, storedAt: Int32Array, stored: SumColumn | u
   }
   return Array.from({ length: count }, (_, m) => {
     const at = storedAt[m]!;
-    return exactSum(at >= 0 ? stored![at]! : 0, addedSums[m]?.exact(index) ?? 0);
+    return exactSum(at >= 0 ? stored![at]! : 0, addedSums[m]?.exact(0, index) ?? 0);
   });
 }
 

@@ -4,7 +4,7 @@
 // writes, has no time to spare (summing was about 9% of its work); an RPC batch and `usage rebuild`
 // sum on the main thread, the same way.
 import type { EventValue } from "../domain/usage-event.js";
-import { BASIC, EVENTS, INPUT, OUTPUT, PAY_GO, SumEntries } from "../domain/usage-totals.js";
+import { SumEntries } from "../domain/usage-totals.js";
 import { MAX_ENTRY_BYTES, VarintReader, writeEntry, writeVarint } from "./usage-sums-codec.js";
 import { grown } from "../domain/typed-arrays.js";
 
@@ -47,11 +47,7 @@ export class DaySums {
       if (last === -1) this.newSlot(member, day, entry);
       else entries.next[last] = entry;
     }
-    entries.addValue(entry, INPUT, inputTokens);
-    entries.addValue(entry, OUTPUT, outputTokens);
-    entries.addValue(entry, BASIC, basicMicros);
-    entries.addValue(entry, PAY_GO, payGoMicros);
-    entries.addTo(entry, EVENTS, 1);
+    entries.sums.addEvent(entry, inputTokens, outputTokens, basicMicros, payGoMicros);
   }
 
   /**

@@ -8,7 +8,7 @@ import {
   addEncodedSums, ALL_MODELS, DAY, encodeSums, layoutFor, ROLLUP_VERSION, type Grain, type RollupAdditions, type RollupLayout,
 } from "../domain/usage-rollup.js";
 import { mergeMemberSums } from "./member-day-sums.js";
-import { ModelSums } from "../domain/usage-totals.js";
+import { ExactSums } from "../domain/usage-totals.js";
 import type { Dialect } from "./database.js";
 import type { Schema } from "./schema.js";
 import { among, chunks, type StatementTexts } from "./bulk-statements.js";
@@ -20,7 +20,9 @@ export interface RollupRow {
   period: number;
   modelId: number;
   memberCount: number;
-  sums: ModelSums;
+  /** Its sums: row `row` of `sums` (a table the rows read together share). */
+  sums: ExactSums;
+  row: number;
   /** The members, a portable roaring bitmap (when read: a period alone in its bucket needs only the count). */
   members?: Uint8Array;
 }
@@ -151,11 +153,11 @@ export class UsageRollups {
       .select(["r.period", "r.model_id", "r.member_count", "r.sums", withMembers ? sql<Uint8Array>`m.members`.as("members") : sql<null>`null`.as("members")])
       .where("r.enterprise_id", "=", enterpriseId).where("r.grain", "=", grain).where(among(this.dialect, "r.period", periods, "bigint"))
       .where("r.model_id", models === "all" ? "=" : ">", 0).execute();
-    return rows.map((row) => {
-      const sums = new ModelSums();
-      addEncodedSums(row.sums, sums);
+    const sums = new ExactSums(rows.length);
+    return rows.map((row, i) => {
+      addEncodedSums(row.sums, sums, i);
       return {
-        period: Number(row.period), modelId: Number(row.model_id), memberCount: Number(row.member_count), sums,
+        period: Number(row.period), modelId: Number(row.model_id), memberCount: Number(row.member_count), sums, row: i,
         members: row.members ?? undefined,
       };
     });

@@ -31,7 +31,7 @@ export class CorruptTotalsError extends Error {
  */
 export function addPackedTotals(target: TotalsByModel, packed: Uint8Array, at = 0, end = packed.length, modelIds?: ArrayLike<number>,
   sign: 1 | -1 = 1): number {
-  const { entries } = target;
+  const { sums } = target.entries;
   const reader = new VarintReader(packed, at);
   let events = 0;
   while (reader.at < end) {
@@ -40,8 +40,8 @@ export function addPackedTotals(target: TotalsByModel, packed: Uint8Array, at = 
     for (let i = 0; i < SUMS; i++) {
       const start = reader.at;
       const value = reader.next();
-      if (reader.at - start <= NUMBER_BYTES) entries.addTo(entry, i, sign * value);
-      else entries.addBig(entry, i, sign === 1 ? readBigVarint(packed, start) : -readBigVarint(packed, start));
+      if (reader.at - start <= NUMBER_BYTES) sums.add(entry, i, sign * value);
+      else sums.addBig(entry, i, sign === 1 ? readBigVarint(packed, start) : -readBigVarint(packed, start));
       if (i === EVENTS) events += value;
     }
   }
@@ -55,15 +55,14 @@ export function addPackedTotals(target: TotalsByModel, packed: Uint8Array, at = 
  */
 function addPackedToWindow(window: WindowSums, packed: Uint8Array, at: number, end: number, member: number, negate: boolean): void {
   const sign = negate ? -1 : 1;
-  const base = member * SUMS;
   const reader = new VarintReader(packed, at);
   while (reader.at < end) {
-    const slot = window.slotOf(reader.next());
+    const sums = window.of(reader.next());
     for (let i = 0; i < SUMS; i++) {
       const start = reader.at;
       const value = reader.next();
-      if (reader.at - start <= NUMBER_BYTES) window.addNumber(slot, base + i, sign * value);
-      else window.addBig(slot, base + i, BigInt(sign) * readBigVarint(packed, start));
+      if (reader.at - start <= NUMBER_BYTES) sums.add(member, i, sign * value);
+      else sums.addBig(member, i, BigInt(sign) * readBigVarint(packed, start));
     }
   }
   if (reader.at !== end) throw new CorruptTotalsError(reader.at, end);
@@ -112,6 +111,7 @@ export function packedBytes(totals: TotalsByModel, onto?: Uint8Array): number {
  */
 export function packTotals(totals: TotalsByModel, out: Uint8Array, at: number, onto?: Uint8Array): number {
   const { entries } = totals;
+  const { sums } = entries;
   const mark = totals.newMark(); // marks the entries merged onto `onto`
   const marks = totals.marks;
   if (onto) {
@@ -128,14 +128,13 @@ export function packTotals(totals: TotalsByModel, out: Uint8Array, at: number, o
       }
       marks[entry] = mark;
       at = writeVarint(out, at, id);
-      const big = entries.bigOf(entry);
       for (let i = 0; i < SUMS; i++) {
         const start = reader.at;
-        const total = reader.next() + entries.sums[entry * SUMS + i]!;
-        if (reader.at - start <= NUMBER_BYTES && !big && total <= Number.MAX_SAFE_INTEGER) {
+        const total = reader.next() + sums.values[entry * SUMS + i]!;
+        if (reader.at - start <= NUMBER_BYTES && !sums.anyBig && total <= Number.MAX_SAFE_INTEGER) {
           at = writeVarint(out, at, total);
         } else {
-          const exact = readBigVarint(onto, start) + entries.total(entry, i);
+          const exact = readBigVarint(onto, start) + sums.total(entry, i);
           if (exact > SUM_LIMIT) throw new SumLimitError();
           at = writeBigVarint(out, at, exact);
         }
@@ -145,8 +144,7 @@ export function packTotals(totals: TotalsByModel, out: Uint8Array, at: number, o
   }
   for (let entry = 0; entry < entries.count; entry++) {
     if (marks[entry] === mark) continue;
-    const events = entries.bigOf(entry) ? entries.total(entry, EVENTS) : entries.sums[entry * SUMS + EVENTS]!;
-    if (events !== 0 && events !== 0n) at = writeEntry(out, at, entries, entry);
+    if (sums.exact(entry, EVENTS) !== 0) at = writeEntry(out, at, entries, entry);
   }
   return at;
 }
@@ -154,14 +152,13 @@ export function packTotals(totals: TotalsByModel, out: Uint8Array, at: number, o
 /** Writes one entry (its model number, then its sums) as varints; throws SumLimitError past 2^64 - 1. */
 export function writeEntry(out: Uint8Array, at: number, entries: SumEntries, entry: number): number {
   at = writeVarint(out, at, entries.model[entry]!);
-  const big = entries.bigOf(entry);
+  const { sums } = entries;
   for (let i = 0; i < SUMS; i++) {
-    const value = entries.sums[entry * SUMS + i]!;
-    if (!big) {
-      at = writeVarint(out, at, value);
+    if (!sums.anyBig) {
+      at = writeVarint(out, at, sums.values[entry * SUMS + i]!);
       continue;
     }
-    const total = big[i]! + BigInt(value);
+    const total = sums.total(entry, i);
     if (total > SUM_LIMIT) throw new SumLimitError();
     at = writeBigVarint(out, at, total);
   }

@@ -1,13 +1,13 @@
 // Packed usage totals as the store keeps them (src/storage/usage-sums-codec.ts, PACKED TOTALS), for
 // tests of the format: made from events, and read back as plain bigints.
-import { BASIC, EVENTS, INPUT, OUTPUT, PAY_GO, TotalsByModel } from "../../src/domain/usage-totals.js";
+import { TotalsByModel } from "../../src/domain/usage-totals.js";
 import { addPackedTotals, packedBytes, packTotals } from "../../src/storage/usage-sums-codec.js";
 
 /** Totals as plain bigints: model id → [input, output, basic, pay-go, events], by model id. */
 export function plainTotals(totals: TotalsByModel): Record<number, bigint[]> {
   const { entries } = totals;
   const models = Array.from({ length: entries.count }, (_, entry) => entry).sort((a, b) => entries.model[a]! - entries.model[b]!);
-  return Object.fromEntries(models.map((entry) => [entries.model[entry]!, [0, 1, 2, 3, 4].map((i) => entries.total(entry, i))]));
+  return Object.fromEntries(models.map((entry) => [entries.model[entry]!, [0, 1, 2, 3, 4].map((i) => entries.sums.total(entry, i))]));
 }
 
 /** Packed totals (from `start` to `end`, model numbers mapped by `modelIds`) as plain bigints. */
@@ -27,9 +27,8 @@ export function packedOf(totals: TotalsByModel): Uint8Array {
 export function totalsOf(events: ReadonlyArray<readonly [model: number, ...values: Array<number | bigint>]>): TotalsByModel {
   const totals = new TotalsByModel();
   for (const [model, ...values] of events) {
-    const entry = totals.entryFor(model);
-    [INPUT, OUTPUT, BASIC, PAY_GO].forEach((i) => totals.entries.addValue(entry, i, values[i] ?? 0));
-    totals.entries.addTo(entry, EVENTS, 1);
+    const [input = 0, output = 0, basic = 0, payGo = 0] = values;
+    totals.entries.sums.addEvent(totals.entryFor(model), input, output, basic, payGo);
   }
   return totals;
 }

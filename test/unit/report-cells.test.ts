@@ -1,7 +1,7 @@
 import roaring from "roaring";
 import { describe, expect, it } from "vitest";
 import { ReportCells, type MemberSumsOfDay, type PeriodFigures } from "../../src/domain/report-cells.js";
-import { ModelSums } from "../../src/domain/usage-totals.js";
+import { ExactSums } from "../../src/domain/usage-totals.js";
 import { Grouping, type GroupDimension } from "../../src/domain/report-groups.js";
 
 /** A small deterministic generator, so that a failure names a reproducible case. */
@@ -84,23 +84,23 @@ describe("report cells: members' day sums", () => {
 
   it("sums a cell took from a period or a pair stay as they were when more is added to the cell", () => {
     const sumsOf = (...values: number[]) => {
-      const sums = new ModelSums();
-      values.forEach((value, i) => sums.add(i, value));
+      const sums = new ExactSums();
+      values.forEach((value, i) => sums.add(0, i, value));
       return sums;
     };
     const members = (...keys: number[]) => new roaring.RoaringBitmap32(keys).serialize("portable");
-    const period: PeriodFigures = { modelId: 0, sums: sumsOf(1, 2, 3, 4, 5), memberCount: 1, members: members(7) };
+    const period: PeriodFigures = { modelId: 0, sums: sumsOf(1, 2, 3, 4, 5), row: 0, memberCount: 1, members: members(7) };
     const pairSums = sumsOf(10, 20, 30, 40, 1);
     const cells = new ReportCells([{ start: 0, end: 1, date: "" }, { start: 1, end: 2, date: "" }], new Grouping([]));
     cells.addPeriod(0, period);
     cells.addPeriod(1, period);
-    cells.addPairs(1, [{ memberKey: 7, modelId: 1, sums: pairSums }, { memberKey: 8, modelId: 1, sums: pairSums }]);
+    cells.addPairs(1, [{ memberKey: 7, modelId: 1, sums: pairSums, row: 0 }, { memberKey: 8, modelId: 1, sums: pairSums, row: 0 }]);
     cells.addPeriod(0, { ...period, sums: sumsOf(100, 0, 0, 0, 1), members: members(9) });
     const [first] = cells.groups(0);
     const [second] = cells.groups(1);
     expect([first!.inputTokens, first!.events, first!.activeMembers]).toEqual([101n, 6n, 2]);
     expect([second!.inputTokens, second!.outputTokens, second!.events, second!.activeMembers]).toEqual([21n, 42n, 7n, 2]);
-    expect([0, 1, 2, 3, 4].map((i) => period.sums.exact(i))).toEqual([1, 2, 3, 4, 5]);
-    expect([0, 1, 2, 3, 4].map((i) => pairSums.exact(i))).toEqual([10, 20, 30, 40, 1]);
+    expect([0, 1, 2, 3, 4].map((i) => period.sums.exact(0, i))).toEqual([1, 2, 3, 4, 5]);
+    expect([0, 1, 2, 3, 4].map((i) => pairSums.exact(0, i))).toEqual([10, 20, 30, 40, 1]);
   });
 });

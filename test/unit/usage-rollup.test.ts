@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import {
   ALL_MODELS, DAY, HOUR, layoutFor, QUARTER, RollupDelta, RollupPeriods, type Grain,
 } from "../../src/domain/usage-rollup.js";
-import { ModelSums, SumLimitError } from "../../src/domain/usage-totals.js";
+import { ExactSums, SumLimitError } from "../../src/domain/usage-totals.js";
 import { decodeMemberSums, mergeMemberSums } from "../../src/storage/member-day-sums.js";
 
 const at = (iso: string) => Date.parse(iso) / 1000;
@@ -76,7 +76,7 @@ describe("RollupDelta", () => {
     const { grains, memberDays } = delta.take();
     const entry = (grain: Grain, start: number, model: number) => {
       const e = grains.get(grain)!.get(start)?.get(model);
-      return e && { sums: [0, 1, 2, 3, 4].map((i) => e.sums.total(i)), members: [...new Set(e.members)].sort() };
+      return e && { sums: [0, 1, 2, 3, 4].map((i) => e.sums.total(0, i)), members: [...new Set(e.members)].sort() };
     };
     const manyBig = 10_000n * big; // past 2^53
     expect(entry(QUARTER, at("2025-06-01T18:15:00Z"), ALL_MODELS)).toStrictEqual({ sums: [manyBig, 10_000n, manyBig, 0n, 10_000n], members: [1, 2, 3] });
@@ -87,7 +87,7 @@ describe("RollupDelta", () => {
     expect(entry(DAY, at("2025-05-31T18:30:00Z"), 7)).toStrictEqual(entry(QUARTER, at("2025-06-01T18:15:00Z"), ALL_MODELS));
     expect(entry(DAY, at("2025-06-01T18:30:00Z"), 8)).toStrictEqual({ sums: [5n, 6n, 7n, 8n, 1n], members: [9] });
     expect(entry(DAY, at("2025-06-01T18:30:00Z"), 7)).toBeUndefined();
-    const memberDay = (day: string, member: number) => [0, 1, 2, 3, 4].map((i) => memberDays.get(at(day))?.get(member)?.total(i));
+    const memberDay = (day: string, member: number) => [0, 1, 2, 3, 4].map((i) => memberDays.get(at(day))?.get(member)?.total(0, i));
     expect(memberDay("2025-05-31T18:30:00Z", 1)).toStrictEqual([3334n * big, 3334n, 3334n * big, 0n, 3334n]);
     expect(memberDay("2025-06-01T18:30:00Z", 9)).toStrictEqual([5n, 6n, 7n, 8n, 1n]);
     expect([...memberDays.keys()]).toHaveLength(2);
@@ -99,8 +99,8 @@ describe("RollupDelta", () => {
 describe("member day sums", () => {
   const sumsOf = (entries: ReadonlyArray<readonly [number, readonly number[]]>) =>
     new Map(entries.map(([key, values]) => {
-      const s = new ModelSums();
-      values.forEach((v, i) => s.add(i, v));
+      const s = new ExactSums();
+      values.forEach((v, i) => s.add(0, i, v));
       return [key, s] as const;
     }));
   const read = (packed: Uint8Array) => {
@@ -110,7 +110,7 @@ describe("member day sums", () => {
 
   it("round-trip every member's five sums in key order, each column as narrow as its largest value, exactly up to 2^64 - 1", () => {
     const sums = sumsOf([[900, [1, 2, 3, 4, 5]], [7, [0, 0, 0, 0, 1]], [2 ** 31 + 5, [2 ** 53 - 1, 10 ** 12, 0, 1, 2]]]);
-    sums.get(900)!.addBig(0, 2n ** 64n - 2n); // past 2^53: stays exact as a bigint
+    sums.get(900)!.addBig(0, 0, 2n ** 64n - 2n); // past 2^53: stays exact as a bigint
     const packed = mergeMemberSums(null, sums);
     expect(read(packed)).toStrictEqual(["7: 0 0 0 0 1", `900: ${2n ** 64n - 1n} 2 3 4 5`, `${2 ** 31 + 5}: ${2 ** 53 - 1} ${10 ** 12} 0 1 2`]);
     expect(decodeMemberSums(packed).columns.map((column) => column.BYTES_PER_ELEMENT)).toStrictEqual([8, 8, 1, 1, 1]);
@@ -118,7 +118,7 @@ describe("member day sums", () => {
     odd.set(packed, 1);
     expect(read(odd.subarray(1))).toStrictEqual(read(packed)); // bytes at an odd offset: copied, then read
     expect(() => decodeMemberSums(packed.subarray(0, packed.length - 1))).toThrow(/bytes where 3 members take/);
-    sums.get(900)!.add(0, 1); // 2^64: past a running total's limit
+    sums.get(900)!.add(0, 0, 1); // 2^64: past a running total's limit
     expect(() => mergeMemberSums(null, sums)).toThrow(SumLimitError);
   });
 
