@@ -55,9 +55,6 @@ const PENDING = SUMS + 1;
 export class ReportCells {
   /** Per bucket, its cells by group index (GroupKey.index). */
   private readonly cells: Cell[][];
-  /** The cells' sums, a row a cell (Cell.row). */
-  private readonly sums = new ExactSums(64);
-  private cellCount = 0;
   /** Scratch for addMemberSums: a day's five columns as numbers, one after another. */
   private daySums = new Float64Array(0);
   /** Scratch for addMemberSums: per group index, the day's five sums and member count. */
@@ -72,8 +69,8 @@ export class ReportCells {
     const cells = this.cells[bucket]!;
     for (const { memberKey, modelId, sums, row } of pairs) {
       for (const key of this.grouping.keysOf(memberKey, modelId)) {
-        const cell = (cells[key.index] ??= this.newCell(key));
-        this.sums.addRow(cell.row, sums, row);
+        const cell = (cells[key.index] ??= new Cell(key));
+        cell.addSums(sums, row);
         cell.addMember(memberKey);
       }
     }
@@ -98,8 +95,8 @@ export class ReportCells {
       this.grouping.learnAllModelGroups(keys);
       const pending = this.pendingForEveryGroup();
       forEachMemberGroup(keys, this.grouping.allModelGroups, (m, group) => {
-        const { row } = this.cellOf(bucket, group);
-        for (let i = 0; i < SUMS; i++) this.sums.addValue(row, i, columns[i]![m]!);
+        const sums = this.cellOf(bucket, group).ownSums();
+        for (let i = 0; i < SUMS; i++) sums.addValue(0, i, columns[i]![m]!);
         pending[group * PENDING + SUMS]!++;
       });
     }
@@ -110,7 +107,8 @@ export class ReportCells {
       const at = index * PENDING;
       if (pending[at + SUMS] === 0) continue;
       const cell = this.cellOf(bucket, index);
-      for (let i = 0; i < SUMS; i++) this.sums.add(cell.row, i, pending[at + i]!);
+      const sums = cell.ownSums();
+      for (let i = 0; i < SUMS; i++) sums.add(0, i, pending[at + i]!);
       if (alone) cell.addPeriod(pending[at + SUMS]!);
       pending.fill(0, at, at + PENDING);
     }
@@ -124,12 +122,7 @@ export class ReportCells {
   }
 
   private cellOf(bucket: number, group: number): Cell {
-    return (this.cells[bucket]![group] ??= this.newCell(this.grouping.keyAt(group)));
-  }
-
-  private newCell(key: GroupKey): Cell {
-    this.sums.reserve(this.cellCount + 1);
-    return new Cell(key, this.cellCount++);
+    return (this.cells[bucket]![group] ??= new Cell(this.grouping.keyAt(group)));
   }
 
 
@@ -139,8 +132,8 @@ export class ReportCells {
    */
   addPeriod(bucket: number, period: PeriodFigures): void {
     const key = this.grouping.periodKey(period.modelId, period.departmentId ?? "");
-    const cell = (this.cells[bucket]![key.index] ??= this.newCell(key));
-    this.sums.addRow(cell.row, period.sums, period.row);
+    const cell = (this.cells[bucket]![key.index] ??= new Cell(key));
+    cell.addSums(period.sums, period.row);
     cell.addPeriod(period.memberCount, period.members);
   }
 
@@ -149,12 +142,8 @@ export class ReportCells {
    * when `withMembers`, else counted only.
    */
   periods(bucket: number, withMembers: boolean): PeriodFigures[] {
-    const cells = this.cells[bucket]!.filter((cell) => cell !== undefined);
-    // Their sums copied into a table of their own: the periods outlive these cells (the day cache keeps them).
-    const sums = new ExactSums(cells.length);
-    return cells.map((cell, row) => {
-      const { key } = cell;
-      sums.addRow(row, this.sums, cell.row);
+    return this.cells[bucket]!.filter((cell) => cell !== undefined).map((cell) => {
+      const { key, sums, row } = cell;
       if (!withMembers) return { modelId: key.modelId, departmentId: key.departmentId, sums, row, memberCount: cell.memberCount() };
       const union = cell.union();
       return { modelId: key.modelId, departmentId: key.departmentId, sums, row, memberCount: union.size, members: union.serialize("portable") };
@@ -163,7 +152,7 @@ export class ReportCells {
 
   /** A bucket's groups with events, in no particular order. */
   groups(bucket: number): GroupFigures[] {
-    const total = (cell: Cell, i: number) => this.sums.total(cell.row, i);
+    const total = (cell: Cell, i: number) => cell.sums.total(cell.row, i);
     return this.cells[bucket]!.filter((cell) => cell !== undefined).map((cell) => ({
       key: cell.key,
       events: total(cell, EVENTS),
@@ -215,8 +204,16 @@ function forEachMemberGroup(keys: Uint32Array, table: MemberGroups, visit: (m: n
   }
 }
 
-/** A (bucket, group): the row of its sums (ReportCells.sums), and what its distinct members are counted from. */
+/** A (bucket, group)'s sums, and what its distinct members are counted from. */
 class Cell {
+  /**
+   * Its sums: row `row` of `sums`. The first sums added are taken as they are, not copied (a bucket
+   * that is one kept day or one period is most cells of a report: 9,000 of them in a report of 180
+   * days by 50 departments), and copied into a row of its own before anything more is added.
+   */
+  private taken: ExactSums | undefined;
+  private takenRow = 0;
+  private shared = false;
   /**
    * The members of its pairs and of member days that share their bucket, repeats included (active
    * members do not add up across cells, so each cell keeps its own): counted distinct once, at the
@@ -231,7 +228,39 @@ class Cell {
   /** Whether a period came without its members' bitmap (alone in its bucket: its count is all there is). */
   private countOnly = false;
 
-  constructor(readonly key: GroupKey, readonly row: number) {}
+  constructor(readonly key: GroupKey) {}
+
+  /** Adds row `row` of `sums`, which the cell may keep as they are: the caller changes them no more. */
+  addSums(sums: ExactSums, row: number): void {
+    if (this.taken === undefined) {
+      this.taken = sums;
+      this.takenRow = row;
+      this.shared = true;
+      return;
+    }
+    this.ownSums().addRow(0, sums, row);
+  }
+
+  /** Its sums, to read: row `row` of them (they may be a period's: ownSums to add to them). */
+  get sums(): ExactSums {
+    return (this.taken ??= new ExactSums());
+  }
+
+  get row(): number {
+    return this.takenRow;
+  }
+
+  /** Its sums, to add to: a row of its own (row 0). */
+  ownSums(): ExactSums {
+    if (this.shared) {
+      const own = new ExactSums();
+      own.addRow(0, this.taken!, this.takenRow);
+      this.taken = own;
+      this.takenRow = 0;
+      this.shared = false;
+    }
+    return this.sums;
+  }
 
   addMember(memberKey: number): void {
     (this.members ??= new KeyList()).push(memberKey);
