@@ -110,25 +110,31 @@ export class RollupPeriods {
   }
 }
 
-/** A period's usage of one model (or ALL_MODELS): its sums and its members (repeats allowed). */
+/** A period's usage of one model (or ALL_MODELS): its row of the delta's sums and its members (repeats allowed). */
 export interface RollupEntry {
-  sums: ExactSums;
+  row: number;
   members: number[];
 }
 
 /** Periods of one grain: period start -> model id -> entry. */
 export type GrainEntries = Map<number, Map<number, RollupEntry>>;
 
-/** What a delta adds: every grain's entries, and each member's sums per day (start of the day -> member key -> sums). */
+/**
+ * What a delta adds: every grain's entries, and each member's sums per day (start of the day ->
+ * member key -> row), their sums rows of `sums`.
+ */
 export interface RollupAdditions {
   grains: Map<Grain, GrainEntries>;
-  memberDays: Map<number, Map<number, ExactSums>>;
+  memberDays: Map<number, Map<number, number>>;
+  sums: ExactSums;
 }
 
 /** The usage an ingestion adds to the rollups, held in memory until it is written. */
 export class RollupDelta {
   private quarters: GrainEntries = new Map();
-  private memberDays = new Map<number, Map<number, ExactSums>>();
+  private memberDays = new Map<number, Map<number, number>>();
+  /** The sums of the quarters' entries and of the member days, a row each: no object per sum (one for each member of each day). */
+  private sums = new ExactSums(1024);
   /** Events held. */
   size = 0;
 
@@ -136,16 +142,17 @@ export class RollupDelta {
 
   add(memberKey: number, modelId: number, ts: number, inputTokens: EventValue, outputTokens: EventValue,
     basicMicros: EventValue, payGoMicros: EventValue): void {
+    const { sums } = this;
     const quarter = this.periods.startOf(QUARTER, ts);
-    const entry = entryOf(this.quarters, quarter, modelId);
-    entry.sums.addEvent(0, inputTokens, outputTokens, basicMicros, payGoMicros);
+    const entry = entryOf(this.quarters, quarter, modelId, sums);
+    sums.addEvent(entry.row, inputTokens, outputTokens, basicMicros, payGoMicros);
     entry.members.push(memberKey);
     const day = this.periods.dayOfQuarter(quarter);
     let members = this.memberDays.get(day);
     if (!members) this.memberDays.set(day, (members = new Map()));
-    let sums = members.get(memberKey);
-    if (!sums) members.set(memberKey, (sums = new ExactSums()));
-    sums.addEvent(0, inputTokens, outputTokens, basicMicros, payGoMicros);
+    let row = members.get(memberKey);
+    if (row === undefined) members.set(memberKey, (row = sums.newRow()));
+    sums.addEvent(row, inputTokens, outputTokens, basicMicros, payGoMicros);
     this.size++;
   }
 
@@ -155,6 +162,7 @@ export class RollupDelta {
    * day sums. Empties the delta.
    */
   take(): RollupAdditions {
+    const { sums } = this;
     const byGrain = new Map<Grain, GrainEntries>(GRAINS.map((g) => [g, new Map()]));
     // In time order: the periods' days are then looked up once each (a zone's days cost a lookup).
     for (const quarter of [...this.quarters.keys()].sort((x, y) => x - y)) {
@@ -162,30 +170,31 @@ export class RollupDelta {
       for (const [modelId, entry] of [...models]) {
         for (const grain of GRAINS) {
           const start = this.periods.startOf(grain, quarter);
-          if (grain === DAY) mergeInto(entryOf(byGrain.get(grain)!, start, modelId), entry);
-          mergeInto(entryOf(byGrain.get(grain)!, start, ALL_MODELS), entry);
+          if (grain === DAY) mergeInto(entryOf(byGrain.get(grain)!, start, modelId, sums), entry, sums);
+          mergeInto(entryOf(byGrain.get(grain)!, start, ALL_MODELS, sums), entry, sums);
         }
       }
     }
-    const memberDays = this.memberDays;
+    const additions = { grains: byGrain, memberDays: this.memberDays, sums };
     this.quarters = new Map();
     this.memberDays = new Map();
+    this.sums = new ExactSums(1024);
     this.size = 0;
-    return { grains: byGrain, memberDays };
+    return additions;
   }
 }
 
 /** Adds `from`'s sums and members to `into`. */
-function mergeInto(into: RollupEntry, from: RollupEntry): void {
-  into.sums.addRow(0, from.sums, 0);
+function mergeInto(into: RollupEntry, from: RollupEntry, sums: ExactSums): void {
+  sums.addRow(into.row, sums, from.row);
   for (const member of from.members) into.members.push(member);
 }
 
-function entryOf(entries: GrainEntries, start: number, modelId: number): RollupEntry {
+function entryOf(entries: GrainEntries, start: number, modelId: number, sums: ExactSums): RollupEntry {
   let models = entries.get(start);
   if (!models) entries.set(start, (models = new Map()));
   let entry = models.get(modelId);
-  if (!entry) models.set(modelId, (entry = { sums: new ExactSums(), members: [] }));
+  if (!entry) models.set(modelId, (entry = { row: sums.newRow(), members: [] }));
   return entry;
 }
 

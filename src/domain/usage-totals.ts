@@ -36,9 +36,18 @@ export class ExactSums {
   values: Float64Array<ArrayBuffer>;
   /** The parts of sums past 2^53, by offset; undefined while there are none. */
   private big: Map<number, bigint> | undefined;
+  /** The rows handed out by newRow. */
+  rowCount = 0;
 
+  /** `rows`: room for that many rows (all zero) from the start. */
   constructor(rows = 1) {
     this.values = new Float64Array(rows * SUMS);
+  }
+
+  /** A row not handed out before, all zero: for a table that grows a row at a time. */
+  newRow(): number {
+    this.reserve(this.rowCount + 1);
+    return this.rowCount++;
   }
 
   /** Whether a sum has passed 2^53 (`values` alone are then not all of it: read with exact or total). */
@@ -97,10 +106,11 @@ export class ExactSums {
     return BigInt(this.exact(row, i));
   }
 
-  /** Every sum of the first `rows` rows back to zero, and none past 2^53. */
-  clear(rows: number): void {
-    this.values.fill(0, 0, rows * SUMS);
+  /** Every row handed out back to zero, and none handed out. */
+  clear(): void {
+    this.values.fill(0, 0, this.rowCount * SUMS);
     this.big = undefined;
+    this.rowCount = 0;
   }
 }
 
@@ -151,18 +161,20 @@ export interface MemberModelSums {
  * entry of its chain (-1 ends it).
  */
 export class SumEntries {
-  count = 0;
   model = new Uint32Array(1024);
   next = new Int32Array(1024);
   readonly sums = new ExactSums(1024);
 
+  get count(): number {
+    return this.sums.rowCount;
+  }
+
   /** A new entry of zero sums for `model`, chained before `next`. */
   add(model: number, next: number): number {
-    const entry = this.count++;
+    const entry = this.sums.newRow();
     if (entry === this.model.length) {
       this.model = grown(this.model);
       this.next = grown(this.next);
-      this.sums.reserve(this.model.length);
     }
     this.model[entry] = model;
     this.next[entry] = next;
@@ -170,8 +182,7 @@ export class SumEntries {
   }
 
   clear(): void {
-    this.sums.clear(this.count);
-    this.count = 0;
+    this.sums.clear();
   }
 }
 

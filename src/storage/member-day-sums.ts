@@ -15,21 +15,24 @@ const HEADER_BYTES = 16;
 if (new Uint8Array(Uint16Array.of(1).buffer)[0] !== 1) throw new Error("member day sums: a big-endian platform reads them wrong");
 const WIDTHS = [1, 2, 4, 8] as const;
 
-/** Stored member sums (or none) with `added` merged in: members of either, in key order, their sums added. */
-export function mergeMemberSums(stored: Uint8Array | null, added: ReadonlyMap<number, ExactSums>): Uint8Array {
+/**
+ * Stored member sums (or none) with `added` (member key -> its row of `sums`) merged in: members of
+ * either, in key order, their sums added.
+ */
+export function mergeMemberSums(stored: Uint8Array | null, added: ReadonlyMap<number, number>, sums: ExactSums): Uint8Array {
   const before = stored ? decodeMemberSums(stored) : undefined;
   const addedKeys = Uint32Array.from(added.keys()).sort();
   const most = (before?.count ?? 0) + addedKeys.length;
   const keys = new Uint32Array(most);
-  /** Per merged member: its position in `before` (-1: none), and its added sums. */
+  /** Per merged member: its position in `before` and its row of added sums (-1: none). */
   const storedAt = new Int32Array(most);
-  const addedSums: Array<ExactSums | undefined> = [];
+  const addedRow = new Int32Array(most);
   let count = 0;
   let next = 0;
-  const take = (key: number, at: number, sums: ExactSums | undefined) => {
+  const take = (key: number, at: number, row = -1) => {
     keys[count] = key;
     storedAt[count] = at;
-    addedSums[count++] = sums;
+    addedRow[count++] = row;
   };
   for (let m = 0; m < (before?.count ?? 0); m++) {
     const key = before!.keys[m]!;
@@ -37,22 +40,23 @@ export function mergeMemberSums(stored: Uint8Array | null, added: ReadonlyMap<nu
     take(key, m, addedKeys[next] === key ? added.get(addedKeys[next++]!) : undefined);
   }
   while (next < addedKeys.length) take(addedKeys[next]!, -1, added.get(addedKeys[next++]!));
-  const sums = Array.from({ length: SUMS }, (_, i) => mergedColumn(count, storedAt, before?.columns[i], addedSums, i));
-  return encodeMemberSums(keys.subarray(0, count), sums);
+  const columns = Array.from({ length: SUMS }, (_, i) => mergedColumn(count, storedAt, before?.columns[i], addedRow, sums, i));
+  return encodeMemberSums(keys.subarray(0, count), columns);
 }
 
 /**
  * One sum column merged: as numbers (a Float64Array) while every value is exact as one, else as
  * exact numbers and bigints.
  */
-function mergedColumn(count: number, storedAt: Int32Array, stored: SumColumn | undefined,
-  addedSums: ReadonlyArray<ExactSums | undefined>, index: number): Float64Array | Array<number | bigint> {
-  if (!(stored instanceof BigUint64Array) && addedSums.every((sums) => !sums?.anyBig)) {
+function mergedColumn(count: number, storedAt: Int32Array, stored: SumColumn | undefined, addedRow: Int32Array, sums: ExactSums,
+  index: number): Float64Array | Array<number | bigint> {
+  if (!(stored instanceof BigUint64Array) && !sums.anyBig) {
     const column = new Float64Array(count);
     let largest = 0;
     for (let m = 0; m < count; m++) {
       const at = storedAt[m]!;
-      const value = (at >= 0 ? stored![at]! : 0) + (addedSums[m]?.values[index] ?? 0);
+      const row = addedRow[m]!;
+      const value = (at >= 0 ? stored![at]! : 0) + (row >= 0 ? sums.values[row * SUMS + index]! : 0);
       column[m] = value;
       if (value > largest) largest = value;
     }
@@ -60,7 +64,8 @@ function mergedColumn(count: number, storedAt: Int32Array, stored: SumColumn | u
   }
   return Array.from({ length: count }, (_, m) => {
     const at = storedAt[m]!;
-    return exactSum(at >= 0 ? stored![at]! : 0, addedSums[m]?.exact(0, index) ?? 0);
+    const row = addedRow[m]!;
+    return exactSum(at >= 0 ? stored![at]! : 0, row >= 0 ? sums.exact(row, index) : 0);
   });
 }
 

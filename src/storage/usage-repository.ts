@@ -533,7 +533,7 @@ export class UsageRepository {
     if (!row?.groups) return groups;
     const sums = new ExactSums(entryCount(row.groups)); // sized once: growing it a doubling at a time cost an export 1%
     forEachEntry(row.groups, names.length, (values) => {
-      const row = groups.length;
+      const row = sums.newRow();
       for (let i = 0; i < SUM_COLUMNS.length; i++) {
         sums.addValue(row, i, form === "whole" ? values[events + 1 + i]! : fromHalves(values[events + 1 + 2 * i]!, values[events + 2 + 2 * i]!));
       }

@@ -77,7 +77,7 @@ export class UsageRollups {
   }
 
   /** Adds a delta's entries and member day sums (RollupDelta.take) to the stored rows. */
-  async add(enterpriseId: string, { grains: delta, memberDays }: RollupAdditions): Promise<void> {
+  async add(enterpriseId: string, { grains: delta, memberDays, sums }: RollupAdditions): Promise<void> {
     // One bitmap for every row (the stored members read into it) and one buffer for their serialized
     // members: a bitmap object and a Buffer per row cost several times the row's write (native
     // objects, each with a finalizer).
@@ -99,12 +99,12 @@ export class UsageRollups {
           const entry = entries.get(period)!.get(modelId)!;
           const before = stored.get(period)?.get(modelId);
           const members = before ? scratch.deserialize(before.members, "portable").addMany(entry.members) : scratch.copyFrom(entry.members);
-          if (before) addEncodedSums(before.sums, entry.sums);
+          if (before) addEncodedSums(before.sums, sums, entry.row);
           const serialized = bytes.take(members.getSerializationSizeInBytes("portable"));
           members.serialize("portable", serialized);
-          sumRows.push([enterpriseId, grain, period, modelId, members.size, encodeSums(entry.sums)]);
+          sumRows.push([enterpriseId, grain, period, modelId, members.size, encodeSums(sums, entry.row)]);
           memberRows.push([enterpriseId, grain, period, modelId, serialized,
-            grain === DAY && modelId === ALL_MODELS ? mergeMemberSums(before?.member_sums ?? null, memberDays.get(period) ?? new Map()) : null]);
+            grain === DAY && modelId === ALL_MODELS ? mergeMemberSums(before?.member_sums ?? null, memberDays.get(period) ?? new Map(), sums) : null]);
         }
         await this.db.executeQuery(CompiledQuery.raw(this.upsertStatement("usage_rollup", sumRows.length), sumRows.flat()));
         await this.db.executeQuery(CompiledQuery.raw(this.upsertStatement("usage_rollup_members", memberRows.length), memberRows.flat()));

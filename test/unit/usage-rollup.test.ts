@@ -73,10 +73,10 @@ describe("RollupDelta", () => {
     const t = at("2025-06-01T18:20:00Z"); // 23:50 in Kolkata: the next quarter is the next local day
     for (let i = 0; i < 10_000; i++) delta.add(1 + (i % 3), 7, t, big, 1, big, 0);
     delta.add(9, 8, t + 600, 5, 6, 7, 8); // 00:00 in Kolkata
-    const { grains, memberDays } = delta.take();
+    const { grains, memberDays, sums } = delta.take();
     const entry = (grain: Grain, start: number, model: number) => {
       const e = grains.get(grain)!.get(start)?.get(model);
-      return e && { sums: [0, 1, 2, 3, 4].map((i) => e.sums.total(0, i)), members: [...new Set(e.members)].sort() };
+      return e && { sums: [0, 1, 2, 3, 4].map((i) => sums.total(e.row, i)), members: [...new Set(e.members)].sort() };
     };
     const manyBig = 10_000n * big; // past 2^53
     expect(entry(QUARTER, at("2025-06-01T18:15:00Z"), ALL_MODELS)).toStrictEqual({ sums: [manyBig, 10_000n, manyBig, 0n, 10_000n], members: [1, 2, 3] });
@@ -87,7 +87,10 @@ describe("RollupDelta", () => {
     expect(entry(DAY, at("2025-05-31T18:30:00Z"), 7)).toStrictEqual(entry(QUARTER, at("2025-06-01T18:15:00Z"), ALL_MODELS));
     expect(entry(DAY, at("2025-06-01T18:30:00Z"), 8)).toStrictEqual({ sums: [5n, 6n, 7n, 8n, 1n], members: [9] });
     expect(entry(DAY, at("2025-06-01T18:30:00Z"), 7)).toBeUndefined();
-    const memberDay = (day: string, member: number) => [0, 1, 2, 3, 4].map((i) => memberDays.get(at(day))?.get(member)?.total(0, i));
+    const memberDay = (day: string, member: number) => {
+      const row = memberDays.get(at(day))?.get(member);
+      return row === undefined ? undefined : [0, 1, 2, 3, 4].map((i) => sums.total(row, i));
+    };
     expect(memberDay("2025-05-31T18:30:00Z", 1)).toStrictEqual([3334n * big, 3334n, 3334n * big, 0n, 3334n]);
     expect(memberDay("2025-06-01T18:30:00Z", 9)).toStrictEqual([5n, 6n, 7n, 8n, 1n]);
     expect([...memberDays.keys()]).toHaveLength(2);
@@ -97,37 +100,43 @@ describe("RollupDelta", () => {
 });
 
 describe("member day sums", () => {
-  const sumsOf = (entries: ReadonlyArray<readonly [number, readonly number[]]>) =>
-    new Map(entries.map(([key, values]) => {
-      const s = new ExactSums();
-      values.forEach((v, i) => s.add(0, i, v));
-      return [key, s] as const;
+  /** Members' sums as a delta holds them: member key -> its row of `table`. */
+  const sumsOf = (entries: ReadonlyArray<readonly [number, readonly number[]]>) => {
+    const table = new ExactSums();
+    const rows = new Map(entries.map(([key, values]) => {
+      const row = table.newRow();
+      values.forEach((v, i) => table.add(row, i, v));
+      return [key, row] as const;
     }));
+    return { rows, table };
+  };
   const read = (packed: Uint8Array) => {
     const day = decodeMemberSums(packed);
     return Array.from({ length: day.count }, (_, m) => `${day.keys[m]}: ${day.columns.map((column) => column[m]).join(" ")}`);
   };
 
   it("round-trip every member's five sums in key order, each column as narrow as its largest value, exactly up to 2^64 - 1", () => {
-    const sums = sumsOf([[900, [1, 2, 3, 4, 5]], [7, [0, 0, 0, 0, 1]], [2 ** 31 + 5, [2 ** 53 - 1, 10 ** 12, 0, 1, 2]]]);
-    sums.get(900)!.addBig(0, 0, 2n ** 64n - 2n); // past 2^53: stays exact as a bigint
-    const packed = mergeMemberSums(null, sums);
+    const { rows, table } = sumsOf([[900, [1, 2, 3, 4, 5]], [7, [0, 0, 0, 0, 1]], [2 ** 31 + 5, [2 ** 53 - 1, 10 ** 12, 0, 1, 2]]]);
+    table.addBig(rows.get(900)!, 0, 2n ** 64n - 2n); // past 2^53: stays exact as a bigint
+    const packed = mergeMemberSums(null, rows, table);
     expect(read(packed)).toStrictEqual(["7: 0 0 0 0 1", `900: ${2n ** 64n - 1n} 2 3 4 5`, `${2 ** 31 + 5}: ${2 ** 53 - 1} ${10 ** 12} 0 1 2`]);
     expect(decodeMemberSums(packed).columns.map((column) => column.BYTES_PER_ELEMENT)).toStrictEqual([8, 8, 1, 1, 1]);
     const odd = new Uint8Array(packed.length + 1);
     odd.set(packed, 1);
     expect(read(odd.subarray(1))).toStrictEqual(read(packed)); // bytes at an odd offset: copied, then read
     expect(() => decodeMemberSums(packed.subarray(0, packed.length - 1))).toThrow(/bytes where 3 members take/);
-    sums.get(900)!.add(0, 0, 1); // 2^64: past a running total's limit
-    expect(() => mergeMemberSums(null, sums)).toThrow(SumLimitError);
+    table.add(rows.get(900)!, 0, 1); // 2^64: past a running total's limit
+    expect(() => mergeMemberSums(null, rows, table)).toThrow(SumLimitError);
   });
 
   it("merge stored sums with added ones: members of either, sums added, untouched ones as stored", () => {
-    const stored = mergeMemberSums(null, sumsOf([[3, [1, 1, 1, 1, 1]], [200, [5, 0, 0, 0, 1]], [70_000, [2 ** 53 - 1, 0, 0, 0, 1]]]));
-    const merged = mergeMemberSums(stored, sumsOf([[1, [9, 9, 9, 9, 9]], [200, [1, 2, 3, 4, 5]], [70_000, [2, 0, 0, 0, 1]], [80_000, [0, 0, 0, 0, 1]]]));
+    const first = sumsOf([[3, [1, 1, 1, 1, 1]], [200, [5, 0, 0, 0, 1]], [70_000, [2 ** 53 - 1, 0, 0, 0, 1]]]);
+    const stored = mergeMemberSums(null, first.rows, first.table);
+    const added = sumsOf([[1, [9, 9, 9, 9, 9]], [200, [1, 2, 3, 4, 5]], [70_000, [2, 0, 0, 0, 1]], [80_000, [0, 0, 0, 0, 1]]]);
+    const merged = mergeMemberSums(stored, added.rows, added.table);
     expect(read(merged)).toStrictEqual([
       "1: 9 9 9 9 9", "3: 1 1 1 1 1", "200: 6 2 3 4 6", `70000: ${2n ** 53n + 1n} 0 0 0 2`, "80000: 0 0 0 0 1",
     ]);
-    expect(read(mergeMemberSums(merged, new Map()))).toStrictEqual(read(merged));
+    expect(read(mergeMemberSums(merged, new Map(), new ExactSums()))).toStrictEqual(read(merged));
   });
 });
