@@ -8,8 +8,12 @@ import { DAY_SECONDS, HOUR_SECONDS, localDayAround, mod, offsetReader, ZoneOffse
 import { decimalValue, ExactSums, SUMS } from "./usage-totals.js";
 import type { EventValue } from "./usage-event.js";
 
-/** The format of the rows; a store whose layout has another version is rebuilt (usage rebuild). */
-export const ROLLUP_VERSION = 4;
+/**
+ * The version of an enterprise's usage layout (usage_layout): the formats of all its pre-aggregates,
+ * the running totals' rows and the rollups'. An enterprise whose layout has another version (or none)
+ * is read from its raw events, and ingestion adds no pre-aggregates to it, until `usage rebuild`.
+ */
+export const USAGE_LAYOUT_VERSION = 4;
 
 export const QUARTER = 0;
 export const HOUR = 1;

@@ -37,9 +37,11 @@ export function checkWindow(start: bigint, end: bigint, maxDays = MAX_WINDOW_DAY
 
 /**
  * The plan reading the fewest seconds of raw events: running totals between a midnight at or next
- * to each end (the earlier before the later), or, for a short window, the raw events alone.
+ * to each end (the earlier before the later), or, for a short window or without running totals
+ * (`withRunningTotals` false: the enterprise has no current usage layout), the raw events alone.
  */
-export function planWindow(start: number, end: number): WindowPlan {
+export function planWindow(start: number, end: number, withRunningTotals = true): WindowPlan {
+  if (!withRunningTotals) return { raw: splitAtMidnight(start, end) };
   let best: { low: number; high: number } | undefined;
   let bestSeconds = end - start; // the raw events alone
   for (const low of midnightsBeside(start)) {

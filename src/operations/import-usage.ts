@@ -62,7 +62,7 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
           events += message.events.count;
           progress?.update(message.bytesRead, events);
         }
-        if (message.kind === "sums") await tx.addSumFrames(message.frames, keys.memberKeys, keys.modelIds);
+        if (message.kind === "sums") await tx.addSumFrames(enterpriseId, message.frames, keys.memberKeys, keys.modelIds);
       });
       message = await next();
     }

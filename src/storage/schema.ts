@@ -107,8 +107,11 @@ export interface UsageRunningTotalTable {
   totals: Uint8Array;
 }
 
-/** Which zone an enterprise's hour and day rollups follow (src/domain/usage-rollup.ts, RollupLayout). */
-export interface UsageRollupLayoutTable {
+/**
+ * An enterprise's usage layout: the version of its pre-aggregates (running totals and rollups) and
+ * which zone its hour and day rollups follow (src/domain/usage-rollup.ts, RollupLayout).
+ */
+export interface UsageLayoutTable {
   enterprise_id: string;
   version: number;
   time_zone: string;
@@ -207,7 +210,7 @@ export interface Schema {
   usage_event: UsageEventTable;
   usage_running_total: UsageRunningTotalTable;
   usage_ingestion_count: UsageIngestionCountTable;
-  usage_rollup_layout: UsageRollupLayoutTable;
+  usage_layout: UsageLayoutTable;
   usage_rollup: UsageRollupTable;
   usage_rollup_members: UsageRollupMembersTable;
   environment_config: EnvironmentConfigTable;

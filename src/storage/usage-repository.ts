@@ -202,8 +202,6 @@ export class UsageRepository {
   async rebuild(enterpriseId: string, progress?: (events: number) => void): Promise<number> {
     let events = 0;
     await this.ingestOnce(async (tx) => {
-      const members = tx.db.selectFrom("member").select("member_key").where("enterprise_id", "=", enterpriseId);
-      await tx.db.deleteFrom("usage_running_total").where("member_key", "in", members).execute();
       tx.caches.latestRows.clear();
       const rollup = new RollupDelta(new RollupPeriods(await tx.rollups.restart(enterpriseId)));
       tx.rollupDeltas.set(enterpriseId, rollup);
@@ -291,7 +289,7 @@ export class UsageRepository {
   private daySums: DaySums | undefined;
   /** An import chunk's events that its worker summed but the store already held (repeats): taken away from its sums. */
   private repeats: DaySums | undefined;
-  /** Per enterprise, the rollup delta of this ingestion (undefined: its rollups are not kept, see UsageRollups.layoutForIngestion). */
+  /** Per enterprise, the rollup delta of this ingestion (undefined: no current layout, no pre-aggregates kept, see UsageRollups.layoutForIngestion). */
   private readonly rollupDeltas = new Map<string, RollupDelta | undefined>();
   private added = 0;
 
@@ -306,6 +304,7 @@ export class UsageRepository {
     const rollup = await this.rollupDeltaOf(enterpriseId); // before the rows: whether the enterprise had events decides it
     const fresh = await this.insertNew(enterpriseId, rows);
     this.added += fresh.length;
+    if (!rollup) return; // no current layout: no pre-aggregates until `usage rebuild` makes them all
     if (options.summed) {
       holdSums(fresh, rollup, undefined);
       if (fresh.length === rows.length) return;
@@ -349,11 +348,13 @@ export class UsageRepository {
   }
 
   /**
-   * Adds the sums of rows inserted with `summed` (frames, see DaySums.takeFrames, with member and
-   * model numbers mapped by `memberKeys` and `modelIds`) to the running totals, less the repeats
-   * among those rows. Only after those rows: their repeats must be known.
+   * Adds the sums of the enterprise's rows inserted with `summed` (frames, see DaySums.takeFrames,
+   * with member and model numbers mapped by `memberKeys` and `modelIds`) to the running totals, less
+   * the repeats among those rows; nothing without a current layout. Only after those rows: their
+   * repeats must be known.
    */
-  async addSumFrames(frames: Uint8Array, memberKeys: ArrayLike<number>, modelIds: ArrayLike<number>): Promise<void> {
+  async addSumFrames(enterpriseId: string, frames: Uint8Array, memberKeys: ArrayLike<number>, modelIds: ArrayLike<number>): Promise<void> {
+    if (!(await this.rollupDeltaOf(enterpriseId))) return;
     await addToRunningTotals(this.bulk, this.caches.latestRows, { frames, memberKeys, modelIds }, this.repeats?.takeFrames());
   }
 

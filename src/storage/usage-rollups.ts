@@ -5,7 +5,7 @@
 import roaring from "roaring";
 import { CompiledQuery, sql, type Kysely } from "kysely";
 import {
-  addEncodedSums, ALL_MODELS, DAY, encodeSums, layoutFor, ROLLUP_VERSION, type Grain, type RollupAdditions, type RollupLayout,
+  addEncodedSums, ALL_MODELS, DAY, encodeSums, layoutFor, USAGE_LAYOUT_VERSION, type Grain, type RollupAdditions, type RollupLayout,
 } from "../domain/usage-rollup.js";
 import { mergeMemberSums } from "./member-day-sums.js";
 import { ExactSums } from "../domain/usage-totals.js";
@@ -44,18 +44,19 @@ interface StoredRollup {
 export class UsageRollups {
   constructor(private readonly db: Kysely<Schema>, private readonly dialect: Dialect, private readonly texts: StatementTexts) {}
 
-  /** The enterprise's layout; undefined while its rollups are not complete (see layoutForIngestion). */
+  /** The enterprise's usage layout; undefined while its pre-aggregates are not complete or not of this version (see layoutForIngestion). */
   async layout(enterpriseId: string): Promise<RollupLayout | undefined> {
-    const row = await this.db.selectFrom("usage_rollup_layout").select(["version", "time_zone", "hour_phase"])
+    const row = await this.db.selectFrom("usage_layout").select(["version", "time_zone", "hour_phase"])
       .where("enterprise_id", "=", enterpriseId).executeTakeFirst();
-    if (!row || row.version !== ROLLUP_VERSION) return undefined;
+    if (!row || row.version !== USAGE_LAYOUT_VERSION) return undefined;
     return { timeZone: row.time_zone, hourPhase: row.hour_phase };
   }
 
   /**
    * The layout an ingestion adds to: begun in the enterprise's zone when the enterprise has no usage
-   * yet, so its rollups hold every event from the first. None for an enterprise whose events came
-   * before its rollups (a store older than them): `usage rebuild` makes them (`restart`).
+   * yet, so its pre-aggregates hold every event from the first. None for an enterprise whose events
+   * came before its layout (a store older than it, or of another version): `usage rebuild` makes
+   * them (`restart`).
    */
   async layoutForIngestion(enterpriseId: string): Promise<RollupLayout | undefined> {
     const layout = await this.layout(enterpriseId);
@@ -64,15 +65,17 @@ export class UsageRollups {
     return anyEvent ? undefined : this.restart(enterpriseId);
   }
 
-  /** Deletes the enterprise's rollups and begins them again, empty, in its current zone. */
+  /** Deletes the enterprise's pre-aggregates (its members' running totals and its rollups) and begins its layout again, empty, in its current zone. */
   async restart(enterpriseId: string): Promise<RollupLayout> {
+    const members = this.db.selectFrom("member").select("member_key").where("enterprise_id", "=", enterpriseId);
+    await this.db.deleteFrom("usage_running_total").where("member_key", "in", members).execute();
     await this.db.deleteFrom("usage_rollup").where("enterprise_id", "=", enterpriseId).execute();
     await this.db.deleteFrom("usage_rollup_members").where("enterprise_id", "=", enterpriseId).execute();
-    await this.db.deleteFrom("usage_rollup_layout").where("enterprise_id", "=", enterpriseId).execute();
+    await this.db.deleteFrom("usage_layout").where("enterprise_id", "=", enterpriseId).execute();
     const { time_zone } = await this.db.selectFrom("enterprise").select("time_zone").where("enterprise_id", "=", enterpriseId).executeTakeFirstOrThrow();
     const layout = layoutFor(time_zone, Math.floor(Date.now() / 1000));
-    await this.db.insertInto("usage_rollup_layout")
-      .values({ enterprise_id: enterpriseId, version: ROLLUP_VERSION, time_zone: layout.timeZone, hour_phase: layout.hourPhase }).execute();
+    await this.db.insertInto("usage_layout")
+      .values({ enterprise_id: enterpriseId, version: USAGE_LAYOUT_VERSION, time_zone: layout.timeZone, hour_phase: layout.hourPhase }).execute();
     return layout;
   }
 

@@ -60,7 +60,7 @@ describe.each(dialects)("usage rebuild on %s", (dialect) => {
     .map((r) => `${r.user_id} ${r.day} ${Buffer.from(r.totals).toString("hex")}`);
   /** Every rollup row of an enterprise and its layout. */
   const rollups = async (enterpriseId = "acme") => [
-    ...(await database.db.selectFrom("usage_rollup_layout").select(["time_zone", "hour_phase"]).where("enterprise_id", "=", enterpriseId).execute())
+    ...(await database.db.selectFrom("usage_layout").select(["time_zone", "hour_phase"]).where("enterprise_id", "=", enterpriseId).execute())
       .map((r) => `layout ${r.time_zone} ${r.hour_phase}`),
     ...(await database.db.selectFrom("usage_rollup as r")
       .innerJoin("usage_rollup_members as m", (join) => join.onRef("m.enterprise_id", "=", "r.enterprise_id").onRef("m.grain", "=", "r.grain")
@@ -86,12 +86,12 @@ describe.each(dialects)("usage rebuild on %s", (dialect) => {
   };
   /** The same reports from the raw events alone: an enterprise without a rollup layout is read raw. */
   const rawReports = async () => {
-    const layout = await database.db.selectFrom("usage_rollup_layout").selectAll().where("enterprise_id", "=", "acme").execute();
-    await database.db.deleteFrom("usage_rollup_layout").where("enterprise_id", "=", "acme").execute();
+    const layout = await database.db.selectFrom("usage_layout").selectAll().where("enterprise_id", "=", "acme").execute();
+    await database.db.deleteFrom("usage_layout").where("enterprise_id", "=", "acme").execute();
     try {
       return await reports();
     } finally {
-      if (layout.length > 0) await database.db.insertInto("usage_rollup_layout").values(layout).execute();
+      if (layout.length > 0) await database.db.insertInto("usage_layout").values(layout).execute();
     }
   };
   const rebuild = (enterpriseId = "acme") => cli(["usage", "rebuild", "--enterprise", enterpriseId, "--db", testDb.url]);
@@ -128,7 +128,7 @@ describe.each(dialects)("usage rebuild on %s", (dialect) => {
   it("a store whose events came before its rollups is read raw, exactly, until a rebuild makes them", async () => {
     const exact = await rawReports();
     await database.db.deleteFrom("usage_rollup").where("enterprise_id", "=", "acme").execute();
-    await database.db.deleteFrom("usage_rollup_layout").where("enterprise_id", "=", "acme").execute();
+    await database.db.deleteFrom("usage_layout").where("enterprise_id", "=", "acme").execute();
     // Ingestion adds no rollups to an enterprise that has events but no layout: they would be partial.
     await recordUsage(new UsageRepository(database), "acme", events("no-layout", 10));
     expect(await rollups()).toStrictEqual([]);

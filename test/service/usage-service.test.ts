@@ -6,6 +6,7 @@ import { UsageService } from "../../gen/enterprise_admin/v1/usage_pb.js";
 import { ErrorCode } from "../../src/domain/errors.js";
 import { dialects } from "../helpers/databases.js";
 import { failureOf, startInMemoryService, type InMemoryService } from "../helpers/in-memory-service.js";
+import { UsageRepository } from "../../src/storage/usage-repository.js";
 
 const DAY = 86_400n;
 const START = 1_794_787_200n; // 2026-11-16T00:00:00Z
@@ -77,5 +78,22 @@ describe.each(dialects)("UsageService in memory (%s)", (dialect) => {
     expect(await failureOf((async () => { for await (const _ of messages) void _; })())).toMatchObject({
       code: Code.PermissionDenied, errorCode: ErrorCode.PERMISSION_DENIED,
     });
+  });
+
+  it("an enterprise whose usage layout is not the code's is answered from its raw events, exactly, and gets no running totals until a rebuild", async () => {
+    const { db } = service.database;
+    const runningTotalRows = async () => (await db.selectFrom("usage_running_total").select(["member_key", "day", "totals"]).orderBy("member_key").orderBy("day").execute())
+      .map((r) => `${r.member_key} ${r.day} ${Buffer.from(r.totals).toString("hex")}`);
+    const atlas = async () => (await usage.queryUserModelUsage({ startTime: START, endTime: START + 3n * DAY, userIds: ["7001"] }))
+      .items[0]!.modelUsage.filter((m) => m.modelName === "atlas-4").map((m) => [m.usage?.inputTokens, m.amount?.basicAmount, m.amount?.totalAmount]);
+    expect(await atlas()).toEqual([[200n, "0.200000", "0.240000"]]);
+    await db.updateTable("usage_layout").set({ version: 3 }).where("enterprise_id", "=", "acme").execute(); // a layout of another version
+    const stored = await runningTotalRows();
+    expect(await usage.recordUsageEvents({ events: [event("e5", "7001", START + DAY + 60n, "atlas-4", "0.300000")] })).toMatchObject({ recorded: 1 });
+    expect(await runningTotalRows()).toEqual(stored); // no pre-aggregate is added to a layout of another version
+    expect(await atlas()).toEqual([[300n, "0.500000", "0.560000"]]); // from the raw events
+    await new UsageRepository(service.database).rebuild("acme");
+    expect(await runningTotalRows()).not.toEqual(stored);
+    expect(await atlas()).toEqual([[300n, "0.500000", "0.560000"]]); // from the running totals again
   });
 });

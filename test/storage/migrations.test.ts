@@ -8,7 +8,7 @@ import { migrations } from "../../src/storage/migrations/index.js";
 import { createTestDatabase, dialects, type TestDatabase } from "../helpers/databases.js";
 
 const TABLES = ["access_token", "app", "department", "enterprise", "environment_config", "environment_data_key", "environment_secret",
-  "master_key", "master_key_ring", "member", "member_department", "usage_event", "usage_ingestion_count", "usage_model", "usage_rollup", "usage_rollup_layout", "usage_rollup_members", "usage_running_total"];
+  "master_key", "master_key_ring", "member", "member_department", "usage_event", "usage_ingestion_count", "usage_layout", "usage_model", "usage_rollup", "usage_rollup_members", "usage_running_total"];
 
 describe.each(dialects)("migrations on an empty database (%s)", (dialect) => {
   const opened: { testDb: TestDatabase; database: Database }[] = [];
@@ -102,6 +102,16 @@ describe.each(dialects)("migrations on an empty database (%s)", (dialect) => {
     expect((await db.selectFrom("usage_rollup").selectAll().orderBy("model_id").execute())
       .map((row) => ({ ...row, period: Number(row.period), members: bytes(row.members), member_sums: bytes(row.member_sums) })))
       .toStrictEqual(stored.map((row) => ({ ...row, members: bytes(row.members), member_sums: bytes(row.member_sums) })));
+  });
+
+  it("usage layout: an enterprise's layout row moves to usage_layout as it is, and back when undone", async () => {
+    const { migrator, db } = await enterpriseAt("20261130T090000-unframe-running-totals");
+    const layout = { enterprise_id: "e", version: 4, time_zone: "Asia/Kathmandu", hour_phase: 900 };
+    await db.insertInto("usage_rollup_layout").values(layout).execute();
+    expect((await migrator.migrateTo("20261201T090000-usage-layout")).error).toBeUndefined();
+    expect(await db.selectFrom("usage_layout").selectAll().execute()).toStrictEqual([layout]);
+    expect((await migrator.migrateTo("20261130T090000-unframe-running-totals")).error).toBeUndefined();
+    expect(await db.selectFrom("usage_rollup_layout").selectAll().execute()).toStrictEqual([layout]);
   });
 
   it("unframed running totals: each row's frame (its member key and length) is taken off, and put back when undone; a frame not the row's stops it, nothing changed", async () => {

@@ -6,6 +6,7 @@ import * as usageRollups from "./20261128T090000-usage-rollups.js";
 import * as directoryVersion from "./20261129T090000-directory-version.js";
 import * as rollupMembers from "./20261129T100000-rollup-members.js";
 import * as unframeRunningTotals from "./20261130T090000-unframe-running-totals.js";
+import * as usageLayout from "./20261201T090000-usage-layout.js";
 
 export const migrations: Record<string, Migration> = {
   "20261126T080000-baseline": baseline,
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   "20261129T090000-directory-version": directoryVersion,
   "20261129T100000-rollup-members": rollupMembers,
   "20261130T090000-unframe-running-totals": unframeRunningTotals,
+  "20261201T090000-usage-layout": usageLayout,
 };
