@@ -111,7 +111,7 @@ export class UsageReports {
     const inScope = departments && (byMember || !dimensions.includes("department")) ? [...departments.groupsOf.keys()] : undefined;
     let members = intersect(named?.members.map((m) => m.member_key), inScope);
     const buckets = planBuckets(start, end, zone, kind);
-    const layout = await this.usage.rollups.layout(enterpriseId);
+    const { layout } = settings;
 
     let pageMembers: MemberRow[] | undefined;
     let nextPageToken = "";
@@ -145,7 +145,7 @@ export class UsageReports {
     if (days > MAX_REPORT_DAYS) {
       throw invalidParameter(`start_date to end_date: ${days} days > ${MAX_REPORT_DAYS} (both dates count)`);
     }
-    const layout = await this.usage.rollups.layout(enterpriseId);
+    const { layout } = settings;
     const dayBuckets = planBuckets(start, end, zone, "day");
     const buckets = await this.run({
       enterpriseId, layout, start, end, buckets: dayBuckets, dimensions: [], members: undefined,

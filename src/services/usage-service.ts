@@ -27,14 +27,13 @@ export function usageService(usage: UsageRepository, directory: DirectoryReposit
       const { enterpriseId } = principalOf(context);
       const signal = signalOf(context);
       const window = checkWindow(request.startTime, request.endTime);
-      const [named, settings, layout] = await Promise.all([
+      const [named, settings] = await Promise.all([
         resolveNamedMembers(usage, enterpriseId, request, true),
         usage.callerEnterpriseSettings(enterpriseId),
-        usage.rollups.layout(enterpriseId),
       ]);
       const { members, notFoundUserIds, notFoundEmails } = named;
 
-      const plan = planWindow(window.start, window.end, layout !== undefined);
+      const plan = planWindow(window.start, window.end, settings.layout !== undefined);
       signal.throwIfAborted();
       const sums = await usage.sumUsage(members.map((m) => m.member_key), plan);
       const models = await usage.modelsById(sums.modelIds);

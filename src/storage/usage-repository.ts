@@ -17,8 +17,8 @@ import { DaySums } from "./usage-day-sums.js";
 import { among, chunks, StatementTexts, type BulkStore } from "./bulk-statements.js";
 import { addToRunningTotals, LatestRows } from "./usage-running-totals.js";
 import { addRowsToWindow } from "./usage-sums-codec.js";
-import { UsageRollups } from "./usage-rollups.js";
-import { RollupDelta, RollupPeriods } from "../domain/usage-rollup.js";
+import { currentLayout, UsageRollups } from "./usage-rollups.js";
+import { RollupDelta, RollupPeriods, type RollupLayout } from "../domain/usage-rollup.js";
 
 export interface MemberKeyRow {
   member_key: number;
@@ -35,11 +35,13 @@ export interface MemberRow extends MemberKeyRow {
 
 const MEMBER_COLUMNS = ["member_key", "user_id", "email", "email_folded", "account_type", "removed_at"] as const;
 
-/** What the usage analytics read of an enterprise: its currency, default zone and directory version. */
+/** What the usage analytics read of an enterprise: its currency, default zone, directory version and usage layout. */
 export interface EnterpriseSettings {
   currency: string;
   time_zone: string;
   directory_version: number;
+  /** Its usage layout, when it is of this version (UsageRollups.layout): else its usage is read raw. */
+  layout: RollupLayout | undefined;
 }
 
 /** One checked event, resolved to keys. */
@@ -121,9 +123,18 @@ export class UsageRepository {
     return rows.map((row) => ({ ...row, member_key: Number(row.member_key) }));
   }
 
-  /** The enterprise's currency, time zone (the analytics' default zone) and directory version; undefined when it does not exist. */
+  /**
+   * The enterprise's currency, time zone (the analytics' default zone), directory version and usage
+   * layout, in one statement (a usage query's every statement counts); undefined when it does not exist.
+   */
   async enterpriseSettings(enterpriseId: string): Promise<EnterpriseSettings | undefined> {
-    return this.db.selectFrom("enterprise").select(["currency", "time_zone", "directory_version"]).where("enterprise_id", "=", enterpriseId).executeTakeFirst();
+    const row = await this.db.selectFrom("enterprise as e").leftJoin("usage_layout as l", "l.enterprise_id", "e.enterprise_id")
+      .select(["e.currency", "e.time_zone", "e.directory_version", "l.version", "l.time_zone as layout_zone", "l.hour_phase"])
+      .where("e.enterprise_id", "=", enterpriseId).executeTakeFirst();
+    return row && {
+      currency: row.currency, time_zone: row.time_zone, directory_version: row.directory_version,
+      layout: currentLayout({ version: row.version, time_zone: row.layout_zone, hour_phase: row.hour_phase }),
+    };
   }
 
   /** The settings of a caller's enterprise: its token names it, so a missing row is a broken store, not bad input. */

@@ -48,8 +48,7 @@ export class UsageRollups {
   async layout(enterpriseId: string): Promise<RollupLayout | undefined> {
     const row = await this.db.selectFrom("usage_layout").select(["version", "time_zone", "hour_phase"])
       .where("enterprise_id", "=", enterpriseId).executeTakeFirst();
-    if (!row || row.version !== USAGE_LAYOUT_VERSION) return undefined;
-    return { timeZone: row.time_zone, hourPhase: row.hour_phase };
+    return currentLayout(row);
   }
 
   /**
@@ -173,6 +172,12 @@ export class UsageRollups {
       .where("enterprise_id", "=", enterpriseId).where("grain", "=", DAY).where(among(this.dialect, "period", days, "bigint")).where("model_id", "=", ALL_MODELS).execute();
     return rows.map((row) => ({ day: Number(row.period), memberSums: row.member_sums ?? new Uint8Array() }));
   }
+}
+
+/** A stored layout row (or none) as the layout, when it is of this version: else undefined. */
+export function currentLayout(row: { version: number | null; time_zone: string | null; hour_phase: number | null } | undefined): RollupLayout | undefined {
+  if (row?.version !== USAGE_LAYOUT_VERSION) return undefined;
+  return { timeZone: row.time_zone!, hourPhase: row.hour_phase! };
 }
 
 /** Slices of a buffer taken one after another; a new buffer when one is full (the slices taken stay valid). */
