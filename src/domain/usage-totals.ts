@@ -46,18 +46,13 @@ export class ExactSums {
 
   /** A row not handed out before, all zero: for a table that grows a row at a time. */
   newRow(): number {
-    this.reserve(this.rowCount + 1);
+    if (this.values.length < (this.rowCount + 1) * SUMS) this.values = grown(this.values, (this.rowCount + 1) * SUMS);
     return this.rowCount++;
   }
 
   /** Whether a sum has passed 2^53 (`values` alone are then not all of it: read with exact or total). */
   get anyBig(): boolean {
     return this.big !== undefined;
-  }
-
-  /** Room for at least `rows` rows, the sums held kept. */
-  reserve(rows: number): void {
-    if (this.values.length < rows * SUMS) this.values = grown(this.values, rows * SUMS);
   }
 
   /** Adds a number within ±2^53 (negative to take away) to sum `i` of row `row`. */
@@ -117,7 +112,7 @@ export class ExactSums {
 const MAX_SAFE_BIG = BigInt(Number.MAX_SAFE_INTEGER);
 
 /** An exact sum as a number while that is exact (within ±2^53), else as the bigint. */
-export function narrowed(total: bigint): number | bigint {
+function narrowed(total: bigint): number | bigint {
   return total <= MAX_SAFE_BIG && total >= -MAX_SAFE_BIG ? Number(total) : total;
 }
 

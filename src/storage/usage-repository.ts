@@ -40,7 +40,7 @@ export interface EnterpriseSettings {
   currency: string;
   time_zone: string;
   directory_version: number;
-  /** Its usage layout, when it is of this version (UsageRollups.layout): else its usage is read raw. */
+  /** Its usage layout, when it is of this version (currentLayout): else its usage is read raw. */
   layout: RollupLayout | undefined;
 }
 

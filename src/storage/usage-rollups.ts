@@ -44,13 +44,6 @@ interface StoredRollup {
 export class UsageRollups {
   constructor(private readonly db: Kysely<Schema>, private readonly dialect: Dialect, private readonly texts: StatementTexts) {}
 
-  /** The enterprise's usage layout; undefined while its pre-aggregates are not complete or not of this version (see layoutForIngestion). */
-  async layout(enterpriseId: string): Promise<RollupLayout | undefined> {
-    const row = await this.db.selectFrom("usage_layout").select(["version", "time_zone", "hour_phase"])
-      .where("enterprise_id", "=", enterpriseId).executeTakeFirst();
-    return currentLayout(row);
-  }
-
   /**
    * The layout an ingestion adds to: begun in the enterprise's zone when the enterprise has no usage
    * yet, so its pre-aggregates hold every event from the first. None for an enterprise whose events
@@ -58,7 +51,8 @@ export class UsageRollups {
    * them (`restart`).
    */
   async layoutForIngestion(enterpriseId: string): Promise<RollupLayout | undefined> {
-    const layout = await this.layout(enterpriseId);
+    const layout = currentLayout(await this.db.selectFrom("usage_layout").select(["version", "time_zone", "hour_phase"])
+      .where("enterprise_id", "=", enterpriseId).executeTakeFirst());
     if (layout) return layout;
     const anyEvent = await this.db.selectFrom("usage_event").select("event_id").where("enterprise_id", "=", enterpriseId).limit(1).executeTakeFirst();
     return anyEvent ? undefined : this.restart(enterpriseId);
