@@ -125,7 +125,6 @@ export class ReportCells {
     return (this.cells[bucket]![group] ??= new Cell(this.grouping.keyAt(group)));
   }
 
-
   /**
    * A period that lies in bucket `bucket`, added to the group of its model and department (as far as
    * the report groups by them). Not for groupings by member: a period's figures are a whole group's.
@@ -139,11 +138,14 @@ export class ReportCells {
 
   /**
    * A bucket's groups as periods (addPeriod): their sums, and their distinct members, as a bitmap
-   * when `withMembers`, else counted only.
+   * when `withMembers`, else counted only. Each period's sums are a row of its own: the day cache
+   * keeps periods, and a row taken from a statement's table would keep all of that table.
    */
   periods(bucket: number, withMembers: boolean): PeriodFigures[] {
     return this.cells[bucket]!.filter((cell) => cell !== undefined).map((cell) => {
-      const { key, sums, row } = cell;
+      const { key } = cell;
+      const sums = cell.ownSums();
+      const row = 0;
       if (!withMembers) return { modelId: key.modelId, departmentId: key.departmentId, sums, row, memberCount: cell.memberCount() };
       const union = cell.union();
       return { modelId: key.modelId, departmentId: key.departmentId, sums, row, memberCount: union.size, members: union.serialize("portable") };
