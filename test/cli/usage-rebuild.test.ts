@@ -3,6 +3,10 @@
 // exact while ingestion goes on beside it; and it makes the rollups of a store whose events came
 // before them, or after the enterprise's time zone changed.
 import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { formatMicros } from "../../src/domain/money.js";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { checkUsageEvent } from "../../src/domain/usage-event.js";
 import { importDirectory } from "../../src/operations/import-directory.js";
@@ -137,6 +141,33 @@ describe.each(dialects)("usage rebuild on %s", (dialect) => {
     expect((await rebuild()).code).toBe(0);
     expect((await rollups())[0]).toBe("layout UTC 0");
     expect(await reports()).toBe(withNew);
+  });
+
+  it("an import into an enterprise whose layout is of another version adds its events and no pre-aggregate, until a rebuild", async () => {
+    const written = await rows();
+    const writtenRollups = await rollups();
+    const exact = await rawReports();
+    await database.db.updateTable("usage_layout").set({ version: 3 }).where("enterprise_id", "=", "acme").execute();
+    const dir = mkdtempSync(join(tmpdir(), "eadmin-rebuild-"));
+    try {
+      const file = join(dir, "usage.ndjson");
+      writeFileSync(file, events("stale-layout", 30).map(({ event }) => JSON.stringify({
+        event_id: event.eventId, user_id: event.userId, model_name: event.modelName, model_type: event.modelType, model_source: event.modelSource,
+        timestamp: event.timestamp, input_tokens: event.inputTokens, output_tokens: event.outputTokens,
+        basic_amount: formatMicros(event.basicMicros), pay_go_amount: formatMicros(event.payGoMicros),
+      })).join("\n") + "\n");
+      const run = await cli(["import", "usage", file, "--enterprise", "acme", "--db", testDb.url]);
+      expect([run.code, run.stderr]).toStrictEqual([0, ""]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    expect(await rows()).toStrictEqual(written);
+    expect((await rollups()).slice(1)).toStrictEqual(writtenRollups.slice(1));
+    const withImport = await rawReports();
+    expect(withImport).not.toBe(exact);
+    expect((await rebuild()).code).toBe(0);
+    expect(await rows()).not.toStrictEqual(written);
+    expect(await reports()).toBe(withImport);
   });
 
   it("after the enterprise's zone changes, reports stay exact in the old layout, and a rebuild moves it to the new zone", async () => {
