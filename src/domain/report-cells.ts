@@ -55,6 +55,8 @@ const PENDING = SUMS + 1;
 export class ReportCells {
   /** Per bucket, its cells by group index (GroupKey.index). */
   private readonly cells: Cell[][];
+  /** The sums of the cells that have their own (Cell.ownRow), a row each. */
+  private readonly own = new ExactSums(64);
   /** Scratch for addMemberSums: a day's five columns as numbers, one after another. */
   private daySums = new Float64Array(0);
   /** Scratch for addMemberSums: per group index, the day's five sums and member count. */
@@ -70,7 +72,7 @@ export class ReportCells {
     for (const { memberKey, modelId, sums, row } of pairs) {
       for (const key of this.grouping.keysOf(memberKey, modelId)) {
         const cell = (cells[key.index] ??= new Cell(key));
-        cell.addSums(sums, row);
+        cell.addSums(sums, row, this.own);
         cell.addMember(memberKey);
       }
     }
@@ -95,8 +97,8 @@ export class ReportCells {
       this.grouping.learnAllModelGroups(keys);
       const pending = this.pendingForEveryGroup();
       forEachMemberGroup(keys, this.grouping.allModelGroups, (m, group) => {
-        const sums = this.cellOf(bucket, group).ownSums();
-        for (let i = 0; i < SUMS; i++) sums.addValue(0, i, columns[i]![m]!);
+        const row = this.cellOf(bucket, group).ownRow(this.own);
+        for (let i = 0; i < SUMS; i++) this.own.addValue(row, i, columns[i]![m]!);
         pending[group * PENDING + SUMS]!++;
       });
     }
@@ -107,8 +109,8 @@ export class ReportCells {
       const at = index * PENDING;
       if (pending[at + SUMS] === 0) continue;
       const cell = this.cellOf(bucket, index);
-      const sums = cell.ownSums();
-      for (let i = 0; i < SUMS; i++) sums.add(0, i, pending[at + i]!);
+      const row = cell.ownRow(this.own);
+      for (let i = 0; i < SUMS; i++) this.own.add(row, i, pending[at + i]!);
       if (alone) cell.addPeriod(pending[at + SUMS]!);
       pending.fill(0, at, at + PENDING);
     }
@@ -132,7 +134,7 @@ export class ReportCells {
   addPeriod(bucket: number, period: PeriodFigures): void {
     const key = this.grouping.periodKey(period.modelId, period.departmentId ?? "");
     const cell = (this.cells[bucket]![key.index] ??= new Cell(key));
-    cell.addSums(period.sums, period.row);
+    cell.addSums(period.sums, period.row, this.own);
     cell.addPeriod(period.memberCount, period.members);
   }
 
@@ -144,8 +146,8 @@ export class ReportCells {
   periods(bucket: number, withMembers: boolean): PeriodFigures[] {
     return this.cells[bucket]!.filter((cell) => cell !== undefined).map((cell) => {
       const { key } = cell;
-      const sums = cell.ownSums();
-      const row = 0;
+      const sums = this.own;
+      const row = cell.ownRow(sums);
       if (!withMembers) return { modelId: key.modelId, departmentId: key.departmentId, sums, row, memberCount: cell.memberCount() };
       const union = cell.union();
       return { modelId: key.modelId, departmentId: key.departmentId, sums, row, memberCount: union.size, members: union.serialize("portable") };
@@ -154,15 +156,14 @@ export class ReportCells {
 
   /** A bucket's groups with events, in no particular order. */
   groups(bucket: number): GroupFigures[] {
-    const total = (cell: Cell, i: number) => cell.sums.total(cell.row, i);
     return this.cells[bucket]!.filter((cell) => cell !== undefined).map((cell) => ({
       key: cell.key,
-      events: total(cell, EVENTS),
+      events: cell.total(EVENTS),
       activeMembers: cell.memberCount(),
-      inputTokens: total(cell, INPUT),
-      outputTokens: total(cell, OUTPUT),
-      basicMicros: total(cell, BASIC),
-      payGoMicros: total(cell, PAY_GO),
+      inputTokens: cell.total(INPUT),
+      outputTokens: cell.total(OUTPUT),
+      basicMicros: cell.total(BASIC),
+      payGoMicros: cell.total(PAY_GO),
     }));
   }
 }
@@ -209,13 +210,14 @@ function forEachMemberGroup(keys: Uint32Array, table: MemberGroups, visit: (m: n
 /** A (bucket, group)'s sums, and what its distinct members are counted from. */
 class Cell {
   /**
-   * Its sums: row `row` of `sums`. The first sums added are taken as they are, not copied (a bucket
-   * that is one kept day or one period is most cells of a report: 9,000 of them in a report of 180
-   * days by 50 departments), and copied into a row of its own before anything more is added.
+   * Its sums: row `takenRow` of `taken`. The first sums added are taken as they are, not copied (a
+   * bucket that is one kept day or one period is most cells of a report: 9,000 of them in a report
+   * of 180 days by 50 departments), and copied into a row of its report's table of own sums before
+   * anything more is added (a row there, not an object a cell: 4,250 cells for 85 days by 50
+   * departments).
    */
   private taken: ExactSums | undefined;
   private takenRow = 0;
-  private shared = false;
   /**
    * The members of its pairs and of member days that share their bucket, repeats included (active
    * members do not add up across cells, so each cell keeps its own): counted distinct once, at the
@@ -232,36 +234,33 @@ class Cell {
 
   constructor(readonly key: GroupKey) {}
 
-  /** Adds row `row` of `sums`, which the cell may keep as they are: the caller changes them no more. */
-  addSums(sums: ExactSums, row: number): void {
+  /**
+   * Adds row `row` of `sums`, which the cell may keep as they are (the caller changes them no more);
+   * `own`: its report's table of cells' own sums.
+   */
+  addSums(sums: ExactSums, row: number, own: ExactSums): void {
     if (this.taken === undefined) {
       this.taken = sums;
       this.takenRow = row;
-      this.shared = true;
       return;
     }
-    this.ownSums().addRow(0, sums, row);
+    own.addRow(this.ownRow(own), sums, row);
   }
 
-  /** Its sums, to read: row `row` of them (they may be a period's: ownSums to add to them). */
-  get sums(): ExactSums {
-    return (this.taken ??= new ExactSums());
+  /** Its sum `i`. */
+  total(i: number): bigint {
+    return this.taken === undefined ? 0n : this.taken.total(this.takenRow, i);
   }
 
-  get row(): number {
-    return this.takenRow;
-  }
-
-  /** Its sums, to add to: a row of its own (row 0). */
-  ownSums(): ExactSums {
-    if (this.shared) {
-      const own = new ExactSums();
-      own.addRow(0, this.taken!, this.takenRow);
+  /** Its row of `own` (its report's table of cells' own sums), to add to: made (holding any sums it took) when it has none yet. */
+  ownRow(own: ExactSums): number {
+    if (this.taken !== own) {
+      const row = own.newRow();
+      if (this.taken !== undefined) own.addRow(row, this.taken, this.takenRow);
       this.taken = own;
-      this.takenRow = 0;
-      this.shared = false;
+      this.takenRow = row;
     }
-    return this.sums;
+    return this.takenRow;
   }
 
   addMember(memberKey: number): void {
