@@ -56,7 +56,7 @@ export class ReportCells {
   /** Per bucket, its cells by group index (GroupKey.index). */
   private readonly cells: Cell[][];
   /** The sums of the cells that have their own (Cell.ownRow), a row each. */
-  private readonly own = new ExactSums(64);
+  private readonly own = new OwnRows();
   /** Scratch for addMemberSums: a day's five columns as numbers, one after another. */
   private daySums = new Float64Array(0);
   /** Scratch for addMemberSums: per group index, the day's five sums and member count. */
@@ -97,8 +97,9 @@ export class ReportCells {
       this.grouping.learnAllModelGroups(keys);
       const pending = this.pendingForEveryGroup();
       forEachMemberGroup(keys, this.grouping.allModelGroups, (m, group) => {
-        const row = this.cellOf(bucket, group).ownRow(this.own);
-        for (let i = 0; i < SUMS; i++) this.own.addValue(row, i, columns[i]![m]!);
+        const cell = this.cellOf(bucket, group);
+        const row = cell.ownRow(this.own);
+        for (let i = 0; i < SUMS; i++) cell.sums.addValue(row, i, columns[i]![m]!);
         pending[group * PENDING + SUMS]!++;
       });
     }
@@ -110,7 +111,7 @@ export class ReportCells {
       if (pending[at + SUMS] === 0) continue;
       const cell = this.cellOf(bucket, index);
       const row = cell.ownRow(this.own);
-      for (let i = 0; i < SUMS; i++) this.own.add(row, i, pending[at + i]!);
+      for (let i = 0; i < SUMS; i++) cell.sums.add(row, i, pending[at + i]!);
       if (alone) cell.addPeriod(pending[at + SUMS]!);
       pending.fill(0, at, at + PENDING);
     }
@@ -146,8 +147,8 @@ export class ReportCells {
   periods(bucket: number, withMembers: boolean): PeriodFigures[] {
     return this.cells[bucket]!.filter((cell) => cell !== undefined).map((cell) => {
       const { key } = cell;
-      const sums = this.own;
-      const row = cell.ownRow(sums);
+      const row = cell.ownRow(this.own);
+      const { sums } = cell;
       if (!withMembers) return { modelId: key.modelId, departmentId: key.departmentId, sums, row, memberCount: cell.memberCount() };
       const union = cell.union();
       return { modelId: key.modelId, departmentId: key.departmentId, sums, row, memberCount: union.size, members: union.serialize("portable") };
@@ -218,6 +219,8 @@ class Cell {
    */
   private taken: ExactSums | undefined;
   private takenRow = 0;
+  /** Whether `taken` is a row of its own (OwnRows). */
+  private owned = false;
   /**
    * The members of its pairs and of member days that share their bucket, repeats included (active
    * members do not add up across cells, so each cell keeps its own): counted distinct once, at the
@@ -236,15 +239,21 @@ class Cell {
 
   /**
    * Adds row `row` of `sums`, which the cell may keep as they are (the caller changes them no more);
-   * `own`: its report's table of cells' own sums.
+   * `own`: its report's rows for cells' own sums.
    */
-  addSums(sums: ExactSums, row: number, own: ExactSums): void {
+  addSums(sums: ExactSums, row: number, own: OwnRows): void {
     if (this.taken === undefined) {
       this.taken = sums;
       this.takenRow = row;
       return;
     }
-    own.addRow(this.ownRow(own), sums, row);
+    const ownRow = this.ownRow(own); // first: it moves the sums to a table of their own
+    this.sums.addRow(ownRow, sums, row);
+  }
+
+  /** The table of its sums (a row of its own once ownRow has made one). */
+  get sums(): ExactSums {
+    return this.taken!;
   }
 
   /** Its sum `i`. */
@@ -252,13 +261,15 @@ class Cell {
     return this.taken === undefined ? 0n : this.taken.total(this.takenRow, i);
   }
 
-  /** Its row of `own` (its report's table of cells' own sums), to add to: made (holding any sums it took) when it has none yet. */
-  ownRow(own: ExactSums): number {
-    if (this.taken !== own) {
-      const row = own.newRow();
-      if (this.taken !== undefined) own.addRow(row, this.taken, this.takenRow);
-      this.taken = own;
+  /** Its row of its own (from `own`), to add to: made, holding any sums it took, when it has none yet. */
+  ownRow(own: OwnRows): number {
+    if (!this.owned) {
+      const table = own.withRoom();
+      const row = table.newRow();
+      if (this.taken !== undefined) table.addRow(row, this.taken, this.takenRow);
+      this.taken = table;
       this.takenRow = row;
+      this.owned = true;
     }
     return this.takenRow;
   }
@@ -286,6 +297,23 @@ class Cell {
     return union;
   }
 }
+
+/**
+ * Rows for cells' own sums, in tables of OWN_ROWS rows made as they fill. A table never grows: one
+ * that grew by doubling left its earlier copies (off-heap memory) to the collector, and a
+ * department report's later, cached reports stalled at 20 to 50 ms.
+ */
+class OwnRows {
+  private table: ExactSums | undefined;
+
+  /** A table with a row free. */
+  withRoom(): ExactSums {
+    if (this.table === undefined || this.table.rowCount === OWN_ROWS) this.table = new ExactSums(OWN_ROWS);
+    return this.table;
+  }
+}
+
+const OWN_ROWS = 1024;
 
 /** Member keys as they come, repeats included. */
 class KeyList {
