@@ -213,9 +213,8 @@ class Cell {
   /**
    * Its sums: row `takenRow` of `taken`. The first sums added are taken as they are, not copied (a
    * bucket that is one kept day or one period is most cells of a report: 9,000 of them in a report
-   * of 180 days by 50 departments), and copied into a row of its report's table of own sums before
-   * anything more is added (a row there, not an object a cell: 4,250 cells for 85 days by 50
-   * departments).
+   * of 180 days by 50 departments), and copied into a row of its own (OwnRows: a row, not an object
+   * a cell) before anything more is added.
    */
   private taken: ExactSums | undefined;
   private takenRow = 0;

@@ -203,14 +203,14 @@ function entryOf(entries: GrainEntries, start: number, modelId: number, sums: Ex
 }
 
 /** The stored form of row `row` of `sums`: its five in SUMS order, decimal, exact at any size. */
-export function encodeSums(sums: ExactSums, row = 0): string {
+export function encodeSums(sums: ExactSums, row: number): string {
   let text = String(sums.exact(row, 0));
   for (let i = 1; i < SUMS; i++) text += ` ${sums.exact(row, i)}`;
   return text;
 }
 
-/** Adds stored sums (encodeSums) to `into`. */
-export function addEncodedSums(text: string, into: ExactSums, row = 0): void {
+/** Adds stored sums (encodeSums) to row `row` of `into`. */
+export function addEncodedSums(text: string, into: ExactSums, row: number): void {
   const parts = text.split(" ");
   if (parts.length !== SUMS || parts.some((p) => !/^\d+$/.test(p))) throw new Error(`usage rollup: malformed sums ${JSON.stringify(text)}`);
   for (let i = 0; i < SUMS; i++) into.addValue(row, i, decimalValue(parts[i]!));
