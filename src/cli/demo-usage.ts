@@ -1,8 +1,6 @@
-// Demo usage for `seed --demo`: DEMO_USAGE_DAYS dates of weekday-heavy usage by the demo members over
-// built-in and custom models, up to and including the "as of" date. Each date's events come from a
-// generator seeded by that date alone, so a date's history is the same whichever day the seed runs
-// (and seeding twice records nothing new). A date's events fall in 09:00 to 19:00 Asia/Shanghai
-// (01:00 to 11:00 UTC, the same calendar date in both); the "as of" date gets all of its events.
+// Demo usage for `seed --demo`: DEMO_USAGE_DAYS dates of weekday-heavy usage by the demo members, up to and including the "as of" date,
+// which gets all of its events. Each date's generator is seeded by the date alone, so a date's events are the same whichever day the seed
+// runs (seeding twice records nothing new). Events fall in 09:00 to 19:00 Asia/Shanghai (01:00 to 11:00 UTC, the same date in both).
 import { invalidParameter } from "../domain/errors.js";
 import { formatMicros } from "../domain/money.js";
 import { DAY_SECONDS, localDateOf, localMidnight } from "../domain/local-time.js";
@@ -30,7 +28,7 @@ export function demoUsageEvents(asOf: string, field = "--as-of"): RawUsageEvent[
   return events;
 }
 
-/** One date's events (`day`: days since 1970-01-01), from a generator seeded by the date alone. */
+/** One date's events; `day`: days since 1970-01-01. */
 function demoDayEvents(day: number): RawUsageEvent[] {
   const rand = mulberry32(Math.imul(day, 0x9e3779b1) ^ 0x5eed);
   const date = localDateOf(day * DAY_SECONDS, "UTC");

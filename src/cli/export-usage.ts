@@ -1,7 +1,5 @@
-// `export usage`: the rows of the ExportUsage RPC (operations/usage-export.ts), for local dates from
-// --from to --to, written as CSV or NDJSON (the REST formats, record-formats.ts) to stdout or to
-// --out. A file is written under a temporary name beside --out and renamed when complete, so a failed
-// export never leaves a partial file under the final name; a stopped one (Ctrl-C) removes it too.
+// `export usage`: the ExportUsage RPC's rows (operations/usage-export.ts) for local dates --from to --to, as CSV or NDJSON, to stdout
+// or --out. --out is written under a temporary name beside it and renamed when complete: a failed or stopped export leaves no partial file.
 import { once } from "node:events";
 import { createWriteStream, type WriteStream } from "node:fs";
 import { rename, rm, stat } from "node:fs/promises";

@@ -1,5 +1,4 @@
-// The time buckets of a usage report: the window's limits by bucket kind, the buckets themselves
-// (local days or hours of a zone, or one over the whole window) and which bucket a time falls in.
+// A usage report's time buckets: the window's limits by bucket kind, the buckets (a zone's days or hours, or the whole window) and their parts.
 import { invalidParameter } from "./errors.js";
 import { DAY_SECONDS, eachBucket, type TimeBucket } from "./local-time.js";
 import { MAX_HOUR_REPORT_DAYS, MAX_REPORT_DAYS } from "./report-limits.js";
@@ -34,10 +33,7 @@ export function planBuckets(start: number, end: number, zone: string, kind: Buck
   return kind === "none" ? [{ start, end, date: "" }] : [...eachBucket(start, end, zone, kind)];
 }
 
-/**
- * [start, end) (inside the buckets) cut at the buckets' edges and at UTC midnights: each part lies in
- * one bucket and one UTC day, so that summing it reads one day of raw events.
- */
+/** [start, end) (inside the buckets) cut at the buckets' edges and UTC midnights: each part lies in one bucket and one UTC day of raw events. */
 export function bucketParts(buckets: readonly TimeBucket[], start: number, end: number): Array<{ bucket: number; from: number; to: number }> {
   const parts: Array<{ bucket: number; from: number; to: number }> = [];
   for (let from = start, bucket = bucketIndexOf(buckets, start); from < end && bucket >= 0 && bucket < buckets.length;) {

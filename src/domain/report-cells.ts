@@ -1,7 +1,5 @@
-// The accumulation of a usage report: raw events (as the database sums them per member and model),
-// members' day sums and periods (rollup rows, usage-rollup.ts, and days kept by the report's day
-// cache) summed per (bucket, group), exactly (numbers while below 2^53, then bigints), with the
-// distinct members of each: the members of pairs and member days and the periods' member bitmaps put together.
+// A usage report's sums per (bucket, group), exact (numbers below 2^53, then bigints), from raw events' (member, model) sums, members' day sums
+// and periods (rollup rows, days kept by the day cache), with each cell's distinct members: its pairs' and member days' keys and periods' bitmaps.
 import roaring from "roaring";
 import type { Grouping, GroupKey, MemberGroups } from "./report-groups.js";
 import type { TimeBucket } from "./local-time.js";
@@ -10,10 +8,7 @@ import { grown } from "./typed-arrays.js";
 
 const { RoaringBitmap32 } = roaring;
 
-/**
- * A period's figures for one group: a rollup row's for one model or all (storage/usage-rollups.ts),
- * or a department's day as the report's day cache keeps it (operations/report-day-cache.ts).
- */
+/** A period's figures for one group: a rollup row's for one model or all (storage/usage-rollups.ts), or a day the report's day cache keeps. */
 export interface PeriodFigures {
   modelId: number;
   /** The department group ("" or absent: none). */
@@ -78,15 +73,11 @@ export class ReportCells {
     }
   }
 
-  /**
-   * A day's member sums (their usage of all models), the day lying in bucket `bucket`. `alone`: the
-   * day is all of its bucket, so a cell's members are counted rather than kept for a distinct count.
-   */
+  /** A day's member sums (of all models) in bucket `bucket`; `alone`: the day is all of its bucket, so members are counted, not kept. */
   addMemberSums(bucket: number, day: MemberSumsOfDay, alone: boolean): void {
     const { count, keys, columns } = day;
     // Numbers summed over a day stay exact: at most 2^21 members of 32-bit values each.
     if (count < 2 ** 21 && columns.every((column) => !(column instanceof BigUint64Array))) {
-      // The columns copied into one array of numbers, for addDaySums.
       if (this.daySums.length < SUMS * count) this.daySums = new Float64Array(SUMS * count);
       const sums = this.daySums;
       columns.forEach((column, i) => sums.set(column as Exclude<SumColumn, BigUint64Array>, i * count));
@@ -104,7 +95,6 @@ export class ReportCells {
       });
     }
     if (!alone) forEachMemberGroup(keys, this.grouping.allModelGroups, (m, group) => this.cellOf(bucket, group).addMember(keys[m]!));
-    // The day's sums and member counts into the groups' cells.
     const pending = this.pending;
     for (let index = 0; index < this.grouping.groupCount; index++) {
       const at = index * PENDING;
@@ -128,10 +118,7 @@ export class ReportCells {
     return (this.cells[bucket]![group] ??= new Cell(this.grouping.keyAt(group)));
   }
 
-  /**
-   * A period that lies in bucket `bucket`, added to the group of its model and department (as far as
-   * the report groups by them). Not for groupings by member: a period's figures are a whole group's.
-   */
+  /** A period in bucket `bucket`, into the group of its model and department. Not for groupings by member: a period is a whole group's. */
   addPeriod(bucket: number, period: PeriodFigures): void {
     const key = this.grouping.periodKey(period.modelId, period.departmentId ?? "");
     const cell = (this.cells[bucket]![key.index] ??= new Cell(key));
@@ -140,15 +127,13 @@ export class ReportCells {
   }
 
   /**
-   * A bucket's groups as periods (addPeriod): their sums, and their distinct members, as a bitmap
-   * when `withMembers`, else counted only. Each period's sums are a row of its own: the day cache
-   * keeps periods, and a row taken from a statement's table would keep all of that table.
+   * A bucket's groups as periods (addPeriod), their members as a bitmap when `withMembers`, else counted. Each period's sums are a row of
+   * its own: the day cache keeps periods, and a row taken from a statement's table would keep all of that table.
    */
   periods(bucket: number, withMembers: boolean): PeriodFigures[] {
     return this.cells[bucket]!.filter((cell) => cell !== undefined).map((cell) => {
-      const { key } = cell;
-      const row = cell.ownRow(this.own);
-      const { sums } = cell;
+      const row = cell.ownRow(this.own); // before `sums`: it moves them to a row of their own
+      const { key, sums } = cell;
       if (!withMembers) return { modelId: key.modelId, departmentId: key.departmentId, sums, row, memberCount: cell.memberCount() };
       const union = cell.union();
       return { modelId: key.modelId, departmentId: key.departmentId, sums, row, memberCount: union.size, members: union.serialize("portable") };
@@ -170,12 +155,9 @@ export class ReportCells {
 }
 
 /**
- * Each member's five day sums (`sums`: five columns of `count` numbers, SUMS order) and a count
- * of one added to `pending` (per group number, those five and the count) for each of its groups in
- * `table`, from member `from` on. Stops at a member that `table` does not hold yet and returns its
- * position; `count` once all are added. A function of typed arrays alone, apart from the report
- * around it, so that it stays compiled for them whatever the report does (a fresh report's objects
- * would throw a loop inside its methods back to the interpreter).
+ * Adds each member's five day sums (`sums`: five columns of `count`, SUMS order) and a count of one to `pending` (per group: PENDING numbers)
+ * for each of its groups in `table`, from member `from` on; returns the position of the first member `table` lacks, or `count`.
+ * A function of typed arrays alone so it stays compiled whatever the report does: a fresh report's objects would deoptimize a method's loop.
  */
 function addDaySums(keys: Uint32Array, count: number, sums: Float64Array, table: MemberGroups, pending: Float64Array, from: number): number {
   const { keys: known, starts, groups } = table;
@@ -211,19 +193,16 @@ function forEachMemberGroup(keys: Uint32Array, table: MemberGroups, visit: (m: n
 /** A (bucket, group)'s sums, and what its distinct members are counted from. */
 class Cell {
   /**
-   * Its sums: row `takenRow` of `taken`. The first sums added are taken as they are, not copied (a
-   * bucket that is one kept day or one period is most cells of a report: 9,000 of them in a report
-   * of 180 days by 50 departments), and copied into a row of its own (OwnRows: a row, not an object
-   * a cell) before anything more is added.
+   * Its sums: row `takenRow` of `taken`. The first sums are taken, not copied (most cells are one kept day or period), and copied into a row
+   * of its own (OwnRows) before anything more is added.
    */
   private taken: ExactSums | undefined;
   private takenRow = 0;
   /** Whether `taken` is a row of its own (OwnRows). */
   private owned = false;
   /**
-   * The members of its pairs and of member days that share their bucket, repeats included (active
-   * members do not add up across cells, so each cell keeps its own): counted distinct once, at the
-   * end (a Set's add per key cost more). Made at the first: most cells of kept days or periods get none.
+   * The keys of its pairs and of member days not alone in their bucket, repeats included (active members do not add up across cells): made
+   * distinct once, at the end. Made at the first key: most cells of kept days or periods get none.
    */
   private members: KeyList | undefined;
   /** The periods added (rollup periods, kept days, member days alone in their bucket): how many, the first one's member count. */
@@ -236,10 +215,7 @@ class Cell {
 
   constructor(readonly key: GroupKey) {}
 
-  /**
-   * Adds row `row` of `sums`, which the cell may keep as they are (the caller changes them no more);
-   * `own`: its report's rows for cells' own sums.
-   */
+  /** Adds row `row` of `sums`, which the cell may keep as they are (the caller changes them no more); `own`: the report's OwnRows. */
   addSums(sums: ExactSums, row: number, own: OwnRows): void {
     if (this.taken === undefined) {
       this.taken = sums;
@@ -255,7 +231,6 @@ class Cell {
     return this.taken!;
   }
 
-  /** Its sum `i`. */
   total(i: number): bigint {
     return this.taken === undefined ? 0n : this.taken.total(this.takenRow, i);
   }
@@ -297,11 +272,7 @@ class Cell {
   }
 }
 
-/**
- * Rows for cells' own sums, in tables of OWN_ROWS rows made as they fill. A table never grows: one
- * that grew by doubling left its earlier copies (off-heap memory) to the collector, and a
- * department report's later, cached reports stalled at 20 to 50 ms.
- */
+/** Rows for cells' own sums, in tables of OWN_ROWS rows made as they fill; never grown, as a grown table's off-heap copies stall the collector. */
 class OwnRows {
   private table: ExactSums | undefined;
 
@@ -324,7 +295,6 @@ class KeyList {
     this.keys[this.count++] = memberKey;
   }
 
-  /** The distinct keys, as a bitmap. */
   distinct(): InstanceType<typeof RoaringBitmap32> {
     return new RoaringBitmap32(this.keys.subarray(0, this.count));
   }

@@ -1,8 +1,5 @@
-// The groups of a usage report: which groups a member's usage of a model counts in (one per
-// combination of the group_by dimensions; several when the member sits in several department
-// subtrees), and the order of the groups in a bucket (by the dimensions in the order given). A
-// grouping remembers what it has worked out: a department scope keeps its grouping from report to
-// report (operations/usage-report.ts).
+// A usage report's groups: which groups a member's usage of a model counts in (one per combination of the group_by dimensions; several when the
+// member sits in several department subtrees), and their order in a bucket. A department scope keeps its grouping from report to report.
 import { invalidParameter } from "./errors.js";
 import { compareCodePoints } from "./usage-event.js";
 import { ALL_MODELS } from "./usage-rollup.js";
@@ -33,9 +30,8 @@ export function groupDimensions(groupBy: readonly string[]): GroupDimension[] {
 }
 
 /**
- * The groups of each (member, model), worked out once per pair. `departmentGroupsOf` gives a
- * member's department groups (only when grouping by department): a member without one counts in no
- * group. So does a member outside `members`, when the report is of some members only.
+ * The groups of each (member, model), worked out once per pair. `departmentGroupsOf`: each member's department groups (needed when grouping by
+ * department); a member without one counts in no group, nor does one outside `members` when given.
  */
 export class Grouping {
   private readonly known = new Map<number, Map<number, readonly GroupKey[]>>();
@@ -155,19 +151,13 @@ export function ranksOf<T, K>(items: Iterable<T>, keyOf: (item: T) => K, compare
   return new Map([...items].sort(compare).map((item, position) => [keyOf(item), position]));
 }
 
-/**
- * Department groups' order: the department itself first (its directly placed members), then its
- * children by name, then department_id, in code point order.
- */
+/** Department groups' order: the department itself (its directly placed members) first, then its children by name, then id, in code point order. */
 export function departmentGroupRanks(selfId: string, children: readonly { department_id: string; name: string }[]): Map<string, number> {
   const ordered = [...children].sort((a, b) => compareCodePoints(a.name, b.name) || compareCodePoints(a.department_id, b.department_id));
   return new Map([selfId, ...ordered.map((child) => child.department_id)].map((id, position) => [id, position]));
 }
 
-/**
- * Members in key order, each with the indexes of its groups: a day's members, in key order too, find
- * theirs by walking both lists side by side, with no object or map lookup per member.
- */
+/** Members in key order with their groups' indexes: a day's members (in key order too) find theirs by walking both lists, no lookup per member. */
 export class MemberGroups {
   /** The members' keys in ascending order, then MEMBER_KEYS_END (above every key: a walk stops on it). */
   keys = Uint32Array.of(MEMBER_KEYS_END);

@@ -1,6 +1,5 @@
-// A usage event's rules, shared by the ingestion RPC and the NDJSON import: the field types, the
-// API's words for model_type and model_source, non-negative token counts, amounts with at most 6
-// decimals, and zero amounts for a Custom model. Errors name the event and the field.
+// A usage event's rules, shared by the ingestion RPC and the NDJSON import: field types, the API's words for model_type and
+// model_source, non-negative token counts, amounts with at most 6 decimals, zero amounts for a Custom model. Errors name event and field.
 import { invalidParameter } from "./errors.js";
 import { parseMicros } from "./money.js";
 import { textProblem } from "./text-rules.js";
@@ -9,17 +8,13 @@ export const MODEL_TYPES = ["Chat", "CUE"] as const;
 export const MODEL_SOURCES = ["Builtin", "Custom"] as const;
 
 /**
- * Per-event ceilings, far above any real event (10^12 tokens; 1,000,000.000000 per amount), so that a
- * member's running total for a model reaches its limit, the API's uint64 (1.8 * 10^19), only after
- * millions of events at the ceiling. An ingestion that would pass it is refused (see usage-repository.ts).
+ * Per-event ceilings, far above any real event (10^12 tokens; 1,000,000.000000 per amount): a member's running total for a model
+ * reaches the API's uint64 (1.8 * 10^19) only after millions of events at the ceiling; an ingestion that would pass it is refused.
  */
 export const MAX_EVENT_TOKENS = 10n ** 12n;
 export const MAX_EVENT_MICROS = 10n ** 12n;
 
-/**
- * A token count or micro-amount of one event: a number from checkUsageEvent (at most 10^12, exact),
- * or a bigint from callers below the API (tests), up to the store's limit of 2^63 - 1.
- */
+/** An event's token count or micro-amount: a number from checkUsageEvent (at most 10^12), or a bigint from tests, up to the store's 2^63 - 1. */
 export type EventValue = number | bigint;
 
 /** A model as the query groups usage: (model_name, model_type, model_source). */
@@ -68,15 +63,12 @@ const SHORT_DECIMAL = /^(0|[1-9]\d{0,6})(?:\.(\d{1,6}))?$/;
 const MICROS_SCALE = [1_000_000, 100_000, 10_000, 1_000, 100, 10, 1];
 
 /**
- * Checks one event; `where` names it in errors, e.g. `line 12`, which then read
- * `line 12 (event_id "e-9"): input_tokens: must be >= 0 (got -1)`. Runs for every line of a
- * 10-million-line import, so the error text is built only when there is an error.
+ * Checks one event; `where` names it in errors, e.g. `line 12`: `line 12 (event_id "e-9"): input_tokens: must be >= 0 (got -1)`.
+ * Runs for every line of a 10-million-line import, so error text is built only on an error.
  */
 export function checkUsageEvent(raw: RawUsageEvent, where: string): UsageEventInput {
   const eventId = text(raw.event_id, "event_id", where, undefined, 128, false);
-  for (const key in raw) {
-    if (!KNOWN_FIELDS.has(key)) throw invalidParameter(`${eventLabel(where, eventId)}: ${key}: unknown field`);
-  }
+  for (const key in raw) if (!KNOWN_FIELDS.has(key)) throw invalidParameter(`${eventLabel(where, eventId)}: ${key}: unknown field`);
   const userId = text(raw.user_id, "user_id", where, eventId, 128, true);
   const modelName = text(raw.model_name, "model_name", where, eventId, 128, false);
   const modelType = oneOf(raw.model_type, "model_type", where, eventId, MODEL_TYPES);
@@ -113,10 +105,7 @@ function oneOf<T extends string>(value: unknown, field: string, where: string, e
   throw invalidParameter(`${eventLabel(where, eventId)}: ${field}: must be one of ${allowed.join(", ")} (got ${JSON.stringify(value ?? null)})`);
 }
 
-/**
- * The mistake behind most timestamps past the year 9999: milliseconds (13 digits today) where Unix
- * seconds are wanted. Said as such, with the seconds it likely meant.
- */
+/** The mistake behind most timestamps past 9999: milliseconds where Unix seconds are wanted. Said so, with the seconds it likely meant. */
 function millisecondsHint(n: bigint): string | undefined {
   return n <= BigInt(MAX_TIMESTAMP) * 1000n ? `must be Unix seconds; ${n} looks like milliseconds (${n / 1000n} in seconds)` : undefined;
 }
@@ -163,10 +152,7 @@ export function compareModels(x: ModelIdentity, y: ModelIdentity): number {
     || compareCodePoints(x.model_source, y.model_source);
 }
 
-/**
- * Orders strings by code point, the same on every database. JS `<` compares UTF-16 units, which
- * differs only where a surrogate (a code point above U+FFFF) meets a unit from U+E000 to U+FFFF.
- */
+/** Orders strings by code point, the same on every database; JS `<` (UTF-16 units) differs where a surrogate meets U+E000 to U+FFFF. */
 export function compareCodePoints(a: string, b: string): number {
   const length = Math.min(a.length, b.length);
   for (let i = 0; i < length; i++) {

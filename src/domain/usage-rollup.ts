@@ -1,17 +1,14 @@
-// The usage rollups (docs/architecture.md, Usage storage): an enterprise's usage summed per period and
-// model, with the members who had usage as a roaring bitmap, so that active members stay an exact
-// distinct count when periods or models are put together. Three grains, each a partition of time: UTC
-// quarter hours (every zone's midnights and hours fall on one), hours on the layout zone's hour phase,
-// and that zone's local days. Only days have a row per model besides ALL_MODELS: a batch spread over a
-// day would otherwise rewrite a row per hour and model (about 500 more: a third of the batch's cost).
+// The usage rollups (docs/architecture.md, Usage storage): an enterprise's usage summed per period and model, its members a roaring
+// bitmap (active members stay an exact distinct count when periods or models are put together). Three grains, each a partition of
+// time: UTC quarter hours (every zone's midnights and hours fall on one), hours on the layout zone's hour phase, and its local days.
+// Only days have a row per model besides ALL_MODELS: else a batch spread over a day would rewrite a row per hour and model.
 import { DAY_SECONDS, HOUR_SECONDS, localDayAround, mod, offsetReader, ZoneOffsets } from "./local-time.js";
 import { decimalValue, ExactSums, SUMS } from "./usage-totals.js";
 import type { EventValue } from "./usage-event.js";
 
 /**
- * The version of an enterprise's usage layout (usage_layout): the formats of all its pre-aggregates,
- * the running totals' rows and the rollups'. An enterprise whose layout has another version (or none)
- * is read from its raw events, and ingestion adds no pre-aggregates to it, until `usage rebuild`.
+ * The version of an enterprise's usage layout (usage_layout): the formats of its pre-aggregates, running totals and rollups. An
+ * enterprise with another version (or none) is read from raw events, and ingestion adds no pre-aggregates to it, until `usage rebuild`.
  */
 export const USAGE_LAYOUT_VERSION = 4;
 
@@ -44,7 +41,7 @@ export class RollupPeriods {
   /** The local days asked about so far, and the last one (an ingestion's events come in no time order, mostly of one or two days). */
   private readonly days: Array<{ start: number; end: number }> = [];
   private day = { start: 1, end: 0 };
-  /** The day of each quarter asked (dayOfQuarter): an ingestion's events come in no time order. */
+  /** The day of each quarter asked (dayOfQuarter). */
   private readonly quarterDays = new Map<number, number>();
   /** The zone's offsets over the window asked about, when one is given (a report's). */
   private readonly offsets: ZoneOffsets | undefined;
@@ -75,10 +72,7 @@ export class RollupPeriods {
     return day;
   }
 
-  /**
-   * The local day around `ts`, each day worked out once (a live batch spread over the last 24 hours
-   * has two, and went back and forth between them: a zone lookup each time).
-   */
+  /** The local day around `ts`, each worked out once (a live batch spread over the last 24 hours goes back and forth between two). */
   private dayAround(ts: number): { start: number; end: number } {
     if (ts >= this.day.start && ts < this.day.end) return this.day;
     let day = this.days.find((known) => ts >= known.start && ts < known.end);
@@ -87,9 +81,8 @@ export class RollupPeriods {
   }
 
   /**
-   * [start, end) as the coarsest whole periods of `grains` (coarsest first) that fit, in time order,
-   * and the seconds no such period fits as raw ranges: with every grain, only a window edge off a
-   * quarter hour; with days alone, whatever is not a whole day of the layout's zone.
+   * [start, end) as the coarsest whole periods of `grains` (coarsest first) that fit, in time order, and the rest as raw ranges:
+   * with every grain, only a window edge off a quarter hour; with days alone, whatever is not a whole day of the layout's zone.
    */
   cover(start: number, end: number, grains: readonly Grain[] = [DAY, HOUR, QUARTER])
     : { periods: Array<{ grain: Grain; start: number }>; raw: Array<{ from: number; to: number }> } {
@@ -123,10 +116,7 @@ export interface RollupEntry {
 /** Periods of one grain: period start -> model id -> entry. */
 export type GrainEntries = Map<number, Map<number, RollupEntry>>;
 
-/**
- * What a delta adds: every grain's entries, and each member's sums per day (start of the day ->
- * member key -> row), their sums rows of `sums`.
- */
+/** What a delta adds: every grain's entries, and each member's sums per day (day start -> member key -> row), all rows of `sums`. */
 export interface RollupAdditions {
   grains: Map<Grain, GrainEntries>;
   memberDays: Map<number, Map<number, number>>;
@@ -161,14 +151,13 @@ export class RollupDelta {
   }
 
   /**
-   * Every grain's entries: the quarters' and hours' ALL_MODELS ones, the days' of each model and
-   * ALL_MODELS, made from the quarters (each quarter lies in one hour and one day); and the members'
-   * day sums. Empties the delta.
+   * Every grain's entries, made from the quarters (each lies in one hour and one day): quarters' and hours' ALL_MODELS ones, days'
+   * of each model and ALL_MODELS; and the members' day sums. Empties the delta.
    */
   take(): RollupAdditions {
     const { sums } = this;
     const byGrain = new Map<Grain, GrainEntries>(GRAINS.map((g) => [g, new Map()]));
-    // In time order: the periods' days are then looked up once each (a zone's days cost a lookup).
+    // In time order: the periods' days are then looked up once each.
     for (const quarter of [...this.quarters.keys()].sort((x, y) => x - y)) {
       const models = this.quarters.get(quarter)!;
       for (const [modelId, entry] of [...models]) {

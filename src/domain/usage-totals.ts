@@ -1,10 +1,6 @@
-// Per-model usage totals: input tokens, output tokens, basic and pay-go micro-units, and the number
-// of events. The event count tells a model with no events in a window (its totals cancel out) from
-// one whose events all carried zeros. Their byte form is storage/usage-sums-codec.ts's.
-//
-// Sums stay JS numbers while they are exact (the hot path: no BigInt per event); a sum that passes
-// 2^53 moves into a bigint. A stored total is at most 2^64 - 1, the largest uint64 the API can
-// answer: every window's sum is at most its member's running total, so every answer fits.
+// Per-model usage totals, exact (their byte form is storage/usage-sums-codec.ts's).
+// The event count tells a model with no events in a window (its totals cancel out) from one whose events all carried zeros.
+// A stored total is at most 2^64 - 1, the API's uint64: a window's sum is at most its member's running total, so every answer fits.
 
 import { formatMicros } from "./money.js";
 import { grown } from "./typed-arrays.js";
@@ -27,10 +23,9 @@ export class SumLimitError extends Error {
 }
 
 /**
- * Exact sums, SUMS to a row (a model's, a member's, an entry's), sum `i` of row `row` at
- * `values[row * SUMS + i]`: no object per sum, so hundreds of thousands held cost the
- * garbage collector nothing. A sum is a number while within ±2^53; past it, its excess moves into a
- * bigint kept by offset (rare). The one exact-sum type of the usage code.
+ * Exact sums, SUMS to a row (a model's, a member's, an entry's), sum `i` of row `row` at `values[row * SUMS + i]`: no object per sum,
+ * so hundreds of thousands cost the collector nothing. A sum is a number (no BigInt per event) until it passes ±2^53; then its excess
+ * moves into a bigint kept by offset. The one exact-sum type of the usage code.
  */
 export class ExactSums {
   values: Float64Array<ArrayBuffer>;
@@ -93,14 +88,16 @@ export class ExactSums {
   exact(row: number, i: number): number | bigint {
     const at = row * SUMS + i;
     const big = this.big?.get(at);
-    return big === undefined ? this.values[at]! : narrowed(big + BigInt(this.values[at]!));
+    if (big === undefined) return this.values[at]!;
+    const total = big + BigInt(this.values[at]!);
+    return total <= MAX_SAFE_BIG && total >= -MAX_SAFE_BIG ? Number(total) : total;
   }
 
   /** Sum `i` of row `row` as a bigint. */
   total(row: number, i: number): bigint {
     const at = row * SUMS + i;
     const sum = this.values[at]!;
-    // A value within int32 made a bigint as an int32: a float's BigInt costs about ten times as much.
+    // BigInt of an int32 is far cheaper than BigInt of a float.
     const value = sum <= 0x7fffffff && sum >= -0x80000000 ? BigInt(sum | 0) : BigInt(sum);
     const big = this.big?.get(at);
     return big === undefined ? value : value + big;
@@ -116,11 +113,6 @@ export class ExactSums {
 
 const MAX_SAFE_BIG = BigInt(Number.MAX_SAFE_INTEGER);
 
-/** An exact sum as a number while that is exact (within ±2^53), else as the bigint. */
-function narrowed(total: bigint): number | bigint {
-  return total <= MAX_SAFE_BIG && total >= -MAX_SAFE_BIG ? Number(total) : total;
-}
-
 /** An integer in decimal text as its exact value: a number up to 15 digits, else a bigint. */
 export function decimalValue(text: string): number | bigint {
   return text.length <= 15 ? Number(text) : BigInt(text);
@@ -132,11 +124,7 @@ export function exactSum(a: number | bigint, b: number | bigint): number | bigin
   return BigInt(a) + BigInt(b);
 }
 
-/**
- * A model's amounts as the API prints them: a Custom model's are all zero (only built-in models are
- * charged), and the total is basic + pay-go, exactly. Usually one of the two is zero: the total is
- * then the other's string, one string fewer.
- */
+/** A model's amounts as the API prints them: a Custom model's all zero (only built-in models are charged), the total basic + pay-go. */
 export function modelAmounts(model: { model_source: string }, basic: number | bigint, payGo: number | bigint) {
   const charged = model.model_source !== "Custom";
   const basicAmount = charged ? formatMicros(basic) : ZERO_AMOUNT;
@@ -156,10 +144,7 @@ export interface MemberModelSums {
   row: number;
 }
 
-/**
- * Entries of SUMS exact sums each (`sums`, a row an entry), each with a model number and the next
- * entry of its chain (-1 ends it).
- */
+/** Entries of SUMS exact sums each (`sums`, a row an entry), each with a model number and the next entry of its chain (-1 ends it). */
 export class SumEntries {
   model = new Uint32Array(1024);
   next = new Int32Array(1024);

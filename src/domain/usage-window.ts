@@ -1,7 +1,6 @@
-// The usage query's window (docs/api-rules.md) and how it is read (docs/architecture.md, Usage
-// storage): the whole days as the difference of two running-total rows per member
-// (storage/usage-running-totals.ts), the seconds at each end from raw events, so that the rows read
-// depend on neither the window's length nor the number of events stored.
+// The usage query's window (docs/api-rules.md) and how it is read (docs/architecture.md, Usage storage): the whole days as the
+// difference of two running-total rows per member (storage/usage-running-totals.ts), the seconds at each end from raw events, so
+// that the rows read depend on neither the window's length nor the number of events stored.
 import { invalidParameter } from "./errors.js";
 import { DAY_SECONDS } from "./local-time.js";
 
@@ -16,9 +15,8 @@ export interface RawRange {
 
 export interface WindowPlan {
   /**
-   * Each member's running totals through `plusThrough` (every event of that UTC day or before)
-   * minus those through `minusThrough`: the whole days after `minusThrough` up to `plusThrough`.
-   * Absent when the window is read from raw events alone.
+   * Each member's running totals through `plusThrough` (every event of that UTC day or before) minus those through `minusThrough`:
+   * the whole days after `minusThrough` up to `plusThrough`. Absent when the window is read from raw events alone.
    */
   runningTotals?: { plusThrough: number; minusThrough: number };
   raw: RawRange[];
@@ -28,17 +26,15 @@ export interface WindowPlan {
 export function checkWindow(start: bigint, end: bigint, maxDays = MAX_WINDOW_DAYS): { start: number; end: number } {
   if (end <= start) throw invalidParameter(`end_time must be after start_time (start_time ${start}, end_time ${end})`);
   const span = end - start;
-  if (span > BigInt(maxDays * DAY_SECONDS)) {
-    throw invalidParameter(`end_time - start_time: ${span} seconds > ${maxDays * DAY_SECONDS} (${maxDays} days)`);
-  }
+  const maxSeconds = maxDays * DAY_SECONDS;
+  if (span > BigInt(maxSeconds)) throw invalidParameter(`end_time - start_time: ${span} seconds > ${maxSeconds} (${maxDays} days)`);
   if (end > BigInt(Number.MAX_SAFE_INTEGER)) throw invalidParameter(`end_time: ${end} is out of range`);
   return { start: Number(start), end: Number(end) };
 }
 
 /**
- * The plan reading the fewest seconds of raw events: running totals between a midnight at or next
- * to each end (the earlier before the later), or, for a short window or without running totals
- * (`withRunningTotals` false: the enterprise has no current usage layout), the raw events alone.
+ * The plan reading the fewest seconds of raw events: running totals between a midnight at or next to each end (the earlier before
+ * the later), or, for a short window or without running totals (no current usage layout), the raw events alone.
  */
 export function planWindow(start: number, end: number, withRunningTotals = true): WindowPlan {
   if (!withRunningTotals) return { raw: splitAtMidnight(start, end) };

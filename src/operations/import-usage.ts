@@ -1,11 +1,6 @@
-// Loads an NDJSON file of usage events in two passes. The first checks every line, on two worker
-// threads over the file's halves (usage-file-check.ts), and looks up every user_id it names: a bad
-// line or an unknown member rejects the file before anything is written. The second streams the file
-// again: a worker thread reads, parses and sums the lines (usage-file-worker.ts) while this thread
-// resolves models and writes, one chunk (a few tens of thousands of events, with their running
-// totals) per transaction, so live ingestion goes on between chunks; a crash leaves whole chunks,
-// which a second run skips as repeats and completes. The file is never held in memory (the worker
-// stays at most 64 batches ahead).
+// Loads an NDJSON file of usage events in two passes, never holding it in memory. The first checks every line and member
+// (usage-file-check.ts), so that a bad file writes nothing. The second writes what a worker thread parses (usage-file-worker.ts), one
+// chunk per transaction: live ingestion goes on between chunks, and a crash leaves whole chunks, which a rerun skips as repeats.
 import { stat } from "node:fs/promises";
 import { on } from "node:events";
 import { Worker } from "node:worker_threads";
@@ -52,7 +47,7 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
   let recorded = 0;
   progress?.start(totalBytes);
   try {
-    // A chunk: the batches of events up to a sums message, and those sums (the worker ends each chunk so).
+    // One transaction per chunk: its batches of events, then the sums message that ends it.
     let message = await next();
     while (message.kind !== "done") {
       recorded += await repository.ingestImportChunk(async (tx) => {
@@ -74,9 +69,8 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
   }
 }
 
-/** The member key of each user_id of the file; an unknown one rejects the file, named by its first line. */
+/** The member key of each user_id of the file; an unknown one rejects the file, named by the earliest line (hence the sort). */
 async function memberKeysOf(repository: UsageRepository, enterpriseId: string, users: ReadonlyMap<string, { line: number; eventId: string }>) {
-  // In file order, so that an unknown member is named by the earliest line that has one.
   const userIds = [...users.keys()].sort((a, b) => users.get(a)!.line - users.get(b)!.line);
   const members = new MemberKeys(repository, enterpriseId);
   await members.resolveIds(userIds, (i) => {

@@ -1,8 +1,5 @@
-// `usage rebuild`: an enterprise's pre-aggregated usage (the running totals that user-model-usage
-// reads, the rollups that the report and the daily trend read, in the enterprise's current time
-// zone) recomputed from its raw events, the store's record of every event. The recovery tool for
-// aggregates that no longer agree with the events (a restored backup of one table, a bug, a hand
-// edit); safe while servers run, which wait for it and then go on.
+// `usage rebuild`: recomputes an enterprise's pre-aggregates (the usage query's running totals, the report's rollups in its current time
+// zone) from its raw events. For aggregates that disagree with the events (a restored table, a bug, a hand edit); safe while servers run.
 import { invalidParameter } from "../domain/errors.js";
 import type { UsageRepository } from "../storage/usage-repository.js";
 

@@ -1,9 +1,8 @@
-// Turns checked usage events into stored rows: members and models resolved to their keys, every
-// event's member checked first (an unknown one rejects the whole batch), then one ingestion.
+// Records checked usage events: every event's member looked up first (an unknown one rejects the whole batch), then one ingestion.
 import { invalidParameter } from "../domain/errors.js";
 import { dayOf } from "../domain/usage-window.js";
 import { eventLabel, modelKey, modelOfKey, type UsageEventInput } from "../domain/usage-event.js";
-import type { MemberKeyRow, UsageEventRow, UsageRepository } from "../storage/usage-repository.js";
+import type { MemberKeyRow, UsageRepository } from "../storage/usage-repository.js";
 
 export interface LabelledEvent {
   event: UsageEventInput;
@@ -38,23 +37,6 @@ export class MemberKeys {
   }
 }
 
-/** Rows for a chunk of checked events; `members` must have resolved them. */
-export async function toRows(repository: UsageRepository, members: MemberKeys, events: readonly LabelledEvent[]): Promise<UsageEventRow[]> {
-  const keys = events.map(({ event }) => modelKey(event.modelName, event.modelType, event.modelSource));
-  const models = await repository.resolveModels(keys, (i) => modelOfKey(keys[i]!));
-  return events.map(({ event }, i) => ({
-    eventId: event.eventId,
-    memberKey: members.key(event.userId),
-    modelId: models.get(keys[i]!)!,
-    ts: event.timestamp,
-    day: dayOf(event.timestamp),
-    inputTokens: event.inputTokens,
-    outputTokens: event.outputTokens,
-    basicMicros: event.basicMicros,
-    payGoMicros: event.payGoMicros,
-  }));
-}
-
 /** What one committed batch did: events stored, and events whose event_id was stored already. */
 export interface IngestionOutcome {
   recorded: number;
@@ -64,18 +46,19 @@ export interface IngestionOutcome {
 /** Told of every committed batch (the service's metrics). */
 export type IngestionObserver = (outcome: IngestionOutcome) => void;
 
-/**
- * Records one batch, all or nothing; a repeated event_id is counted as a duplicate, not recorded again.
- * A call whose `signal` aborts (its deadline passed while it waited for the store) is rolled back.
- * `observer` hears of the batch once it is committed.
- */
+/** Records one batch, all or nothing (rolled back if `signal` aborts meanwhile); a repeated event_id is a duplicate, not recorded again. */
 export async function recordUsage(repository: UsageRepository, enterpriseId: string, events: readonly LabelledEvent[], signal?: AbortSignal,
   observer?: IngestionObserver): Promise<IngestionOutcome> {
   const recorded = await repository.ingest(async (tx) => {
     signal?.throwIfAborted();
     const members = new MemberKeys(tx, enterpriseId);
     await members.resolveIds(events.map((e) => e.event.userId), (i) => eventLabel(events[i]!.where, events[i]!.event.eventId));
-    await tx.insertEvents(enterpriseId, await toRows(tx, members, events));
+    const keys = events.map(({ event }) => modelKey(event.modelName, event.modelType, event.modelSource));
+    const models = await tx.resolveModels(keys, (i) => modelOfKey(keys[i]!));
+    await tx.insertEvents(enterpriseId, events.map(({ event }, i) => ({
+      eventId: event.eventId, memberKey: members.key(event.userId), modelId: models.get(keys[i]!)!, ts: event.timestamp, day: dayOf(event.timestamp),
+      inputTokens: event.inputTokens, outputTokens: event.outputTokens, basicMicros: event.basicMicros, payGoMicros: event.payGoMicros,
+    })));
     signal?.throwIfAborted();
   });
   const outcome = { recorded, duplicates: events.length - recorded };

@@ -1,9 +1,6 @@
-// The usage report's day cache: per whole day of the rollups' zone, a scope's groups (each model, or
-// each department group of one subtree) made once from the stored rows and kept in memory, so that a
-// report of months reads one short row a day (its stamp); likewise a scope's groups of a bucket that
-// no day of the rollups' zone fits (another zone's day, an hour), made once from the raw events. An
-// entry serves only while its stamp (the all-models rows of the days it lies in or overlaps) and its
-// scope (a department scope names a fingerprint of its placements) are those it was made with.
+// The usage report's day cache: a scope's groups (each model, or each department group of a subtree) per day of the rollups' zone, or per bucket
+// no such day fits, made once and kept so a report of months reads one short row a day (its stamp). An entry serves only while its stamp (the
+// all-models rows of the days it overlaps) and its scope (a department scope names a fingerprint of its placements) are those it was made with.
 import { LRUCache } from "lru-cache";
 import type { PeriodFigures } from "../domain/report-cells.js";
 
@@ -31,10 +28,7 @@ export class ReportDayCache {
     sizeCalculation: (entry) => DAY_BYTES + entry.groups.reduce((bytes, group) => bytes + GROUP_BYTES + (group.members?.length ?? 0), 0),
   });
 
-  /**
-   * The groups of `scope` on each day of `stamps` (start of the day -> its stamp): kept ones whose
-   * stamp still holds (and that carry members when `withMembers`), the others made by `load` and kept.
-   */
+  /** `scope`'s groups on each day of `stamps` (day -> stamp): kept ones whose stamp holds (with members if asked), others made by `load` and kept. */
   async days<K extends number | string>(scope: string, stamps: ReadonlyMap<K, string>, withMembers: boolean, load: DayLoader<K>,
     signal: AbortSignal): Promise<Map<K, PeriodFigures[]>> {
     const found = new Map<K, PeriodFigures[]>();

@@ -1,7 +1,5 @@
-// The usage export: one row per (local date, member, model) with events in a window, in date order,
-// then user_id, then model name, type and source (code point order). The RPC and the CLI both read
-// their rows here. Memory stays flat whatever the window: the database sums one local day's events
-// by (member, model) at a time, and that day's rows go out before the next day is read.
+// The usage export, for the RPC and the CLI: one row per (local date, member, model) with events in a window, by date, user_id, then
+// model name, type and source (code point order). Memory stays flat: each local day is summed and sent before the next is read.
 import { eachBucket, localDateOf } from "../domain/local-time.js";
 import { compareCodePoints, compareModels, type ModelIdentity } from "../domain/usage-event.js";
 import { BASIC, EVENTS, INPUT, modelAmounts, OUTPUT, PAY_GO, type MemberModelSums } from "../domain/usage-totals.js";
@@ -58,15 +56,12 @@ export async function* exportUsageRows(usage: UsageRepository, directory: Direct
     const unknown = members.unknown(pairs);
     if (unknown.length > 0) members.add(await directory.memberProfiles(enterpriseId, unknown));
     const models = await usage.modelsById(new Set(pairs.map((pair) => pair.modelId)));
-    yield* batches(dayRows(day.date, pairs, members, models, request.currency));
+    const rows = dayRows(day.date, pairs, members, models, request.currency);
+    for (let i = 0; i < rows.length; i += EXPORT_BATCH_ROWS) yield rows.slice(i, i + EXPORT_BATCH_ROWS);
   }
 }
 
-/**
- * The members met so far in the export, each with its place in user_id order: a day's rows sort by
- * numbers (place, then the model's place) rather than by comparing user_ids. Profiles are looked up
- * once per member for the whole export: at most the enterprise's members.
- */
+/** The export's members so far, each with its place in user_id order (a day's rows sort by places, not user_ids); profiles are read once. */
 class MemberOrder {
   private readonly byKey = new Map<number, { profile: MemberProfile; place: number }>();
   /** The same members in user_id order. */
@@ -82,7 +77,7 @@ class MemberOrder {
       this.byKey.set(key, member);
       this.inOrder.push(member);
     }
-    // The members in order, then the new ones: the sort (TimSort) merges the new into the run already in order.
+    // The sorted members, then the new ones: TimSort merges the new into the sorted run.
     this.inOrder.sort((a, b) => compareCodePoints(a.profile.userId, b.profile.userId)).forEach((member, place) => {
       member.place = place;
     });
@@ -129,8 +124,4 @@ function dayRows(date: string, pairs: readonly MemberModelSums[], members: Membe
 /** Events always belong to a member of the directory: a missing one is a broken store, not bad input. */
 function missingMember(memberKey: number): never {
   throw new Error(`usage export: member_key ${memberKey} has events but no member row`);
-}
-
-function* batches(rows: UsageExportRow[]): Generator<UsageExportRow[]> {
-  for (let i = 0; i < rows.length; i += EXPORT_BATCH_ROWS) yield rows.slice(i, i + EXPORT_BATCH_ROWS);
 }

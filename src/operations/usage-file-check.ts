@@ -1,7 +1,5 @@
-// The first pass of `import usage`, on worker threads: checks every line of a byte range of the
-// NDJSON file (each range starts after a newline) and gathers the user_ids it names, each with its
-// first line, so that the whole file is known good (but for its members, which the main thread
-// looks up) before anything is written. Two ranges on two threads halve its wall time.
+// The first pass of `import usage`: checks every line on worker threads, one per half of a large file (each half starts after a newline),
+// and gathers the user_ids with their first lines, so that a bad file is rejected before anything is written.
 import { open } from "node:fs/promises";
 import { once } from "node:events";
 import { Worker } from "node:worker_threads";
@@ -12,10 +10,7 @@ import { bundledWorkerUrl } from "./worker-bundle.js";
 /** Files below this size are checked on one thread (a second costs more than it saves). */
 const SPLIT_BYTES = 8 * 2 ** 20;
 
-/**
- * Checks the whole file; returns each user_id's first event (its absolute line and event_id), or
- * throws an error naming the first bad line.
- */
+/** Checks the whole file; returns each user_id's first event (its absolute line and event_id), or throws an error naming the first bad line. */
 export async function checkUsageFile(path: string, totalBytes: number): Promise<Map<string, { line: number; eventId: string }>> {
   const middle = totalBytes >= SPLIT_BYTES ? await lineStartAfter(path, Math.floor(totalBytes / 2)) : totalBytes;
   const ranges = [{ path, start: 0, end: middle }, ...(middle < totalBytes ? [{ path, start: middle, end: totalBytes }] : [])];

@@ -1,6 +1,4 @@
-// The work of one thread of `import usage`'s first pass (usage-file-check.ts): checks every line
-// of a byte range of the NDJSON file and gathers the user_ids it names, each with its first line.
-// Runs on a worker thread, bundled from usage-range-check.mjs (worker-bundle.ts).
+// One worker thread of `import usage`'s first pass (usage-file-check.ts): checks a byte range of the file (bundled from usage-range-check.mjs).
 import { createReadStream } from "node:fs";
 import { parentPort, workerData } from "node:worker_threads";
 import { AppError, ErrorCode } from "../domain/errors.js";
@@ -31,7 +29,7 @@ async function checkLines({ path, start, end }: RangeCheckData): Promise<RangeCh
       for await (const lines of lineBatches(stream)) {
         for (const text of lines) {
           line++;
-          // Named by "" here: the message's line name is put before it once the range's first line is known.
+          // Unnamed: the main thread prefixes the absolute line once it knows the range's first.
           const event = parseUsageLine(text, "");
           if (event !== undefined && !users.has(event.userId)) users.set(event.userId, [event.userId, line, event.eventId]);
         }

@@ -1,6 +1,5 @@
-// The usage report and the daily trend, one engine for both (docs/architecture.md, Usage analytics): the
-// request's window, zone, filters and member page worked out, then the usage summed per (bucket, group)
-// from the rollups or raw events (addUsage), and the groups put in order with their key fields.
+// The usage report and the daily trend, one engine for both (docs/architecture.md, Usage analytics): the request's window, zone, filters and
+// member page worked out, the usage summed per (bucket, group) from the rollups or raw events (addUsage), the groups ordered with their key fields.
 import { createHash } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import { invalidParameter } from "../domain/errors.js";
@@ -145,18 +144,15 @@ export class UsageReports {
     if (days > MAX_REPORT_DAYS) {
       throw invalidParameter(`start_date to end_date: ${days} days > ${MAX_REPORT_DAYS} (both dates count)`);
     }
-    const { layout } = settings;
-    const dayBuckets = planBuckets(start, end, zone, "day");
     const buckets = await this.run({
-      enterpriseId, layout, start, end, buckets: dayBuckets, dimensions: [], members: undefined,
+      enterpriseId, layout: settings.layout, start, end, buckets: planBuckets(start, end, zone, "day"), dimensions: [], members: undefined,
     }, signal);
     return { currency: settings.currency, timeZone: zone, items: buckets.map((b) => ({ date: b.date, ...b.groups[0]!.figures })) };
   }
 
   /**
-   * A department scope as of a directory version: made once from the directory, then kept until a
-   * directory import starts another version. The version is read before the scope is made, so a
-   * scope kept under a version is never older than that version.
+   * A department scope as of a directory version, made once and kept until a directory import starts another. The version is read before the
+   * scope is made, so a scope kept under a version is never older than that version.
    */
   private async departmentScope(enterpriseId: string, departmentId: string, directoryVersion: number): Promise<DepartmentScope> {
     const key = `${enterpriseId}\n${departmentId}\n${directoryVersion}`;
@@ -166,9 +162,8 @@ export class UsageReports {
   }
 
   /**
-   * The subtree of `departmentId` ("" or "0": the root): each member's groups (the direct children
-   * whose subtree holds it, or the department itself for a member placed in it), the groups' names
-   * and order. An enterprise without departments has an empty scope when asked for its root.
+   * The subtree of `departmentId` ("" or "0": the root): each member's groups (the direct children whose subtree holds it, or the department
+   * itself for a member placed in it), the groups' names and order. An enterprise without departments has an empty scope for "".
    */
   private async readDepartmentScope(enterpriseId: string, departmentId: string): Promise<DepartmentScope> {
     const root = departmentId === "" || departmentId === ROOT_PARENT_ID;
@@ -197,12 +192,9 @@ export class UsageReports {
   }
 
   /**
-   * The raw events of [start, end) (of the plan's members only, when it names some) into `cells`:
-   * summed per (member, model) by the database, a bucket's part of one UTC day at a time. The buckets
-   * that lie wholly in [start, end) (days or hours that no rollup row covers) are summed whole instead
-   * when grouped by model alone (their distinct members counted by the database, countModels), and
-   * kept by the day cache (keptBuckets) for the whole enterprise by model or a whole subtree by
-   * department alone.
+   * The raw events of [start, end) (of the plan's members, if it names some) into `cells`, summed per (member, model) by the database, a
+   * bucket's part of one UTC day at a time. Buckets wholly inside (days or hours no rollup row covers) are summed whole instead when grouped by
+   * model alone (countModels), and kept by the day cache (keptBuckets) for the whole enterprise by model or a whole subtree by department alone.
    */
   private async addEvents(cells: ReportCells, plan: ReportPlan, start: number, end: number, signal: AbortSignal): Promise<void> {
     const { enterpriseId, members, departments, layout } = plan;
@@ -227,10 +219,7 @@ export class UsageReports {
     figures.forEach((groups, i) => groups.forEach((group) => cells.addPeriod(whole[i]!, group)));
   }
 
-  /**
-   * Each range's models (ranges in time order, each at most a day long), counted by the database:
-   * one statement for each run of ranges that meet and span at most COUNTED_SPAN_SECONDS.
-   */
+  /** Each range's models (in time order, a day at most), counted by the database per run of meeting ranges within COUNTED_SPAN_SECONDS. */
   private async countModels(enterpriseId: string, ranges: readonly TimeRange[], members: readonly number[] | undefined, signal: AbortSignal)
     : Promise<PeriodFigures[][]> {
     const models: PeriodFigures[][] = ranges.map(() => []);
@@ -256,9 +245,8 @@ export class UsageReports {
   }
 
   /**
-   * Each range's groups of `scope` (summed by `sum`; at least one range) through the day cache: a
-   * range's entry is stamped with the all-models rows of the rollups' days it overlaps, so that any
-   * new event inside it is seen (one on such a day but outside the range makes it summed again too).
+   * Each range's groups of `scope` (summed by `sum`; at least one range) through the day cache, stamped with the all-models rows of the rollups'
+   * days it overlaps, so any new event in it is seen (one on such a day outside the range makes it summed again too).
    */
   private async keptBuckets(enterpriseId: string, layout: RollupLayout, scope: string, ranges: readonly TimeRange[],
     sum: (ranges: readonly TimeRange[]) => Promise<PeriodFigures[][]>, signal: AbortSignal): Promise<PeriodFigures[][]> {
@@ -279,16 +267,15 @@ export class UsageReports {
     return ranges.map((range) => kept.get(keyOf(range))!);
   }
 
-  /** Each day's stamp for the day cache (days without usage have none): its all-models row's member count and sums, which every event added to the day changes. */
+  /** Each day's stamp for the day cache (none without usage): its all-models row's member count and sums, which every event on the day changes. */
   private async dayStamps(enterpriseId: string, days: readonly number[]): Promise<Map<number, string>> {
     return new Map((await this.usage.rollups.rows(enterpriseId, DAY, days, "all", false))
       .map((row) => [row.period, `${row.memberCount} ${encodeSums(row.sums, row.row)}`]));
   }
 
   /**
-   * The whole enterprise's usage from the rollups: each bucket as stored periods, and raw events
-   * where no quarter fits. By model only days have rows (usage-rollup.ts): each whole day's models
-   * from the day cache, and raw events for the rest.
+   * The whole enterprise's usage from the rollups: each bucket as stored periods, raw events where no quarter fits. By model only days have rows
+   * (usage-rollup.ts): each whole day's models from the day cache, raw events for the rest.
    */
   private async addRollups(cells: ReportCells, plan: ReportPlan, layout: RollupLayout, signal: AbortSignal): Promise<void> {
     if (plan.dimensions.includes("model")) {
@@ -306,8 +293,7 @@ export class UsageReports {
       return;
     }
     const periods = new RollupPeriods(layout, plan);
-    // Per grain, and whether the period is alone in its bucket (its stored count is the bucket's
-    // active members; else the members are read to be put together): period -> bucket.
+    // Per grain and whether alone in its bucket (its stored count is then the bucket's, else members are read to be put together): period -> bucket.
     const bucketOf = new Map<string, { grain: Grain; alone: boolean; buckets: Map<number, number> }>();
     const raw: Array<{ from: number; to: number }> = [];
     plan.buckets.forEach((bucket, index) => {
@@ -330,16 +316,14 @@ export class UsageReports {
   }
 
   /**
-   * Each member's day sums from the rollups for the whole days of their zone inside a bucket, and the
-   * raw events of the rest of each bucket (a foreign zone's day or an hour holds no whole day: read raw).
-   * Grouped by department alone, over the whole subtree, a day's groups come from the day cache.
+   * Each member's day sums from the rollups for the whole days of their zone in a bucket, raw events for the rest (a foreign zone's day or an
+   * hour holds no whole day). Grouped by department alone over a whole subtree, a day's groups come from the day cache.
    */
   private async addMemberDays(cells: ReportCells, plan: ReportPlan, layout: RollupLayout, signal: AbortSignal): Promise<void> {
     const { enterpriseId, departments } = plan;
     const { days, raw } = wholeDays(plan, layout);
     if (departments && wholeSubtreeByDepartment(plan)) {
-      // A day the cache lacks: its members' sums added per group, each day its own bucket (one
-      // ReportCells for them all, made only when a day is missing).
+      // Days the cache lacks: their member sums added per group, each day its own bucket of one ReportCells made at the first miss.
       let made: { dayCells: ReportCells; index: Map<number, number> } | undefined;
       await this.addKeptDays(cells, enterpriseId, `${layout.timeZone}\ndepartment\n${departments.fingerprint}`, days, async (some, withMembers) => {
         const { dayCells, index } = (made ??= {
@@ -365,10 +349,7 @@ export class UsageReports {
     for (const { from, to } of raw) await this.addEvents(cells, plan, from, to, signal);
   }
 
-  /**
-   * Whole days of the rollups' zone, each into its bucket as the groups of `scope` that the day cache
-   * keeps (made by `load` for a day it has not, or whose all-models row changed since).
-   */
+  /** Whole days of the rollups' zone into their buckets, as the day cache's groups of `scope` (made by `load` for a day it lacks or stamped anew). */
   private async addKeptDays(cells: ReportCells, enterpriseId: string, scope: string, days: readonly WholeDay[], load: DayLoader,
     signal: AbortSignal): Promise<void> {
     const stamps = await this.dayStamps(enterpriseId, days.map(({ day }) => day));
@@ -384,10 +365,7 @@ export class UsageReports {
     return this.usage.membersByKeys(plan.enterpriseId, cells.groups(0).map((group) => group.key.memberKey));
   }
 
-  /**
-   * The usage of the plan's window into `cells`: the whole enterprise's (ungrouped or by model) from
-   * the rollups' periods; without model groups, the members' day sums; else the raw events.
-   */
+  /** Into `cells`: the whole enterprise's usage (ungrouped or by model) from rollup periods, else member day sums if not by model, else raw events. */
   private async addUsage(cells: ReportCells, plan: ReportPlan, signal: AbortSignal): Promise<void> {
     const wholeEnterprise = plan.members === undefined && plan.departments === undefined && plan.dimensions.every((d) => d === "model");
     if (plan.layout && wholeEnterprise) return this.addRollups(cells, plan, plan.layout, signal);

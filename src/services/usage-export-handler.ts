@@ -1,5 +1,4 @@
-// UsageService.ExportUsage: the request's window and zone checked, then the export's rows
-// (operations/usage-export.ts) in messages of up to EXPORT_BATCH_ROWS rows.
+// UsageService.ExportUsage: the request's window and zone checked, then the export's rows (operations/usage-export.ts) in batches.
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
 import type { ExportUsageRequest, ExportUsageResponseSchema } from "../../gen/enterprise_admin/v1/usage_pb.js";

@@ -1,6 +1,5 @@
-// Statements that carry many rows: how rows are cut into statements, and each statement's SQL text
-// made once per row count. Building a 512-row statement with the query builder costs more than
-// running it, and on SQLite the same text is the same prepared statement (database.ts).
+// Statements that carry many rows: how rows are cut into statements, and each one's SQL text made once per row count (building a 512-row
+// statement costs more than running it, and on SQLite the same text is the same prepared statement, database.ts).
 import { sql, type Kysely } from "kysely";
 import type { Dialect } from "./database.js";
 import type { Schema } from "./schema.js";
@@ -22,9 +21,8 @@ export function chunks<T>(rows: readonly T[]): T[][] {
 }
 
 /**
- * `column` among `values`, the list one parameter (a JSON array on SQLite, an array of `type` on
- * PostgreSQL): the statement's text is the same whatever the list's length (an IN list was a new
- * statement to compile and prepare each time, about 5 ms for an ingestion batch's ~900 members).
+ * `column` among `values`, the list one parameter (a JSON array on SQLite, an array of `type` on PostgreSQL): the statement's text is the
+ * same whatever the list's length, where an IN list is a new statement to compile and prepare each time.
  */
 export function among(dialect: Dialect, column: string, values: ReadonlyArray<string | number>, type: "text" | "bigint") {
   return dialect === "postgres"

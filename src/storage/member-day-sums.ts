@@ -1,13 +1,10 @@
-// The stored form of each member's sums of one day (usage_rollup_members.member_sums, on a day's all-models
-// row), in columns that a report reads as typed arrays without decoding them value by value:
-// - a 16-byte header: the member count (uint32); one byte per column, its width in bytes (1, 2, 4
-//   or 8: the fewest that hold the column's largest value), the keys' then the five sums'; two bytes
-//   of zero; the first member's key (uint32);
-// - the members in key order: each key's distance from the previous one (the first's: 0), then the
-//   five sums in SUMS order (input and output tokens, basic and pay-go micro-units,
-//   events), each a column of unsigned integers of its width, starting on a multiple of 8 bytes.
-// In the platform's byte order, little-endian (checked below). A member's day sum is at most
-// 2^64 - 1, as a running total is (SumLimitError).
+// The stored form of each member's sums of one day (usage_rollup_members.member_sums, on a day's all-models row), in columns a report reads
+// as typed arrays without decoding them value by value:
+// - a 16-byte header: the member count (uint32); one byte per column, its width in bytes (1, 2, 4 or 8: the fewest that hold the column's
+//   largest value), the keys' then the five sums'; two bytes of zero; the first member's key (uint32);
+// - the members in key order: each key's distance from the previous one (the first's: 0), then the five sums in SUMS order, each a column
+//   of unsigned integers of its width, starting on a multiple of 8 bytes.
+// Little-endian, the platform's byte order (checked below). A member's day sum is at most 2^64 - 1, as a running total is (SumLimitError).
 import type { MemberSumsOfDay, SumColumn } from "../domain/report-cells.js";
 import { exactSum, ExactSums, SUM_LIMIT, SUMS, SumLimitError } from "../domain/usage-totals.js";
 
@@ -15,10 +12,7 @@ const HEADER_BYTES = 16;
 if (new Uint8Array(Uint16Array.of(1).buffer)[0] !== 1) throw new Error("member day sums: a big-endian platform reads them wrong");
 const WIDTHS = [1, 2, 4, 8] as const;
 
-/**
- * Stored member sums (or none) with `added` (member key -> its row of `sums`) merged in: members of
- * either, in key order, their sums added.
- */
+/** Stored member sums (or none) with `added` (member key -> its row of `sums`) merged in: members of either, in key order, their sums added. */
 export function mergeMemberSums(stored: Uint8Array | null, added: ReadonlyMap<number, number>, sums: ExactSums): Uint8Array {
   const before = stored ? decodeMemberSums(stored) : undefined;
   const addedKeys = Uint32Array.from(added.keys()).sort();
@@ -44,10 +38,7 @@ export function mergeMemberSums(stored: Uint8Array | null, added: ReadonlyMap<nu
   return encodeMemberSums(keys.subarray(0, count), columns);
 }
 
-/**
- * One sum column merged: as numbers (a Float64Array) while every value is exact as one, else as
- * exact numbers and bigints.
- */
+/** One sum column merged: as numbers (a Float64Array) while every value is exact as one, else as exact numbers and bigints. */
 function mergedColumn(count: number, storedAt: Int32Array, stored: SumColumn | undefined, addedRow: Int32Array, sums: ExactSums,
   index: number): Float64Array | Array<number | bigint> {
   if (!(stored instanceof BigUint64Array) && !sums.anyBig) {
@@ -117,9 +108,8 @@ function columnOffsets(count: number, widths: readonly number[]): { offsets: num
 }
 
 /**
- * A day's member sums: the keys, and each sum column as a typed array of its width over the stored
- * bytes (BigUint64Array for 8; the bytes are copied once first when they do not start on a multiple
- * of 8).
+ * A day's member sums: the keys, and each sum column as a typed array of its width over the stored bytes (BigUint64Array for 8; the bytes
+ * are copied once first when they do not start on a multiple of 8).
  */
 export function decodeMemberSums(packed: Uint8Array): MemberSumsOfDay {
   if (packed.length === 0) return { count: 0, keys: new Uint32Array(0), columns: Array.from({ length: SUMS }, () => new Uint8Array(0)) };

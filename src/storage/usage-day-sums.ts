@@ -1,20 +1,13 @@
-// Sums of new usage events per (member, day, model), held in memory until an ingestion adds them to
-// the stored running totals (usage-running-totals.ts), and handed over as day-sum frames. An NDJSON
-// import sums its events on the worker thread that parses them, where the main thread, which
-// writes, has no time to spare (summing was about 9% of its work); an RPC batch and `usage rebuild`
-// sum on the main thread, the same way.
+// Sums of new usage events per (member, day, model), held until an ingestion adds them to the running totals (usage-running-totals.ts) as
+// day-sum frames. An NDJSON import sums on its parsing worker thread, sparing the main thread, which writes; an RPC batch or `usage rebuild` on it.
 import type { EventValue } from "../domain/usage-event.js";
 import { SumEntries } from "../domain/usage-totals.js";
 import { MAX_ENTRY_BYTES, VarintReader, writeEntry, writeVarint } from "./usage-sums-codec.js";
 import { grown } from "../domain/typed-arrays.js";
 
 /**
- * Sums events per (member, day, model) in typed arrays: no object per sum, so holding hundreds of
- * thousands costs the garbage collector nothing (as objects, on the import's parsing thread, a
- * 10-million-event import profiled 19 s summing, 10 s packing and 12 s of garbage collection
- * against 3 s before, and the thread fell behind the writing one). Members and models are numbers
- * of the caller's own (an import's file indexes, or member keys and model ids); sums stay exact: a
- * sum that would pass 2^53 moves into a bigint.
+ * Sums events per (member, day, model) in typed arrays (SumEntries), no object per sum. Members and models are the caller's own numbers
+ * (an import's file indexes, or member keys and model ids).
  */
 export class DaySums {
   /** (member, day) → its first entry; entries of a (member, day) are chained by `next`. */
@@ -23,9 +16,8 @@ export class DaySums {
   private slots = new Float64Array(3 * 1024); // member keys may pass 2^31
   private slotCount = 0;
   /**
-   * Per member below LAST_DAY_MEMBERS: the day of its latest event and that (member, day)'s first
-   * entry (-1 for none). A file in time order has each member's events of a day together, so most
-   * events skip the Map.
+   * Per member below LAST_DAY_MEMBERS: the day of its latest event and that (member, day)'s first entry (-1 for none). A file in time
+   * order has each member's events of a day together, so most events skip the Map.
    */
   private lastDay = new Int32Array(1024).fill(-1);
   private lastFirst = new Int32Array(1024);
@@ -50,10 +42,7 @@ export class DaySums {
     entries.sums.addEvent(entry, inputTokens, outputTokens, basicMicros, payGoMicros);
   }
 
-  /**
-   * The held sums as frames (FRAMES below), in (member, day) order, leaving this empty. One buffer,
-   * cheap to transfer. Throws SumLimitError for a sum past 2^64 - 1.
-   */
+  /** The held sums as frames (FRAMES below), in one buffer (cheap to transfer), leaving this empty; throws SumLimitError past 2^64 - 1. */
   takeFrames(): Uint8Array {
     const entries = this.entries;
     let out = new Uint8Array(this.slotCount * HEADER_ROOM + entries.count * MAX_ENTRY_BYTES);
@@ -109,10 +98,9 @@ export class DaySums {
 }
 
 /**
- * FRAMES. What takeFrames sends, in (member, day) order: per (member, day), varint member, varint
- * day, varint length, then the packed totals (see usage-sums-codec.ts) of the member's events of that
- * day, by the sender's member and model numbers. A cursor reads them: `next()` moves to the next
- * frame (false past the last) and leaves its member, day and the range of its packed totals.
+ * FRAMES. What takeFrames sends, in (member, day) order: per (member, day), varint member, varint day, varint length, then the packed totals
+ * (usage-sums-codec.ts) of the member's events of that day, by the sender's member and model numbers. A cursor reads them: `next()` moves
+ * to the next frame (false past the last) and leaves its member, day and the range of its packed totals.
  */
 export class FrameCursor {
   member = 0;

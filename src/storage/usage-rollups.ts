@@ -1,7 +1,6 @@
-// The usage rollups' rows (src/domain/usage-rollup.ts): an enterprise's layout, the deltas of its
-// ingestions added to the stored periods, and the periods a report reads. Writes run inside an
-// ingestion's transaction (storage/usage-repository.ts), which no other ingestion shares (SQLite's
-// write lock, PostgreSQL's ingestion lock): reading a row and writing it back is safe.
+// The usage rollups' rows (domain/usage-rollup.ts): an enterprise's layout, its ingestions' deltas added to the stored periods,
+// and the periods a report reads. Writes run inside an ingestion's transaction (storage/usage-repository.ts), which no other
+// ingestion shares (SQLite's write lock, PostgreSQL's ingestion lock): reading a row and writing it back is safe.
 import roaring from "roaring";
 import { CompiledQuery, sql, type Kysely } from "kysely";
 import {
@@ -45,10 +44,8 @@ export class UsageRollups {
   constructor(private readonly db: Kysely<Schema>, private readonly dialect: Dialect, private readonly texts: StatementTexts) {}
 
   /**
-   * The layout an ingestion adds to: begun in the enterprise's zone when the enterprise has no usage
-   * yet, so its pre-aggregates hold every event from the first. None for an enterprise whose events
-   * came before its layout (a store older than it, or of another version): `usage rebuild` makes
-   * them (`restart`).
+   * The layout an ingestion adds to: begun in the enterprise's zone when it has no usage yet, so its pre-aggregates hold every event.
+   * None for an enterprise whose events came before its layout (an older store, or another version): `usage rebuild` makes them (`restart`).
    */
   async layoutForIngestion(enterpriseId: string): Promise<RollupLayout | undefined> {
     const layout = currentLayout(await this.db.selectFrom("usage_layout").select(["version", "time_zone", "hour_phase"])
@@ -74,9 +71,7 @@ export class UsageRollups {
 
   /** Adds a delta's entries and member day sums (RollupDelta.take) to the stored rows. */
   async add(enterpriseId: string, { grains: delta, memberDays, sums }: RollupAdditions): Promise<void> {
-    // One bitmap for every row (the stored members read into it) and one buffer for their serialized
-    // members: a bitmap object and a Buffer per row cost several times the row's write (native
-    // objects, each with a finalizer).
+    // One bitmap and one buffer for every row: a bitmap and a Buffer per row (native objects with finalizers) cost several times its write.
     const scratch = new RoaringBitmap32();
     const bytes = new GrowingBytes();
     for (const [grain, entries] of delta) {
@@ -121,10 +116,8 @@ export class UsageRollups {
   }
 
   /**
-   * The stored rows of these (period, model) pairs of a grain, those that exist: by the pairs
-   * themselves, not every model of the periods (a live batch spread over a day touches about half
-   * of its quarters' model rows). CROSS JOIN keeps SQLite's join order, the pairs first: else it
-   * scans the grain's members rows for each pair.
+   * The stored rows of these (period, model) pairs of a grain that exist: by pair, not every model of the periods (a batch spread over
+   * a day touches about half its quarters' model rows). CROSS JOIN keeps SQLite's join order, pairs first: else it scans members rows.
    */
   private async storedRows(enterpriseId: string, grain: Grain, keys: ReadonlyArray<readonly [number, number]>): Promise<StoredRollup[]> {
     const text = this.texts.of("rollups: stored", keys.length, (count) => {

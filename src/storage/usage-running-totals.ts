@@ -1,6 +1,5 @@
-// The usage running totals: one usage_running_total row per member and UTC day with events, holding the
-// member's running totals per model through that day, packed (PACKED TOTALS in usage-sums-codec.ts), so
-// that the totals over any run of whole days are two rows per member (domain/usage-window.ts).
+// The usage running totals: one usage_running_total row per member and UTC day with events, its running totals per model through that day
+// (PACKED TOTALS in usage-sums-codec.ts), so the totals over any run of whole days are two rows per member (domain/usage-window.ts).
 import { CompiledQuery } from "kysely";
 import { LRUCache } from "lru-cache";
 import { TotalsByModel } from "../domain/usage-totals.js";
@@ -16,9 +15,8 @@ interface StoredRow {
 }
 
 /**
- * New events' day sums as frames (DaySums.takeFrames, in member and day order), with what their
- * member and model numbers are: `memberKeys` and `modelIds` map them (an import's file indexes);
- * without them they are member keys and model ids.
+ * New events' day sums as frames (DaySums.takeFrames, in member and day order); `memberKeys` and `modelIds` map their member and model
+ * numbers (an import's file indexes), which without them are member keys and model ids.
  */
 export interface FramedSums {
   frames: Uint8Array;
@@ -27,18 +25,14 @@ export interface FramedSums {
 }
 
 /**
- * Adds new events' day sums to usage_running_total; run inside the ingestion's transaction. The one
- * way every ingestion writes them (an RPC batch, an import's chunk, `usage rebuild`). `takenAway`:
- * frames by member key and model id of events that `added` holds but the store already had (an
- * import's repeats, summed on its worker before they were found), taken away again. A member whose
- * latest row `latest` holds, from its first new day or before, is not read from the store.
+ * Adds new events' day sums to usage_running_total, inside the ingestion's transaction (every ingestion: RPC batch, import chunk, `usage rebuild`).
+ * `takenAway`: frames, by member key and model id, of events `added` holds but the store already had (an import's repeats), taken away again.
+ * A member whose latest row `latest` holds, from its first new day or before, is not read from the store.
  */
 export async function addToRunningTotals(database: BulkStore, latest: LatestRows, added: FramedSums, takenAway?: Uint8Array): Promise<void> {
   const members = memberRuns(added);
-  // The rows of every chunk of members written together (each member is in one chunk), in full
-  // statements of the table's order, unless they pass ROWS_HELD_BYTES (an event far in the past
-  // rewrites every later row of its member). Sized for the usual rows, a member-day each, of up to
-  // about 20 models: growing the buffer a doubling at a time cost an import more than its copies.
+  // All chunks' rows are written together, in full statements in table order, unless they pass ROWS_HELD_BYTES (an old event rewrites every
+  // later row of its member). Sized up front for rows (a member-day each) of up to about 20 models, not grown a doubling at a time.
   const rows = new RowsByDay(Math.min(ROWS_HELD_BYTES, Math.max(1 << 16, members.days * 512)));
   const writer = new MemberRows(added, takenAway ?? new Uint8Array(), rows, latest);
   for (const chunk of chunks(members.runs)) {
@@ -54,10 +48,8 @@ export async function addToRunningTotals(database: BulkStore, latest: LatestRows
 }
 
 /**
- * The latest row this repository wrote for each member, while no other ingestion has committed since
- * (`begin` gets the store's count of ingestions): reading each chunk's members' rows back from the
- * store cost a 5-million-event import about 4% of its time. Least recently used rows go first past
- * LATEST_ROWS_BYTES.
+ * The latest row this repository wrote for each member, kept (not read back) while no other ingestion commits between (`begin` gets the
+ * store's count of ingestions). Least recently used rows go first past LATEST_ROWS_BYTES.
  */
 export class LatestRows {
   private readonly rows = new LRUCache<number, StoredRow>({ maxSize: LATEST_ROWS_BYTES, sizeCalculation: (row) => row.totals.length + 64 });
@@ -75,10 +67,7 @@ export class LatestRows {
     this.ingestions = -1;
   }
 
-  /**
-   * The member's stored rows from its last one on or before `day` (readStoredRows), when its latest
-   * row is known and on or before `day`: that row alone. Else undefined.
-   */
+  /** The member's stored rows from its last one on or before `day` (readStoredRows) when its latest row is known and on or before `day`: that row. */
   from(memberKey: number, day: number): StoredRow[] | undefined {
     const row = this.rows.get(memberKey);
     return row && row.day <= day ? [row] : undefined;
@@ -116,10 +105,8 @@ function memberRuns({ frames, memberKeys }: FramedSums): { runs: MemberRun[]; da
 }
 
 /**
- * Makes a member's rows: each day with new events, and each stored day after the first of them,
- * is the member's last stored row on or before that day plus the new events up to that day (the
- * stored bytes with the new sums merged in, other models' bytes copied as they are). Reused member
- * after member: typed totals, no object per row.
+ * Makes a member's rows: each day with new events, and each stored day after the first of them, is the last stored row on or before that day
+ * plus the new events up to it (packTotals onto the stored bytes). Reused member after member: typed totals, no object per row.
  */
 class MemberRows {
   /** The new events up to the current day. */
@@ -169,21 +156,16 @@ class MemberRows {
       const onto = base;
       if (storedDay === day || events !== 0) rows.addWritten(run.memberKey, day, packedBytes(added, onto), (out, at) => packTotals(added, out, at, onto));
     }
-    // The member's latest row is the last one written: every stored row after its first new day was written again.
+    // The last row written is the member's latest: every stored row after its first new day was written again.
     const last = rows.last();
     if (last?.memberKey === run.memberKey) this.latest.set(run.memberKey, last.day, last.totals.slice());
   }
 }
 
-/**
- * For each (member key, day) given (at most 512): the member's last stored row on
- * or before that day and every row after it, in day order (usually one row: today's, or the last
- * one before today), by member key.
- */
+/** For each (member key, day), at most 512: its member's last stored row on or before that day and every later row, in day order, by member key. */
 async function readStoredRows(database: BulkStore,
   memberDays: ReadonlyArray<readonly [memberKey: number, day: number]>): Promise<Map<number, StoredRow[]>> {
-  // One statement, of a power of two members (so that few texts are ever prepared): the rest are
-  // member -1, which has no rows.
+  // A power of two members, so few texts are ever prepared: the rest are member -1, which has no rows.
   const size = 2 ** Math.ceil(Math.log2(memberDays.length));
   const parameters = memberDays.flat();
   while (parameters.length < 2 * size) parameters.push(-1, 0);
@@ -192,10 +174,8 @@ async function readStoredRows(database: BulkStore,
 }
 
 /**
- * Rows to store, gathered and then written (upserted) together, their bytes end to end in one
- * buffer. SQLite gets them in the table's order, by day, then member (they are made member by
- * member; an import's run of days for each of 512 members written in that order jumped between as
- * many day ranges of the table), by statements of up to 512 rows (chunks).
+ * Rows to upsert, gathered with their bytes end to end in one buffer, then written by chunks in the table's order, by day, then member:
+ * made member by member, an import's rows would otherwise jump between as many day ranges of the table.
  */
 class RowsByDay {
   private buffer: Uint8Array<ArrayBuffer>;
@@ -209,7 +189,6 @@ class RowsByDay {
     this.buffer = new Uint8Array(expectedBytes);
   }
 
-  /** The bytes of the rows held. */
   get bytes(): number {
     return this.used;
   }
@@ -248,10 +227,7 @@ class RowsByDay {
   }
 }
 
-/**
- * The stored statement's one row: the rows found, as text ("member,day,length" each, joined by
- * commas), and their totals end to end, in the same order.
- */
+/** The stored statement's one row: the rows found as text ("member,day,length" each, joined by commas), and their totals end to end in that order. */
 interface StoredRows {
   rows: string | null;
   totals: Uint8Array | null;
@@ -274,11 +250,8 @@ function splitStoredRows(found: StoredRows | undefined): Map<number, StoredRow[]
 }
 
 /**
- * For `members` members (parameters: each member's key and earliest new day): each member's last
- * row on or before its day and every row after it (usually one row: today's, or the last one before
- * today), returned as one row of two values (a blob per stored row would cost the driver a Buffer
- * each): the rows as text, and their totals end to end. The bound is correlated with the member
- * list, so each member's rows are one index range.
+ * readStoredRows' statement (parameters: each member's key and earliest new day), as one row of text and bytes (StoredRows): a blob per stored
+ * row would cost the driver a Buffer each. The day bound is correlated with the member list, so each member's rows are one index range.
  */
 function storedStatement({ dialect, texts }: BulkStore, memberCount: number): string {
   return texts.of("running totals: stored", memberCount, (members) => {

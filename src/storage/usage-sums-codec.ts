@@ -1,8 +1,5 @@
-// The byte format of stored usage sums. PACKED TOTALS: one entry per model, each six unsigned LEB128
-// varints (model_id, then the five sums of SUMS), in no particular order (a model may even repeat:
-// sums add up). A usage_running_total row's `totals` are packed totals: one row per member and day,
-// whatever the number of models, keeps a query to two rows a member, and varints keep the rows small
-// (typically 15-20 bytes a model). The sums themselves are domain/usage-totals.ts's.
+// The byte format of stored usage sums. PACKED TOTALS (a usage_running_total row's `totals`): per model, six unsigned LEB128 varints
+// (model id, then the five sums of SUMS; typically 15-20 bytes), in no particular order; a model may repeat, its sums adding up.
 import { EVENTS, SUMS, SUM_LIMIT, SumLimitError, type SumEntries, type TotalsByModel } from "../domain/usage-totals.js";
 import type { WindowSums } from "../domain/usage-window-sums.js";
 
@@ -12,11 +9,8 @@ export const MAX_ENTRY_BYTES = 5 + SUMS * 10;
 const NUMBER_BYTES = 7;
 
 /**
- * CORRUPT. Packed totals that end inside an entry (or a frame that claims more bytes than there are)
- * are refused instead of read on: VarintReader stops at a byte past the buffer (`undefined >= 0x80`
- * is false), and each reader of packed totals checks that its last entry ended exactly at its end.
- * (A loop waiting for `byte < 0x80` never stopped on such bytes: one corrupt stored row would have
- * held the server's thread for good.) Only this code writes packed totals; this guards the store.
+ * Packed totals that end inside an entry, or a frame or row claiming more bytes than there are: refused, not read on (only this code
+ * writes packed totals, so this guards the store). Each reader checks that its last entry ends exactly at its end.
  */
 export class CorruptTotalsError extends Error {
   constructor(at: number, end: number) {
@@ -25,9 +19,8 @@ export class CorruptTotalsError extends Error {
 }
 
 /**
- * Adds packed totals (`packed` from `at` to `end`) to `target`, or with `sign` -1 takes them away;
- * returns the number of events added. `modelIds`, if given, maps the packed model numbers to model
- * ids (an import's worker numbers models by file).
+ * Adds packed totals (`packed` from `at` to `end`) to `target`, or with `sign` -1 takes them away; returns the number of events added.
+ * `modelIds`, if given, maps the packed model numbers to model ids (an import's worker numbers models by file).
  */
 export function addPackedTotals(target: TotalsByModel, packed: Uint8Array, at = 0, end = packed.length, modelIds?: ArrayLike<number>,
   sign: 1 | -1 = 1): number {
@@ -49,10 +42,7 @@ export function addPackedTotals(target: TotalsByModel, packed: Uint8Array, at = 
   return sign * events;
 }
 
-/**
- * Adds (or, `negate`, subtracts) the packed totals `packed` from `at` to `end` to a member's sums
- * in a query's WindowSums.
- */
+/** Adds (or, `negate`, subtracts) the packed totals `packed` from `at` to `end` to a member's sums in a query's WindowSums. */
 function addPackedToWindow(window: WindowSums, packed: Uint8Array, at: number, end: number, member: number, negate: boolean): void {
   const sign = negate ? -1 : 1;
   const reader = new VarintReader(packed, at);
@@ -69,9 +59,8 @@ function addPackedToWindow(window: WindowSums, packed: Uint8Array, at: number, e
 }
 
 /**
- * Adds (or subtracts) stored rows' totals read end to end (`totals`) to a query's WindowSums, `index`
- * giving each row's member key and length ("key,length,key,length…"). `memberOf` gives a member
- * key's position.
+ * Adds (or subtracts) stored rows' totals, end to end in `totals`, to a query's WindowSums; `index` gives each row's member key and length
+ * ("key,length,key,length…"), `memberOf` a member key's position.
  */
 export function addRowsToWindow(window: WindowSums, totals: Uint8Array, index: string, negate: boolean,
   memberOf: (memberKey: number) => number): void {
@@ -80,9 +69,8 @@ export function addRowsToWindow(window: WindowSums, totals: Uint8Array, index: s
 }
 
 /**
- * Stored rows read end to end (`totals`), `index` giving each row's `fieldsPerRow` numbers joined
- * by commas, the last its byte length: `each` gets the fields (the row's from `first`) and the row's
- * bytes, from `start` to `end`. Lengths that do not add up to the bytes are refused.
+ * Stored rows end to end in `totals`, `index` giving each row's `fieldsPerRow` numbers joined by commas, the last its byte length: `each`
+ * gets the fields (the row's from `first`) and the row's bytes, `start` to `end`. Lengths that do not add up to the bytes are refused.
  */
 export function forEachStoredRow(totals: Uint8Array, index: string, fieldsPerRow: number,
   each: (fields: readonly string[], first: number, start: number, end: number) => void): void {
@@ -103,11 +91,9 @@ export function packedBytes(totals: TotalsByModel, onto?: Uint8Array): number {
 }
 
 /**
- * Writes `totals` packed into `out` from `at`, which has packedBytes(totals, onto) bytes of room;
- * with `onto` (a stored row's packed totals), those totals plus `totals`, without decoding what
- * needs no change: the entry of a model `totals` holds gets its sums added, every other entry is
- * copied as it is, and the models `onto` lacks follow. A model with no events (all taken away again)
- * is left out. Returns the offset after them; throws SumLimitError past 2^64 - 1.
+ * Writes `totals` packed into `out` from `at`, which has packedBytes(totals, onto) bytes of room; with `onto` (a stored row's packed totals),
+ * those plus `totals`: entries of models `totals` holds get its sums added, other entries are copied undecoded, and models `onto` lacks follow.
+ * A model with no events (all taken away again) is left out. Returns the offset after them; throws SumLimitError past 2^64 - 1.
  */
 export function packTotals(totals: TotalsByModel, out: Uint8Array, at: number, onto?: Uint8Array): number {
   const { entries } = totals;
@@ -121,7 +107,7 @@ export function packTotals(totals: TotalsByModel, out: Uint8Array, at: number, o
       const id = reader.next();
       const entry = totals.find(id);
       if (entry === -1 || marks[entry] === mark) {
-        // Copied byte by byte once read past: a subarray per entry cost more than the bytes.
+        // Byte by byte: a subarray per entry costs more than its few bytes.
         for (let i = 0; i < SUMS; i++) reader.next();
         for (let q = entryStart; q < reader.at; q++) out[at++] = onto[q]!;
         continue;
@@ -166,10 +152,8 @@ export function writeEntry(out: Uint8Array, at: number, entries: SumEntries, ent
 }
 
 /**
- * Writes a non-negative integer below 2^53 as a varint; returns the next offset. In integer
- * arithmetic: a value past 2^31 first gives its low 28 bits (four bytes), then the rest, which is
- * below 2^25 (a float remainder and division per byte made packing an import's running totals,
- * whose sums of micro-units are mostly past 2^31, about twice as slow).
+ * Writes a non-negative integer below 2^53 as a varint; returns the next offset. In int32 arithmetic, not float division per byte (sums
+ * of micro-units are mostly past 2^31): a value past 2^31 first gives its low 28 bits (four bytes), then the rest, below 2^25.
  */
 export function writeVarint(out: Uint8Array, at: number, value: number): number {
   if (value >= 0x80000000) {
@@ -200,9 +184,8 @@ export function writeBigVarint(out: Uint8Array, at: number, value: bigint): numb
 }
 
 /**
- * A read position in varints, and the one reader of their values: `next()` reads the varint there
- * and moves past it. Its value is exact below 2^53; a caller that may meet a longer sum reads it
- * again with readBigVarint (NUMBER_BYTES). A hot path: one small object a call, not a tuple per value.
+ * A read position in varints (one object a call, not a tuple per value): `next()` reads one, exact below 2^53 (readBigVarint reads a longer
+ * one again), and moves past it. Past the end a byte is undefined: `!(byte >= 0x80)` stops there, where `byte < 0x80` would loop forever.
  */
 export class VarintReader {
   constructor(private readonly bytes: Uint8Array, public at = 0) {}
