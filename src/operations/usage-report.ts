@@ -163,13 +163,13 @@ export class UsageReports {
 
   /**
    * The subtree of `departmentId` ("" or "0": the root): each member's groups (the direct children whose subtree holds it, or the department
-   * itself for a member placed in it), the groups' names and order. An enterprise without departments has an empty scope for "".
+   * itself for a member placed in it), the groups' names and order. An enterprise without departments has an empty root.
    */
   private async readDepartmentScope(enterpriseId: string, departmentId: string): Promise<DepartmentScope> {
     const root = departmentId === "" || departmentId === ROOT_PARENT_ID;
     const [self] = await this.departments.findByIds(enterpriseId, root ? [] : [departmentId], root);
     if (!self) {
-      if (departmentId === "") return { groupsOf: new Map(), fingerprint: "", names: new Map(), ranks: new Map(), grouping: new Grouping(["department"], new Map()) };
+      if (root) return { groupsOf: new Map(), fingerprint: "", names: new Map(), ranks: new Map(), grouping: new Grouping(["department"], new Map()) };
       throw invalidParameter(`department_id: ${JSON.stringify(departmentId)} is not a department of this enterprise`);
     }
     const [children, placements] = await Promise.all([

@@ -428,6 +428,17 @@ describe.each(dialects)("usage report (%s)", (dialect) => {
       expect(root.buckets[0].groups).toStrictEqual([{ ...EMPTY_KEYS, ...figuresOf(events.filter((e) => e.user_id !== "m5")) }]);
     });
 
+    it('in an enterprise without departments, department_id "0" (the root) is an empty subtree, as "" is when grouping by department', async () => {
+      const plain = await tenant({ departments: [], members: plainMembers(["1"]) });
+      await write(plain.token, [ev("1", D0 + 5)]);
+      const window = { start_time: D0, end_time: D0 + DAY, time_zone: "UTC" };
+      const root = await report(plain.token, { ...window, department_id: "0" });
+      expect(root.buckets[0].groups).toStrictEqual([{ ...EMPTY_KEYS, ...ZEROS }]);
+      const byDepartment = await report(plain.token, { ...window, group_by: ["department"], department_id: "0" });
+      expect(byDepartment.buckets[0].groups).toStrictEqual((await report(plain.token, { ...window, group_by: ["department"] })).buckets[0].groups);
+      expect((await report(plain.token, window)).buckets[0].groups[0].events).toBe(1);
+    });
+
     it("groups by department then member", async () => {
       const data = await report(t.token, { start_time: D0, end_time: D0 + DAY, time_zone: "UTC", group_by: ["department", "member"], department_id: "b" });
       const expected = [["b", "Beta", "m4"], ["b1", "Beta One", "m1"]].map(([id, name, userId]) => ({
