@@ -88,9 +88,7 @@ export class ExactSums {
   exact(row: number, i: number): number | bigint {
     const at = row * SUMS + i;
     const big = this.big?.get(at);
-    if (big === undefined) return this.values[at]!;
-    const total = big + BigInt(this.values[at]!);
-    return total <= MAX_SAFE_BIG && total >= -MAX_SAFE_BIG ? Number(total) : total;
+    return big === undefined ? this.values[at]! : narrowed(big + BigInt(this.values[at]!));
   }
 
   /** Sum `i` of row `row` as a bigint. */
@@ -112,6 +110,11 @@ export class ExactSums {
 }
 
 const MAX_SAFE_BIG = BigInt(Number.MAX_SAFE_INTEGER);
+
+/** An exact sum as a number while that is exact (within ±2^53), else as the bigint. */
+function narrowed(total: bigint): number | bigint {
+  return total <= MAX_SAFE_BIG && total >= -MAX_SAFE_BIG ? Number(total) : total;
+}
 
 /** An integer in decimal text as its exact value: a number up to 15 digits, else a bigint. */
 export function decimalValue(text: string): number | bigint {

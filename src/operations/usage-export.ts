@@ -56,8 +56,7 @@ export async function* exportUsageRows(usage: UsageRepository, directory: Direct
     const unknown = members.unknown(pairs);
     if (unknown.length > 0) members.add(await directory.memberProfiles(enterpriseId, unknown));
     const models = await usage.modelsById(new Set(pairs.map((pair) => pair.modelId)));
-    const rows = dayRows(day.date, pairs, members, models, request.currency);
-    for (let i = 0; i < rows.length; i += EXPORT_BATCH_ROWS) yield rows.slice(i, i + EXPORT_BATCH_ROWS);
+    yield* batches(dayRows(day.date, pairs, members, models, request.currency));
   }
 }
 
@@ -124,4 +123,8 @@ function dayRows(date: string, pairs: readonly MemberModelSums[], members: Membe
 /** Events always belong to a member of the directory: a missing one is a broken store, not bad input. */
 function missingMember(memberKey: number): never {
   throw new Error(`usage export: member_key ${memberKey} has events but no member row`);
+}
+
+function* batches(rows: UsageExportRow[]): Generator<UsageExportRow[]> {
+  for (let i = 0; i < rows.length; i += EXPORT_BATCH_ROWS) yield rows.slice(i, i + EXPORT_BATCH_ROWS);
 }
