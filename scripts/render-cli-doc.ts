@@ -45,7 +45,9 @@ export function renderCliDoc(): string {
 Generated from the command definitions (\`src/cli/program.ts\`) by \`npm run docs:cli\`; a test keeps the
 two in step. Do not edit by hand.
 
-\`enterprise-admin\` is the package's \`bin\`; from a checkout, run it as \`npm run -s cli -- …\`.
+\`enterprise-admin\` is the package's \`bin\`; from a checkout, run it as \`npm run -s cli -- …\`, which runs in
+the checkout's root whatever your shell's folder: relative paths (files, \`--out\`, \`--db\`) are then the root's,
+so give others as absolute paths, or run \`bin/enterprise-admin.mjs\` itself.
 \`enterprise-admin --help\` and \`enterprise-admin <command> --help\` print the same descriptions.
 
 ## Global options
