@@ -29,7 +29,7 @@ export interface UsageImportSummary {
 export async function importUsage(repository: UsageRepository, enterpriseId: string, path: string, progress?: ImportProgress,
   tuning: UsageFileTuning = DEFAULT_TUNING): Promise<UsageImportSummary> {
   if ((await repository.enterpriseSettings(enterpriseId)) === undefined) {
-    throw invalidParameter(`enterprise "${enterpriseId}" does not exist (import a directory file first)`);
+    throw invalidParameter(`--enterprise: enterprise "${enterpriseId}" does not exist (import a directory file first)`);
   }
   const totalBytes = (await stat(path)).size;
   const memberKeys = await memberKeysOf(repository, enterpriseId, await checkUsageFile(path, totalBytes));

@@ -188,10 +188,19 @@ describe.each(dialects)("usage rebuild on %s", (dialect) => {
     }
   });
 
-  it("an unknown enterprise is one line on stderr and exit 2", async () => {
+  it("an unknown enterprise is one line on stderr naming --enterprise and exit 2, for a rebuild and for an import", async () => {
+    const expected = 'error: --enterprise: enterprise "nope" does not exist (import a directory file first)';
     const run = await rebuild("nope");
-    expect(run.code).toBe(2);
-    expect(run.stderr.trim()).toBe('error: --enterprise: enterprise "nope" does not exist (import a directory file first)');
+    expect([run.code, run.stderr.trim()]).toStrictEqual([2, expected]);
+    const dir = mkdtempSync(join(tmpdir(), "eadmin-rebuild-"));
+    try {
+      const file = join(dir, "usage.ndjson");
+      writeFileSync(file, "");
+      const imported = await cli(["import", "usage", file, "--enterprise", "nope", "--db", testDb.url]);
+      expect([imported.code, imported.stdout, imported.stderr.trim()]).toStrictEqual([2, "", expected]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("while ingestion goes on beside it, every event counts once: a second rebuild changes nothing", async () => {
