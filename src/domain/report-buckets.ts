@@ -5,8 +5,6 @@ import { MAX_HOUR_REPORT_DAYS, MAX_REPORT_DAYS } from "./report-limits.js";
 import { MAX_TIMESTAMP } from "./usage-event.js";
 import { checkWindow, dayOf } from "./usage-window.js";
 
-export { MAX_HOUR_REPORT_DAYS, MAX_REPORT_DAYS };
-
 /** The latest end of a report's or export's window: 10000-01-01T00:00:00Z, just after the latest event. */
 const LATEST_REPORT_END = MAX_TIMESTAMP + 1;
 

@@ -5,7 +5,8 @@ import { LRUCache } from "lru-cache";
 import { invalidParameter } from "../domain/errors.js";
 import { dateRangeWindow, zoneOrDefault, type TimeBucket } from "../domain/local-time.js";
 import { decodePageToken, effectivePageSize, encodePageToken } from "../domain/page-token.js";
-import { bucketKind, bucketParts, checkReportWindow, MAX_REPORT_DAYS, planBuckets } from "../domain/report-buckets.js";
+import { bucketKind, bucketParts, checkReportWindow, planBuckets } from "../domain/report-buckets.js";
+import { MAX_REPORT_DAYS } from "../domain/report-limits.js";
 import { ReportCells, type GroupFigures, type PeriodFigures } from "../domain/report-cells.js";
 import {
   compareGroups, departmentGroupRanks, groupDimensions, Grouping, ranksOf, type GroupDimension,

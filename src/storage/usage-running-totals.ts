@@ -185,7 +185,7 @@ class RowsByDay {
   private ends: number[] = [];
 
   /** `expectedBytes`: about how many bytes the rows will take (the buffer grows past it). */
-  constructor(expectedBytes = 1 << 16) {
+  constructor(expectedBytes: number) {
     this.buffer = new Uint8Array(expectedBytes);
   }
 
