@@ -9,7 +9,7 @@ import { bucketKind, bucketParts, checkReportWindow, planBuckets } from "../doma
 import { MAX_REPORT_DAYS } from "../domain/report-limits.js";
 import { ReportCells, type GroupFigures, type PeriodFigures } from "../domain/report-cells.js";
 import {
-  compareGroups, departmentGroupRanks, groupDimensions, Grouping, ranksOf, type GroupDimension,
+  compareGroups, departmentGroupRanks, groupDimensions, Grouping, ranksOf, type GroupDimension, type GroupKey,
 } from "../domain/report-groups.js";
 import { compareCodePoints, compareModels, type ModelIdentity } from "../domain/usage-event.js";
 import { ROOT_PARENT_ID } from "../domain/department-tree.js";
@@ -380,7 +380,8 @@ export class UsageReports {
     await this.addUsage(cells, plan, signal);
     const groups = plan.buckets.map((_, index) => cells.groups(index));
 
-    const modelIds = new Set(groups.flat().map((g) => g.key.modelId).filter((id) => id >= 0));
+    const all = groups.flat();
+    const modelIds = new Set(all.map((g) => g.key.modelId).filter((id) => id >= 0));
     const models = await this.usage.modelsById(modelIds);
     const memberRows = new Map((plan.pageMembers ?? []).map((m) => [m.member_key, m]));
     const order = compareGroups(plan.dimensions, {
@@ -388,8 +389,13 @@ export class UsageReports {
       members: ranksOf(memberRows.values(), (m) => m.member_key, (a, b) => compareCodePoints(a.user_id, b.user_id)),
       departments: plan.departments?.ranks ?? new Map(),
     });
+    // Each group's place, worked out once: a bucket's groups are then sorted by a number each.
+    const keys: GroupKey[] = [];
+    for (const { key } of all) keys[key.index] = key;
+    const place: number[] = [];
+    keys.filter((key) => key !== undefined).sort(order).forEach((key, i) => (place[key.index] = i));
     return plan.buckets.map((bucket, index) => {
-      const figures = groups[index]!.sort((a, b) => order(a.key, b.key));
+      const figures = groups[index]!.sort((a, b) => place[a.key.index]! - place[b.key.index]!);
       if (plan.dimensions.length === 0 && figures.length === 0) figures.push(emptyFigures());
       return {
         ...bucket,
