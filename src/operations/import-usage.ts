@@ -38,7 +38,7 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
   const messages = on(worker, "message")[Symbol.asyncIterator]() as AsyncIterator<[UsageFileMessage]>;
   const next = async (): Promise<Exclude<UsageFileMessage, { kind: "invalid" | "failed" }>> => {
     const [message] = (await messages.next()).value as [UsageFileMessage];
-    if (message.kind === "invalid") throw invalidParameter(message.message); // only a sum past its limit gets here
+    if (message.kind === "invalid") throw invalidParameter(message.message); // only a file changed since its check gets here
     if (message.kind === "failed") throw new Error(`reading ${path}: ${message.message}`);
     return message;
   };
@@ -47,19 +47,18 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
   let recorded = 0;
   progress?.start(totalBytes);
   try {
-    // One transaction per chunk: its batches of events, then the sums message that ends it.
+    // One transaction per chunk: batches of events up to the first that reaches tuning.chunkEvents.
     let message = await next();
     while (message.kind !== "done") {
       recorded += await repository.ingestImportChunk(async (tx) => {
-        for (; message.kind === "events"; message = await next()) {
+        for (let inChunk = 0; message.kind === "events" && inChunk < tuning.chunkEvents; message = await next()) {
           worker.postMessage("more");
-          await tx.insertEvents(enterpriseId, await keys.toRows(tx, message.events), { summed: true });
+          await tx.insertEvents(enterpriseId, await keys.toRows(tx, message.events));
+          inChunk += message.events.count;
           events += message.events.count;
           progress?.update(message.bytesRead, events);
         }
-        if (message.kind === "sums") await tx.addSumFrames(enterpriseId, message.frames, keys.memberKeys, keys.modelIds);
       });
-      message = await next();
     }
     if (recorded > 0) await repository.tidyAfterImport();
     return { enterprise_id: enterpriseId, lines: message.lines, recorded, duplicates: events - recorded };
@@ -83,9 +82,9 @@ async function memberKeysOf(repository: UsageRepository, enterpriseId: string, u
 /** The file's user and model dictionaries (see EventColumns), resolved to member keys and model ids as they grow. */
 class FileKeys {
   /** By the file's user index. */
-  readonly memberKeys: number[] = [];
+  private readonly memberKeys: number[] = [];
   /** By the file's model index. */
-  readonly modelIds: number[] = [];
+  private readonly modelIds: number[] = [];
 
   constructor(private readonly memberKeyOf: ReadonlyMap<string, number>) {}
 

@@ -1,13 +1,9 @@
 // The reading half of `import usage`, on a worker thread so that parsing (about half an import's work) runs beside the main thread's
-// writes: sends checked events as columns (EventColumns), and after each chunk their sums per (user, day, model), committed as one.
-// Messages to the main thread: `UsageFileMessage`; from it: "more" (one batch consumed).
+// writes: sends checked events as columns (EventColumns). Messages to the main thread: `UsageFileMessage`; from it: "more" (one batch consumed).
 import { createReadStream } from "node:fs";
 import { parentPort, workerData, type MessagePort } from "node:worker_threads";
 import { modelKey } from "../domain/usage-event.js";
-import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
-import { DaySums } from "../storage/usage-day-sums.js";
-import { SUM_LIMIT_MESSAGE, SumLimitError } from "../domain/usage-totals.js";
-import { dayOf } from "../domain/usage-window.js";
+import { AppError, ErrorCode } from "../domain/errors.js";
 import { lineBatches, parseUsageLine } from "./usage-file-lines.js";
 
 /** Checked events of consecutive lines, in columns. Every value is a number (at most 10^12). */
@@ -28,8 +24,6 @@ export interface EventColumns {
 
 export type UsageFileMessage =
   | { kind: "events"; events: EventColumns; bytesRead: number }
-  /** The day sums of every event sent since the last sums, as frames (DaySums.takeFrames) by user and model index. */
-  | { kind: "sums"; frames: Uint8Array }
   | { kind: "done"; lines: number }
   /** A bad line: the message names the line and the field. */
   | { kind: "invalid"; message: string }
@@ -44,7 +38,7 @@ const BATCHES_AHEAD = 64;
 export interface UsageFileTuning {
   /** Events per batch. */
   batchEvents: number;
-  /** Events per chunk (one commit): the sums follow the first batch that reaches it. */
+  /** Events per chunk (one commit): a chunk ends with the first batch that reaches it. */
   chunkEvents: number;
 }
 
@@ -67,9 +61,6 @@ async function readUsageFile(path: string, tuning: UsageFileTuning, send: (messa
     let batch = newBatch();
     const userIndex = new Map<string, number>();
     const modelIndex = new Map<string, number>();
-    const daySums = new DaySums();
-    const sendSums = () => send({ kind: "sums", frames: daySums.takeFrames() });
-    let eventsInChunk = 0;
     for await (const lines of lineBatches(stream)) {
       for (const line of lines) {
         lineNumber++;
@@ -96,20 +87,13 @@ async function readUsageFile(path: string, tuning: UsageFileTuning, send: (messa
         batch.values[at + 2] = event.outputTokens as number;
         batch.values[at + 3] = event.basicMicros as number;
         batch.values[at + 4] = event.payGoMicros as number;
-        daySums.add(user, model, dayOf(event.timestamp), event.inputTokens, event.outputTokens, event.basicMicros, event.payGoMicros);
         if (batch.count === tuning.batchEvents) {
           await send({ kind: "events", events: batch, bytesRead: stream.bytesRead });
           batch = newBatch();
-          eventsInChunk += tuning.batchEvents;
-          if (eventsInChunk >= tuning.chunkEvents) {
-            await sendSums();
-            eventsInChunk = 0;
-          }
         }
       }
     }
     if (batch.count > 0) await send({ kind: "events", events: batch, bytesRead: stream.bytesRead });
-    if (daySums.size > 0) await sendSums();
     await send({ kind: "done", lines: lineNumber });
   } finally {
     stream.destroy();
@@ -134,16 +118,12 @@ function serveMainThread(port: MessagePort): void {
       credits--;
       const { users, models, values } = message.events;
       port.postMessage(message, [users.buffer, models.buffer, values.buffer] as ArrayBuffer[]);
-    } else if (message.kind === "sums") {
-      port.postMessage(message, [message.frames.buffer] as ArrayBuffer[]);
     } else {
       port.postMessage(message);
     }
   };
   const { path, tuning } = workerData as UsageFileWorkerData;
-  readUsageFile(path, tuning, send).catch((caught: unknown) => {
-    // A sum of one user's day past the limit: its running total would pass it too.
-    const error = caught instanceof SumLimitError ? invalidParameter(SUM_LIMIT_MESSAGE) : caught;
+  readUsageFile(path, tuning, send).catch((error: unknown) => {
     const message = error instanceof Error ? error.message : String(error);
     const invalid = error instanceof AppError && error.code === ErrorCode.INVALID_PARAMETER;
     port.postMessage((invalid ? { kind: "invalid", message } : { kind: "failed", message }) satisfies UsageFileMessage);

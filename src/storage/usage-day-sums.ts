@@ -1,14 +1,11 @@
 // Sums of new usage events per (member, day, model), held until an ingestion adds them to the running totals (usage-running-totals.ts) as
-// day-sum frames. An NDJSON import sums on its parsing worker thread, sparing the main thread, which writes; an RPC batch or `usage rebuild` on it.
+// day-sum frames.
 import type { EventValue } from "../domain/usage-event.js";
 import { SumEntries } from "../domain/usage-totals.js";
 import { MAX_ENTRY_BYTES, VarintReader, writeEntry, writeVarint } from "./usage-sums-codec.js";
 import { grown } from "../domain/typed-arrays.js";
 
-/**
- * Sums events per (member, day, model) in typed arrays (SumEntries), no object per sum. Members and models are the caller's own numbers
- * (an import's file indexes, or member keys and model ids).
- */
+/** Sums events per (member key, day, model id) in typed arrays (SumEntries), no object per sum. */
 export class DaySums {
   /** (member, day) → its first entry; entries of a (member, day) are chained by `next`. */
   private readonly firstEntry = new Map<number, number>();
@@ -16,8 +13,8 @@ export class DaySums {
   private slots = new Float64Array(3 * 1024); // member keys may pass 2^31
   private slotCount = 0;
   /**
-   * Per member below LAST_DAY_MEMBERS: the day of its latest event and that (member, day)'s first entry (-1 for none). A file in time
-   * order has each member's events of a day together, so most events skip the Map.
+   * Per member below LAST_DAY_MEMBERS: the day of its latest event and that (member, day)'s first entry (-1 for none). Ingestions add
+   * events in the table's key order, each member's events of a day together, so most events skip the Map.
    */
   private lastDay = new Int32Array(1024).fill(-1);
   private lastFirst = new Int32Array(1024);
@@ -42,7 +39,7 @@ export class DaySums {
     entries.sums.addEvent(entry, inputTokens, outputTokens, basicMicros, payGoMicros);
   }
 
-  /** The held sums as frames (FRAMES below), in one buffer (cheap to transfer), leaving this empty; throws SumLimitError past 2^64 - 1. */
+  /** The held sums as frames (FRAMES below), in one buffer, leaving this empty; throws SumLimitError past 2^64 - 1. */
   takeFrames(): Uint8Array {
     const entries = this.entries;
     let out = new Uint8Array(this.slotCount * HEADER_ROOM + entries.count * MAX_ENTRY_BYTES);
@@ -62,7 +59,7 @@ export class DaySums {
     this.slotCount = 0;
     this.lastDay.fill(-1);
     entries.clear();
-    return out.subarray(0, at); // not a copy: the buffer is transferred whole
+    return out.subarray(0, at);
   }
 
   /** The slots held, ordered by member, then day. */
@@ -98,8 +95,8 @@ export class DaySums {
 }
 
 /**
- * FRAMES. What takeFrames sends, in (member, day) order: per (member, day), varint member, varint day, varint length, then the packed totals
- * (usage-sums-codec.ts) of the member's events of that day, by the sender's member and model numbers. A cursor reads them: `next()` moves
+ * FRAMES. What takeFrames makes, in (member, day) order: per (member, day), varint member, varint day, varint length, then the packed totals
+ * (usage-sums-codec.ts) of the member's events of that day. A cursor reads them: `next()` moves
  * to the next frame (false past the last) and leaves its member, day and the range of its packed totals.
  */
 export class FrameCursor {
@@ -129,5 +126,5 @@ export class FrameCursor {
 const DAY_SPAN = 2 ** 22;
 /** A frame header's room: three varints below 2^32. */
 const HEADER_ROOM = 15;
-/** Members whose latest day is kept in arrays; larger numbers (member keys, users past the 65,536th of a file) use the Map. */
+/** Members whose latest day is kept in arrays; larger member keys use the Map. */
 const LAST_DAY_MEMBERS = 1 << 16;

@@ -180,8 +180,8 @@ export class UsageRepository {
   }
 
   /**
-   * One chunk of an import: an ingestion whose rows come summed (`insertEvents` with `summed`, then `addSumFrames`). Waits for the
-   * write lock as long as it takes, and then leaves it free a moment: SQLite hands it to whoever asks first, always the next chunk.
+   * One chunk of an import: an ingestion that waits for the write lock as long as it takes, and then leaves it free a moment: SQLite
+   * hands it to whoever asks first, always the next chunk.
    */
   async ingestImportChunk(work: (tx: UsageRepository) => Promise<void>): Promise<number> {
     const added = await this.ingestOnce(work, true);
@@ -202,7 +202,7 @@ export class UsageRepository {
       const daySums = tx.daySums!;
       for await (const page of tx.allEvents(enterpriseId)) {
         holdSums(page, rollup, daySums);
-        await tx.flushHeldSums(daySums);
+        await tx.flushHeldSums();
         events += page.length;
         progress?.(events);
       }
@@ -272,42 +272,27 @@ export class UsageRepository {
     return Number(row?.ingestions ?? 0);
   }
 
-  /** The day sums of this ingestion's events, unless the caller sums them itself (an import). */
+  /** The day sums of this ingestion's events. */
   private daySums: DaySums | undefined;
-  /** An import chunk's events that its worker summed but the store already held (repeats): taken away from its sums. */
-  private repeats: DaySums | undefined;
   /** Per enterprise, this ingestion's rollup delta; undefined without a current layout (no pre-aggregates kept). */
   private readonly rollupDeltas = new Map<string, RollupDelta | undefined>();
   private added = 0;
 
-  /**
-   * Adds raw rows (only inside `ingest`), skipping a repeated (enterprise_id, event_id). With `summed`, the caller hands their
-   * sums to `addSumFrames` after them (an import sums on its parsing thread) and the skipped rows are taken away from those.
-   */
-  async insertEvents(enterpriseId: string, rows: readonly UsageEventRow[], options: { summed?: boolean } = {}): Promise<void> {
+  /** Adds raw rows (only inside `ingest`), skipping a repeated (enterprise_id, event_id), and holds the sums of those it added. */
+  async insertEvents(enterpriseId: string, rows: readonly UsageEventRow[]): Promise<void> {
     const daySums = this.daySums;
     if (!daySums) throw new Error("insertEvents runs only inside ingest()");
     const rollup = await this.rollupDeltaOf(enterpriseId); // before the rows: whether the enterprise had events decides it
     const fresh = await this.insertNew(enterpriseId, rows);
     this.added += fresh.length;
     if (!rollup) return; // no current layout: no pre-aggregates until `usage rebuild` makes them all
-    if (options.summed) {
-      holdSums(fresh, rollup, undefined);
-      if (fresh.length === rows.length) return;
-      const inserted = new Set(fresh);
-      const repeats = (this.repeats ??= new DaySums());
-      for (const row of rows) {
-        if (!inserted.has(row)) repeats.add(row.memberKey, row.modelId, row.day, row.inputTokens, row.outputTokens, row.basicMicros, row.payGoMicros);
-      }
-      return;
-    }
     holdSums(fresh, rollup, daySums);
-    await this.flushHeldSums(daySums);
+    await this.flushHeldSums();
   }
 
   /** Adds the held sums to the running totals and rollups once many are held, so an ingestion's memory stays bounded. */
-  private async flushHeldSums(daySums: DaySums): Promise<void> {
-    if (daySums.size >= FLUSH_DAY_SUMS) await this.writeDaySums();
+  private async flushHeldSums(): Promise<void> {
+    if (this.daySums!.size >= FLUSH_DAY_SUMS) await this.writeDaySums();
     let held = 0;
     for (const delta of this.rollupDeltas.values()) held += delta?.size ?? 0;
     if (held >= FLUSH_ROLLUP_EVENTS) await this.writeRollups();
@@ -323,7 +308,7 @@ export class UsageRepository {
 
   /** Adds the held day sums to the running totals. */
   private async writeDaySums(): Promise<void> {
-    if (this.daySums!.size > 0) await addToRunningTotals(this.bulk, this.caches.latestRows, { frames: this.daySums!.takeFrames() });
+    if (this.daySums!.size > 0) await addToRunningTotals(this.bulk, this.caches.latestRows, this.daySums!.takeFrames());
   }
 
   /** Adds the held rollup deltas to the stored rollups. */
@@ -331,15 +316,6 @@ export class UsageRepository {
     for (const [enterpriseId, delta] of this.rollupDeltas) {
       if (delta && delta.size > 0) await this.rollups.add(enterpriseId, delta.take());
     }
-  }
-
-  /**
-   * Adds the sums of rows inserted with `summed` (DaySums frames, members and models mapped by `memberKeys` and `modelIds`) to the
-   * running totals, less their repeats (so only after those rows); nothing without a current layout.
-   */
-  async addSumFrames(enterpriseId: string, frames: Uint8Array, memberKeys: ArrayLike<number>, modelIds: ArrayLike<number>): Promise<void> {
-    if (!(await this.rollupDeltaOf(enterpriseId))) return;
-    await addToRunningTotals(this.bulk, this.caches.latestRows, { frames, memberKeys, modelIds }, this.repeats?.takeFrames());
   }
 
   /**
@@ -552,14 +528,11 @@ interface RawEventRow {
   pay_go_micros: string;
 }
 
-/**
- * Stored events into an ingestion's held sums: the rollup delta (when the enterprise keeps rollups)
- * and the running totals' day sums (unless the caller sums the events itself: an import).
- */
-function holdSums(events: readonly RawEvent[], rollup: RollupDelta | undefined, daySums: DaySums | undefined): void {
+/** Stored events into an ingestion's held sums: the rollup delta and the running totals' day sums. */
+function holdSums(events: readonly RawEvent[], rollup: RollupDelta, daySums: DaySums): void {
   for (const e of events) {
-    rollup?.add(e.memberKey, e.modelId, e.ts, e.inputTokens, e.outputTokens, e.basicMicros, e.payGoMicros);
-    daySums?.add(e.memberKey, e.modelId, dayOf(e.ts), e.inputTokens, e.outputTokens, e.basicMicros, e.payGoMicros);
+    rollup.add(e.memberKey, e.modelId, e.ts, e.inputTokens, e.outputTokens, e.basicMicros, e.payGoMicros);
+    daySums.add(e.memberKey, e.modelId, dayOf(e.ts), e.inputTokens, e.outputTokens, e.basicMicros, e.payGoMicros);
   }
 }
 

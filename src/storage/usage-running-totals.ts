@@ -15,26 +15,16 @@ interface StoredRow {
 }
 
 /**
- * New events' day sums as frames (DaySums.takeFrames, in member and day order); `memberKeys` and `modelIds` map their member and model
- * numbers (an import's file indexes), which without them are member keys and model ids.
+ * Adds new events' day sums (DaySums.takeFrames: frames in member and day order) to usage_running_total, inside the ingestion's
+ * transaction (every ingestion: RPC batch, import chunk, `usage rebuild`). A member whose latest row `latest` holds, from its first new
+ * day or before, is not read from the store.
  */
-export interface FramedSums {
-  frames: Uint8Array;
-  memberKeys?: ArrayLike<number>;
-  modelIds?: ArrayLike<number>;
-}
-
-/**
- * Adds new events' day sums to usage_running_total, inside the ingestion's transaction (every ingestion: RPC batch, import chunk, `usage rebuild`).
- * `takenAway`: frames, by member key and model id, of events `added` holds but the store already had (an import's repeats), taken away again.
- * A member whose latest row `latest` holds, from its first new day or before, is not read from the store.
- */
-export async function addToRunningTotals(database: BulkStore, latest: LatestRows, added: FramedSums, takenAway?: Uint8Array): Promise<void> {
-  const members = memberRuns(added);
+export async function addToRunningTotals(database: BulkStore, latest: LatestRows, frames: Uint8Array): Promise<void> {
+  const members = memberRuns(frames);
   // All chunks' rows are written together, in full statements in table order, unless they pass ROWS_HELD_BYTES (an old event rewrites every
   // later row of its member). Sized up front for rows (a member-day each) of up to about 20 models, not grown a doubling at a time.
   const rows = new RowsByDay(Math.min(ROWS_HELD_BYTES, Math.max(1 << 16, members.days * 512)));
-  const writer = new MemberRows(added, takenAway ?? new Uint8Array(), rows, latest);
+  const writer = new MemberRows(frames, rows, latest);
   for (const chunk of chunks(members.runs)) {
     const known = chunk.map((run) => latest.from(run.memberKey, run.firstDay));
     const unknown = chunk.filter((_, i) => known[i] === undefined);
@@ -43,7 +33,6 @@ export async function addToRunningTotals(database: BulkStore, latest: LatestRows
     chunk.forEach((run, i) => writer.write(run, known[i] ?? stored.get(run.memberKey) ?? []));
     if (rows.bytes > ROWS_HELD_BYTES) await rows.write(database);
   }
-  writer.checkAllTaken();
   await rows.write(database);
 }
 
@@ -90,13 +79,13 @@ interface MemberRun {
 }
 
 /** The members of frames in member order (each member's frames are together), and how many frames there are. */
-function memberRuns({ frames, memberKeys }: FramedSums): { runs: MemberRun[]; days: number } {
+function memberRuns(frames: Uint8Array): { runs: MemberRun[]; days: number } {
   const runs: MemberRun[] = [];
   const cursor = new FrameCursor(frames);
   let days = 0;
   for (let from = 0, last = -1; cursor.next(); from = cursor.end, days++) {
     if (cursor.member !== last) {
-      runs.push({ memberKey: memberKeys ? memberKeys[cursor.member]! : cursor.member, firstDay: cursor.day, start: from, end: 0 });
+      runs.push({ memberKey: cursor.member, firstDay: cursor.day, start: from, end: 0 });
       last = cursor.member;
     }
     runs[runs.length - 1]!.end = cursor.end;
@@ -111,50 +100,29 @@ function memberRuns({ frames, memberKeys }: FramedSums): { runs: MemberRun[]; da
 class MemberRows {
   /** The new events up to the current day. */
   private readonly added = new TotalsByModel();
-  /** Each member's frames taken away (by member key), rare: an import's repeats. */
-  private readonly taken = new Map<number, MemberRun>();
-  private takenUsed = 0;
 
-  constructor(private readonly sums: FramedSums, private readonly takenAway: Uint8Array, private readonly rows: RowsByDay,
-    private readonly latest: LatestRows) {
-    for (const run of memberRuns({ frames: takenAway }).runs) this.taken.set(run.memberKey, run);
-  }
-
-  /** Fails unless every member taken away had new events too (a repeat was summed with the new events first). */
-  checkAllTaken(): void {
-    if (this.takenUsed !== this.taken.size) throw new Error("running totals: events taken away from members that have no new events");
-  }
+  constructor(private readonly frames: Uint8Array, private readonly rows: RowsByDay, private readonly latest: LatestRows) {}
 
   /** Writes the member's rows; `stored` is its last stored row on or before its first new day, if any, and every row after it, in day order. */
   write(run: MemberRun, stored: readonly StoredRow[]): void {
     const { added, rows } = this;
-    const { modelIds } = this.sums;
     added.clear();
     let s = 0;
     while (s < stored.length && stored[s]!.day < run.firstDay) s++;
     let base = s > 0 ? stored[s - 1]!.totals : undefined;
-    const news = new FrameCursor(this.sums.frames, run.start, run.end);
-    const takenRun = this.taken.get(run.memberKey);
-    if (takenRun) this.takenUsed++;
-    const taken = new FrameCursor(this.takenAway, takenRun?.start ?? 0, takenRun?.end ?? 0);
+    const news = new FrameCursor(this.frames, run.start, run.end);
     let newDay = news.next() ? news.day : Infinity;
-    let takenDay = taken.next() ? taken.day : Infinity;
     for (;;) {
       const storedDay = s < stored.length ? stored[s]!.day : Infinity;
-      const day = Math.min(storedDay, newDay, takenDay);
+      const day = Math.min(storedDay, newDay);
       if (day === Infinity) break;
-      let events = 0;
       if (storedDay === day) base = stored[s++]!.totals;
       if (newDay === day) {
-        events += addPackedTotals(added, news.frames, news.start, news.end, modelIds);
+        addPackedTotals(added, news.frames, news.start, news.end);
         newDay = news.next() ? news.day : Infinity;
       }
-      if (takenDay === day) {
-        events += addPackedTotals(added, taken.frames, taken.start, taken.end, undefined, -1);
-        takenDay = taken.next() ? taken.day : Infinity;
-      }
       const onto = base;
-      if (storedDay === day || events !== 0) rows.addWritten(run.memberKey, day, packedBytes(added, onto), (out, at) => packTotals(added, out, at, onto));
+      rows.addWritten(run.memberKey, day, packedBytes(added, onto), (out, at) => packTotals(added, out, at, onto));
     }
     // The last row written is the member's latest: every stored row after its first new day was written again.
     const last = rows.last();

@@ -1,6 +1,6 @@
 // The byte format of stored usage sums. PACKED TOTALS (a usage_running_total row's `totals`): per model, six unsigned LEB128 varints
 // (model id, then the five sums of SUMS; typically 15-20 bytes), in no particular order; a model may repeat, its sums adding up.
-import { EVENTS, SUMS, SUM_LIMIT, SumLimitError, type SumEntries, type TotalsByModel } from "../domain/usage-totals.js";
+import { SUMS, SUM_LIMIT, SumLimitError, type SumEntries, type TotalsByModel } from "../domain/usage-totals.js";
 import type { WindowSums } from "../domain/usage-window-sums.js";
 
 /** The longest entry: a 32-bit model id (5 bytes) and five 64-bit sums (10 bytes each). */
@@ -18,28 +18,20 @@ export class CorruptTotalsError extends Error {
   }
 }
 
-/**
- * Adds packed totals (`packed` from `at` to `end`) to `target`, or with `sign` -1 takes them away; returns the number of events added.
- * `modelIds`, if given, maps the packed model numbers to model ids (an import's worker numbers models by file).
- */
-export function addPackedTotals(target: TotalsByModel, packed: Uint8Array, at = 0, end = packed.length, modelIds?: ArrayLike<number>,
-  sign: 1 | -1 = 1): number {
+/** Adds packed totals (`packed` from `at` to `end`) to `target`. */
+export function addPackedTotals(target: TotalsByModel, packed: Uint8Array, at = 0, end = packed.length): void {
   const { sums } = target.entries;
   const reader = new VarintReader(packed, at);
-  let events = 0;
   while (reader.at < end) {
-    const model = reader.next();
-    const entry = target.entryFor(modelIds ? modelIds[model]! : model);
+    const entry = target.entryFor(reader.next());
     for (let i = 0; i < SUMS; i++) {
       const start = reader.at;
       const value = reader.next();
-      if (reader.at - start <= NUMBER_BYTES) sums.add(entry, i, sign * value);
-      else sums.addBig(entry, i, sign === 1 ? readBigVarint(packed, start) : -readBigVarint(packed, start));
-      if (i === EVENTS) events += value;
+      if (reader.at - start <= NUMBER_BYTES) sums.add(entry, i, value);
+      else sums.addBig(entry, i, readBigVarint(packed, start));
     }
   }
   if (reader.at !== end) throw new CorruptTotalsError(reader.at, end);
-  return sign * events;
 }
 
 /** Adds (or, `negate`, subtracts) the packed totals `packed` from `at` to `end` to a member's sums in a query's WindowSums. */
@@ -93,7 +85,7 @@ export function packedBytes(totals: TotalsByModel, onto?: Uint8Array): number {
 /**
  * Writes `totals` packed into `out` from `at`, which has packedBytes(totals, onto) bytes of room; with `onto` (a stored row's packed totals),
  * those plus `totals`: entries of models `totals` holds get its sums added, other entries are copied undecoded, and models `onto` lacks follow.
- * A model with no events (all taken away again) is left out. Returns the offset after them; throws SumLimitError past 2^64 - 1.
+ * Returns the offset after them; throws SumLimitError past 2^64 - 1.
  */
 export function packTotals(totals: TotalsByModel, out: Uint8Array, at: number, onto?: Uint8Array): number {
   const { entries } = totals;
@@ -129,8 +121,7 @@ export function packTotals(totals: TotalsByModel, out: Uint8Array, at: number, o
     if (reader.at !== onto.length) throw new CorruptTotalsError(reader.at, onto.length);
   }
   for (let entry = 0; entry < entries.count; entry++) {
-    if (marks[entry] === mark) continue;
-    if (sums.exact(entry, EVENTS) !== 0) at = writeEntry(out, at, entries, entry);
+    if (marks[entry] !== mark) at = writeEntry(out, at, entries, entry);
   }
   return at;
 }

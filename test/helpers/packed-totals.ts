@@ -10,10 +10,10 @@ export function plainTotals(totals: TotalsByModel): Record<number, bigint[]> {
   return Object.fromEntries(models.map((entry) => [entries.model[entry]!, [0, 1, 2, 3, 4].map((i) => entries.sums.total(entry, i))]));
 }
 
-/** Packed totals (from `start` to `end`, model numbers mapped by `modelIds`) as plain bigints. */
-export function plainPacked(packed: Uint8Array, start = 0, end = packed.length, modelIds?: number[]): Record<number, bigint[]> {
+/** Packed totals (from `start` to `end`) as plain bigints. */
+export function plainPacked(packed: Uint8Array, start = 0, end = packed.length): Record<number, bigint[]> {
   const totals = new TotalsByModel();
-  addPackedTotals(totals, packed, start, end, modelIds);
+  addPackedTotals(totals, packed, start, end);
   return plainTotals(totals);
 }
 

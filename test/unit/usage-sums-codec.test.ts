@@ -80,16 +80,6 @@ describe("packed usage totals", () => {
     }), { numRuns: 500 });
   });
 
-  it("takes packed totals away again, and leaves out of the packed form a model with no events left", () => {
-    const earlier = totalsOf([[1, 4, 4, 0, 0]]);
-    const later = totalsOf([[0, 10, 5, 0, 0], [1, 4, 4, 0, 0]]);
-    const row = new TotalsByModel();
-    // Model numbers 0 and 1, mapped to ids 2 and 3.
-    expect(addPackedTotals(row, packedOf(later), 0, undefined, [2, 3])).toBe(2);
-    expect(addPackedTotals(row, packedOf(earlier), 0, undefined, [2, 3], -1)).toBe(-1);
-    expect(decodePacked(packedOf(row))).toStrictEqual({ 2: [10n, 5n, 0n, 0n, 1n] });
-  });
-
   it("refuses packed totals that end inside an entry", () => {
     const stored = totalsOf([[3, 5000, 1200, 15000, 0], [4, 1, 1, 1, 1]]);
     const packed = packedOf(stored);
