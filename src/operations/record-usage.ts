@@ -2,7 +2,7 @@
 import { invalidParameter } from "../domain/errors.js";
 import { dayOf } from "../domain/usage-window.js";
 import { eventLabel, modelKey, modelOfKey, type UsageEventInput } from "../domain/usage-event.js";
-import type { MemberKeyRow, UsageRepository } from "../storage/usage-repository.js";
+import type { MemberRow, UsageRepository } from "../storage/usage-repository.js";
 
 export interface LabelledEvent {
   event: UsageEventInput;
@@ -10,12 +10,12 @@ export interface LabelledEvent {
   where: string;
 }
 
-/** user_ids per lookup: bounds the one parameter that carries them (UsageRepository.memberKeysByUserIds). */
+/** user_ids per lookup: bounds the one parameter that carries them (UsageRepository.membersByUserIds). */
 const MEMBERS_PER_LOOKUP = 10_000;
 
 /** Member keys of an enterprise by user_id, loaded as needed and kept for one ingestion (or one import). */
 export class MemberKeys {
-  private readonly known = new Map<string, MemberKeyRow>();
+  private readonly known = new Map<string, MemberRow>();
   constructor(private readonly repository: UsageRepository, private readonly enterpriseId: string) {}
 
   /** Loads these members; `describe(i)` names the event of `userIds[i]` in the error for an unknown one. */
@@ -23,7 +23,7 @@ export class MemberKeys {
     const unseen = [...new Set(userIds)].filter((id) => !this.known.has(id));
     if (unseen.length === 0) return;
     for (let at = 0; at < unseen.length; at += MEMBERS_PER_LOOKUP) {
-      for (const row of await this.repository.memberKeysByUserIds(this.enterpriseId, unseen.slice(at, at + MEMBERS_PER_LOOKUP))) this.known.set(row.user_id, row);
+      for (const row of await this.repository.membersByUserIds(this.enterpriseId, unseen.slice(at, at + MEMBERS_PER_LOOKUP))) this.known.set(row.user_id, row);
     }
     for (let i = 0; i < userIds.length; i++) {
       if (!this.known.has(userIds[i]!)) {

@@ -19,12 +19,9 @@ import { addRowsToWindow } from "./usage-sums-codec.js";
 import { currentLayout, UsageRollups } from "./usage-rollups.js";
 import { RollupDelta, RollupPeriods, type RollupLayout } from "../domain/usage-rollup.js";
 
-export interface MemberKeyRow {
+export interface MemberRow {
   member_key: number;
   user_id: string;
-}
-
-export interface MemberRow extends MemberKeyRow {
   email: string;
   email_folded: string;
   account_type: number;
@@ -90,17 +87,10 @@ export class UsageRepository {
     this.rollups = new UsageRollups(this.db, this.dialect, caches.texts);
   }
 
-  /** The members of an enterprise among these user_ids, former members included (a query's named members). */
+  /** The members of an enterprise among these user_ids, former members included (a query's named members, an ingestion's). */
   async membersByUserIds(enterpriseId: string, userIds: readonly string[]): Promise<MemberRow[]> {
     if (userIds.length === 0) return [];
     return this.db.selectFrom("member").select(MEMBER_COLUMNS)
-      .where("enterprise_id", "=", enterpriseId).where(among(this.dialect, "user_id", userIds, "text")).execute();
-  }
-
-  /** The keys of an enterprise's members among these user_ids, former members included: all an ingestion needs. */
-  async memberKeysByUserIds(enterpriseId: string, userIds: readonly string[]): Promise<MemberKeyRow[]> {
-    if (userIds.length === 0) return [];
-    return this.db.selectFrom("member").select(["member_key", "user_id"])
       .where("enterprise_id", "=", enterpriseId).where(among(this.dialect, "user_id", userIds, "text")).execute();
   }
 
