@@ -298,7 +298,9 @@ export class UsageRepository {
 
   /** Adds the held day sums to the running totals. */
   private async writeDaySums(): Promise<void> {
-    if (this.daySums!.size > 0) await addToRunningTotals(this.bulk, this.caches.latestRows, this.daySums!.takeFrames());
+    if (this.daySums!.size === 0) return;
+    await addToRunningTotals(this.bulk, this.caches.latestRows, this.daySums!);
+    this.daySums!.clear();
   }
 
   /** Adds the held rollup deltas to the stored rollups. */

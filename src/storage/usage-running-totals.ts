@@ -4,8 +4,8 @@ import { CompiledQuery } from "kysely";
 import { LRUCache } from "lru-cache";
 import { TotalsByModel } from "../domain/usage-totals.js";
 import { chunks, type BulkStore } from "./bulk-statements.js";
-import { FrameCursor } from "./usage-day-sums.js";
-import { addPackedTotals, forEachStoredRow, packedBytes, packTotals } from "./usage-sums-codec.js";
+import { dayOfKey, memberOfKey, type DaySums } from "./usage-day-sums.js";
+import { forEachStoredRow, packedBytes, packTotals } from "./usage-sums-codec.js";
 import { grown } from "../domain/typed-arrays.js";
 
 /** A stored row: its day and its packed totals. */
@@ -15,17 +15,17 @@ interface StoredRow {
 }
 
 /**
- * Adds new events' day sums (DaySums.takeFrames: frames in member and day order) to usage_running_total, inside the ingestion's
- * transaction (every ingestion: RPC batch, import chunk, `usage rebuild`). A member whose latest row `latest` holds, from its first new
- * day or before, is not read from the store.
+ * Adds new events' day sums to usage_running_total, inside the ingestion's transaction (every ingestion: RPC batch, import chunk,
+ * `usage rebuild`). A member whose latest row `latest` holds, from its first new day or before, is not read from the store.
  */
-export async function addToRunningTotals(database: BulkStore, latest: LatestRows, frames: Uint8Array): Promise<void> {
-  const members = memberRuns(frames);
+export async function addToRunningTotals(database: BulkStore, latest: LatestRows, sums: DaySums): Promise<void> {
+  const keys = sums.keys();
+  const runs = memberRuns(keys);
   // All chunks' rows are written together, in full statements in table order, unless they pass ROWS_HELD_BYTES (an old event rewrites every
   // later row of its member). Sized up front for rows (a member-day each) of up to about 20 models, not grown a doubling at a time.
-  const rows = new RowsByDay(Math.min(ROWS_HELD_BYTES, Math.max(1 << 16, members.days * 512)));
-  const writer = new MemberRows(frames, rows, latest);
-  for (const chunk of chunks(members.runs)) {
+  const rows = new RowsByDay(Math.min(ROWS_HELD_BYTES, Math.max(1 << 16, keys.length * 512)));
+  const writer = new MemberRows(sums, keys, rows, latest);
+  for (const chunk of chunks(runs)) {
     const known = chunk.map((run) => latest.from(run.memberKey, run.firstDay));
     const unknown = chunk.filter((_, i) => known[i] === undefined);
     const stored = unknown.length === 0 ? new Map<number, StoredRow[]>()
@@ -70,7 +70,7 @@ export class LatestRows {
 const LATEST_ROWS_BYTES = 64 * 1024 * 1024;
 const ROWS_HELD_BYTES = 16 * 1024 * 1024;
 
-/** A member's frames: their range in the frames, and its earliest day. */
+/** A member's day sums: their range in the keys, and its earliest day. */
 interface MemberRun {
   memberKey: number;
   firstDay: number;
@@ -78,19 +78,15 @@ interface MemberRun {
   end: number;
 }
 
-/** The members of frames in member order (each member's frames are together), and how many frames there are. */
-function memberRuns(frames: Uint8Array): { runs: MemberRun[]; days: number } {
+/** The members of day-sum keys (DaySums.keys: each member's together), in member order. */
+function memberRuns(keys: Float64Array): MemberRun[] {
   const runs: MemberRun[] = [];
-  const cursor = new FrameCursor(frames);
-  let days = 0;
-  for (let from = 0, last = -1; cursor.next(); from = cursor.end, days++) {
-    if (cursor.member !== last) {
-      runs.push({ memberKey: cursor.member, firstDay: cursor.day, start: from, end: 0 });
-      last = cursor.member;
-    }
-    runs[runs.length - 1]!.end = cursor.end;
+  for (let k = 0; k < keys.length; k++) {
+    const memberKey = memberOfKey(keys[k]!);
+    if (runs[runs.length - 1]?.memberKey === memberKey) runs[runs.length - 1]!.end = k + 1;
+    else runs.push({ memberKey, firstDay: dayOfKey(keys[k]!), start: k, end: k + 1 });
   }
-  return { runs, days };
+  return runs;
 }
 
 /**
@@ -101,7 +97,8 @@ class MemberRows {
   /** The new events up to the current day. */
   private readonly added = new TotalsByModel();
 
-  constructor(private readonly frames: Uint8Array, private readonly rows: RowsByDay, private readonly latest: LatestRows) {}
+  constructor(private readonly sums: DaySums, private readonly keys: Float64Array, private readonly rows: RowsByDay,
+    private readonly latest: LatestRows) {}
 
   /** Writes the member's rows; `stored` is its last stored row on or before its first new day, if any, and every row after it, in day order. */
   write(run: MemberRun, stored: readonly StoredRow[]): void {
@@ -110,16 +107,17 @@ class MemberRows {
     let s = 0;
     while (s < stored.length && stored[s]!.day < run.firstDay) s++;
     let base = s > 0 ? stored[s - 1]!.totals : undefined;
-    const news = new FrameCursor(this.frames, run.start, run.end);
-    let newDay = news.next() ? news.day : Infinity;
+    const { entries } = this.sums;
+    let k = run.start;
+    let newDay = dayOfKey(this.keys[k]!);
     for (;;) {
       const storedDay = s < stored.length ? stored[s]!.day : Infinity;
       const day = Math.min(storedDay, newDay);
       if (day === Infinity) break;
       if (storedDay === day) base = stored[s++]!.totals;
       if (newDay === day) {
-        addPackedTotals(added, news.frames, news.start, news.end);
-        newDay = news.next() ? news.day : Infinity;
+        for (let e = this.sums.firstOf(this.keys[k]!); e !== -1; e = entries.next[e]!) added.entries.sums.addRow(added.entryFor(entries.model[e]!), entries.sums, e);
+        newDay = ++k < run.end ? dayOfKey(this.keys[k]!) : Infinity;
       }
       const onto = base;
       rows.addWritten(run.memberKey, day, packedBytes(added, onto), (out, at) => packTotals(added, out, at, onto));

@@ -4,34 +4,18 @@ import { SUMS, SUM_LIMIT, SumLimitError, type SumEntries, type TotalsByModel } f
 import type { WindowSums } from "../domain/usage-window-sums.js";
 
 /** The longest entry: a 32-bit model id (5 bytes) and five 64-bit sums (10 bytes each). */
-export const MAX_ENTRY_BYTES = 5 + SUMS * 10;
+const MAX_ENTRY_BYTES = 5 + SUMS * 10;
 /** Varints of up to 7 bytes (49 bits) are decoded as numbers; longer ones as bigints. */
 const NUMBER_BYTES = 7;
 
 /**
- * Packed totals that end inside an entry, or a frame or row claiming more bytes than there are: refused, not read on (only this code
+ * Packed totals that end inside an entry, or a row claiming more bytes than there are: refused, not read on (only this code
  * writes packed totals, so this guards the store). Each reader checks that its last entry ends exactly at its end.
  */
 export class CorruptTotalsError extends Error {
   constructor(at: number, end: number) {
     super(`usage totals: corrupt packed totals (an entry ends at byte ${at}, the data at ${end})`);
   }
-}
-
-/** Adds packed totals (`packed` from `at` to `end`) to `target`. */
-export function addPackedTotals(target: TotalsByModel, packed: Uint8Array, at = 0, end = packed.length): void {
-  const { sums } = target.entries;
-  const reader = new VarintReader(packed, at);
-  while (reader.at < end) {
-    const entry = target.entryFor(reader.next());
-    for (let i = 0; i < SUMS; i++) {
-      const start = reader.at;
-      const value = reader.next();
-      if (reader.at - start <= NUMBER_BYTES) sums.add(entry, i, value);
-      else sums.addBig(entry, i, readBigVarint(packed, start));
-    }
-  }
-  if (reader.at !== end) throw new CorruptTotalsError(reader.at, end);
 }
 
 /** Adds (or, `negate`, subtracts) the packed totals `packed` from `at` to `end` to a member's sums in a query's WindowSums. */
@@ -127,7 +111,7 @@ export function packTotals(totals: TotalsByModel, out: Uint8Array, at: number, o
 }
 
 /** Writes one entry (its model number, then its sums) as varints; throws SumLimitError past 2^64 - 1. */
-export function writeEntry(out: Uint8Array, at: number, entries: SumEntries, entry: number): number {
+function writeEntry(out: Uint8Array, at: number, entries: SumEntries, entry: number): number {
   at = writeVarint(out, at, entries.model[entry]!);
   const { sums } = entries;
   for (let i = 0; i < SUMS; i++) {
@@ -165,7 +149,7 @@ export function writeVarint(out: Uint8Array, at: number, value: number): number 
 }
 
 /** Writes a non-negative bigint as a varint; returns the next offset. */
-export function writeBigVarint(out: Uint8Array, at: number, value: bigint): number {
+function writeBigVarint(out: Uint8Array, at: number, value: bigint): number {
   while (value >= 0x80n) {
     out[at++] = Number(value & 0x7fn) | 0x80;
     value >>= 7n;
