@@ -34,7 +34,7 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
   const totalBytes = (await stat(path)).size;
   const memberKeys = await memberKeysOf(repository, enterpriseId, await checkUsageFile(path, totalBytes));
   const thread = await bundledWorkerUrl(new URL("./usage-file-worker.mjs", import.meta.url));
-  const worker = new Worker(thread, { workerData: { path, tuning } satisfies UsageFileWorkerData });
+  const worker = new Worker(thread, { workerData: { path, batchEvents: tuning.batchEvents } satisfies UsageFileWorkerData });
   const messages = on(worker, "message")[Symbol.asyncIterator]() as AsyncIterator<[UsageFileMessage]>;
   const next = async (): Promise<Exclude<UsageFileMessage, { kind: "invalid" | "failed" }>> => {
     const [message] = (await messages.next()).value as [UsageFileMessage];
@@ -47,18 +47,21 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
   let recorded = 0;
   progress?.start(totalBytes);
   try {
-    // One transaction per chunk: batches of events up to the first that reaches tuning.chunkEvents.
+    // One transaction per chunk: batches of events up to the first that reaches tuning.chunkEvents. The batch after a full chunk is
+    // awaited once it has committed, so a file that fails to read on costs no committed work and the write lock is not held meanwhile.
     let message = await next();
-    while (message.kind !== "done") {
+    while (message.kind === "events") {
       recorded += await repository.ingestImportChunk(async (tx) => {
-        for (let inChunk = 0; message.kind === "events" && inChunk < tuning.chunkEvents; message = await next()) {
+        for (let inChunk = 0; message.kind === "events"; message = await next()) {
           worker.postMessage("more");
           await tx.insertEvents(enterpriseId, await keys.toRows(tx, message.events));
           inChunk += message.events.count;
           events += message.events.count;
           progress?.update(message.bytesRead, events);
+          if (inChunk >= tuning.chunkEvents) break;
         }
       });
+      if (message.kind === "events") message = await next();
     }
     if (recorded > 0) await repository.tidyAfterImport();
     return { enterprise_id: enterpriseId, lines: message.lines, recorded, duplicates: events - recorded };

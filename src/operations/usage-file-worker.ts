@@ -34,11 +34,11 @@ export const VALUES_PER_EVENT = 5;
 /** Batches sent and not yet consumed at most: bounds the memory ahead of the database (about 25 MB) yet keeps either thread from waiting. */
 const BATCHES_AHEAD = 64;
 
-/** Sizes of the messages; tests make them small, to cross many of each. */
+/** An import's sizes; tests make them small, to cross many of each. */
 export interface UsageFileTuning {
-  /** Events per batch. */
+  /** Events per batch (a message of this thread). */
   batchEvents: number;
-  /** Events per chunk (one commit): a chunk ends with the first batch that reaches it. */
+  /** Events per chunk (one commit, importUsage's): a chunk ends with the first batch that reaches it. */
   chunkEvents: number;
 }
 
@@ -47,16 +47,16 @@ export const DEFAULT_TUNING: UsageFileTuning = { batchEvents: 5000, chunkEvents:
 
 export interface UsageFileWorkerData {
   path: string;
-  tuning: UsageFileTuning;
+  batchEvents: number;
 }
 
-async function readUsageFile(path: string, tuning: UsageFileTuning, send: (message: UsageFileMessage) => Promise<void>): Promise<void> {
+async function readUsageFile(path: string, batchEvents: number, send: (message: UsageFileMessage) => Promise<void>): Promise<void> {
   const stream = createReadStream(path, { highWaterMark: 1 << 20 });
   try {
     let lineNumber = 0;
     const newBatch = (): EventColumns => ({
-      eventIds: [], newUserIds: [], newModelKeys: [], count: 0, users: new Int32Array(tuning.batchEvents),
-      models: new Int32Array(tuning.batchEvents), values: new Float64Array(tuning.batchEvents * VALUES_PER_EVENT),
+      eventIds: [], newUserIds: [], newModelKeys: [], count: 0, users: new Int32Array(batchEvents),
+      models: new Int32Array(batchEvents), values: new Float64Array(batchEvents * VALUES_PER_EVENT),
     });
     let batch = newBatch();
     const userIndex = new Map<string, number>();
@@ -87,7 +87,7 @@ async function readUsageFile(path: string, tuning: UsageFileTuning, send: (messa
         batch.values[at + 2] = event.outputTokens as number;
         batch.values[at + 3] = event.basicMicros as number;
         batch.values[at + 4] = event.payGoMicros as number;
-        if (batch.count === tuning.batchEvents) {
+        if (batch.count === batchEvents) {
           await send({ kind: "events", events: batch, bytesRead: stream.bytesRead });
           batch = newBatch();
         }
@@ -122,8 +122,8 @@ function serveMainThread(port: MessagePort): void {
       port.postMessage(message);
     }
   };
-  const { path, tuning } = workerData as UsageFileWorkerData;
-  readUsageFile(path, tuning, send).catch((error: unknown) => {
+  const { path, batchEvents } = workerData as UsageFileWorkerData;
+  readUsageFile(path, batchEvents, send).catch((error: unknown) => {
     const message = error instanceof Error ? error.message : String(error);
     const invalid = error instanceof AppError && error.code === ErrorCode.INVALID_PARAMETER;
     port.postMessage((invalid ? { kind: "invalid", message } : { kind: "failed", message }) satisfies UsageFileMessage);
