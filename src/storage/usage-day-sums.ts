@@ -55,8 +55,9 @@ export class DaySums {
   }
 }
 
-/** A (member, day)'s key: keys sort by member, then day. */
+/** A (member, day)'s key: keys sort by member, then day. Exact (below 2^53) for member keys below 2^31. */
 export function daySumKey(member: number, day: number): number {
+  if (member >= 2 ** 31) throw new Error(`day sums: member key ${member} is past 2^31 - 1`);
   return member * DAY_SPAN + day;
 }
 
@@ -68,5 +69,5 @@ export function dayOfKey(key: number): number {
   return key % DAY_SPAN;
 }
 
-/** Days a member's keys span: past the last day of year 9999 (the latest timestamp an event may have); member keys stay below 2^31. */
+/** Days a member's keys span: past the last day of year 9999 (the latest timestamp an event may have). */
 const DAY_SPAN = 2 ** 22;

@@ -137,12 +137,12 @@ interface Scenario {
   resendBatch: number;
   /** Storage: the batches from this one on are not sent but imported, as one NDJSON file. */
   importFrom: number;
-  /** Storage: that import's message sizes (small: many batches and many sums messages). */
+  /** Storage: that import's batch and chunk sizes (small: many batches and many chunks). */
   tuning: UsageFileTuning;
   /**
    * Events in time order, each batch later than the one before, and the file too (the usual export):
-   * the import then gets running totals from its worker, on top of stored rows before, on or after
-   * a member's first day in the file, with repeats in it (re-sends) in their time's place.
+   * the import's running totals then go on top of stored rows before, on or after a member's first
+   * day in the file, with repeats in it (re-sends) in their time's place.
    */
   timeOrdered: boolean;
   currency: "CNY" | "USD";
@@ -343,7 +343,7 @@ describe.each(dialects)("usage sums, property-based (%s)", (dialect) => {
           if (batch.length === 0) continue;
           expect(await send(enterpriseId, batch)).toStrictEqual(expectedCounts(batch, seen));
         }
-        // The later batches as one file: the import sums on its worker thread and takes the repeats away again.
+        // The later batches as one file: the import sums only the events it adds, not their repeats.
         const imported = batches.slice(s.importFrom).flat();
         if (s.timeOrdered) imported.sort((a, b) => a.reference.timestamp - b.reference.timestamp);
         if (imported.length > 0) {
@@ -445,8 +445,11 @@ describe.each(dialects)("usage sums, property-based (%s)", (dialect) => {
       const file = [...fresh, ...repeats].sort((a, b) => a.reference.timestamp - b.reference.timestamp);
       const path = join(scratch, `${enterpriseId}.ndjson`);
       writeFileSync(path, file.map((e) => JSON.stringify(e.wire)).join("\n") + "\n");
+      const ingestionsBefore = await repository.ingestionCount();
       expect(await importUsage(repository, enterpriseId, path, undefined, { batchEvents: 7, chunkEvents: 14 }))
         .toStrictEqual({ enterprise_id: enterpriseId, lines: 125, recorded: 120, duplicates: 5 });
+      // 18 batches (17 of 7 events, one of 6): a chunk ends with the batch that reaches 14 events, so 9 chunks, a commit each.
+      expect(await repository.ingestionCount()).toBe(ingestionsBefore + 9);
       const counted = firstOfEachId([...stored, ...file].map((e) => e.reference));
       for (const [start, end] of [[T0, T0 + 9 * DAY], [T0 + DAY + 5, T0 + 6 * DAY + 7], [T0 + 2 * DAY + HOUR, T0 + 3 * DAY + 2 * HOUR],
         [T0 + 3 * DAY, T0 + 4 * DAY], [T0 + 4 * DAY, T0 + 8 * DAY], [T0 + 6 * DAY + 1, T0 + 7 * DAY + 12 * HOUR]] as const) {

@@ -29,7 +29,14 @@ describe("packed usage totals", () => {
     expect(decodePacked(packedOnto(batch, packedOf(stored)))).toStrictEqual({ 7: [2n ** 53n + 1n, 3n, 3n, 5n, 2n], 9: [1n, 0n, 0n, 0n, 1n] });
   });
 
-  it("refuses a sum past 2^64 - 1 and keeps small sums small (a few bytes a model)", () => {
+  it("packs a sum of exactly 2^64 - 1, refuses one past it, and keeps small sums small (a few bytes a model)", () => {
+    // 2^64 - 1 = 2048 * (2^53 - 1) + 2047: events of the largest exact number reach the limit in 2,049 additions.
+    const largest = Array.from({ length: 2048 }, () => [1, Number.MAX_SAFE_INTEGER, 0, 0, 0] as const);
+    expect(decodePacked(packedOf(totalsOf([...largest, [1, 2047, 0, 0, 0]])))).toStrictEqual({ 1: [SUM_LIMIT, 0n, 0n, 0n, 2049n] });
+    expect(() => packedOf(totalsOf([...largest, [1, 2048, 0, 0, 0]]))).toThrow(SumLimitError);
+    const stored = packedOf(totalsOf([...largest, [1, 2046, 0, 0, 0]]));
+    expect(decodePacked(packedOnto(totalsOf([[1, 1, 0, 0, 0]]), stored))).toStrictEqual({ 1: [SUM_LIMIT, 0n, 0n, 0n, 2050n] });
+    expect(() => packedOnto(totalsOf([[1, 2, 0, 0, 0]]), stored)).toThrow(SumLimitError);
     const over = totalsOf([[1, SUM_LIMIT, 0, 0, 0], [1, 1, 0, 0, 0]]);
     expect(() => packedOf(over)).toThrow(SumLimitError);
     const small = totalsOf([[3, 5000, 1200, 15000, 0]]);
