@@ -166,14 +166,3 @@ export function compareCodePoints(a: string, b: string): number {
   }
   return a.length - b.length;
 }
-
-/** One stored event as `usage rebuild` reads it (UsageRepository.allEvents): its member and model by key. */
-export interface RawEvent {
-  memberKey: number;
-  modelId: number;
-  ts: number;
-  inputTokens: EventValue;
-  outputTokens: EventValue;
-  basicMicros: EventValue;
-  payGoMicros: EventValue;
-}

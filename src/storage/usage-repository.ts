@@ -4,7 +4,7 @@ import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CompiledQuery, sql, type Kysely, type RawBuilder } from "kysely";
 import { invalidParameter } from "../domain/errors.js";
-import { modelKey, type EventValue, type ModelIdentity, type RawEvent } from "../domain/usage-event.js";
+import { modelKey, type EventValue, type ModelIdentity } from "../domain/usage-event.js";
 import { decimalValue, EVENTS, ExactSums, exactSum, type MemberModelSums, SUM_LIMIT_MESSAGE, SumLimitError } from "../domain/usage-totals.js";
 import type { PeriodFigures } from "../domain/report-cells.js";
 import { WindowSums } from "../domain/usage-window-sums.js";
@@ -475,7 +475,7 @@ export class UsageRepository {
   }
 
   /** Every raw event of the enterprise in key order, a page a statement (keyset paging), so the scan never holds a read open. */
-  private async *allEvents(enterpriseId: string, pageSize = 20_000): AsyncGenerator<RawEvent[]> {
+  private async *allEvents(enterpriseId: string, pageSize = 20_000): AsyncGenerator<StoredEvent[]> {
     // As in memberModelSums, SQLite keeps off the identity index: a page is a range of the primary key.
     const ofEnterprise = this.dialect === "postgres" ? sql`enterprise_id = ${enterpriseId}` : sql`+enterprise_id = ${enterpriseId}`;
     let after: { day: number; member_key: number; ts: number; event_id: string } | undefined;
@@ -489,7 +489,7 @@ export class UsageRepository {
         order by day, member_key, ts, event_id limit ${pageSize}`.execute(this.db);
       if (rows.length === 0) return;
       yield rows.map((row) => ({
-        memberKey: Number(row.member_key), modelId: Number(row.model_id), ts: Number(row.ts), inputTokens: decimalValue(row.input_tokens),
+        day: Number(row.day), memberKey: Number(row.member_key), modelId: Number(row.model_id), ts: Number(row.ts), inputTokens: decimalValue(row.input_tokens),
         outputTokens: decimalValue(row.output_tokens), basicMicros: decimalValue(row.basic_micros), payGoMicros: decimalValue(row.pay_go_micros),
       }));
       if (rows.length < pageSize) return;
@@ -520,11 +520,14 @@ interface RawEventRow {
   pay_go_micros: string;
 }
 
+/** A stored event as `usage rebuild` reads it (allEvents): an event row without its id, all the pre-aggregates need. */
+type StoredEvent = Omit<UsageEventRow, "eventId">;
+
 /** Stored events into an ingestion's held sums: the rollup delta and the running totals' day sums. */
-function holdSums(events: readonly RawEvent[], rollup: RollupDelta, daySums: DaySums): void {
+function holdSums(events: readonly StoredEvent[], rollup: RollupDelta, daySums: DaySums): void {
   for (const e of events) {
     rollup.add(e.memberKey, e.modelId, e.ts, e.inputTokens, e.outputTokens, e.basicMicros, e.payGoMicros);
-    daySums.add(e.memberKey, e.modelId, dayOf(e.ts), e.inputTokens, e.outputTokens, e.basicMicros, e.payGoMicros);
+    daySums.add(e.memberKey, e.modelId, e.day, e.inputTokens, e.outputTokens, e.basicMicros, e.payGoMicros);
   }
 }
 
