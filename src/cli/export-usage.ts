@@ -9,17 +9,12 @@ import { pipeline } from "node:stream/promises";
 import { UsageExportRowSchema } from "../../gen/enterprise_admin/v1/usage_pb.js";
 import { invalidParameter } from "../domain/errors.js";
 import { dateRangeWindow, zoneOrDefault } from "../domain/local-time.js";
+import type { Progress } from "../operations/import-usage.js";
 import { exportUsageRows } from "../operations/usage-export.js";
 import { RECORD_FORMATS, recordEncoder, type RecordFormat } from "../rest/record-formats.js";
 import type { Database } from "../storage/database.js";
 import { DirectoryRepository } from "../storage/directory-repository.js";
 import { UsageRepository } from "../storage/usage-repository.js";
-
-export interface ExportProgress {
-  start(totalDays: number): void;
-  update(daysDone: number, rows: number): void;
-  stop(): void;
-}
 
 export interface UsageExportOptions {
   enterprise: string;
@@ -41,7 +36,7 @@ export interface UsageExportSummary {
 }
 
 /** Writes the rows to --out, else to `stdout`; `stop` (the process's SIGINT or SIGTERM) ends it early, --out not written. */
-export async function exportUsageFile(database: Database, options: UsageExportOptions, stdout: Writable, progress?: ExportProgress,
+export async function exportUsageFile(database: Database, options: UsageExportOptions, stdout: Writable, progress?: Progress,
   stop?: AbortSignal): Promise<UsageExportSummary> {
   if (!(RECORD_FORMATS as readonly string[]).includes(options.format)) {
     throw invalidParameter(`--format: ${JSON.stringify(options.format)} is not one of ${RECORD_FORMATS.join(", ")}`);

@@ -20,7 +20,7 @@ import { decodeKey, loadLocalKeyProvider, type LocalKeyProvider } from "../keys/
 import { keyRingStatus, verifyDataKeys } from "../operations/inspect-master-keys.js";
 import { EnvironmentConfigRepository } from "../storage/environment-config-repository.js";
 import { UsageRepository } from "../storage/usage-repository.js";
-import { exportProgressBar, progressBar, rebuildProgressBar } from "./progress-bar.js";
+import { EXPORT_BAR, IMPORT_BAR, progressBar, REBUILD_BAR } from "./progress-bar.js";
 import { exportUsageFile } from "./export-usage.js";
 import { RECORD_FORMATS } from "../rest/record-formats.js";
 import { AuthRepository } from "../storage/auth-repository.js";
@@ -160,7 +160,7 @@ export function buildProgram(io: CliIo = processIo()): Command {
     .addOption(dbOption())
     .action(async (file: string, opts, command: Command) => {
       const summary = await withDatabase(io, opts.db, (database) =>
-        importUsage(new UsageRepository(database), opts.enterprise, file, io.stderr.isTTY ? progressBar(io.stderr) : undefined, usageImportTuning(io.env)));
+        importUsage(new UsageRepository(database), opts.enterprise, file, io.stderr.isTTY ? progressBar(io.stderr, IMPORT_BAR) : undefined, usageImportTuning(io.env)));
       outputOf(command, io.stdout).result(summary);
     });
 
@@ -181,7 +181,7 @@ export function buildProgram(io: CliIo = processIo()): Command {
       process.once("SIGINT", stop).once("SIGTERM", stop);
       const summary = await withDatabase(io, opts.db, (database) => exportUsageFile(database,
         { enterprise: opts.enterprise, from: opts.from, to: opts.to, timeZone: opts.timeZone, format: opts.format, out: opts.out },
-        io.stdout, io.stderr.isTTY ? exportProgressBar(io.stderr) : undefined, stopped.signal))
+        io.stdout, io.stderr.isTTY ? progressBar(io.stderr, EXPORT_BAR) : undefined, stopped.signal))
         .finally(() => process.off("SIGINT", stop).off("SIGTERM", stop));
       // stdout may be the export itself: the summary goes to stderr.
       outputOf(command, io.stderr).result(summary);
@@ -194,7 +194,7 @@ export function buildProgram(io: CliIo = processIo()): Command {
     .addOption(dbOption())
     .action(async (opts, command: Command) => {
       const summary = await withDatabase(io, opts.db, (database) =>
-        rebuildUsage(new UsageRepository(database), opts.enterprise, io.stderr.isTTY ? rebuildProgressBar(io.stderr) : undefined));
+        rebuildUsage(new UsageRepository(database), opts.enterprise, io.stderr.isTTY ? progressBar(io.stderr, REBUILD_BAR) : undefined));
       outputOf(command, io.stdout).result(summary);
     });
 

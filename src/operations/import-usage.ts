@@ -13,9 +13,10 @@ import { checkUsageFile } from "./usage-file-check.js";
 import { bundledWorkerUrl } from "./worker-bundle.js";
 import { DEFAULT_TUNING, VALUES_PER_EVENT, type EventColumns, type UsageFileMessage, type UsageFileTuning, type UsageFileWorkerData } from "./usage-file-worker.js";
 
-export interface ImportProgress {
-  start(totalBytes: number): void;
-  update(bytesRead: number, events: number): void;
+/** A long command's progress (the CLI's bars): the import's bytes and events, the export's days and rows, the rebuild's events. */
+export interface Progress {
+  start(total: number): void;
+  update(done: number, count?: number): void;
   stop(): void;
 }
 
@@ -26,15 +27,19 @@ export interface UsageImportSummary {
   duplicates: number;
 }
 
-export async function importUsage(repository: UsageRepository, enterpriseId: string, path: string, progress?: ImportProgress,
+export async function importUsage(repository: UsageRepository, enterpriseId: string, path: string, progress?: Progress,
   tuning: UsageFileTuning = DEFAULT_TUNING): Promise<UsageImportSummary> {
   if ((await repository.enterpriseSettings(enterpriseId)) === undefined) {
     throw invalidParameter(`--enterprise: enterprise "${enterpriseId}" does not exist (import a directory file first)`);
   }
   const totalBytes = (await stat(path)).size;
-  const memberKeys = await memberKeysOf(repository, enterpriseId, await checkUsageFile(path, totalBytes));
   const thread = await bundledWorkerUrl(new URL("./usage-file-worker.mjs", import.meta.url));
-  const worker = new Worker(thread, { workerData: { path, batchEvents: tuning.batchEvents } satisfies UsageFileWorkerData });
+  // In first-line order, so that an unknown user_id is named by the earliest line.
+  const users = await checkUsageFile(path, totalBytes, thread);
+  const userIds = [...users.keys()];
+  const members = new MemberKeys(repository, enterpriseId);
+  await members.resolveIds(userIds, (i) => eventLabel(`line ${users.get(userIds[i]!)!.line}`, users.get(userIds[i]!)!.eventId));
+  const worker = new Worker(thread, { workerData: { task: "read", path, batchEvents: tuning.batchEvents } satisfies UsageFileWorkerData });
   const messages = on(worker, "message")[Symbol.asyncIterator]() as AsyncIterator<[UsageFileMessage]>;
   const next = async (): Promise<Exclude<UsageFileMessage, { kind: "invalid" | "failed" }>> => {
     const [message] = (await messages.next()).value as [UsageFileMessage];
@@ -42,7 +47,7 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
     if (message.kind === "failed") throw new Error(`reading ${path}: ${message.message}`);
     return message;
   };
-  const keys = new FileKeys(memberKeys);
+  const keys = new FileKeys(members);
   let events = 0;
   let recorded = 0;
   progress?.start(totalBytes);
@@ -71,17 +76,6 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
   }
 }
 
-/** The member key of each user_id of the file; an unknown one rejects the file, named by the earliest line (hence the sort). */
-async function memberKeysOf(repository: UsageRepository, enterpriseId: string, users: ReadonlyMap<string, { line: number; eventId: string }>) {
-  const userIds = [...users.keys()].sort((a, b) => users.get(a)!.line - users.get(b)!.line);
-  const members = new MemberKeys(repository, enterpriseId);
-  await members.resolveIds(userIds, (i) => {
-    const { line, eventId } = users.get(userIds[i]!)!;
-    return eventLabel(`line ${line}`, eventId);
-  });
-  return new Map(userIds.map((userId) => [userId, members.key(userId)]));
-}
-
 /** The file's user and model dictionaries (see EventColumns), resolved to member keys and model ids as they grow. */
 class FileKeys {
   /** By the file's user index. */
@@ -89,11 +83,11 @@ class FileKeys {
   /** By the file's model index. */
   private readonly modelIds: number[] = [];
 
-  constructor(private readonly memberKeyOf: ReadonlyMap<string, number>) {}
+  constructor(private readonly members: MemberKeys) {}
 
   /** Rows for a batch of checked events, its new models resolved (made, when new to the store, in `tx`). */
   async toRows(tx: UsageRepository, batch: EventColumns): Promise<UsageEventRow[]> {
-    for (const userId of batch.newUserIds) this.memberKeys.push(this.memberKeyOf.get(userId)!);
+    for (const userId of batch.newUserIds) this.memberKeys.push(this.members.key(userId));
     if (batch.newModelKeys.length > 0) {
       const models = await tx.resolveModels(batch.newModelKeys, (i) => modelOfKey(batch.newModelKeys[i]!));
       for (const key of batch.newModelKeys) this.modelIds.push(models.get(key)!);

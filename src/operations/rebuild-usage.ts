@@ -1,13 +1,8 @@
 // `usage rebuild`: recomputes an enterprise's pre-aggregates (the usage query's running totals, the report's rollups in its current time
 // zone) from its raw events. For aggregates that disagree with the events (a restored table, a bug, a hand edit); safe while servers run.
 import { invalidParameter } from "../domain/errors.js";
+import type { Progress } from "./import-usage.js";
 import type { UsageRepository } from "../storage/usage-repository.js";
-
-export interface RebuildProgress {
-  start(totalEvents: number): void;
-  update(events: number): void;
-  stop(): void;
-}
 
 export interface UsageRebuildSummary {
   enterprise_id: string;
@@ -15,7 +10,7 @@ export interface UsageRebuildSummary {
   events: number;
 }
 
-export async function rebuildUsage(repository: UsageRepository, enterpriseId: string, progress?: RebuildProgress): Promise<UsageRebuildSummary> {
+export async function rebuildUsage(repository: UsageRepository, enterpriseId: string, progress?: Progress): Promise<UsageRebuildSummary> {
   if ((await repository.enterpriseSettings(enterpriseId)) === undefined) {
     throw invalidParameter(`--enterprise: enterprise "${enterpriseId}" does not exist (import a directory file first)`);
   }

@@ -1,5 +1,6 @@
 // The usage export, for the RPC and the CLI: one row per (local date, member, model) with events in a window, by date, user_id, then
 // model name, type and source (code point order). Memory stays flat: each local day is summed and sent before the next is read.
+import type { UsageExportRow as ProtoRow } from "../../gen/enterprise_admin/v1/usage_pb.js";
 import { eachBucket, localDateOf } from "../domain/local-time.js";
 import { compareCodePoints, compareModels, type ModelIdentity } from "../domain/usage-event.js";
 import { BASIC, EVENTS, INPUT, modelAmounts, OUTPUT, PAY_GO, type MemberModelSums } from "../domain/usage-totals.js";
@@ -9,24 +10,8 @@ import type { UsageRepository } from "../storage/usage-repository.js";
 /** Rows per batch handed out (one ExportUsage message). */
 export const EXPORT_BATCH_ROWS = 1_000;
 
-/** One row of the export; the field names are those of the proto's UsageExportRow. */
-export interface UsageExportRow {
-  date: string;
-  userId: string;
-  email: string;
-  departmentPaths: string[];
-  modelName: string;
-  modelType: string;
-  modelSource: string;
-  events: bigint;
-  inputTokens: bigint;
-  outputTokens: bigint;
-  basicAmount: string;
-  payGoAmount: string;
-  totalAmount: string;
-  currency: string;
-  formerMember: boolean;
-}
+/** One row of the export: the proto's UsageExportRow as plain data. */
+export type UsageExportRow = Omit<ProtoRow, "$typeName" | "$unknown">;
 
 export interface UsageExportRequest {
   enterpriseId: string;
@@ -56,7 +41,8 @@ export async function* exportUsageRows(usage: UsageRepository, directory: Direct
     const unknown = members.unknown(pairs);
     if (unknown.length > 0) members.add(await directory.memberProfiles(enterpriseId, unknown));
     const models = await usage.modelsById(new Set(pairs.map((pair) => pair.modelId)));
-    yield* batches(dayRows(day.date, pairs, members, models, request.currency));
+    const rows = dayRows(day.date, pairs, members, models, request.currency);
+    for (let i = 0; i < rows.length; i += EXPORT_BATCH_ROWS) yield rows.slice(i, i + EXPORT_BATCH_ROWS);
   }
 }
 
@@ -101,21 +87,10 @@ function dayRows(date: string, pairs: readonly MemberModelSums[], members: Membe
     const model = models.get(modelId)!;
     const { basicAmount, payGoAmount, totalAmount } = modelAmounts(model, sums.exact(row, BASIC), sums.exact(row, PAY_GO));
     return {
-      date,
-      userId: profile.userId,
-      email: profile.email,
-      departmentPaths: profile.departmentPaths,
-      modelName: model.model_name,
-      modelType: model.model_type,
-      modelSource: model.model_source,
-      events: sums.total(row, EVENTS),
-      inputTokens: sums.total(row, INPUT),
-      outputTokens: sums.total(row, OUTPUT),
-      basicAmount,
-      payGoAmount,
-      totalAmount,
-      currency,
-      formerMember: profile.formerMember,
+      date, userId: profile.userId, email: profile.email, departmentPaths: profile.departmentPaths,
+      modelName: model.model_name, modelType: model.model_type, modelSource: model.model_source,
+      events: sums.total(row, EVENTS), inputTokens: sums.total(row, INPUT), outputTokens: sums.total(row, OUTPUT),
+      basicAmount, payGoAmount, totalAmount, currency, formerMember: profile.formerMember,
     };
   });
 }
@@ -123,8 +98,4 @@ function dayRows(date: string, pairs: readonly MemberModelSums[], members: Membe
 /** Events always belong to a member of the directory: a missing one is a broken store, not bad input. */
 function missingMember(memberKey: number): never {
   throw new Error(`usage export: member_key ${memberKey} has events but no member row`);
-}
-
-function* batches(rows: UsageExportRow[]): Generator<UsageExportRow[]> {
-  for (let i = 0; i < rows.length; i += EXPORT_BATCH_ROWS) yield rows.slice(i, i + EXPORT_BATCH_ROWS);
 }

@@ -4,17 +4,15 @@ import { open } from "node:fs/promises";
 import { once } from "node:events";
 import { Worker } from "node:worker_threads";
 import { invalidParameter } from "../domain/errors.js";
-import type { RangeCheck, RangeCheckData } from "./usage-range-check.js";
-import { bundledWorkerUrl } from "./worker-bundle.js";
+import type { RangeCheck, RangeCheckData, UsageFileWorkerData } from "./usage-file-worker.js";
 
 /** Files below this size are checked on one thread (a second costs more than it saves). */
 const SPLIT_BYTES = 8 * 2 ** 20;
 
-/** Checks the whole file; returns each user_id's first event (its absolute line and event_id), or throws an error naming the first bad line. */
-export async function checkUsageFile(path: string, totalBytes: number): Promise<Map<string, { line: number; eventId: string }>> {
+/** Checks the whole file on `thread` (usage-file-worker.mjs bundled); returns each user_id's first event (its absolute line and event_id), in line order, or throws an error naming the first bad line. */
+export async function checkUsageFile(path: string, totalBytes: number, thread: URL): Promise<Map<string, { line: number; eventId: string }>> {
   const middle = totalBytes >= SPLIT_BYTES ? await lineStartAfter(path, Math.floor(totalBytes / 2)) : totalBytes;
   const ranges = [{ path, start: 0, end: middle }, ...(middle < totalBytes ? [{ path, start: middle, end: totalBytes }] : [])];
-  const thread = await bundledWorkerUrl(new URL("./usage-range-check.mjs", import.meta.url));
   const results = await Promise.all(ranges.map((range) => checkRange(thread, range)));
   const users = new Map<string, { line: number; eventId: string }>();
   let linesBefore = 0;
@@ -46,7 +44,7 @@ async function lineStartAfter(path: string, offset: number): Promise<number> {
 }
 
 async function checkRange(thread: URL, data: RangeCheckData): Promise<RangeCheck> {
-  const worker = new Worker(thread, { workerData: data });
+  const worker = new Worker(thread, { workerData: { task: "check", ...data } satisfies UsageFileWorkerData });
   try {
     const [result] = (await once(worker, "message")) as [RangeCheck];
     return result;

@@ -1,2 +1,4 @@
-// The reading thread's entry: bundled with what it imports by worker-bundle.ts.
-import "./usage-file-worker.ts";
+// The import's threads' entry: bundled with what it imports by worker-bundle.ts.
+import { runUsageFileThread } from "./usage-file-worker.ts";
+
+await runUsageFileThread();

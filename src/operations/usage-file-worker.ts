@@ -1,5 +1,7 @@
-// The reading half of `import usage`, on a worker thread so that parsing (about half an import's work) runs beside the main thread's
-// writes: sends checked events as columns (EventColumns). Messages to the main thread: `UsageFileMessage`; from it: "more" (one batch consumed).
+// The worker threads of `import usage` (bundled from usage-file-worker.mjs), by workerData's `task`. "check": the first pass
+// (usage-file-check.ts) checks a byte range of the file and posts a RangeCheck. "read": the reading half of the second pass, so that
+// parsing (about half an import's work) runs beside the main thread's writes: sends checked events as columns (EventColumns).
+// Messages to the main thread: `UsageFileMessage`; from it: "more" (one batch consumed).
 import { createReadStream } from "node:fs";
 import { parentPort, workerData, type MessagePort } from "node:worker_threads";
 import { modelKey } from "../domain/usage-event.js";
@@ -45,9 +47,44 @@ export interface UsageFileTuning {
 // Each commit rewrites the pages its chunk touched, so larger chunks import faster; live ingestion waits at most one chunk (about 0.5 s).
 export const DEFAULT_TUNING: UsageFileTuning = { batchEvents: 5000, chunkEvents: 50_000 };
 
-export interface UsageFileWorkerData {
+export type UsageFileWorkerData = { task: "read"; path: string; batchEvents: number } | ({ task: "check" } & RangeCheckData);
+
+/** A user_id's first event in a range: its line (counted from the range's start) and event_id. */
+export type FirstUse = [userId: string, line: number, eventId: string];
+
+export type RangeCheck =
+  | { kind: "checked"; lines: number; users: FirstUse[] }
+  /** The range's first bad line (counted from the range's start); `reason` follows the line's name in the message. */
+  | { kind: "invalid"; line: number; reason: string }
+  | { kind: "failed"; message: string };
+
+export interface RangeCheckData {
   path: string;
-  batchEvents: number;
+  start: number;
+  /** Exclusive. */
+  end: number;
+}
+
+async function checkLines({ path, start, end }: RangeCheckData): Promise<RangeCheck> {
+  const users = new Map<string, FirstUse>();
+  let line = 0;
+  if (end > start) {
+    const stream = createReadStream(path, { start, end: end - 1, highWaterMark: 1 << 20 });
+    try {
+      for await (const lines of lineBatches(stream)) {
+        for (const text of lines) {
+          line++;
+          // Unnamed: the main thread prefixes the absolute line once it knows the range's first.
+          const event = parseUsageLine(text, "");
+          if (event !== undefined && !users.has(event.userId)) users.set(event.userId, [event.userId, line, event.eventId]);
+        }
+      }
+    } catch (error) {
+      if (error instanceof AppError && error.code === ErrorCode.INVALID_PARAMETER) return { kind: "invalid", line, reason: error.message };
+      return { kind: "failed", message: error instanceof Error ? error.message : String(error) };
+    }
+  }
+  return { kind: "checked", lines: line, users: [...users.values()] };
 }
 
 async function readUsageFile(path: string, batchEvents: number, send: (message: UsageFileMessage) => Promise<void>): Promise<void> {
@@ -100,10 +137,15 @@ async function readUsageFile(path: string, batchEvents: number, send: (message: 
   }
 }
 
-if (parentPort) serveMainThread(parentPort);
+/** The thread's work (usage-file-worker.mjs), by workerData's task. */
+export async function runUsageFileThread(): Promise<void> {
+  const data = workerData as UsageFileWorkerData;
+  if (data.task === "check") parentPort!.postMessage(await checkLines(data));
+  else serveMainThread(parentPort!, data.path, data.batchEvents);
+}
 
-/** Reads the file of workerData for the main thread on `port`, at most BATCHES_AHEAD batches ahead of it. */
-function serveMainThread(port: MessagePort): void {
+/** Reads the file at `path` for the main thread on `port`, at most BATCHES_AHEAD batches ahead of it. */
+function serveMainThread(port: MessagePort, path: string, batchEvents: number): void {
   let credits = BATCHES_AHEAD;
   let wake: (() => void) | undefined;
   port.on("message", (message) => {
@@ -122,7 +164,6 @@ function serveMainThread(port: MessagePort): void {
       port.postMessage(message);
     }
   };
-  const { path, batchEvents } = workerData as UsageFileWorkerData;
   readUsageFile(path, batchEvents, send).catch((error: unknown) => {
     const message = error instanceof Error ? error.message : String(error);
     const invalid = error instanceof AppError && error.code === ErrorCode.INVALID_PARAMETER;
