@@ -142,7 +142,7 @@ async function timeReport(reports: UsageReports, request: UsageReportRequest): P
   for (const bucket of report.buckets) {
     for (const g of bucket.groups) {
       if (g.figures.events === 0n) continue;
-      const key = g.model ? `${g.model.model_name}|${g.model.model_type}|${g.model.model_source}` : g.department?.department_id ?? "";
+      const key = g.modelName !== "" ? `${g.modelName}|${g.modelType}|${g.modelSource}` : g.departmentId;
       const f = g.figures;
       answer.set(`${bucket.start}|${key}`, `${f.events}/${f.activeMembers}/${f.inputTokens}/${f.outputTokens}/${f.basicMicros}/${f.payGoMicros}`);
     }

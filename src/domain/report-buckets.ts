@@ -34,25 +34,11 @@ export function planBuckets(start: number, end: number, zone: string, kind: Buck
 /** [start, end) (inside the buckets) cut at the buckets' edges and UTC midnights: each part lies in one bucket and one UTC day of raw events. */
 export function bucketParts(buckets: readonly TimeBucket[], start: number, end: number): Array<{ bucket: number; from: number; to: number }> {
   const parts: Array<{ bucket: number; from: number; to: number }> = [];
-  for (let from = start, bucket = bucketIndexOf(buckets, start); from < end && bucket >= 0 && bucket < buckets.length;) {
+  for (let from = start, bucket = buckets.findIndex((b) => b.start <= start && start < b.end); from < end && bucket >= 0 && bucket < buckets.length;) {
     const to = Math.min(end, buckets[bucket]!.end, (dayOf(from) + 1) * DAY_SECONDS);
     parts.push({ bucket, from, to });
     from = to;
     if (to === buckets[bucket]!.end) bucket++;
   }
   return parts;
-}
-
-/** The index of the bucket holding `ts`, or -1 outside them all (buckets are contiguous and in order). */
-function bucketIndexOf(buckets: readonly TimeBucket[], ts: number): number {
-  let low = 0;
-  let high = buckets.length - 1;
-  while (low <= high) {
-    const middle = (low + high) >>> 1;
-    const bucket = buckets[middle]!;
-    if (ts < bucket.start) high = middle - 1;
-    else if (ts >= bucket.end) low = middle + 1;
-    else return middle;
-  }
-  return -1;
 }

@@ -96,7 +96,7 @@ export class ReportCells {
     }
     if (!alone) forEachMemberGroup(keys, this.grouping.allModelGroups, (m, group) => this.cellOf(bucket, group).addMember(keys[m]!));
     const pending = this.pending;
-    for (let index = 0; index < this.grouping.groupCount; index++) {
+    for (let index = 0; index < this.grouping.byIndex.length; index++) {
       const at = index * PENDING;
       if (pending[at + SUMS] === 0) continue;
       const cell = this.cellOf(bucket, index);
@@ -109,19 +109,18 @@ export class ReportCells {
 
   /** The scratch of addMemberSums, with room for every group made so far. */
   private pendingForEveryGroup(): Float64Array {
-    const length = this.grouping.groupCount * PENDING;
+    const length = this.grouping.byIndex.length * PENDING;
     if (this.pending.length < length) this.pending = grown(this.pending, length);
     return this.pending;
   }
 
   private cellOf(bucket: number, group: number): Cell {
-    return (this.cells[bucket]![group] ??= new Cell(this.grouping.keyAt(group)));
+    return (this.cells[bucket]![group] ??= new Cell(this.grouping.byIndex[group]!));
   }
 
   /** A period in bucket `bucket`, into the group of its model and department. Not for groupings by member: a period is a whole group's. */
   addPeriod(bucket: number, period: PeriodFigures): void {
-    const key = this.grouping.periodKey(period.modelId, period.departmentId ?? "");
-    const cell = (this.cells[bucket]![key.index] ??= new Cell(key));
+    const cell = this.cellOf(bucket, this.grouping.periodKey(period.modelId, period.departmentId ?? "").index);
     cell.addSums(period.sums, period.row, this.own);
     cell.addPeriod(period.memberCount, period.members);
   }
@@ -134,9 +133,8 @@ export class ReportCells {
     return this.cells[bucket]!.filter((cell) => cell !== undefined).map((cell) => {
       const row = cell.ownRow(this.own); // before `sums`: it moves them to a row of their own
       const { key, sums } = cell;
-      if (!withMembers) return { modelId: key.modelId, departmentId: key.departmentId, sums, row, memberCount: cell.memberCount() };
-      const union = cell.union();
-      return { modelId: key.modelId, departmentId: key.departmentId, sums, row, memberCount: union.size, members: union.serialize("portable") };
+      const union = withMembers ? cell.union() : undefined;
+      return { modelId: key.modelId, departmentId: key.departmentId, sums, row, memberCount: union?.size ?? cell.memberCount(), members: union?.serialize("portable") };
     });
   }
 

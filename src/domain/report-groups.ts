@@ -1,7 +1,6 @@
 // A usage report's groups: which groups a member's usage of a model counts in (one per combination of the group_by dimensions; several when the
 // member sits in several department subtrees), and their order in a bucket. A department scope keeps its grouping from report to report.
 import { invalidParameter } from "./errors.js";
-import { compareCodePoints } from "./usage-event.js";
 import { ALL_MODELS } from "./usage-rollup.js";
 
 export type GroupDimension = "model" | "member" | "department";
@@ -38,8 +37,8 @@ export class Grouping {
   /** periodKey's keys: department -> model -> key. */
   private readonly periodKeys = new Map<string, Map<number, GroupKey>>();
   private readonly indexes = new Map<string, number>();
-  /** Every group made, by index. */
-  private readonly byIndex: GroupKey[] = [];
+  /** Every group made, by index (GroupKey.index). */
+  readonly byIndex: GroupKey[] = [];
   /** The members met so far (learnAllModelGroups), with their groups for all models (a member day's sums are of all models). */
   readonly allModelGroups = new MemberGroups();
   private readonly byModel: boolean;
@@ -90,16 +89,6 @@ export class Grouping {
     if (unknown.length > 0) this.allModelGroups.learn(unknown, groupsOf);
   }
 
-  /** The group numbered `index`. */
-  keyAt(index: number): GroupKey {
-    return this.byIndex[index]!;
-  }
-
-  /** How many groups have been made (their indexes are 0 up to this). */
-  get groupCount(): number {
-    return this.byIndex.length;
-  }
-
   /** The group of a period's model and department, as far as they are grouped by (a period is all members'). */
   periodKey(modelId: number, departmentId: string): GroupKey {
     const model = this.byModel ? modelId : -1;
@@ -123,15 +112,10 @@ export class Grouping {
   }
 }
 
-/** Positions of each dimension's parts in their order (see the rank helpers below). */
-export interface GroupRanks {
-  models: ReadonlyMap<number, number>;
-  members: ReadonlyMap<number, number>;
-  departments: ReadonlyMap<string, number>;
-}
-
-/** Orders groups by their dimensions' parts, in the order of `dimensions`. */
-export function compareGroups(dimensions: readonly GroupDimension[], ranks: GroupRanks): (a: GroupKey, b: GroupKey) => number {
+/** Orders groups by their dimensions' parts (each part's position in its order), in the order of `dimensions`. */
+export function compareGroups(dimensions: readonly GroupDimension[],
+  ranks: { models: ReadonlyMap<number, number>; members: ReadonlyMap<number, number>; departments: ReadonlyMap<string, number> })
+  : (a: GroupKey, b: GroupKey) => number {
   const rankers = dimensions.map((dimension) => {
     if (dimension === "model") return (key: GroupKey) => ranks.models.get(key.modelId) ?? 0;
     if (dimension === "member") return (key: GroupKey) => ranks.members.get(key.memberKey) ?? 0;
@@ -149,12 +133,6 @@ export function compareGroups(dimensions: readonly GroupDimension[], ranks: Grou
 /** Positions of `items` sorted by `compare`, keyed by `keyOf`. */
 export function ranksOf<T, K>(items: Iterable<T>, keyOf: (item: T) => K, compare: (a: T, b: T) => number): Map<K, number> {
   return new Map([...items].sort(compare).map((item, position) => [keyOf(item), position]));
-}
-
-/** Department groups' order: the department itself (its directly placed members) first, then its children by name, then id, in code point order. */
-export function departmentGroupRanks(selfId: string, children: readonly { department_id: string; name: string }[]): Map<string, number> {
-  const ordered = [...children].sort((a, b) => compareCodePoints(a.name, b.name) || compareCodePoints(a.department_id, b.department_id));
-  return new Map([selfId, ...ordered.map((child) => child.department_id)].map((id, position) => [id, position]));
 }
 
 /** Members in key order with their groups' indexes: a day's members (in key order too) find theirs by walking both lists, no lookup per member. */

@@ -7,13 +7,11 @@ import { dateRangeWindow, zoneOrDefault, type TimeBucket } from "../domain/local
 import { decodePageToken, effectivePageSize, encodePageToken } from "../domain/page-token.js";
 import { bucketKind, bucketParts, checkReportWindow, planBuckets } from "../domain/report-buckets.js";
 import { MAX_REPORT_DAYS } from "../domain/report-limits.js";
-import { ReportCells, type GroupFigures, type PeriodFigures } from "../domain/report-cells.js";
-import {
-  compareGroups, departmentGroupRanks, groupDimensions, Grouping, ranksOf, type GroupDimension, type GroupKey,
-} from "../domain/report-groups.js";
-import { compareCodePoints, compareModels, type ModelIdentity } from "../domain/usage-event.js";
+import { ReportCells, type PeriodFigures } from "../domain/report-cells.js";
+import { compareGroups, groupDimensions, Grouping, ranksOf, type GroupDimension } from "../domain/report-groups.js";
+import { compareCodePoints, compareModels } from "../domain/usage-event.js";
 import { ROOT_PARENT_ID } from "../domain/department-tree.js";
-import { DAY, encodeSums, RollupPeriods, type Grain, type RollupLayout } from "../domain/usage-rollup.js";
+import { DAY, encodeSums, HOUR, QUARTER, RollupPeriods, type Grain, type RollupLayout } from "../domain/usage-rollup.js";
 import { decodeMemberSums } from "../storage/member-day-sums.js";
 import type { DepartmentRepository } from "../storage/department-repository.js";
 import type { MemberRow, UsageRepository } from "../storage/usage-repository.js";
@@ -38,27 +36,6 @@ export interface UsageReportRequest {
   emails: readonly string[];
   pageSize: number;
   pageToken: string;
-}
-
-/** A group's key fields (those of its dimensions) and its figures. */
-export interface ReportGroup {
-  model?: ModelIdentity;
-  member?: { user_id: string; email: string; former_member: boolean };
-  department?: { department_id: string; name: string };
-  figures: GroupFigures;
-}
-
-export interface ReportBucket extends TimeBucket {
-  groups: ReportGroup[];
-}
-
-export interface UsageReport {
-  currency: string;
-  timeZone: string;
-  buckets: ReportBucket[];
-  nextPageToken: string;
-  notFoundUserIds: string[];
-  notFoundEmails: string[];
 }
 
 /** What the engine sums: a window in buckets, grouped, over some members (undefined: all). */
@@ -94,7 +71,7 @@ export class UsageReports {
 
   constructor(private readonly usage: UsageRepository, private readonly departments: DepartmentRepository) {}
 
-  async report(enterpriseId: string, request: UsageReportRequest, signal: AbortSignal): Promise<UsageReport> {
+  async report(enterpriseId: string, request: UsageReportRequest, signal: AbortSignal) {
     const kind = bucketKind(request.bucket);
     const { start, end } = checkReportWindow(request.startTime, request.endTime, kind);
     const dimensions = groupDimensions(request.groupBy);
@@ -137,8 +114,7 @@ export class UsageReports {
   }
 
   /** The whole enterprise's figures per local day of [start_date, end_date]: the report's day buckets, ungrouped. */
-  async coreMetrics(enterpriseId: string, request: { startDate: string; endDate: string; timeZone: string }, signal: AbortSignal)
-    : Promise<{ currency: string; timeZone: string; items: Array<GroupFigures & { date: string }> }> {
+  async coreMetrics(enterpriseId: string, request: { startDate: string; endDate: string; timeZone: string }, signal: AbortSignal) {
     const settings = await this.usage.callerEnterpriseSettings(enterpriseId);
     const zone = zoneOrDefault(request.timeZone, settings.time_zone, "time_zone");
     const { start, end, days } = dateRangeWindow(request.startDate, request.endDate, zone, ["start_date", "end_date"]);
@@ -178,16 +154,14 @@ export class UsageReports {
       this.departments.subtreeMembers(enterpriseId, self.department_id),
     ]);
     const groupsOf = new Map<number, string[]>();
-    for (const { member_key, group_id } of placements) {
-      const groups = groupsOf.get(member_key);
-      if (groups) groups.push(group_id);
-      else groupsOf.set(member_key, [group_id]);
-    }
+    for (const { member_key, group_id } of placements) pushTo(groupsOf, member_key, group_id);
     return {
       groupsOf,
       fingerprint: createHash("sha256").update(JSON.stringify([self.department_id, placements])).digest("base64"),
       names: new Map([self, ...children].map((d) => [d.department_id, d.name])),
-      ranks: departmentGroupRanks(self.department_id, children),
+      // The department itself (its directly placed members) first, then its children by name, then id.
+      ranks: new Map([[self.department_id, -1], ...ranksOf(children, (d) => d.department_id,
+        (a, b) => compareCodePoints(a.name, b.name) || compareCodePoints(a.department_id, b.department_id))]),
       grouping: new Grouping(["department"], groupsOf),
     };
   }
@@ -278,84 +252,70 @@ export class UsageReports {
    * The whole enterprise's usage from the rollups: each bucket as stored periods, raw events where no quarter fits. By model only days have rows
    * (usage-rollup.ts): each whole day's models from the day cache, raw events for the rest.
    */
-  private async addRollups(cells: ReportCells, plan: ReportPlan, layout: RollupLayout, signal: AbortSignal): Promise<void> {
+  private async addRollups(cells: ReportCells, plan: ReportPlan, layout: RollupLayout, signal: AbortSignal): Promise<Span[]> {
     if (plan.dimensions.includes("model")) {
-      const { days, raw } = wholeDays(plan, layout);
+      const { periods: days, raw } = coverBuckets(plan, layout);
       await this.addKeptDays(cells, plan.enterpriseId, `${layout.timeZone}\nmodel`, days, async (some, withMembers) => {
         const byDay = new Map<number, PeriodFigures[]>();
-        for (const row of await this.usage.rollups.rows(plan.enterpriseId, DAY, some, "each", withMembers)) {
-          const models = byDay.get(row.period);
-          if (models) models.push(row);
-          else byDay.set(row.period, [row]);
-        }
+        for (const row of await this.usage.rollups.rows(plan.enterpriseId, DAY, some, "each", withMembers)) pushTo(byDay, row.period, row);
         return byDay;
       }, signal);
-      for (const { from, to } of raw) await this.addEvents(cells, plan, from, to, signal);
-      return;
+      return raw;
     }
-    const periods = new RollupPeriods(layout, plan);
+    const { periods, raw } = coverBuckets(plan, layout, [DAY, HOUR, QUARTER]);
     // Per grain and whether alone in its bucket (its stored count is then the bucket's, else members are read to be put together): period -> bucket.
     const bucketOf = new Map<string, { grain: Grain; alone: boolean; buckets: Map<number, number> }>();
-    const raw: Array<{ from: number; to: number }> = [];
-    plan.buckets.forEach((bucket, index) => {
-      const cover = periods.cover(bucket.start, bucket.end);
-      const alone = cover.periods.length === 1 && cover.raw.length === 0;
-      for (const { grain, start } of cover.periods) {
-        const key = `${grain}:${alone}`;
-        if (!bucketOf.has(key)) bucketOf.set(key, { grain, alone, buckets: new Map() });
-        bucketOf.get(key)!.buckets.set(start, index);
-      }
-      raw.push(...cover.raw);
-    });
+    for (const { grain, start, bucket, alone } of periods) {
+      const key = `${grain}:${alone}`;
+      if (!bucketOf.has(key)) bucketOf.set(key, { grain, alone, buckets: new Map() });
+      bucketOf.get(key)!.buckets.set(start, bucket);
+    }
     for (const { grain, alone, buckets } of bucketOf.values()) {
       signal.throwIfAborted();
       for (const row of await this.usage.rollups.rows(plan.enterpriseId, grain, [...buckets.keys()], "all", !alone)) {
         cells.addPeriod(buckets.get(row.period)!, row);
       }
     }
-    for (const { from, to } of raw) await this.addEvents(cells, plan, from, to, signal);
+    return raw;
   }
 
   /**
    * Each member's day sums from the rollups for the whole days of their zone in a bucket, raw events for the rest (a foreign zone's day or an
    * hour holds no whole day). Grouped by department alone over a whole subtree, a day's groups come from the day cache.
    */
-  private async addMemberDays(cells: ReportCells, plan: ReportPlan, layout: RollupLayout, signal: AbortSignal): Promise<void> {
+  private async addMemberDays(cells: ReportCells, plan: ReportPlan, layout: RollupLayout, signal: AbortSignal): Promise<Span[]> {
     const { enterpriseId, departments } = plan;
-    const { days, raw } = wholeDays(plan, layout);
+    const { periods: days, raw } = coverBuckets(plan, layout);
     if (departments && wholeSubtreeByDepartment(plan)) {
-      // Days the cache lacks: their member sums added per group, each day its own bucket of one ReportCells made at the first miss.
-      let made: { dayCells: ReportCells; index: Map<number, number> } | undefined;
+      // Days the cache lacks: their member sums added per group, each day its own bucket of dayCells.
+      const dayCells = new ReportCells(days.map(({ start, end }) => ({ start, end, date: "" })), departments.grouping);
+      const index = new Map(days.map(({ start }, i) => [start, i]));
       await this.addKeptDays(cells, enterpriseId, `${layout.timeZone}\ndepartment\n${departments.fingerprint}`, days, async (some, withMembers) => {
-        const { dayCells, index } = (made ??= {
-          dayCells: new ReportCells(days.map(({ day, end }) => ({ start: day, end, date: "" })), departments.grouping),
-          index: new Map(days.map(({ day }, i) => [day, i])),
-        });
         for (const { day, memberSums } of await this.usage.rollups.memberDays(enterpriseId, some)) {
           dayCells.addMemberSums(index.get(day)!, decodeMemberSums(memberSums), !withMembers);
         }
         return new Map(some.map((day) => [day, dayCells.periods(index.get(day)!, withMembers)]));
       }, signal);
     } else {
-      const dayOf = new Map(days.map((day) => [day.day, day]));
+      const dayOf = new Map(days.map((day) => [day.start, day]));
       for (let at = 0; at < days.length; at += DAYS_READ_AT_ONCE) {
         signal.throwIfAborted();
-        const some = days.slice(at, at + DAYS_READ_AT_ONCE).map(({ day }) => day);
+        const some = days.slice(at, at + DAYS_READ_AT_ONCE).map(({ start }) => start);
         for (const { day, memberSums } of await this.usage.rollups.memberDays(enterpriseId, some)) {
           const { bucket, alone } = dayOf.get(day)!;
           cells.addMemberSums(bucket, decodeMemberSums(memberSums), alone);
         }
       }
     }
-    for (const { from, to } of raw) await this.addEvents(cells, plan, from, to, signal);
+    return raw;
   }
 
   /** Whole days of the rollups' zone into their buckets, as the day cache's groups of `scope` (made by `load` for a day it lacks or stamped anew). */
-  private async addKeptDays(cells: ReportCells, enterpriseId: string, scope: string, days: readonly WholeDay[], load: DayLoader,
+  private async addKeptDays(cells: ReportCells, enterpriseId: string, scope: string, days: readonly CoveredPeriod[], load: DayLoader,
     signal: AbortSignal): Promise<void> {
-    const stamps = await this.dayStamps(enterpriseId, days.map(({ day }) => day));
+    const stamps = await this.dayStamps(enterpriseId, days.map(({ start }) => start));
     const kept = await this.dayCache.days(`${enterpriseId}\n${scope}`, stamps, days.some(({ alone }) => !alone), load, signal);
-    for (const { day, bucket } of days) for (const period of kept.get(day) ?? []) cells.addPeriod(bucket, period);
+    for (const { start, bucket } of days) for (const period of kept.get(start) ?? []) cells.addPeriod(bucket, period);
   }
 
   /** The members (of `plan.members`, else all) with usage in the window. */
@@ -369,13 +329,13 @@ export class UsageReports {
   /** Into `cells`: the whole enterprise's usage (ungrouped or by model) from rollup periods, else member day sums if not by model, else raw events. */
   private async addUsage(cells: ReportCells, plan: ReportPlan, signal: AbortSignal): Promise<void> {
     const wholeEnterprise = plan.members === undefined && plan.departments === undefined && plan.dimensions.every((d) => d === "model");
-    if (plan.layout && wholeEnterprise) return this.addRollups(cells, plan, plan.layout, signal);
-    if (plan.layout && !plan.dimensions.includes("model")) return this.addMemberDays(cells, plan, plan.layout, signal);
-    return this.addEvents(cells, plan, plan.start, plan.end, signal);
+    const raw = plan.layout && wholeEnterprise ? await this.addRollups(cells, plan, plan.layout, signal)
+      : plan.layout && !plan.dimensions.includes("model") ? await this.addMemberDays(cells, plan, plan.layout, signal) : [{ from: plan.start, to: plan.end }];
+    for (const { from, to } of raw) await this.addEvents(cells, plan, from, to, signal);
   }
 
   /** The engine: usage summed per (bucket, group), then each bucket's groups in order with their key fields. */
-  private async run(plan: ReportPlan, signal: AbortSignal): Promise<ReportBucket[]> {
+  private async run(plan: ReportPlan, signal: AbortSignal) {
     const cells = new ReportCells(plan.buckets, new Grouping(plan.dimensions, plan.departments?.groupsOf, plan.members));
     await this.addUsage(cells, plan, signal);
     const groups = plan.buckets.map((_, index) => cells.groups(index));
@@ -390,58 +350,59 @@ export class UsageReports {
       departments: plan.departments?.ranks ?? new Map(),
     });
     // Each group's place, worked out once: a bucket's groups are then sorted by a number each.
-    const keys: GroupKey[] = [];
-    for (const { key } of all) keys[key.index] = key;
     const place: number[] = [];
-    keys.filter((key) => key !== undefined).sort(order).forEach((key, i) => (place[key.index] = i));
+    [...new Set(all.map((g) => g.key))].sort(order).forEach((key, i) => (place[key.index] = i));
     return plan.buckets.map((bucket, index) => {
       const figures = groups[index]!.sort((a, b) => place[a.key.index]! - place[b.key.index]!);
-      if (plan.dimensions.length === 0 && figures.length === 0) figures.push(emptyFigures());
+      if (plan.dimensions.length === 0 && figures.length === 0) {
+        figures.push({ key: { index: -1, modelId: -1, memberKey: -1, departmentId: "" }, events: 0n, activeMembers: 0, inputTokens: 0n,
+          outputTokens: 0n, basicMicros: 0n, payGoMicros: 0n });
+      }
       return {
         ...bucket,
         groups: figures.map((f) => {
-          const group: ReportGroup = { figures: f };
-          if (f.key.modelId >= 0) group.model = models.get(f.key.modelId)!;
+          const model = models.get(f.key.modelId);
           const member = memberRows.get(f.key.memberKey);
-          if (member) group.member = { user_id: member.user_id, email: member.email, former_member: member.removed_at !== null };
-          if (f.key.departmentId !== "") group.department = { department_id: f.key.departmentId, name: plan.departments!.names.get(f.key.departmentId)! };
-          return group;
+          return {
+            modelName: model?.model_name ?? "", modelType: model?.model_type ?? "", modelSource: model?.model_source ?? "",
+            userId: member?.user_id ?? "", email: member?.email ?? "", formerMember: member !== undefined && member.removed_at !== null,
+            departmentId: f.key.departmentId, departmentName: plan.departments?.names.get(f.key.departmentId) ?? "", figures: f,
+          };
         }),
       };
     });
   }
 }
 
-/** Seconds [start, end). */
-interface TimeRange {
-  start: number;
-  end: number;
-}
+/** Seconds [start, end), and [from, to). */
+type TimeRange = Pick<TimeBucket, "start" | "end">;
+type Span = { from: number; to: number };
 
-/** A whole day of the rollups' zone inside a bucket, and whether it is all of that bucket (its members are then counted, not kept). */
-interface WholeDay {
-  day: number;
+/** A whole period of the rollups inside a bucket, and whether it is all of that bucket (its members are then counted, not kept). */
+interface CoveredPeriod {
+  grain: Grain;
+  start: number;
   end: number;
   bucket: number;
   alone: boolean;
 }
 
-/** The plan's buckets as whole days of the rollups' zone, and the ranges no whole day fits (read raw), each as long as it runs. */
-function wholeDays(plan: ReportPlan, layout: RollupLayout): { days: WholeDay[]; raw: Array<{ from: number; to: number }> } {
-  const periods = new RollupPeriods(layout, plan);
-  const days: WholeDay[] = [];
-  const raw: Array<{ from: number; to: number }> = [];
+/** The plan's buckets as whole periods of `grains` (days of the rollups' zone by default), and the ranges none fits (read raw), each as long as it runs. */
+function coverBuckets(plan: ReportPlan, layout: RollupLayout, grains: readonly Grain[] = [DAY]) {
+  const rollups = new RollupPeriods(layout, plan);
+  const periods: CoveredPeriod[] = [];
+  const raw: Span[] = [];
   plan.buckets.forEach((bucket, index) => {
-    const cover = periods.cover(Math.max(plan.start, bucket.start), Math.min(plan.end, bucket.end), [DAY]);
+    const cover = rollups.cover(Math.max(plan.start, bucket.start), Math.min(plan.end, bucket.end), grains);
     const alone = cover.periods.length === 1 && cover.raw.length === 0;
-    for (const period of cover.periods) days.push({ day: period.start, end: periods.endOf(DAY, period.start), bucket: index, alone });
+    for (const { grain, start } of cover.periods) periods.push({ grain, start, end: rollups.endOf(grain, start), bucket: index, alone });
     for (const range of cover.raw) {
       const last = raw[raw.length - 1];
       if (last?.to === range.from) last.to = range.to; // one range across buckets: addEvents may count a day of hours at once
       else raw.push({ ...range });
     }
   });
-  return { days, raw };
+  return { periods, raw };
 }
 
 function groupedOnlyBy(plan: ReportPlan, dimension: GroupDimension): boolean {
@@ -453,17 +414,14 @@ function wholeSubtreeByDepartment(plan: ReportPlan): boolean {
   return plan.departments !== undefined && plan.members === undefined && groupedOnlyBy(plan, "department");
 }
 
+function pushTo<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+  (map.get(key) ?? map.set(key, []).get(key)!).push(value);
+}
+
 /** The members in both lists (undefined: no restriction). */
 function intersect(a: readonly number[] | undefined, b: readonly number[] | undefined): readonly number[] | undefined {
   if (a === undefined) return b;
   if (b === undefined) return a;
   const inB = new Set(b);
   return a.filter((key) => inB.has(key));
-}
-
-function emptyFigures(): GroupFigures {
-  return {
-    key: { index: -1, modelId: -1, memberKey: -1, departmentId: "" },
-    events: 0n, activeMembers: 0, inputTokens: 0n, outputTokens: 0n, basicMicros: 0n, payGoMicros: 0n,
-  };
 }

@@ -26,11 +26,10 @@ export function usageService(usage: UsageRepository, directory: DirectoryReposit
       const { enterpriseId } = principalOf(context);
       const signal = signalOf(context);
       const window = checkWindow(request.startTime, request.endTime);
-      const [named, settings] = await Promise.all([
+      const [{ members, notFoundUserIds, notFoundEmails }, settings] = await Promise.all([
         resolveNamedMembers(usage, enterpriseId, request, true),
         usage.callerEnterpriseSettings(enterpriseId),
       ]);
-      const { members, notFoundUserIds, notFoundEmails } = named;
 
       const plan = planWindow(window.start, window.end, settings.layout !== undefined);
       signal.throwIfAborted();
@@ -63,41 +62,25 @@ export function usageService(usage: UsageRepository, directory: DirectoryReposit
     },
 
     async getUsageReport(request, context) {
-      const { enterpriseId } = principalOf(context);
-      const signal = signalOf(context);
-      const report = await reports.report(enterpriseId, request, signal);
+      const report = await reports.report(principalOf(context).enterpriseId, request, signalOf(context));
       return {
-        currency: report.currency,
-        timeZone: report.timeZone,
+        ...report,
         buckets: report.buckets.map((bucket) => ({
           startTime: BigInt(bucket.start),
           endTime: BigInt(bucket.end),
           date: bucket.date,
-          groups: bucket.groups.map((group) => ({
-            modelName: group.model?.model_name ?? "",
-            modelType: group.model?.model_type ?? "",
-            modelSource: group.model?.model_source ?? "",
-            userId: group.member?.user_id ?? "",
-            email: group.member?.email ?? "",
-            departmentId: group.department?.department_id ?? "",
-            departmentName: group.department?.name ?? "",
-            formerMember: group.member?.former_member ?? false,
-            ...figures(group.figures),
+          groups: bucket.groups.map((g) => ({
+            modelName: g.modelName, modelType: g.modelType, modelSource: g.modelSource, userId: g.userId, email: g.email,
+            formerMember: g.formerMember, departmentId: g.departmentId, departmentName: g.departmentName, ...figures(g.figures),
           })),
         })),
-        nextPageToken: report.nextPageToken,
-        notFoundUserIds: report.notFoundUserIds,
-        notFoundEmails: report.notFoundEmails,
       };
     },
 
     async getCoreMetrics(request, context) {
-      const { enterpriseId } = principalOf(context);
-      const signal = signalOf(context);
-      const metrics = await reports.coreMetrics(enterpriseId, request, signal);
+      const metrics = await reports.coreMetrics(principalOf(context).enterpriseId, request, signalOf(context));
       return {
-        currency: metrics.currency,
-        timeZone: metrics.timeZone,
+        ...metrics,
         items: metrics.items.map((day) => ({ date: day.date, ...figures(day) })),
       };
     },
