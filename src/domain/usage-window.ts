@@ -37,10 +37,9 @@ export function checkWindow(start: bigint, end: bigint, maxDays = MAX_WINDOW_DAY
  * the later), or, for a short window or without running totals (no current usage layout), the raw events alone.
  */
 export function planWindow(start: number, end: number, withRunningTotals = true): WindowPlan {
-  if (!withRunningTotals) return { raw: splitAtMidnight(start, end) };
   let best: { low: number; high: number } | undefined;
   let bestSeconds = end - start; // the raw events alone
-  for (const low of midnightsBeside(start)) {
+  for (const low of withRunningTotals ? midnightsBeside(start) : []) {
     for (const high of midnightsBeside(end)) {
       const seconds = Math.abs(start - low) + Math.abs(end - high);
       if (low < high && seconds < bestSeconds) {
@@ -52,10 +51,8 @@ export function planWindow(start: number, end: number, withRunningTotals = true)
   if (!best) return { raw: splitAtMidnight(start, end) };
   const { low, high } = best;
   const raw: RawRange[] = [];
-  if (low < start) raw.push({ from: low, to: start, sign: -1 });
-  if (low > start) raw.push({ from: start, to: low, sign: 1 });
-  if (high < end) raw.push({ from: high, to: end, sign: 1 });
-  if (high > end) raw.push({ from: end, to: high, sign: -1 });
+  if (low !== start) raw.push({ from: Math.min(low, start), to: Math.max(low, start), sign: low < start ? -1 : 1 });
+  if (high !== end) raw.push({ from: Math.min(high, end), to: Math.max(high, end), sign: high < end ? 1 : -1 });
   return { runningTotals: { plusThrough: high / DAY_SECONDS - 1, minusThrough: low / DAY_SECONDS - 1 }, raw };
 }
 

@@ -49,3 +49,14 @@ export interface BulkStore {
   dialect: Dialect;
   texts: StatementTexts;
 }
+
+/** The text of an INSERT of `rows` rows of `columns`; on a conflict on `key`, `update`'s columns take the new values (none: the row is skipped). */
+export function insertText({ db, texts }: BulkStore, table: keyof Schema & string, columns: readonly string[], key: readonly string[],
+  update: readonly string[], rows: number): string {
+  return texts.of(`insert ${table}`, rows, (n) => {
+    const placeholder = Object.fromEntries(columns.map((c) => [c, 0])) as never;
+    return db.insertInto(table).values(Array.from({ length: n }, () => placeholder)).onConflict((oc) => update.length === 0
+      ? oc.columns(key as never).doNothing() : oc.columns(key as never).doUpdateSet(Object.fromEntries(update.map((c) => [c, sql.ref(`excluded.${c}`)])) as never))
+      .compile().sql;
+  });
+}

@@ -78,21 +78,19 @@ function encodeMemberSums(keys: Uint32Array, sums: ReadonlyArray<Float64Array | 
   widths.forEach((width, i) => view.setUint8(4 + i, width));
   view.setUint32(12, keys[0] ?? 0, true);
   columns.forEach((column, i) => {
-    const at = layout.offsets[i]!;
     const width = widths[i]!;
-    // Numbers into 1, 2 or 4 bytes: one typed-array copy (the column's offset is a multiple of 8).
-    if (column instanceof Float64Array && width < 8) {
-      (width === 1 ? new Uint8Array(bytes.buffer, at, count) : width === 2 ? new Uint16Array(bytes.buffer, at, count) : new Uint32Array(bytes.buffer, at, count)).set(column);
-      return;
-    }
-    column.forEach((value, m) => {
-      if (width === 1) view.setUint8(at + m, Number(value));
-      else if (width === 2) view.setUint16(at + 2 * m, Number(value), true);
-      else if (width === 4) view.setUint32(at + 4 * m, Number(value), true);
-      else view.setBigUint64(at + 8 * m, BigInt(value), true);
-    });
+    const into = columnView(bytes.buffer, layout.offsets[i]!, count, width) as { [m: number]: number | bigint };
+    // Numbers into 1, 2 or 4 bytes: one typed-array copy.
+    if (column instanceof Float64Array && width < 8) (into as Uint32Array).set(column);
+    else column.forEach((value, m) => { into[m] = width === 8 ? BigInt(value) : Number(value); });
   });
   return bytes;
+}
+
+/** A column of `width`-byte integers at `at` (a multiple of 8), in the platform's (little-endian) order. */
+function columnView(buffer: ArrayBufferLike, at: number, count: number, width: number): SumColumn {
+  return width === 1 ? new Uint8Array(buffer, at, count) : width === 2 ? new Uint16Array(buffer, at, count)
+    : width === 4 ? new Uint32Array(buffer, at, count) : new BigUint64Array(buffer, at, count);
 }
 
 /** Where each column starts (a multiple of 8), and where the data ends. */
@@ -121,13 +119,7 @@ export function decodeMemberSums(packed: Uint8Array): MemberSumsOfDay {
   if (widths.some((width) => !(WIDTHS as readonly number[]).includes(width))) throw new Error(`member day sums: unknown column widths ${widths.join(",")}`);
   const layout = columnOffsets(count, widths);
   if (layout.end !== bytes.length) throw new Error(`member day sums: ${bytes.length} bytes where ${count} members take ${layout.end}`);
-  const [steps, ...columns] = widths.map((width, i): SumColumn => {
-    const at = bytes.byteOffset + layout.offsets[i]!;
-    if (width === 1) return new Uint8Array(bytes.buffer, at, count);
-    if (width === 2) return new Uint16Array(bytes.buffer, at, count);
-    if (width === 4) return new Uint32Array(bytes.buffer, at, count);
-    return new BigUint64Array(bytes.buffer, at, count);
-  });
+  const [steps, ...columns] = widths.map((width, i) => columnView(bytes.buffer, bytes.byteOffset + layout.offsets[i]!, count, width));
   if (steps instanceof BigUint64Array) throw new Error("member day sums: key steps of 8 bytes");
   const keys = new Uint32Array(count);
   let key = view.getUint32(12, true);

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { CompiledQuery, sql, type Kysely, type RawBuilder } from "kysely";
 import { invalidParameter } from "../domain/errors.js";
 import { modelKey, type EventValue, type ModelIdentity } from "../domain/usage-event.js";
-import { decimalValue, EVENTS, ExactSums, exactSum, type MemberModelSums, SUM_LIMIT_MESSAGE, SumLimitError } from "../domain/usage-totals.js";
+import { decimalValue, EVENTS, ExactSums, type MemberModelSums, SUM_LIMIT_MESSAGE, SumLimitError } from "../domain/usage-totals.js";
 import type { PeriodFigures } from "../domain/report-cells.js";
 import { WindowSums } from "../domain/usage-window-sums.js";
 import { dayOf, type WindowPlan } from "../domain/usage-window.js";
@@ -13,7 +13,7 @@ import { HOUR_SECONDS } from "../domain/local-time.js";
 import type { Schema } from "./schema.js";
 import type { Database, Dialect } from "./database.js";
 import { DaySums } from "./usage-day-sums.js";
-import { among, chunks, StatementTexts, type BulkStore } from "./bulk-statements.js";
+import { among, chunks, insertText, StatementTexts, type BulkStore } from "./bulk-statements.js";
 import { addToRunningTotals, LatestRows } from "./usage-running-totals.js";
 import { addRowsToWindow } from "./usage-sums-codec.js";
 import { currentLayout, UsageRollups } from "./usage-rollups.js";
@@ -163,10 +163,31 @@ export class UsageRepository {
    * Runs `work` as one ingestion, in one transaction: `work` gets this repository bound to it (SQLite has one connection: a read
    * outside would wait forever) and adds rows with `insertEvents`. Only the events actually inserted are summed into the
    * pre-aggregates, so a repeat never counts twice. Returns how many were added. Waits for the write lock at most the busy
-   * timeout (then a busy StoreFault, nothing done).
+   * timeout (then a busy StoreFault, nothing done), or, `unbounded`, as long as it takes.
    */
-  async ingest(work: (tx: UsageRepository) => Promise<void>): Promise<number> {
-    return this.ingestOnce(work, undefined);
+  async ingest(work: (tx: UsageRepository) => Promise<void>, unbounded = false): Promise<number> {
+    try {
+      return await this.database.writeTransaction(async (trx) => {
+        // PostgreSQL: one ingestion at a time, so that two never read and rewrite the same row at once.
+        if (this.dialect === "postgres") await this.takeIngestionLock(trx);
+        const { ingestions } = await trx.updateTable("usage_ingestion_count").set((eb) => ({ ingestions: eb("ingestions", "+", 1) }))
+          .where("id", "=", 1).returning("ingestions").executeTakeFirstOrThrow();
+        this.caches.latestRows.begin(Number(ingestions));
+        const tx = new UsageRepository({ ...this.database, db: trx }, this.caches);
+        tx.daySums = new DaySums();
+        await work(tx);
+        await tx.writeDaySums();
+        await tx.writeRollups();
+        return tx.added;
+      }, { unbounded });
+    } catch (error) {
+      // Models and running-total rows made inside a rolled-back transaction no longer exist: forget them.
+      this.caches.modelIds.clear();
+      this.caches.models.clear();
+      this.caches.latestRows.clear();
+      if (error instanceof SumLimitError) throw invalidParameter(SUM_LIMIT_MESSAGE);
+      throw error;
+    }
   }
 
   /**
@@ -174,7 +195,7 @@ export class UsageRepository {
    * hands it to whoever asks first, always the next chunk.
    */
   async ingestImportChunk(work: (tx: UsageRepository) => Promise<void>): Promise<number> {
-    const added = await this.ingestOnce(work, true);
+    const added = await this.ingest(work, true);
     if (this.dialect === "sqlite") await sleep(CHUNK_PAUSE_MS);
     return added;
   }
@@ -185,7 +206,7 @@ export class UsageRepository {
    */
   async rebuild(enterpriseId: string, progress?: (events: number) => void): Promise<number> {
     let events = 0;
-    await this.ingestOnce(async (tx) => {
+    await this.ingest(async (tx) => {
       tx.caches.latestRows.clear();
       const rollup = new RollupDelta(new RollupPeriods(await tx.rollups.restart(enterpriseId)));
       tx.rollupDeltas.set(enterpriseId, rollup);
@@ -213,33 +234,6 @@ export class UsageRepository {
     const row = await this.db.selectFrom("usage_event").select((eb) => eb.fn.countAll<number | string>().as("n"))
       .where("enterprise_id", "=", enterpriseId).executeTakeFirstOrThrow();
     return Number(row.n);
-  }
-
-  private async ingestOnce(work: (tx: UsageRepository) => Promise<void>, unbounded = false): Promise<number> {
-    try {
-      return await this.database.writeTransaction(async (trx) => {
-        // PostgreSQL: one ingestion at a time, so that two never read and rewrite the same row at once.
-        if (this.dialect === "postgres") await this.takeIngestionLock(trx);
-        const { ingestions } = await trx.updateTable("usage_ingestion_count").set((eb) => ({ ingestions: eb("ingestions", "+", 1) }))
-          .where("id", "=", 1).returning("ingestions").executeTakeFirstOrThrow();
-        this.caches.latestRows.begin(Number(ingestions));
-        const tx = new UsageRepository({ ...this.database, db: trx }, this.caches);
-        tx.daySums = new DaySums();
-        await work(tx);
-        await tx.writeDaySums();
-        await tx.writeRollups();
-        return tx.added;
-      }, { unbounded });
-    } catch (error) {
-      // Models and running-total rows made inside a rolled-back transaction no longer exist: forget them.
-      this.caches.modelIds.clear();
-      this.caches.models.clear();
-      this.caches.latestRows.clear();
-      if (error instanceof SumLimitError) {
-        throw invalidParameter(SUM_LIMIT_MESSAGE);
-      }
-      throw error;
-    }
   }
 
   /** PostgreSQL's ingestion lock for this transaction: waited for at most the lock_timeout, the wait reported to the observer. */
@@ -330,7 +324,8 @@ export class UsageRepository {
   /** Inserts `rows`; false as soon as an INSERT adds fewer rows than it was given (it met a repeat). */
   private async insertAll(enterpriseId: string, rows: readonly UsageEventRow[]): Promise<boolean> {
     for (const chunk of chunks(rows)) {
-      const result = await this.db.executeQuery(CompiledQuery.raw(this.insertStatement(chunk.length), eventParameters(enterpriseId, chunk)));
+      const result = await this.db.executeQuery(CompiledQuery.raw(
+        insertText(this.bulk, "usage_event", EVENT_COLUMNS, ["enterprise_id", "event_id"], [], chunk.length), eventParameters(enterpriseId, chunk)));
       if (Number(result.numAffectedRows ?? 0n) !== chunk.length) return false;
     }
     return true;
@@ -345,15 +340,6 @@ export class UsageRepository {
       for (const { event_id } of stored) seen.add(event_id);
     }
     return rows.filter((row) => !seen.has(row.eventId) && (seen.add(row.eventId), true));
-  }
-
-  private insertStatement(rowCount: number): string {
-    return this.bulk.texts.of("usage events: insert", rowCount, (rows) => {
-      const placeholder = Object.fromEntries(EVENT_COLUMNS.map((c) => [c, 0])) as never;
-      return this.db.insertInto("usage_event").values(Array.from({ length: rows }, () => placeholder))
-        .onConflict((oc) => oc.columns(["enterprise_id", "event_id"]).doNothing())
-        .compile().sql;
-    });
   }
 
   /**
@@ -405,8 +391,7 @@ export class UsageRepository {
 
   /** Each (member, model)'s sums over [start, end) (of `memberKeys` only, when given), added by the database. */
   async memberModelSums(enterpriseId: string, start: number, end: number, memberKeys?: readonly number[]): Promise<MemberModelSums[]> {
-    return (await this.rawSums(enterpriseId, [{ start, end }], memberKeys, "pair"))
-      .map(({ key, modelId, sums, row }) => ({ memberKey: key, modelId, sums, row }));
+    return this.rawSums(enterpriseId, [{ start, end }], memberKeys, "pair");
   }
 
   /**
@@ -415,8 +400,7 @@ export class UsageRepository {
    */
   async modelSums(enterpriseId: string, ranges: ReadonlyArray<{ start: number; end: number }>, memberKeys?: readonly number[])
     : Promise<Array<PeriodFigures & { range: number }>> {
-    return (await this.rawSums(enterpriseId, ranges, memberKeys, "model"))
-      .map(({ key, modelId, memberCount, sums, row }) => ({ range: key, modelId, memberCount, sums, row }));
+    return this.rawSums(enterpriseId, ranges, memberKeys, "model");
   }
 
   /**
@@ -450,15 +434,11 @@ export class UsageRepository {
     const group = postgres ? sql`concat_ws(',', ${fields})` : sql`printf(${names.map(() => "%d").join(",")}, ${fields})`;
     const [keys, groupBy] = by === "pair" ? [sql`member_key as group_key`, sql`member_key, model_id`]
       : [sql`${rangeOf(ranges)} as group_key, count(distinct member_key) as members`, sql`group_key, model_id`];
-    // SQLite, without statistics, would take the equality on enterprise_id to the identity index
-    // (enterprise_id, event_id) and read the enterprise's every event; the unary plus keeps it off
-    // that index, so the window is a range of the primary key (day, member_key, ts, event_id).
-    const ofEnterprise = postgres ? sql`enterprise_id = ${enterpriseId}` : sql`+enterprise_id = ${enterpriseId}`;
     const onlyMembers = memberKeys === undefined ? sql`true` : among(this.dialect, "member_key", memberKeys, "bigint");
     const { rows: [row] } = await sql<{ groups: string | null }>`select ${postgres ? sql`string_agg(${group}, ';')` : sql`group_concat(${group}, ';')`} as groups
       from (select ${keys}, model_id, count(*) as events, ${sql.join(columns.map((c) => sql`${c.sum} as ${sql.ref(c.name)}`))}
         from usage_event where day >= ${dayOf(start)} and day <= ${dayOf(end - 1)} and ts >= ${start} and ts < ${end}
-        and ${ofEnterprise} and ${onlyMembers}
+        and ${this.ofEnterprise(enterpriseId)} and ${onlyMembers}
         group by ${groupBy}) as group_sums`.execute(this.db);
     const groups: RawGroupSums[] = [];
     if (!row?.groups) return groups;
@@ -466,18 +446,26 @@ export class UsageRepository {
     forEachEntry(row.groups, names.length, (values) => {
       const row = sums.newRow();
       for (let i = 0; i < SUM_COLUMNS.length; i++) {
-        sums.addValue(row, i, form === "whole" ? values[events + 1 + i]! : fromHalves(values[events + 1 + 2 * i]!, values[events + 2 + 2 * i]!));
+        if (form === "whole") sums.addValue(row, i, values[events + 1 + i]!);
+        else sums.addBig(row, i, (BigInt(values[events + 1 + 2 * i]!) << 20n) + BigInt(values[events + 2 + 2 * i]!)); // the bits above and below the 20th
       }
       sums.add(row, EVENTS, values[events] as number);
-      groups.push({ key: values[0] as number, modelId: values[1] as number, memberCount: by === "model" ? values[2] as number : 1, sums, row });
+      const key = values[0] as number;
+      groups.push({ memberKey: key, range: key, modelId: values[1] as number, memberCount: by === "model" ? values[2] as number : 1, sums, row });
     });
     return groups;
   }
 
+  /**
+   * SQL for an event of the enterprise. SQLite, without statistics, would take the equality to the identity index (enterprise_id,
+   * event_id) and read the enterprise's every event; the unary plus keeps it off, so a window is a range of the primary key.
+   */
+  private ofEnterprise(enterpriseId: string) {
+    return this.dialect === "postgres" ? sql`enterprise_id = ${enterpriseId}` : sql`+enterprise_id = ${enterpriseId}`;
+  }
+
   /** Every raw event of the enterprise in key order, a page a statement (keyset paging), so the scan never holds a read open. */
   private async *allEvents(enterpriseId: string, pageSize = 20_000): AsyncGenerator<StoredEvent[]> {
-    // As in memberModelSums, SQLite keeps off the identity index: a page is a range of the primary key.
-    const ofEnterprise = this.dialect === "postgres" ? sql`enterprise_id = ${enterpriseId}` : sql`+enterprise_id = ${enterpriseId}`;
     let after: { day: number; member_key: number; ts: number; event_id: string } | undefined;
     for (;;) {
       const from = after === undefined ? sql`true`
@@ -485,7 +473,7 @@ export class UsageRepository {
       // The values as text: exact at any size (a driver's number is not past 2^53).
       const { rows } = await sql<RawEventRow>`select day, member_key, ts, event_id, model_id, cast(input_tokens as text) as input_tokens,
           cast(output_tokens as text) as output_tokens, cast(basic_micros as text) as basic_micros, cast(pay_go_micros as text) as pay_go_micros
-        from usage_event where ${from} and ${ofEnterprise}
+        from usage_event where ${from} and ${this.ofEnterprise(enterpriseId)}
         order by day, member_key, ts, event_id limit ${pageSize}`.execute(this.db);
       if (rows.length === 0) return;
       yield rows.map((row) => ({
@@ -499,14 +487,8 @@ export class UsageRepository {
   }
 }
 
-/** A group of rawSums: its key (a member key, or a range's position), model, distinct members and sums (`row` of the statement's table). */
-interface RawGroupSums {
-  key: number;
-  modelId: number;
-  memberCount: number;
-  sums: ExactSums;
-  row: number;
-}
+/** A group of rawSums: a member's (by "pair") or a range's (by "model", with its distinct members) sums of a model, `row` of the statement's table. */
+type RawGroupSums = MemberModelSums & PeriodFigures & { range: number };
 
 interface RawEventRow {
   day: number | string;
@@ -542,11 +524,6 @@ function rangeOf(ranges: ReadonlyArray<{ start: number; end: number }>): RawBuil
     return sql<number>`(ts - ${sql.lit(first)}) / ${sql.lit(HOUR_SECONDS)}`;
   }
   return sql<number>`case ${sql.join(ranges.slice(0, -1).map((r, i) => sql`when ts < ${sql.lit(r.end)} then ${sql.lit(i)}`), sql` `)} else ${sql.lit(ranges.length - 1)} end`;
-}
-
-/** A sum sent as its bits above and below the 20th (times 2^20 is exact in a double). */
-function fromHalves(high: number | bigint, low: number | bigint): number | bigint {
-  return typeof high === "bigint" ? high * 2n ** 20n + BigInt(low) : exactSum(high * 2 ** 20, low);
 }
 
 /** A row of sumUsage's statement: the running totals added and subtracted (end to end, "member_key,length" a row), or one raw range's events. */

@@ -10,7 +10,7 @@ import { mergeMemberSums } from "./member-day-sums.js";
 import { ExactSums } from "../domain/usage-totals.js";
 import type { Dialect } from "./database.js";
 import type { Schema } from "./schema.js";
-import { among, chunks, type StatementTexts } from "./bulk-statements.js";
+import { among, chunks, insertText, type StatementTexts } from "./bulk-statements.js";
 
 const { RoaringBitmap32 } = roaring;
 
@@ -78,17 +78,12 @@ export class UsageRollups {
       const keys: Array<[period: number, modelId: number]> = [];
       for (const [period, models] of entries) for (const modelId of models.keys()) keys.push([period, modelId]);
       for (const part of chunks(keys)) {
-        const stored = new Map<number, Map<number, StoredRollup>>();
-        for (const row of await this.storedRows(enterpriseId, grain, part)) {
-          const period = Number(row.period);
-          if (!stored.has(period)) stored.set(period, new Map());
-          stored.get(period)!.set(Number(row.model_id), row);
-        }
+        const stored = new Map((await this.storedRows(enterpriseId, grain, part)).map((row) => [`${row.period},${row.model_id}`, row]));
         const sumRows: unknown[][] = [];
         const memberRows: unknown[][] = [];
         for (const [period, modelId] of part) {
           const entry = entries.get(period)!.get(modelId)!;
-          const before = stored.get(period)?.get(modelId);
+          const before = stored.get(`${period},${modelId}`);
           const members = before ? scratch.deserialize(before.members, "portable").addMany(entry.members) : scratch.copyFrom(entry.members);
           if (before) addEncodedSums(before.sums, sums, entry.row);
           const serialized = bytes.take(members.getSerializationSizeInBytes("portable"));
@@ -97,22 +92,15 @@ export class UsageRollups {
           memberRows.push([enterpriseId, grain, period, modelId, serialized,
             grain === DAY && modelId === ALL_MODELS ? mergeMemberSums(before?.member_sums ?? null, memberDays.get(period) ?? new Map(), sums) : null]);
         }
-        await this.db.executeQuery(CompiledQuery.raw(this.upsertStatement("usage_rollup", sumRows.length), sumRows.flat()));
-        await this.db.executeQuery(CompiledQuery.raw(this.upsertStatement("usage_rollup_members", memberRows.length), memberRows.flat()));
+        await this.db.executeQuery(CompiledQuery.raw(this.upsertText("usage_rollup", SUMS_COLUMNS, sumRows.length), sumRows.flat()));
+        await this.db.executeQuery(CompiledQuery.raw(this.upsertText("usage_rollup_members", MEMBERS_COLUMNS, memberRows.length), memberRows.flat()));
         bytes.reset();
       }
     }
   }
 
-  private upsertStatement(table: "usage_rollup" | "usage_rollup_members", rowCount: number): string {
-    return this.texts.of(`rollups: upsert ${table}`, rowCount, (rows) => {
-      const columns = table === "usage_rollup" ? SUMS_COLUMNS : MEMBERS_COLUMNS;
-      const placeholder = Object.fromEntries(columns.map((c) => [c, 0])) as never;
-      return this.db.insertInto(table).values(Array.from({ length: rows }, () => placeholder))
-        .onConflict((oc) => oc.columns([...KEY_COLUMNS]).doUpdateSet(Object.fromEntries(
-          columns.slice(KEY_COLUMNS.length).map((c) => [c, sql.ref(`excluded.${c}`)])) as never))
-        .compile().sql;
-    });
+  private upsertText(table: "usage_rollup" | "usage_rollup_members", columns: readonly string[], rows: number): string {
+    return insertText({ db: this.db, dialect: this.dialect, texts: this.texts }, table, columns, KEY_COLUMNS, columns.slice(KEY_COLUMNS.length), rows);
   }
 
   /**

@@ -3,7 +3,7 @@
 import { CompiledQuery } from "kysely";
 import { LRUCache } from "lru-cache";
 import { TotalsByModel } from "../domain/usage-totals.js";
-import { chunks, type BulkStore } from "./bulk-statements.js";
+import { chunks, insertText, type BulkStore } from "./bulk-statements.js";
 import { dayOfKey, memberOfKey, type DaySums } from "./usage-day-sums.js";
 import { forEachStoredRow, packedBytes, packTotals } from "./usage-sums-codec.js";
 import { grown } from "../domain/typed-arrays.js";
@@ -24,13 +24,13 @@ export async function addToRunningTotals(database: BulkStore, latest: LatestRows
   // All chunks' rows are written together, in full statements in table order, unless they pass ROWS_HELD_BYTES (an old event rewrites every
   // later row of its member). Sized up front for rows (a member-day each) of up to about 20 models, not grown a doubling at a time.
   const rows = new RowsByDay(Math.min(ROWS_HELD_BYTES, Math.max(1 << 16, keys.length * 512)));
-  const writer = new MemberRows(sums, keys, rows, latest);
+  const added = new TotalsByModel(); // reused member after member
   for (const chunk of chunks(runs)) {
     const known = chunk.map((run) => latest.from(run.memberKey, run.firstDay));
     const unknown = chunk.filter((_, i) => known[i] === undefined);
     const stored = unknown.length === 0 ? new Map<number, StoredRow[]>()
       : await readStoredRows(database, unknown.map((run) => [run.memberKey, run.firstDay]));
-    chunk.forEach((run, i) => writer.write(run, known[i] ?? stored.get(run.memberKey) ?? []));
+    chunk.forEach((run, i) => writeMemberRows(run, known[i] ?? stored.get(run.memberKey) ?? [], sums, keys, rows, latest, added));
     if (rows.bytes > ROWS_HELD_BYTES) await rows.write(database);
   }
   await rows.write(database);
@@ -90,42 +90,34 @@ function memberRuns(keys: Float64Array): MemberRun[] {
 }
 
 /**
- * Makes a member's rows: each day with new events, and each stored day after the first of them, is the last stored row on or before that day
- * plus the new events up to it (packTotals onto the stored bytes). Reused member after member: typed totals, no object per row.
+ * Writes a member's rows: each day with new events, and each stored day after the first of them, is the last stored row on or before that day
+ * plus the new events up to it (`added`, packTotals onto the stored bytes). `stored` is its last stored row on or before its first new day,
+ * if any, and every row after it, in day order.
  */
-class MemberRows {
-  /** The new events up to the current day. */
-  private readonly added = new TotalsByModel();
-
-  constructor(private readonly sums: DaySums, private readonly keys: Float64Array, private readonly rows: RowsByDay,
-    private readonly latest: LatestRows) {}
-
-  /** Writes the member's rows; `stored` is its last stored row on or before its first new day, if any, and every row after it, in day order. */
-  write(run: MemberRun, stored: readonly StoredRow[]): void {
-    const { added, rows } = this;
-    added.clear();
-    let s = 0;
-    while (s < stored.length && stored[s]!.day < run.firstDay) s++;
-    let base = s > 0 ? stored[s - 1]!.totals : undefined;
-    const { entries } = this.sums;
-    let k = run.start;
-    let newDay = dayOfKey(this.keys[k]!);
-    for (;;) {
-      const storedDay = s < stored.length ? stored[s]!.day : Infinity;
-      const day = Math.min(storedDay, newDay);
-      if (day === Infinity) break;
-      if (storedDay === day) base = stored[s++]!.totals;
-      if (newDay === day) {
-        for (let e = this.sums.firstOf(this.keys[k]!); e !== -1; e = entries.next[e]!) added.entries.sums.addRow(added.entryFor(entries.model[e]!), entries.sums, e);
-        newDay = ++k < run.end ? dayOfKey(this.keys[k]!) : Infinity;
-      }
-      const onto = base;
-      rows.addWritten(run.memberKey, day, packedBytes(added, onto), (out, at) => packTotals(added, out, at, onto));
+function writeMemberRows(run: MemberRun, stored: readonly StoredRow[], sums: DaySums, keys: Float64Array, rows: RowsByDay, latest: LatestRows,
+  added: TotalsByModel): void {
+  added.clear();
+  let s = 0;
+  while (s < stored.length && stored[s]!.day < run.firstDay) s++;
+  let base = s > 0 ? stored[s - 1]!.totals : undefined;
+  const { entries } = sums;
+  let k = run.start;
+  let newDay = dayOfKey(keys[k]!);
+  for (;;) {
+    const storedDay = s < stored.length ? stored[s]!.day : Infinity;
+    const day = Math.min(storedDay, newDay);
+    if (day === Infinity) break;
+    if (storedDay === day) base = stored[s++]!.totals;
+    if (newDay === day) {
+      for (let e = sums.firstOf(keys[k]!); e !== -1; e = entries.next[e]!) added.entries.sums.addRow(added.entryFor(entries.model[e]!), entries.sums, e);
+      newDay = ++k < run.end ? dayOfKey(keys[k]!) : Infinity;
     }
-    // The last row written is the member's latest: every stored row after its first new day was written again.
-    const last = rows.last();
-    if (last?.memberKey === run.memberKey) this.latest.set(run.memberKey, last.day, last.totals.slice());
+    const onto = base;
+    rows.addWritten(run.memberKey, day, packedBytes(added, onto), (out, at) => packTotals(added, out, at, onto));
   }
+  // The last row written is the member's latest: every stored row after its first new day was written again.
+  const last = rows.last();
+  if (last?.memberKey === run.memberKey) latest.set(run.memberKey, last.day, last.totals.slice());
 }
 
 /** For each (member key, day), at most 512: its member's last stored row on or before that day and every later row, in day order, by member key. */
@@ -184,7 +176,8 @@ class RowsByDay {
     for (const part of chunks(order)) {
       const parameters: unknown[] = [];
       for (const i of part) parameters.push(this.members[i], this.days[i], totals(i));
-      await database.db.executeQuery(CompiledQuery.raw(upsertStatement(database, part.length), parameters));
+      const text = insertText(database, "usage_running_total", ["member_key", "day", "totals"], ["member_key", "day"], ["totals"], part.length);
+      await database.db.executeQuery(CompiledQuery.raw(text, parameters));
     }
     this.used = 0;
     this.members = [];
@@ -232,14 +225,5 @@ function storedStatement({ dialect, texts }: BulkStore, memberCount: number): st
     return `with m(k, d) as (values ${pairs})
       select ${rows} as rows, ${totals} as totals from m join usage_running_total t on t.member_key = m.k
         and t.day >= coalesce((select max(p.day) from usage_running_total p where p.member_key = m.k and p.day <= m.d), m.d)`;
-  });
-}
-
-function upsertStatement({ db, texts }: BulkStore, rowCount: number): string {
-  return texts.of("running totals: upsert", rowCount, (rows) => {
-    const placeholder = { member_key: 0, day: 0, totals: new Uint8Array() };
-    return db.insertInto("usage_running_total").values(Array.from({ length: rows }, () => placeholder))
-      .onConflict((oc) => oc.columns(["member_key", "day"]).doUpdateSet((eb) => ({ totals: eb.ref("excluded.totals") })))
-      .compile().sql;
   });
 }
