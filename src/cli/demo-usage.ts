@@ -19,10 +19,10 @@ export const DEMO_USAGE_DAYS = 90;
 /** Today's date in the demo enterprise's zone: the default "as of" date. */
 export const demoToday = (nowMs = Date.now()) => localDateOf(Math.floor(nowMs / 1000), demoDirectory.enterprise.time_zone!);
 
-/** The demo's events of the DEMO_USAGE_DAYS dates ending with `asOf` (YYYY-MM-DD, included); `field` names it in errors. */
-export function demoUsageEvents(asOf: string, field = "--as-of"): RawUsageEvent[] {
-  const last = localMidnight(asOf, "UTC", field).toSeconds() / DAY_SECONDS;
-  if (last < DEMO_USAGE_DAYS) throw invalidParameter(`${field}: ${asOf} is too early: the demo's ${DEMO_USAGE_DAYS} days must start on 1970-01-02 or later`);
+/** The demo's events of the DEMO_USAGE_DAYS dates ending with `asOf` (YYYY-MM-DD, included), the CLI's --as-of. */
+export function demoUsageEvents(asOf: string): RawUsageEvent[] {
+  const last = localMidnight(asOf, "UTC", "--as-of").toSeconds() / DAY_SECONDS;
+  if (last < DEMO_USAGE_DAYS) throw invalidParameter(`--as-of: ${asOf} is too early: the demo's ${DEMO_USAGE_DAYS} days must start on 1970-01-02 or later`);
   const events: RawUsageEvent[] = [];
   for (let day = last - DEMO_USAGE_DAYS + 1; day <= last; day++) events.push(...demoDayEvents(day));
   return events;

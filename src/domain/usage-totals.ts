@@ -157,15 +157,15 @@ export class SumEntries {
     return this.sums.rowCount;
   }
 
-  /** A new entry of zero sums for `model`, chained before `next`. */
-  add(model: number, next: number): number {
+  /** A new entry of zero sums for `model`, ending its chain (the caller links it). */
+  add(model: number): number {
     const entry = this.sums.newRow();
     if (entry === this.model.length) {
       this.model = grown(this.model);
       this.next = grown(this.next);
     }
     this.model[entry] = model;
-    this.next[entry] = next;
+    this.next[entry] = -1;
     return entry;
   }
 
@@ -194,7 +194,7 @@ export class TotalsByModel {
   entryFor(modelId: number): number {
     let entry = this.find(modelId);
     if (entry !== -1) return entry;
-    entry = this.entries.add(modelId, -1);
+    entry = this.entries.add(modelId);
     if (modelId >= DIRECT_MODEL_IDS) this.otherEntries.set(modelId, entry);
     else {
       if (modelId >= this.entryOf.length) this.entryOf = grown(this.entryOf, modelId + 1, -1);

@@ -28,7 +28,7 @@ export class DaySums {
     let last = -1;
     while (entry !== -1 && entries.model[entry] !== model) entry = entries.next[(last = entry)]!;
     if (entry === -1) {
-      entry = entries.add(model, -1);
+      entry = entries.add(model);
       if (last === -1) this.firstEntry.set(key, entry);
       else entries.next[last] = entry;
     }
