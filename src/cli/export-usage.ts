@@ -9,7 +9,7 @@ import { pipeline } from "node:stream/promises";
 import { UsageExportRowSchema } from "../../gen/enterprise_admin/v1/usage_pb.js";
 import { invalidParameter } from "../domain/errors.js";
 import { dateRangeWindow, zoneOrDefault } from "../domain/local-time.js";
-import type { Progress } from "../operations/import-usage.js";
+import type { Progress } from "../operations/progress.js";
 import { exportUsageRows } from "../operations/usage-export.js";
 import { RECORD_FORMATS, recordEncoder, type RecordFormat } from "../rest/record-formats.js";
 import type { Database } from "../storage/database.js";

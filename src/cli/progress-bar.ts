@@ -2,7 +2,7 @@
 // the file, events so far, rate), the export's (local days done, rows so far, rate) and the usage
 // rebuild's (events read of the enterprise's, rate). `format` shows the count so far as {count}.
 import { SingleBar, Presets } from "cli-progress";
-import type { Progress } from "../operations/import-usage.js";
+import type { Progress } from "../operations/progress.js";
 import type { CliStream } from "./cli-io.js";
 
 export const IMPORT_BAR = "importing [{bar}] {percentage}% | {count} events | {rate} events/s | eta {eta_formatted}";

@@ -10,15 +10,9 @@ import { dayOf } from "../domain/usage-window.js";
 import type { UsageEventRow, UsageRepository } from "../storage/usage-repository.js";
 import { MemberKeys } from "./record-usage.js";
 import { checkUsageFile } from "./usage-file-check.js";
+import type { Progress } from "./progress.js";
 import { bundledWorkerUrl } from "./worker-bundle.js";
 import { DEFAULT_TUNING, VALUES_PER_EVENT, type EventColumns, type UsageFileMessage, type UsageFileTuning, type UsageFileWorkerData } from "./usage-file-worker.js";
-
-/** A long command's progress (the CLI's bars): the import's bytes and events, the export's days and rows, the rebuild's events. */
-export interface Progress {
-  start(total: number): void;
-  update(done: number, count?: number): void;
-  stop(): void;
-}
 
 export interface UsageImportSummary {
   enterprise_id: string;
