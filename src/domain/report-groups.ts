@@ -1,6 +1,7 @@
 // A usage report's groups: which groups a member's usage of a model counts in (one per combination of the group_by dimensions; several when the
 // member sits in several department subtrees), and their order in a bucket. A department scope keeps its grouping from report to report.
 import { invalidParameter } from "./errors.js";
+import { compareCodePoints } from "./usage-event.js";
 import { ALL_MODELS } from "./usage-rollup.js";
 
 export type GroupDimension = "model" | "member" | "department";
@@ -133,6 +134,12 @@ export function compareGroups(dimensions: readonly GroupDimension[],
 /** Positions of `items` sorted by `compare`, keyed by `keyOf`. */
 export function ranksOf<T, K>(items: Iterable<T>, keyOf: (item: T) => K, compare: (a: T, b: T) => number): Map<K, number> {
   return new Map([...items].sort(compare).map((item, position) => [keyOf(item), position]));
+}
+
+/** Department groups' order: the department itself (its directly placed members) first, then its children by name, then id, in code point order. */
+export function departmentGroupRanks(selfId: string, children: readonly { department_id: string; name: string }[]): Map<string, number> {
+  return new Map([[selfId, -1], ...ranksOf(children, (d) => d.department_id,
+    (a, b) => compareCodePoints(a.name, b.name) || compareCodePoints(a.department_id, b.department_id))]);
 }
 
 /** Members in key order with their groups' indexes: a day's members (in key order too) find theirs by walking both lists, no lookup per member. */

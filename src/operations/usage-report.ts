@@ -8,7 +8,7 @@ import { decodePageToken, effectivePageSize, encodePageToken } from "../domain/p
 import { bucketKind, bucketParts, checkReportWindow, planBuckets } from "../domain/report-buckets.js";
 import { MAX_REPORT_DAYS } from "../domain/report-limits.js";
 import { ReportCells, type PeriodFigures } from "../domain/report-cells.js";
-import { compareGroups, groupDimensions, Grouping, ranksOf, type GroupDimension } from "../domain/report-groups.js";
+import { compareGroups, departmentGroupRanks, groupDimensions, Grouping, ranksOf, type GroupDimension } from "../domain/report-groups.js";
 import { compareCodePoints, compareModels } from "../domain/usage-event.js";
 import { ROOT_PARENT_ID } from "../domain/department-tree.js";
 import { DAY, encodeSums, HOUR, QUARTER, RollupPeriods, type Grain, type RollupLayout } from "../domain/usage-rollup.js";
@@ -159,9 +159,7 @@ export class UsageReports {
       groupsOf,
       fingerprint: createHash("sha256").update(JSON.stringify([self.department_id, placements])).digest("base64"),
       names: new Map([self, ...children].map((d) => [d.department_id, d.name])),
-      // The department itself (its directly placed members) first, then its children by name, then id.
-      ranks: new Map([[self.department_id, -1], ...ranksOf(children, (d) => d.department_id,
-        (a, b) => compareCodePoints(a.name, b.name) || compareCodePoints(a.department_id, b.department_id))]),
+      ranks: departmentGroupRanks(self.department_id, children),
       grouping: new Grouping(["department"], groupsOf),
     };
   }

@@ -84,7 +84,7 @@ export class UsageRepository {
     this.db = database.db;
     this.dialect = database.dialect;
     this.bulk = { db: this.db, dialect: this.dialect, texts: caches.texts };
-    this.rollups = new UsageRollups(this.db, this.dialect, caches.texts);
+    this.rollups = new UsageRollups(this.bulk);
   }
 
   /** The members of an enterprise among these user_ids, former members included (a query's named members, an ingestion's). */

@@ -10,7 +10,7 @@ import { mergeMemberSums } from "./member-day-sums.js";
 import { ExactSums } from "../domain/usage-totals.js";
 import type { Dialect } from "./database.js";
 import type { Schema } from "./schema.js";
-import { among, chunks, insertText, type StatementTexts } from "./bulk-statements.js";
+import { among, chunks, insertText, type BulkStore } from "./bulk-statements.js";
 
 const { RoaringBitmap32 } = roaring;
 
@@ -41,7 +41,14 @@ interface StoredRollup {
 }
 
 export class UsageRollups {
-  constructor(private readonly db: Kysely<Schema>, private readonly dialect: Dialect, private readonly texts: StatementTexts) {}
+  private readonly db: Kysely<Schema>;
+  private readonly dialect: Dialect;
+
+  /** `bulk`: the repository's connection or transaction, with its statement texts. */
+  constructor(private readonly bulk: BulkStore) {
+    this.db = bulk.db;
+    this.dialect = bulk.dialect;
+  }
 
   /**
    * The layout an ingestion adds to: begun in the enterprise's zone when it has no usage yet, so its pre-aggregates hold every event.
@@ -100,7 +107,7 @@ export class UsageRollups {
   }
 
   private upsertText(table: "usage_rollup" | "usage_rollup_members", columns: readonly string[], rows: number): string {
-    return insertText({ db: this.db, dialect: this.dialect, texts: this.texts }, table, columns, KEY_COLUMNS, columns.slice(KEY_COLUMNS.length), rows);
+    return insertText(this.bulk, table, columns, KEY_COLUMNS, columns.slice(KEY_COLUMNS.length), rows);
   }
 
   /**
@@ -108,7 +115,7 @@ export class UsageRollups {
    * a day touches about half its quarters' model rows). CROSS JOIN keeps SQLite's join order, pairs first: else it scans members rows.
    */
   private async storedRows(enterpriseId: string, grain: Grain, keys: ReadonlyArray<readonly [number, number]>): Promise<StoredRollup[]> {
-    const text = this.texts.of("rollups: stored", keys.length, (count) => {
+    const text = this.bulk.texts.of("rollups: stored", keys.length, (count) => {
       const postgres = this.dialect === "postgres";
       const pairs = Array.from({ length: count }, (_, i) => (postgres ? `($${2 * i + 1}::bigint, $${2 * i + 2}::integer)` : "(?, ?)")).join(", ");
       const [enterprise, grainValue] = postgres ? [`$${2 * count + 1}`, `$${2 * count + 2}::integer`] : ["?", "?"];
