@@ -168,10 +168,6 @@ export class SumEntries {
     this.next[entry] = -1;
     return entry;
   }
-
-  clear(): void {
-    this.sums.clear();
-  }
 }
 
 /** Sums per model id, exact, in typed arrays: made, cleared and made again without garbage. */
@@ -216,7 +212,7 @@ export class TotalsByModel {
       if (modelId < DIRECT_MODEL_IDS) this.entryOf[modelId] = -1;
     }
     this.otherEntries.clear();
-    this.entries.clear();
+    this.entries.sums.clear();
   }
 }
 

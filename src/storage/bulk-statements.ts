@@ -7,15 +7,12 @@ import type { Schema } from "./schema.js";
 /** Rows per statement at most: under SQLite's 32,766 parameters with ten a row. */
 const CHUNK_ROWS = 512;
 
-/** Statement sizes: 512-row chunks, then powers of two, so a statement has at most ten texts. */
+/** Statement sizes: 512-row chunks, then falling powers of two, so a statement has at most ten texts. */
 export function chunks<T>(rows: readonly T[]): T[][] {
   const out: T[][] = [];
-  let i = 0;
-  while (i < rows.length) {
-    let size = CHUNK_ROWS;
+  for (let i = 0, size = CHUNK_ROWS; i < rows.length; i += size) {
     while (size > rows.length - i) size >>= 1;
     out.push(rows.slice(i, i + size));
-    i += size;
   }
   return out;
 }

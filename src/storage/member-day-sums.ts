@@ -97,9 +97,8 @@ function columnView(buffer: ArrayBufferLike, at: number, count: number, width: n
 function columnOffsets(count: number, widths: readonly number[]): { offsets: number[]; end: number } {
   let at = HEADER_BYTES;
   const offsets = widths.map((width) => {
-    at = Math.ceil(at / 8) * 8;
-    const offset = at;
-    at += width * count;
+    const offset = Math.ceil(at / 8) * 8;
+    at = offset + width * count;
     return offset;
   });
   return { offsets, end: at };

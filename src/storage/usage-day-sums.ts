@@ -51,7 +51,7 @@ export class DaySums {
   clear(): void {
     this.firstEntry.clear();
     this.lastKey = -1;
-    this.entries.clear();
+    this.entries.sums.clear();
   }
 }
 

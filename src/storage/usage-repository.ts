@@ -133,30 +133,26 @@ export class UsageRepository {
     for (let i = 0; i < keys.length; i++) {
       if (!this.caches.modelIds.has(keys[i]!) && !missing.has(keys[i]!)) missing.set(keys[i]!, identity(i));
     }
-    if (missing.size > 0) {
-      await this.db.insertInto("usage_model").values([...missing.values()]).onConflict((oc) => oc.doNothing()).execute();
-      await this.loadModels();
-    }
-    return this.caches.modelIds;
+    if (missing.size === 0) return this.caches.modelIds;
+    await this.db.insertInto("usage_model").values([...missing.values()]).onConflict((oc) => oc.doNothing()).execute();
+    return (await this.loadModels()).modelIds;
   }
 
   /** The identities of these model ids (one reload at most when an id is new to this process). */
   async modelsById(modelIds: Iterable<number>): Promise<ReadonlyMap<number, ModelIdentity>> {
     for (const id of modelIds) {
-      if (!this.caches.models.has(id)) {
-        await this.loadModels();
-        break;
-      }
+      if (!this.caches.models.has(id)) return (await this.loadModels()).models;
     }
     return this.caches.models;
   }
 
-  private async loadModels(): Promise<void> {
+  /** Reads every model into the caches, and returns them. */
+  private async loadModels(): Promise<SharedCaches> {
     for (const row of await this.db.selectFrom("usage_model").selectAll().execute()) {
-      const identity = { model_name: row.model_name, model_type: row.model_type, model_source: row.model_source };
       this.caches.modelIds.set(modelKey(row.model_name, row.model_type, row.model_source), Number(row.model_id));
-      this.caches.models.set(Number(row.model_id), identity);
+      this.caches.models.set(Number(row.model_id), { model_name: row.model_name, model_type: row.model_type, model_source: row.model_source });
     }
+    return this.caches;
   }
 
   /**
@@ -210,9 +206,8 @@ export class UsageRepository {
       tx.caches.latestRows.clear();
       const rollup = new RollupDelta(new RollupPeriods(await tx.rollups.restart(enterpriseId)));
       tx.rollupDeltas.set(enterpriseId, rollup);
-      const daySums = tx.daySums!;
       for await (const page of tx.allEvents(enterpriseId)) {
-        holdSums(page, rollup, daySums);
+        holdSums(page, rollup, tx.daySums!);
         await tx.flushHeldSums();
         events += page.length;
         progress?.(events);
@@ -410,18 +405,8 @@ export class UsageRepository {
    * the 20th apart: a window's sum is at most 2^64 - 1, so neither half overflows.
    */
   private async rawSums(enterpriseId: string, ranges: ReadonlyArray<{ start: number; end: number }>, memberKeys: readonly number[] | undefined,
-    by: "pair" | "model"): Promise<RawGroupSums[]> {
+    by: "pair" | "model", form: "whole" | "halves" = "whole"): Promise<RawGroupSums[]> {
     if (memberKeys?.length === 0) return [];
-    try {
-      return await this.rawSumsIn(enterpriseId, ranges, memberKeys, by, "whole");
-    } catch (error) {
-      if (!(error instanceof Error && error.message === "integer overflow")) throw error;
-      return this.rawSumsIn(enterpriseId, ranges, memberKeys, by, "halves");
-    }
-  }
-
-  private async rawSumsIn(enterpriseId: string, ranges: ReadonlyArray<{ start: number; end: number }>, memberKeys: readonly number[] | undefined,
-    by: "pair" | "model", form: "whole" | "halves"): Promise<RawGroupSums[]> {
     const postgres = this.dialect === "postgres";
     const start = ranges[0]!.start;
     const end = ranges[ranges.length - 1]!.end;
@@ -435,11 +420,17 @@ export class UsageRepository {
     const [keys, groupBy] = by === "pair" ? [sql`member_key as group_key`, sql`member_key, model_id`]
       : [sql`${rangeOf(ranges)} as group_key, count(distinct member_key) as members`, sql`group_key, model_id`];
     const onlyMembers = memberKeys === undefined ? sql`true` : among(this.dialect, "member_key", memberKeys, "bigint");
-    const { rows: [row] } = await sql<{ groups: string | null }>`select ${postgres ? sql`string_agg(${group}, ';')` : sql`group_concat(${group}, ';')`} as groups
-      from (select ${keys}, model_id, count(*) as events, ${sql.join(columns.map((c) => sql`${c.sum} as ${sql.ref(c.name)}`))}
-        from usage_event where day >= ${dayOf(start)} and day <= ${dayOf(end - 1)} and ts >= ${start} and ts < ${end}
-        and ${this.ofEnterprise(enterpriseId)} and ${onlyMembers}
-        group by ${groupBy}) as group_sums`.execute(this.db);
+    let row: { groups: string | null } | undefined;
+    try {
+      ({ rows: [row] } = await sql<{ groups: string | null }>`select ${postgres ? sql`string_agg(${group}, ';')` : sql`group_concat(${group}, ';')`} as groups
+        from (select ${keys}, model_id, count(*) as events, ${sql.join(columns.map((c) => sql`${c.sum} as ${sql.ref(c.name)}`))}
+          from usage_event where day >= ${dayOf(start)} and day <= ${dayOf(end - 1)} and ts >= ${start} and ts < ${end}
+          and ${this.ofEnterprise(enterpriseId)} and ${onlyMembers}
+          group by ${groupBy}) as group_sums`.execute(this.db));
+    } catch (error) {
+      if (form === "halves" || !(error instanceof Error && error.message === "integer overflow")) throw error;
+      return this.rawSums(enterpriseId, ranges, memberKeys, by, "halves");
+    }
     const groups: RawGroupSums[] = [];
     if (!row?.groups) return groups;
     const sums = new ExactSums(entryCount(row.groups)); // sized once: growing it a doubling at a time cost an export 1%
@@ -490,17 +481,9 @@ export class UsageRepository {
 /** A group of rawSums: a member's (by "pair") or a range's (by "model", with its distinct members) sums of a model, `row` of the statement's table. */
 type RawGroupSums = MemberModelSums & PeriodFigures & { range: number };
 
-interface RawEventRow {
-  day: number | string;
-  member_key: number | string;
-  ts: number | string;
-  event_id: string;
-  model_id: number | string;
-  input_tokens: string;
-  output_tokens: string;
-  basic_micros: string;
-  pay_go_micros: string;
-}
+/** A row of allEvents' statement: its keys as the driver gives them, its id and values as text. */
+type RawEventRow = Record<"day" | "member_key" | "ts" | "model_id", number | string>
+  & Record<"event_id" | "input_tokens" | "output_tokens" | "basic_micros" | "pay_go_micros", string>;
 
 /** A stored event as `usage rebuild` reads it (allEvents): an event row without its id, all the pre-aggregates need. */
 type StoredEvent = Omit<UsageEventRow, "eventId">;

@@ -8,7 +8,6 @@ import {
 } from "../domain/usage-rollup.js";
 import { mergeMemberSums } from "./member-day-sums.js";
 import { ExactSums } from "../domain/usage-totals.js";
-import type { Dialect } from "./database.js";
 import type { Schema } from "./schema.js";
 import { among, chunks, insertText, type BulkStore } from "./bulk-statements.js";
 
@@ -42,12 +41,10 @@ interface StoredRollup {
 
 export class UsageRollups {
   private readonly db: Kysely<Schema>;
-  private readonly dialect: Dialect;
 
   /** `bulk`: the repository's connection or transaction, with its statement texts. */
   constructor(private readonly bulk: BulkStore) {
     this.db = bulk.db;
-    this.dialect = bulk.dialect;
   }
 
   /**
@@ -116,7 +113,7 @@ export class UsageRollups {
    */
   private async storedRows(enterpriseId: string, grain: Grain, keys: ReadonlyArray<readonly [number, number]>): Promise<StoredRollup[]> {
     const text = this.bulk.texts.of("rollups: stored", keys.length, (count) => {
-      const postgres = this.dialect === "postgres";
+      const postgres = this.bulk.dialect === "postgres";
       const pairs = Array.from({ length: count }, (_, i) => (postgres ? `($${2 * i + 1}::bigint, $${2 * i + 2}::integer)` : "(?, ?)")).join(", ");
       const [enterprise, grainValue] = postgres ? [`$${2 * count + 1}`, `$${2 * count + 2}::integer`] : ["?", "?"];
       return `with k(p, m) as (values ${pairs})
@@ -135,15 +132,13 @@ export class UsageRollups {
       .$if(withMembers, (qb) => qb.innerJoin("usage_rollup_members as m", (join) => join.onRef("m.enterprise_id", "=", "r.enterprise_id")
         .onRef("m.grain", "=", "r.grain").onRef("m.period", "=", "r.period").onRef("m.model_id", "=", "r.model_id")))
       .select(["r.period", "r.model_id", "r.member_count", "r.sums", withMembers ? sql<Uint8Array>`m.members`.as("members") : sql<null>`null`.as("members")])
-      .where("r.enterprise_id", "=", enterpriseId).where("r.grain", "=", grain).where(among(this.dialect, "r.period", periods, "bigint"))
+      .where("r.enterprise_id", "=", enterpriseId).where("r.grain", "=", grain).where(among(this.bulk.dialect, "r.period", periods, "bigint"))
       .where("r.model_id", models === "all" ? "=" : ">", 0).execute();
     const sums = new ExactSums(rows.length);
     return rows.map((row, i) => {
       addEncodedSums(row.sums, sums, i);
-      return {
-        period: Number(row.period), modelId: Number(row.model_id), memberCount: Number(row.member_count), sums, row: i,
-        members: row.members ?? undefined,
-      };
+      return { period: Number(row.period), modelId: Number(row.model_id), memberCount: Number(row.member_count), sums, row: i,
+        members: row.members ?? undefined };
     });
   }
 
@@ -151,7 +146,8 @@ export class UsageRollups {
   async memberDays(enterpriseId: string, days: readonly number[]): Promise<Array<{ day: number; memberSums: Uint8Array }>> {
     if (days.length === 0) return [];
     const rows = await this.db.selectFrom("usage_rollup_members").select(["period", "member_sums"])
-      .where("enterprise_id", "=", enterpriseId).where("grain", "=", DAY).where(among(this.dialect, "period", days, "bigint")).where("model_id", "=", ALL_MODELS).execute();
+      .where("enterprise_id", "=", enterpriseId).where("grain", "=", DAY).where(among(this.bulk.dialect, "period", days, "bigint"))
+      .where("model_id", "=", ALL_MODELS).execute();
     return rows.map((row) => ({ day: Number(row.period), memberSums: row.member_sums ?? new Uint8Array() }));
   }
 }

@@ -23,7 +23,7 @@ export async function addToRunningTotals(database: BulkStore, latest: LatestRows
   const runs = memberRuns(keys);
   // All chunks' rows are written together, in full statements in table order, unless they pass ROWS_HELD_BYTES (an old event rewrites every
   // later row of its member). Sized up front for rows (a member-day each) of up to about 20 models, not grown a doubling at a time.
-  const rows = new RowsByDay(Math.min(ROWS_HELD_BYTES, Math.max(1 << 16, keys.length * 512)));
+  const rows = new RowsByDay(new Uint8Array(Math.min(ROWS_HELD_BYTES, Math.max(1 << 16, keys.length * 512))));
   const added = new TotalsByModel(); // reused member after member
   for (const chunk of chunks(runs)) {
     const known = chunk.map((run) => latest.from(run.memberKey, run.firstDay));
@@ -136,28 +136,22 @@ async function readStoredRows(database: BulkStore,
  * made member by member, an import's rows would otherwise jump between as many day ranges of the table.
  */
 class RowsByDay {
-  private buffer: Uint8Array<ArrayBuffer>;
-  private used = 0;
+  /** The bytes of the rows held. */
+  bytes = 0;
   private members: number[] = [];
   private days: number[] = [];
   private ends: number[] = [];
 
-  /** `expectedBytes`: about how many bytes the rows will take (the buffer grows past it). */
-  constructor(expectedBytes: number) {
-    this.buffer = new Uint8Array(expectedBytes);
-  }
-
-  get bytes(): number {
-    return this.used;
-  }
+  /** `buffer`: about as many bytes as the rows will take (a larger one replaces it when they pass it). */
+  constructor(private buffer: Uint8Array<ArrayBuffer>) {}
 
   /** Adds a row whose packed totals `write` puts into `out` from `at` (at most `maxBytes`), returning the offset after them. */
   addWritten(memberKey: number, day: number, maxBytes: number, write: (out: Uint8Array, at: number) => number): void {
-    if (this.used + maxBytes > this.buffer.length) this.buffer = grown(this.buffer, this.used + maxBytes);
-    this.used = write(this.buffer, this.used);
+    if (this.bytes + maxBytes > this.buffer.length) this.buffer = grown(this.buffer, this.bytes + maxBytes);
+    this.bytes = write(this.buffer, this.bytes);
     this.members.push(memberKey);
     this.days.push(day);
-    this.ends.push(this.used);
+    this.ends.push(this.bytes);
   }
 
   /** The last row added, if any (its totals valid until the next row). */
@@ -179,7 +173,7 @@ class RowsByDay {
       const text = insertText(database, "usage_running_total", ["member_key", "day", "totals"], ["member_key", "day"], ["totals"], part.length);
       await database.db.executeQuery(CompiledQuery.raw(text, parameters));
     }
-    this.used = 0;
+    this.bytes = 0;
     this.members = [];
     this.days = [];
     this.ends = [];

@@ -93,13 +93,8 @@ export function packTotals(totals: TotalsByModel, out: Uint8Array, at: number, o
       for (let i = 0; i < SUMS; i++) {
         const start = reader.at;
         const total = reader.next() + sums.values[entry * SUMS + i]!;
-        if (reader.at - start <= NUMBER_BYTES && !sums.anyBig && total <= Number.MAX_SAFE_INTEGER) {
-          at = writeVarint(out, at, total);
-        } else {
-          const exact = readBigVarint(onto, start) + sums.total(entry, i);
-          if (exact > SUM_LIMIT) throw new SumLimitError();
-          at = writeBigVarint(out, at, exact);
-        }
+        if (reader.at - start <= NUMBER_BYTES && !sums.anyBig && total <= Number.MAX_SAFE_INTEGER) at = writeVarint(out, at, total);
+        else at = writeBigVarint(out, at, readBigVarint(onto, start) + sums.total(entry, i));
       }
     }
     if (reader.at !== onto.length) throw new CorruptTotalsError(reader.at, onto.length);
@@ -115,13 +110,8 @@ function writeEntry(out: Uint8Array, at: number, entries: SumEntries, entry: num
   at = writeVarint(out, at, entries.model[entry]!);
   const { sums } = entries;
   for (let i = 0; i < SUMS; i++) {
-    if (!sums.anyBig) {
-      at = writeVarint(out, at, sums.values[entry * SUMS + i]!);
-      continue;
-    }
-    const total = sums.total(entry, i);
-    if (total > SUM_LIMIT) throw new SumLimitError();
-    at = writeBigVarint(out, at, total);
+    if (sums.anyBig) at = writeBigVarint(out, at, sums.total(entry, i));
+    else at = writeVarint(out, at, sums.values[entry * SUMS + i]!);
   }
   return at;
 }
@@ -148,8 +138,9 @@ export function writeVarint(out: Uint8Array, at: number, value: number): number 
   return at;
 }
 
-/** Writes a non-negative bigint as a varint; returns the next offset. */
+/** Writes a non-negative bigint as a varint; returns the next offset. Throws SumLimitError past 2^64 - 1 (a sum's limit). */
 function writeBigVarint(out: Uint8Array, at: number, value: bigint): number {
+  if (value > SUM_LIMIT) throw new SumLimitError();
   while (value >= 0x80n) {
     out[at++] = Number(value & 0x7fn) | 0x80;
     value >>= 7n;
