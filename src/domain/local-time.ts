@@ -56,27 +56,24 @@ export class ZoneOffsets {
 
   constructor(readonly zone: string, private readonly from: number, private readonly to: number) {
     const offsetOf = (this.offsetOf = offsetReader(zone));
-    let at = from;
-    let offset = offsetOf(at);
-    this.starts.push(at);
+    let offset = offsetOf(from);
+    this.starts.push(from);
     this.offsets.push(offset);
-    while (at < to) {
-      const probe = Math.min(to, at + DAY_SECONDS);
-      if (offsetOf(probe) !== offset) {
-        // The change is in (at, probe]: the first second with the new offset.
-        let low = at;
-        let high = probe;
-        while (high - low > 1) {
-          const middle = Math.floor((low + high) / 2);
-          if (offsetOf(middle) === offset) low = middle;
-          else high = middle;
-        }
-        this.starts.push(high);
-        this.offsets.push((offset = offsetOf(high)));
+    for (let at = from; at < to;) {
+      let high = Math.min(to, at + DAY_SECONDS);
+      if (offsetOf(high) === offset) {
         at = high;
         continue;
       }
-      at = probe;
+      // The change is in (at, high]: bisected to the first second with the new offset, `at` moving up to the last with the old one.
+      while (high - at > 1) {
+        const middle = Math.floor((at + high) / 2);
+        if (offsetOf(middle) === offset) at = middle;
+        else high = middle;
+      }
+      this.starts.push(high);
+      this.offsets.push((offset = offsetOf(high)));
+      at = high;
     }
   }
 

@@ -34,15 +34,8 @@ export interface MemberSumsOfDay {
 }
 
 /** A (bucket, group)'s figures. */
-export interface GroupFigures {
-  key: GroupKey;
-  events: bigint;
-  activeMembers: number;
-  inputTokens: bigint;
-  outputTokens: bigint;
-  basicMicros: bigint;
-  payGoMicros: bigint;
-}
+export type GroupFigures = { key: GroupKey; activeMembers: number }
+  & Record<"events" | "inputTokens" | "outputTokens" | "basicMicros" | "payGoMicros", bigint>;
 
 /** Numbers kept per group while a day's member sums are added: the five sums and the member count. */
 const PENDING = SUMS + 1;
@@ -141,13 +134,8 @@ export class ReportCells {
   /** A bucket's groups with events, in no particular order. */
   groups(bucket: number): GroupFigures[] {
     return this.cells[bucket]!.filter((cell) => cell !== undefined).map((cell) => ({
-      key: cell.key,
-      events: cell.total(EVENTS),
-      activeMembers: cell.memberCount(),
-      inputTokens: cell.total(INPUT),
-      outputTokens: cell.total(OUTPUT),
-      basicMicros: cell.total(BASIC),
-      payGoMicros: cell.total(PAY_GO),
+      key: cell.key, events: cell.total(EVENTS), activeMembers: cell.memberCount(), inputTokens: cell.total(INPUT),
+      outputTokens: cell.total(OUTPUT), basicMicros: cell.total(BASIC), payGoMicros: cell.total(PAY_GO),
     }));
   }
 }

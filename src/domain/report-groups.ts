@@ -19,14 +19,9 @@ export interface GroupKey {
 
 /** The request's group_by as dimensions, each at most once (validation already says so; this keeps the type honest). */
 export function groupDimensions(groupBy: readonly string[]): GroupDimension[] {
-  const seen = new Set<string>();
-  for (const word of groupBy) {
-    if (!DIMENSIONS.includes(word) || seen.has(word)) {
-      throw invalidParameter(`group_by: ${JSON.stringify(word)} is not one of "model", "member", "department" given once`);
-    }
-    seen.add(word);
-  }
-  return [...seen] as GroupDimension[];
+  const wrong = groupBy.find((word, i) => !DIMENSIONS.includes(word) || groupBy.indexOf(word) !== i);
+  if (wrong !== undefined) throw invalidParameter(`group_by: ${JSON.stringify(wrong)} is not one of "model", "member", "department" given once`);
+  return [...groupBy] as GroupDimension[];
 }
 
 /**

@@ -84,8 +84,7 @@ export class RollupPeriods {
    * [start, end) as the coarsest whole periods of `grains` (coarsest first) that fit, in time order, and the rest as raw ranges:
    * with every grain, only a window edge off a quarter hour; with days alone, whatever is not a whole day of the layout's zone.
    */
-  cover(start: number, end: number, grains: readonly Grain[] = [DAY, HOUR, QUARTER])
-    : { periods: Array<{ grain: Grain; start: number }>; raw: Array<{ from: number; to: number }> } {
+  cover(start: number, end: number, grains: readonly Grain[] = [DAY, HOUR, QUARTER]) {
     const finest = grains[grains.length - 1]!;
     const periods: Array<{ grain: Grain; start: number }> = [];
     const raw: Array<{ from: number; to: number }> = [];

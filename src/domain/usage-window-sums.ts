@@ -15,8 +15,7 @@ export class WindowSums {
   of(modelId: number): ExactSums {
     let slot = this.slots.get(modelId);
     if (slot === undefined) {
-      slot = this.modelIds.length;
-      this.slots.set(modelId, slot);
+      this.slots.set(modelId, (slot = this.modelIds.length));
       this.modelIds.push(modelId);
       this.columns.push(new ExactSums(this.memberCount));
     }

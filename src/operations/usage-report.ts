@@ -2,6 +2,7 @@
 // member page worked out, the usage summed per (bucket, group) from the rollups or raw events (addUsage), the groups ordered with their key fields.
 import { createHash } from "node:crypto";
 import { LRUCache } from "lru-cache";
+import type { GetUsageReportRequest } from "../../gen/enterprise_admin/v1/usage_pb.js";
 import { invalidParameter } from "../domain/errors.js";
 import { dateRangeWindow, zoneOrDefault, type TimeBucket } from "../domain/local-time.js";
 import { decodePageToken, effectivePageSize, encodePageToken } from "../domain/page-token.js";
@@ -18,25 +19,12 @@ import type { MemberRow, UsageRepository } from "../storage/usage-repository.js"
 import { resolveNamedMembers } from "./named-members.js";
 import { DAYS_READ_AT_ONCE, ReportDayCache, type DayLoader } from "./report-day-cache.js";
 
-export const DEFAULT_REPORT_MEMBERS = 100;
-export const MAX_REPORT_MEMBERS = 1000;
 /** Department scopes kept (each up to a map of the enterprise's members): the departments asked about most lately. */
 const DEPARTMENT_SCOPES_KEPT = 16;
 /** The longest span of buckets that one statement sums per model (addEvents): a local day, 25 hours on a daylight-saving day. */
 const COUNTED_SPAN_SECONDS = 25 * 3600;
 
-export interface UsageReportRequest {
-  startTime: bigint;
-  endTime: bigint;
-  timeZone: string;
-  bucket: string;
-  groupBy: readonly string[];
-  departmentId: string;
-  userIds: readonly string[];
-  emails: readonly string[];
-  pageSize: number;
-  pageToken: string;
-}
+export type UsageReportRequest = Omit<GetUsageReportRequest, "$typeName" | "$unknown">;
 
 /** What the engine sums: a window in buckets, grouped, over some members (undefined: all). */
 interface ReportPlan {
@@ -96,7 +84,7 @@ export class UsageReports {
       // Bound to every field but the page's own (AIP-158: page_size may change between pages).
       const query = JSON.stringify(["usage-report", String(request.startTime), String(request.endTime), request.timeZone, kind, dimensions,
         request.departmentId, request.userIds, request.emails]);
-      const pageSize = effectivePageSize(request.pageSize, { default: DEFAULT_REPORT_MEMBERS, max: MAX_REPORT_MEMBERS });
+      const pageSize = effectivePageSize(request.pageSize, { default: 100, max: 1000 });
       const after = decodePageToken(query, request.pageToken);
       const active = await this.activeMembers({ enterpriseId, layout, start, end, buckets, dimensions, members }, signal);
       const ordered = active.sort((a, b) => compareCodePoints(a.user_id, b.user_id))
@@ -118,9 +106,7 @@ export class UsageReports {
     const settings = await this.usage.callerEnterpriseSettings(enterpriseId);
     const zone = zoneOrDefault(request.timeZone, settings.time_zone, "time_zone");
     const { start, end, days } = dateRangeWindow(request.startDate, request.endDate, zone, ["start_date", "end_date"]);
-    if (days > MAX_REPORT_DAYS) {
-      throw invalidParameter(`start_date to end_date: ${days} days > ${MAX_REPORT_DAYS} (both dates count)`);
-    }
+    if (days > MAX_REPORT_DAYS) throw invalidParameter(`start_date to end_date: ${days} days > ${MAX_REPORT_DAYS} (both dates count)`);
     const buckets = await this.run({
       enterpriseId, layout: settings.layout, start, end, buckets: planBuckets(start, end, zone, "day"), dimensions: [], members: undefined,
     }, signal);
@@ -377,13 +363,7 @@ type TimeRange = Pick<TimeBucket, "start" | "end">;
 type Span = { from: number; to: number };
 
 /** A whole period of the rollups inside a bucket, and whether it is all of that bucket (its members are then counted, not kept). */
-interface CoveredPeriod {
-  grain: Grain;
-  start: number;
-  end: number;
-  bucket: number;
-  alone: boolean;
-}
+type CoveredPeriod = TimeRange & { grain: Grain; bucket: number; alone: boolean };
 
 /** The plan's buckets as whole periods of `grains` (days of the rollups' zone by default), and the ranges none fits (read raw), each as long as it runs. */
 function coverBuckets(plan: ReportPlan, layout: RollupLayout, grains: readonly Grain[] = [DAY]) {
