@@ -24,16 +24,15 @@ export function demoUsageEvents(asOf: string): RawUsageEvent[] {
   const last = localMidnight(asOf, "UTC", "--as-of").toSeconds() / DAY_SECONDS;
   if (last < DEMO_USAGE_DAYS) throw invalidParameter(`--as-of: ${asOf} is too early: the demo's ${DEMO_USAGE_DAYS} days must start on 1970-01-02 or later`);
   const events: RawUsageEvent[] = [];
-  for (let day = last - DEMO_USAGE_DAYS + 1; day <= last; day++) events.push(...demoDayEvents(day));
+  for (let day = last - DEMO_USAGE_DAYS + 1; day <= last; day++) addDemoDay(day, events);
   return events;
 }
 
-/** One date's events; `day`: days since 1970-01-01. */
-function demoDayEvents(day: number): RawUsageEvent[] {
+/** Adds one date's events to `events`; `day`: days since 1970-01-01. */
+function addDemoDay(day: number, events: RawUsageEvent[]): void {
   const rand = mulberry32(Math.imul(day, 0x9e3779b1) ^ 0x5eed);
   const date = localDateOf(day * DAY_SECONDS, "UTC");
   const weekday = (day + 3) % 7 < 5; // Monday to Friday: 1970-01-01 (day 0) was a Thursday, day 3 of a week from Monday
-  const events: RawUsageEvent[] = [];
   demoDirectory.members.forEach((member, m) => {
     const count = Math.floor(rand() * (weekday ? 12 : 3));
     for (let k = 0; k < count; k++) {
@@ -43,20 +42,13 @@ function demoDayEvents(day: number): RawUsageEvent[] {
       const charge = BigInt(input * model.inputMicros + output * model.outputMicros);
       const fromQuota = model.model_source === "Builtin" && rand() < 0.6;
       events.push({
-        event_id: `demo-${date}-${member.user_id}-${k}`,
-        user_id: member.user_id,
-        model_name: model.model_name,
-        model_type: model.model_type,
-        model_source: model.model_source,
-        timestamp: day * DAY_SECONDS + 3600 + Math.floor(rand() * 10 * 3600),
-        input_tokens: input,
-        output_tokens: output,
-        basic_amount: fromQuota ? formatMicros(charge) : "0",
-        pay_go_amount: fromQuota ? "0" : formatMicros(charge),
+        event_id: `demo-${date}-${member.user_id}-${k}`, user_id: member.user_id,
+        model_name: model.model_name, model_type: model.model_type, model_source: model.model_source,
+        timestamp: day * DAY_SECONDS + 3600 + Math.floor(rand() * 10 * 3600), input_tokens: input, output_tokens: output,
+        basic_amount: fromQuota ? formatMicros(charge) : "0", pay_go_amount: fromQuota ? "0" : formatMicros(charge),
       });
     }
   });
-  return events;
 }
 
 /** mulberry32: a small 32-bit generator, uniform in [0, 1); the same seed gives the same sequence. */

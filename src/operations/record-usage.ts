@@ -21,7 +21,6 @@ export class MemberKeys {
   /** Loads these members; `describe(i)` names the event of `userIds[i]` in the error for an unknown one. */
   async resolveIds(userIds: readonly string[], describe: (index: number) => string): Promise<void> {
     const unseen = [...new Set(userIds)].filter((id) => !this.known.has(id));
-    if (unseen.length === 0) return;
     for (let at = 0; at < unseen.length; at += MEMBERS_PER_LOOKUP) {
       for (const row of await this.repository.membersByUserIds(this.enterpriseId, unseen.slice(at, at + MEMBERS_PER_LOOKUP))) this.known.set(row.user_id, row);
     }

@@ -1,7 +1,7 @@
 // The usage export, for the RPC and the CLI: one row per (local date, member, model) with events in a window, by date, user_id, then
 // model name, type and source (code point order). Memory stays flat: each local day is summed and sent before the next is read.
 import type { UsageExportRow as ProtoRow } from "../../gen/enterprise_admin/v1/usage_pb.js";
-import { eachBucket, localDateOf } from "../domain/local-time.js";
+import { eachBucket } from "../domain/local-time.js";
 import { compareCodePoints, compareModels, type ModelIdentity } from "../domain/usage-event.js";
 import { BASIC, EVENTS, INPUT, modelAmounts, OUTPUT, PAY_GO, type MemberModelSums } from "../domain/usage-totals.js";
 import type { DirectoryRepository, MemberProfile } from "../storage/directory-repository.js";
@@ -22,11 +22,6 @@ export interface UsageExportRequest {
   timeZone: string;
   /** Stops the scan between days (the call's deadline, the caller gone). */
   signal?: AbortSignal;
-}
-
-/** The file name of an export: usage-<first local date>-<last local date>.<extension>. */
-export function exportFileName(start: number, end: number, timeZone: string, extension: string): string {
-  return `usage-${localDateOf(start, timeZone)}-${localDateOf(end - 1, timeZone)}.${extension}`;
 }
 
 /** The export's rows in order, in batches of at most EXPORT_BATCH_ROWS, one local day summed at a time. */
@@ -63,13 +58,14 @@ class MemberOrder {
       this.inOrder.push(member);
     }
     // The sorted members, then the new ones: TimSort merges the new into the sorted run.
-    this.inOrder.sort((a, b) => compareCodePoints(a.profile.userId, b.profile.userId)).forEach((member, place) => {
-      member.place = place;
-    });
+    this.inOrder.sort((a, b) => compareCodePoints(a.profile.userId, b.profile.userId)).forEach((member, place) => (member.place = place));
   }
 
   get(memberKey: number): { profile: MemberProfile; place: number } {
-    return this.byKey.get(memberKey) ?? missingMember(memberKey);
+    const member = this.byKey.get(memberKey);
+    // Events always belong to a member of the directory: a missing one is a broken store, not bad input.
+    if (member === undefined) throw new Error(`usage export: member_key ${memberKey} has events but no member row`);
+    return member;
   }
 }
 
@@ -93,9 +89,4 @@ function dayRows(date: string, pairs: readonly MemberModelSums[], members: Membe
       basicAmount, payGoAmount, totalAmount, currency, formerMember: profile.formerMember,
     };
   });
-}
-
-/** Events always belong to a member of the directory: a missing one is a broken store, not bad input. */
-function missingMember(memberKey: number): never {
-  throw new Error(`usage export: member_key ${memberKey} has events but no member row`);
 }

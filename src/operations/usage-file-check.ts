@@ -19,9 +19,7 @@ export async function checkUsageFile(path: string, totalBytes: number, thread: U
   for (const result of results) {
     if (result.kind === "failed") throw new Error(`reading ${path}: ${result.message}`);
     if (result.kind === "invalid") throw invalidParameter(`line ${linesBefore + result.line}${result.reason}`);
-    for (const [userId, line, eventId] of result.users) {
-      if (!users.has(userId)) users.set(userId, { line: linesBefore + line, eventId });
-    }
+    for (const [userId, line, eventId] of result.users) if (!users.has(userId)) users.set(userId, { line: linesBefore + line, eventId });
     linesBefore += result.lines;
   }
   return users;
@@ -46,8 +44,7 @@ async function lineStartAfter(path: string, offset: number): Promise<number> {
 async function checkRange(thread: URL, data: RangeCheckData): Promise<RangeCheck> {
   const worker = new Worker(thread, { workerData: { task: "check", ...data } satisfies UsageFileWorkerData });
   try {
-    const [result] = (await once(worker, "message")) as [RangeCheck];
-    return result;
+    return (await once(worker, "message"))[0] as RangeCheck;
   } finally {
     await worker.terminate();
   }

@@ -3,7 +3,7 @@
 // parsing (about half an import's work) runs beside the main thread's writes: sends checked events as columns (EventColumns).
 // Messages to the main thread: `UsageFileMessage`; from it: "more" (one batch consumed).
 import { createReadStream } from "node:fs";
-import { parentPort, workerData, type MessagePort } from "node:worker_threads";
+import { parentPort, workerData } from "node:worker_threads";
 import { modelKey } from "../domain/usage-event.js";
 import { AppError, ErrorCode } from "../domain/errors.js";
 import { lineBatches, parseUsageLine } from "./usage-file-lines.js";
@@ -140,12 +140,9 @@ async function readUsageFile(path: string, batchEvents: number, send: (message: 
 /** The thread's work (usage-file-worker.mjs), by workerData's task. */
 export async function runUsageFileThread(): Promise<void> {
   const data = workerData as UsageFileWorkerData;
-  if (data.task === "check") parentPort!.postMessage(await checkLines(data));
-  else serveMainThread(parentPort!, data.path, data.batchEvents);
-}
-
-/** Reads the file at `path` for the main thread on `port`, at most BATCHES_AHEAD batches ahead of it. */
-function serveMainThread(port: MessagePort, path: string, batchEvents: number): void {
+  const port = parentPort!;
+  if (data.task === "check") return port.postMessage(await checkLines(data));
+  // "read": the file for the main thread, at most BATCHES_AHEAD batches ahead of it.
   let credits = BATCHES_AHEAD;
   let wake: (() => void) | undefined;
   port.on("message", (message) => {
@@ -155,16 +152,13 @@ function serveMainThread(port: MessagePort, path: string, batchEvents: number): 
     wake = undefined;
   });
   const send = async (message: UsageFileMessage) => {
-    if (message.kind === "events") {
-      while (credits === 0) await new Promise<void>((resolve) => (wake = resolve));
-      credits--;
-      const { users, models, values } = message.events;
-      port.postMessage(message, [users.buffer, models.buffer, values.buffer] as ArrayBuffer[]);
-    } else {
-      port.postMessage(message);
-    }
+    if (message.kind !== "events") return port.postMessage(message);
+    while (credits === 0) await new Promise<void>((resolve) => (wake = resolve));
+    credits--;
+    const { users, models, values } = message.events;
+    port.postMessage(message, [users.buffer, models.buffer, values.buffer] as ArrayBuffer[]);
   };
-  readUsageFile(path, batchEvents, send).catch((error: unknown) => {
+  readUsageFile(data.path, data.batchEvents, send).catch((error: unknown) => {
     const message = error instanceof Error ? error.message : String(error);
     const invalid = error instanceof AppError && error.code === ErrorCode.INVALID_PARAMETER;
     port.postMessage((invalid ? { kind: "invalid", message } : { kind: "failed", message }) satisfies UsageFileMessage);

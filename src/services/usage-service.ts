@@ -1,8 +1,10 @@
-// UsageService: the documented usage query (docs/api-rules.md, Member model usage), event ingestion, and the
-// usage report and daily trend (operations/usage-report.ts).
+// UsageService: the documented usage query (docs/api-rules.md, Member model usage), event ingestion, the
+// usage report and daily trend (operations/usage-report.ts), and the export stream (operations/usage-export.ts).
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { UsageService, type MemberUsageSchema, type ModelUsageSchema } from "../../gen/enterprise_admin/v1/usage_pb.js";
+import { localDateOf, zoneOrDefault } from "../domain/local-time.js";
+import { checkReportWindow } from "../domain/report-buckets.js";
 import type { GroupFigures } from "../domain/report-cells.js";
 import { formatMicros } from "../domain/money.js";
 import { checkUsageEvent, compareModels, type ModelIdentity } from "../domain/usage-event.js";
@@ -11,10 +13,10 @@ import { principalOf } from "../interceptors/auth.js";
 import { signalOf } from "../interceptors/call-signal.js";
 import { resolveNamedMembers } from "../operations/named-members.js";
 import { recordUsage, type IngestionObserver } from "../operations/record-usage.js";
+import { exportUsageRows } from "../operations/usage-export.js";
 import type { UsageReports } from "../operations/usage-report.js";
 import type { UsageRepository } from "../storage/usage-repository.js";
 import type { DirectoryRepository } from "../storage/directory-repository.js";
-import { exportUsage } from "./usage-export-handler.js";
 import { BASIC, INPUT, modelAmounts, OUTPUT, PAY_GO } from "../domain/usage-totals.js";
 import type { WindowSums } from "../domain/usage-window-sums.js";
 
@@ -24,7 +26,6 @@ export function usageService(usage: UsageRepository, directory: DirectoryReposit
   return {
     async queryUserModelUsage(request, context) {
       const { enterpriseId } = principalOf(context);
-      const signal = signalOf(context);
       const window = checkWindow(request.startTime, request.endTime);
       const [{ members, notFoundUserIds, notFoundEmails }, settings] = await Promise.all([
         resolveNamedMembers(usage, enterpriseId, request, true),
@@ -32,24 +33,20 @@ export function usageService(usage: UsageRepository, directory: DirectoryReposit
       ]);
 
       const plan = planWindow(window.start, window.end, settings.layout !== undefined);
-      signal.throwIfAborted();
+      signalOf(context).throwIfAborted();
       const sums = await usage.sumUsage(members.map((m) => m.member_key), plan);
       const models = await usage.modelsById(sums.modelIds);
       // The models' slots in entry order (compareModels): the few models are sorted once, not compared in every member's entries.
       const slots = sums.modelIds.map((_, i) => i).sort((a, b) => compareModels(models.get(sums.modelIds[a]!)!, models.get(sums.modelIds[b]!)!));
       const items: MessageInitShape<typeof MemberUsageSchema>[] = members.map((member, position) => ({
-        userId: member.user_id,
-        email: member.email,
-        accountType: Number(member.account_type),
-        modelUsage: modelUsage(models, slots, sums, position, settings.currency),
-        formerMember: member.removed_at !== null,
+        userId: member.user_id, email: member.email, accountType: Number(member.account_type),
+        modelUsage: modelUsage(models, slots, sums, position, settings.currency), formerMember: member.removed_at !== null,
       }));
       return { items, notFoundUserIds, notFoundEmails };
     },
 
     async recordUsageEvents(request, context) {
       const { enterpriseId } = principalOf(context);
-      const signal = signalOf(context);
       const events = request.events.map((event, index) => ({
         event: checkUsageEvent({
           event_id: event.eventId, user_id: event.userId, model_name: event.modelName, model_type: event.modelType,
@@ -58,7 +55,7 @@ export function usageService(usage: UsageRepository, directory: DirectoryReposit
         }, `events[${index}]`),
         where: `events[${index}]`,
       }));
-      return recordUsage(usage, enterpriseId, events, signal, ingested);
+      return recordUsage(usage, enterpriseId, events, signalOf(context), ingested);
     },
 
     async getUsageReport(request, context) {
@@ -66,9 +63,7 @@ export function usageService(usage: UsageRepository, directory: DirectoryReposit
       return {
         ...report,
         buckets: report.buckets.map((bucket) => ({
-          startTime: BigInt(bucket.start),
-          endTime: BigInt(bucket.end),
-          date: bucket.date,
+          startTime: BigInt(bucket.start), endTime: BigInt(bucket.end), date: bucket.date,
           groups: bucket.groups.map((g) => ({
             modelName: g.modelName, modelType: g.modelType, modelSource: g.modelSource, userId: g.userId, email: g.email,
             formerMember: g.formerMember, departmentId: g.departmentId, departmentName: g.departmentName, ...figures(g.figures),
@@ -79,13 +74,21 @@ export function usageService(usage: UsageRepository, directory: DirectoryReposit
 
     async getCoreMetrics(request, context) {
       const metrics = await reports.coreMetrics(principalOf(context).enterpriseId, request, signalOf(context));
-      return {
-        ...metrics,
-        items: metrics.items.map((day) => ({ date: day.date, ...figures(day) })),
-      };
+      return { ...metrics, items: metrics.items.map((day) => ({ date: day.date, ...figures(day) })) };
     },
 
-    exportUsage: (request, context) => exportUsage(usage, directory, request, context),
+    async *exportUsage(request, context) {
+      const { enterpriseId } = principalOf(context);
+      // A report's limits: an export is its day buckets' rows.
+      const { start, end } = checkReportWindow(request.startTime, request.endTime, "day");
+      const settings = await usage.callerEnterpriseSettings(enterpriseId);
+      const timeZone = zoneOrDefault(request.timeZone, settings.time_zone, "time_zone");
+      // The name a REST download is saved under (the other transports carry it as a header too): usage-<first date>-<last date>.<format>.
+      const fileName = `usage-${localDateOf(start, timeZone)}-${localDateOf(end - 1, timeZone)}.${request.format || "csv"}`;
+      context.responseHeader.set("content-disposition", `attachment; filename="${fileName}"`);
+      const asked = { enterpriseId, currency: settings.currency, start, end, timeZone, signal: signalOf(context) };
+      for await (const rows of exportUsageRows(usage, directory, asked)) yield { rows };
+    },
   };
 }
 
@@ -99,9 +102,7 @@ function modelUsage(models: ReadonlyMap<number, ModelIdentity>, slots: readonly 
     // Named, not spread: spreading the amounts into the entry is several times slower.
     const { basicAmount, payGoAmount, totalAmount } = modelAmounts(model, sums.sum(slot, member, BASIC), sums.sum(slot, member, PAY_GO));
     entries.push({
-      modelName: model.model_name,
-      modelType: model.model_type,
-      modelSource: model.model_source,
+      modelName: model.model_name, modelType: model.model_type, modelSource: model.model_source,
       usage: { inputTokens: BigInt(sums.sum(slot, member, INPUT)), outputTokens: BigInt(sums.sum(slot, member, OUTPUT)) },
       amount: { basicAmount, payGoAmount, totalAmount, currency },
     });
@@ -112,12 +113,8 @@ function modelUsage(models: ReadonlyMap<number, ModelIdentity>, slots: readonly 
 /** A group's or a day's figures in the API's shape: exact integers, amounts as 6-decimal strings. */
 function figures(f: GroupFigures) {
   return {
-    events: f.events,
-    activeMembers: BigInt(f.activeMembers),
-    inputTokens: f.inputTokens,
-    outputTokens: f.outputTokens,
-    basicAmount: formatMicros(f.basicMicros),
-    payGoAmount: formatMicros(f.payGoMicros),
+    events: f.events, activeMembers: BigInt(f.activeMembers), inputTokens: f.inputTokens, outputTokens: f.outputTokens,
+    basicAmount: formatMicros(f.basicMicros), payGoAmount: formatMicros(f.payGoMicros),
     totalAmount: formatMicros(f.basicMicros + f.payGoMicros),
   };
 }
