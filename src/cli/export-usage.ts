@@ -42,8 +42,7 @@ export async function exportUsageFile(database: Database, options: UsageExportOp
     throw invalidParameter(`--format: ${JSON.stringify(options.format)} is not one of ${RECORD_FORMATS.join(", ")}`);
   }
   const usage = new UsageRepository(database);
-  const enterprise = await usage.enterpriseSettings(options.enterprise);
-  if (!enterprise) throw invalidParameter(`--enterprise: enterprise "${options.enterprise}" does not exist (import a directory file first)`);
+  const enterprise = await usage.callerEnterpriseSettings(options.enterprise, "--enterprise");
   const timeZone = zoneOrDefault(options.timeZone, enterprise.time_zone, "--time-zone");
   const window = dateRangeWindow(options.from, options.to, timeZone, ["--from", "--to"]);
 
@@ -55,7 +54,7 @@ export async function exportUsageFile(database: Database, options: UsageExportOp
   async function* text() {
     yield encoder.header;
     for await (const batch of exportUsageRows(usage, new DirectoryRepository(database.db),
-      { enterpriseId: options.enterprise, currency: enterprise!.currency, start: window.start, end: window.end, timeZone, signal: stop })) {
+      { enterpriseId: options.enterprise, currency: enterprise.currency, start: window.start, end: window.end, timeZone, signal: stop })) {
       rows += batch.length;
       // Dates are YYYY-MM-DD: their distance as UTC dates is the number of local days between them.
       progress?.update(Math.round((Date.parse(batch[batch.length - 1]!.date) - firstDay) / 86_400_000) + 1, rows);

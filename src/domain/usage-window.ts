@@ -1,8 +1,11 @@
 // The usage query's window (docs/api-rules.md) and how it is read (docs/architecture.md, Usage storage): the whole days as the
 // difference of two running-total rows per member (storage/usage-running-totals.ts), the seconds at each end from raw events, so
-// that the rows read depend on neither the window's length nor the number of events stored.
+// that the rows read depend on neither the window's length nor the number of events stored. And a usage report's: its limits by
+// bucket kind, its time buckets (a zone's days or hours, or the whole window), and their parts in one UTC day of raw events each.
 import { invalidParameter } from "./errors.js";
-import { DAY_SECONDS } from "./local-time.js";
+import { DAY_SECONDS, eachBucket, type TimeBucket } from "./local-time.js";
+import { MAX_HOUR_REPORT_DAYS, MAX_REPORT_DAYS } from "./report-limits.js";
+import { MAX_TIMESTAMP } from "./usage-event.js";
 
 export const MAX_WINDOW_DAYS = 180;
 
@@ -48,7 +51,7 @@ export function planWindow(start: number, end: number, withRunningTotals = true)
       }
     }
   }
-  if (!best) return { raw: splitAtMidnight(start, end) };
+  if (!best) return { raw: bucketParts([{ start, end, date: "" }], start, end).map(({ from, to }) => ({ from, to, sign: 1 })) };
   const { low, high } = best;
   const raw: RawRange[] = [];
   if (low !== start) raw.push({ from: Math.min(low, start), to: Math.max(low, start), sign: low < start ? -1 : 1 });
@@ -65,12 +68,40 @@ function midnightsBeside(ts: number): number[] {
 /** The UTC day a second falls in. */
 export const dayOf = (ts: number) => Math.floor(ts / DAY_SECONDS);
 
-function splitAtMidnight(from: number, to: number): RawRange[] {
-  const pieces: RawRange[] = [];
-  while (from < to) {
-    const next = Math.min(to, (dayOf(from) + 1) * DAY_SECONDS);
-    pieces.push({ from, to: next, sign: 1 });
-    from = next;
+/** The latest end of a report's or export's window: 10000-01-01T00:00:00Z, just after the latest event. */
+const LATEST_REPORT_END = MAX_TIMESTAMP + 1;
+
+export type BucketKind = "day" | "hour" | "none";
+
+/** The request's `bucket`: empty means "day" (validation allows only these words). */
+export function bucketKind(text: string): BucketKind {
+  if (text === "" || text === "day") return "day";
+  if (text === "hour" || text === "none") return text;
+  throw invalidParameter(`bucket: ${JSON.stringify(text)} is not one of "day", "hour", "none"`);
+}
+
+/** [start_time, end_time) within the report's (and the export's) limits: 366 days, 31 for hour buckets, ending by LATEST_REPORT_END. */
+export function checkReportWindow(start: bigint, end: bigint, kind: BucketKind): { start: number; end: number } {
+  const window = checkWindow(start, end, kind === "hour" ? MAX_HOUR_REPORT_DAYS : MAX_REPORT_DAYS);
+  if (window.end > LATEST_REPORT_END) {
+    throw invalidParameter(`end_time: ${end} > ${LATEST_REPORT_END} (10000-01-01T00:00:00Z: no event is later)`);
   }
-  return pieces;
+  return window;
+}
+
+/** Every bucket of the window in time order, the first and last cut at its edges. */
+export function planBuckets(start: number, end: number, zone: string, kind: BucketKind): TimeBucket[] {
+  return kind === "none" ? [{ start, end, date: "" }] : [...eachBucket(start, end, zone, kind)];
+}
+
+/** [start, end) (inside the buckets) cut at the buckets' edges and UTC midnights: each part lies in one bucket and one UTC day of raw events. */
+export function bucketParts(buckets: readonly TimeBucket[], start: number, end: number): Array<{ bucket: number; from: number; to: number }> {
+  const parts: Array<{ bucket: number; from: number; to: number }> = [];
+  for (let from = start, bucket = buckets.findIndex((b) => b.start <= start && start < b.end); from < end && bucket >= 0 && bucket < buckets.length;) {
+    const to = Math.min(end, buckets[bucket]!.end, (dayOf(from) + 1) * DAY_SECONDS);
+    parts.push({ bucket, from, to });
+    from = to;
+    if (to === buckets[bucket]!.end) bucket++;
+  }
+  return parts;
 }

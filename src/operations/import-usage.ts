@@ -23,9 +23,7 @@ export interface UsageImportSummary {
 
 export async function importUsage(repository: UsageRepository, enterpriseId: string, path: string, progress?: Progress,
   tuning: UsageFileTuning = DEFAULT_TUNING): Promise<UsageImportSummary> {
-  if ((await repository.enterpriseSettings(enterpriseId)) === undefined) {
-    throw invalidParameter(`--enterprise: enterprise "${enterpriseId}" does not exist (import a directory file first)`);
-  }
+  await repository.callerEnterpriseSettings(enterpriseId, "--enterprise");
   const totalBytes = (await stat(path)).size;
   const thread = await bundledWorkerUrl(new URL("./usage-file-worker.mjs", import.meta.url));
   // In first-line order, so that an unknown user_id is named by the earliest line.

@@ -1,6 +1,5 @@
 // `usage rebuild`: recomputes an enterprise's pre-aggregates (the usage query's running totals, the report's rollups in its current time
 // zone) from its raw events. For aggregates that disagree with the events (a restored table, a bug, a hand edit); safe while servers run.
-import { invalidParameter } from "../domain/errors.js";
 import type { Progress } from "./progress.js";
 import type { UsageRepository } from "../storage/usage-repository.js";
 
@@ -11,9 +10,7 @@ export interface UsageRebuildSummary {
 }
 
 export async function rebuildUsage(repository: UsageRepository, enterpriseId: string, progress?: Progress): Promise<UsageRebuildSummary> {
-  if ((await repository.enterpriseSettings(enterpriseId)) === undefined) {
-    throw invalidParameter(`--enterprise: enterprise "${enterpriseId}" does not exist (import a directory file first)`);
-  }
+  await repository.callerEnterpriseSettings(enterpriseId, "--enterprise");
   progress?.start(await repository.eventCount(enterpriseId));
   try {
     const events = await repository.rebuild(enterpriseId, (read) => progress?.update(read));

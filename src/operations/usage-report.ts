@@ -6,11 +6,11 @@ import type { GetUsageReportRequest } from "../../gen/enterprise_admin/v1/usage_
 import { invalidParameter } from "../domain/errors.js";
 import { dateRangeWindow, zoneOrDefault, type TimeBucket } from "../domain/local-time.js";
 import { decodePageToken, effectivePageSize, encodePageToken } from "../domain/page-token.js";
-import { bucketKind, bucketParts, checkReportWindow, planBuckets } from "../domain/report-buckets.js";
 import { MAX_REPORT_DAYS } from "../domain/report-limits.js";
 import { ReportCells, type PeriodFigures } from "../domain/report-cells.js";
 import { compareGroups, departmentGroupRanks, groupDimensions, Grouping, ranksOf, type GroupDimension } from "../domain/report-groups.js";
 import { compareCodePoints, compareModels } from "../domain/usage-event.js";
+import { bucketKind, bucketParts, checkReportWindow, planBuckets } from "../domain/usage-window.js";
 import { ROOT_PARENT_ID } from "../domain/department-tree.js";
 import { DAY, encodeSums, HOUR, QUARTER, RollupPeriods, type Grain, type RollupLayout } from "../domain/usage-rollup.js";
 import { decodeMemberSums } from "../storage/member-day-sums.js";

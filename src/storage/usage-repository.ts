@@ -12,9 +12,8 @@ import { dayOf, type WindowPlan } from "../domain/usage-window.js";
 import { HOUR_SECONDS } from "../domain/local-time.js";
 import type { Schema } from "./schema.js";
 import type { Database, Dialect } from "./database.js";
-import { DaySums } from "./usage-day-sums.js";
 import { among, chunks, insertText, StatementTexts, type BulkStore } from "./bulk-statements.js";
-import { addToRunningTotals, LatestRows } from "./usage-running-totals.js";
+import { addToRunningTotals, DaySums, LatestRows } from "./usage-running-totals.js";
 import { addRowsToWindow } from "./usage-sums-codec.js";
 import { currentLayout, UsageRollups } from "./usage-rollups.js";
 import { RollupDelta, RollupPeriods, type RollupLayout } from "../domain/usage-rollup.js";
@@ -120,11 +119,15 @@ export class UsageRepository {
     };
   }
 
-  /** The settings of a caller's enterprise: its token names it, so a missing row is a broken store, not bad input. */
-  async callerEnterpriseSettings(enterpriseId: string): Promise<EnterpriseSettings> {
+  /**
+   * The settings of a caller's enterprise: its token names it, so a missing row is a broken store, not bad input; or, `option` given (a
+   * command's --enterprise), of the enterprise that option names, a missing one then bad input.
+   */
+  async callerEnterpriseSettings(enterpriseId: string, option?: string): Promise<EnterpriseSettings> {
     const settings = await this.enterpriseSettings(enterpriseId);
-    if (!settings) throw new Error(`enterprise ${enterpriseId} of a valid token does not exist`);
-    return settings;
+    if (settings) return settings;
+    if (option) throw invalidParameter(`${option}: enterprise "${enterpriseId}" does not exist (import a directory file first)`);
+    throw new Error(`enterprise ${enterpriseId} of a valid token does not exist`);
   }
 
   /** The ids of these models (by `modelKey`), making the new ones; `identity(i)` is asked only for a key new to this process. */

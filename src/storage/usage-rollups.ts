@@ -8,22 +8,14 @@ import {
 } from "../domain/usage-rollup.js";
 import { mergeMemberSums } from "./member-day-sums.js";
 import { ExactSums } from "../domain/usage-totals.js";
+import type { PeriodFigures } from "../domain/report-cells.js";
 import type { Schema } from "./schema.js";
 import { among, chunks, insertText, type BulkStore } from "./bulk-statements.js";
 
 const { RoaringBitmap32 } = roaring;
 
-/** A stored period of one model (or ALL_MODELS). */
-export interface RollupRow {
-  period: number;
-  modelId: number;
-  memberCount: number;
-  /** Its sums: row `row` of `sums` (a table the rows read together share). */
-  sums: ExactSums;
-  row: number;
-  /** The members, a portable roaring bitmap (when read: a period alone in its bucket needs only the count). */
-  members?: Uint8Array;
-}
+/** A stored period of one model (or ALL_MODELS): its sums a row of a table the rows read together share, its members when read. */
+type RollupRow = PeriodFigures & { period: number };
 
 /** The column values of a row to write: its sums' (usage_rollup), then its members' (usage_rollup_members). */
 const KEY_COLUMNS = ["enterprise_id", "grain", "period", "model_id"] as const;

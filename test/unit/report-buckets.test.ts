@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { bucketParts, planBuckets, type BucketKind } from "../../src/domain/report-buckets.js";
+import { bucketParts, planBuckets, type BucketKind } from "../../src/domain/usage-window.js";
 import { DAY_SECONDS } from "../../src/domain/local-time.js";
 
 const ZONES = ["UTC", "Asia/Kathmandu", "America/New_York", "Australia/Lord_Howe"];

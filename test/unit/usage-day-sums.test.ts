@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { DaySums, dayOfKey, memberOfKey } from "../../src/storage/usage-day-sums.js";
+import { DaySums, dayOfKey, memberOfKey } from "../../src/storage/usage-running-totals.js";
 
 /** Each (member, day) held, in the order of `keys()`, as [member, day, its sums as plain bigints by model]. */
 function heldSums(sums: DaySums): Array<[number, number, Record<number, bigint[]>]> {
