@@ -73,8 +73,9 @@ export class UsageReports {
       ? await this.departmentScope(enterpriseId, request.departmentId, settings.directory_version)
       : undefined;
     // Grouped by department (not by member), a member outside the subtree is in no group: no filter needed.
-    const inScope = departments && (byMember || !dimensions.includes("department")) ? [...departments.groupsOf.keys()] : undefined;
-    let members = intersect(named?.members.map((m) => m.member_key), inScope);
+    const inScope = departments && (byMember || !dimensions.includes("department")) ? departments.groupsOf : undefined;
+    let members = named?.members.map((m) => m.member_key);
+    if (inScope) members = members?.filter((key) => inScope.has(key)) ?? [...inScope.keys()];
     const buckets = planBuckets(start, end, zone, kind);
     const { layout } = settings;
 
@@ -394,12 +395,4 @@ function wholeSubtreeByDepartment(plan: ReportPlan): boolean {
 
 function pushTo<K, V>(map: Map<K, V[]>, key: K, value: V): void {
   (map.get(key) ?? map.set(key, []).get(key)!).push(value);
-}
-
-/** The members in both lists (undefined: no restriction). */
-function intersect(a: readonly number[] | undefined, b: readonly number[] | undefined): readonly number[] | undefined {
-  if (a === undefined) return b;
-  if (b === undefined) return a;
-  const inB = new Set(b);
-  return a.filter((key) => inB.has(key));
 }

@@ -2,7 +2,7 @@
 // the events an ingestion added, and the windowed sums.
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
-import { CompiledQuery, sql, type Kysely, type RawBuilder } from "kysely";
+import { CompiledQuery, sql, type Kysely, type RawBuilder, type Selectable } from "kysely";
 import { invalidParameter } from "../domain/errors.js";
 import { modelKey, type EventValue, type ModelIdentity } from "../domain/usage-event.js";
 import { decimalValue, EVENTS, ExactSums, type MemberModelSums, SUM_LIMIT_MESSAGE, SumLimitError } from "../domain/usage-totals.js";
@@ -10,7 +10,7 @@ import type { PeriodFigures } from "../domain/report-cells.js";
 import { WindowSums } from "../domain/usage-window-sums.js";
 import { dayOf, type WindowPlan } from "../domain/usage-window.js";
 import { HOUR_SECONDS } from "../domain/local-time.js";
-import type { Schema } from "./schema.js";
+import type { EnterpriseTable, MemberTable, Schema } from "./schema.js";
 import type { Database, Dialect } from "./database.js";
 import { among, chunks, insertText, StatementTexts, type BulkStore } from "./bulk-statements.js";
 import { addToRunningTotals, DaySums, LatestRows } from "./usage-running-totals.js";
@@ -18,26 +18,15 @@ import { addRowsToWindow } from "./usage-sums-codec.js";
 import { currentLayout, UsageRollups } from "./usage-rollups.js";
 import { RollupDelta, RollupPeriods, type RollupLayout } from "../domain/usage-rollup.js";
 
-export interface MemberRow {
-  member_key: number;
-  user_id: string;
-  email: string;
-  email_folded: string;
-  account_type: number;
-  /** Set for a former member (removed from the directory); null for a current one. */
-  removed_at: number | null;
-}
+export type MemberRow = Omit<Selectable<MemberTable>, "enterprise_id">;
 
 const MEMBER_COLUMNS = ["member_key", "user_id", "email", "email_folded", "account_type", "removed_at"] as const;
 
 /** What the usage analytics read of an enterprise: its currency, default zone, directory version and usage layout. */
-export interface EnterpriseSettings {
-  currency: string;
-  time_zone: string;
-  directory_version: number;
+export type EnterpriseSettings = Pick<Selectable<EnterpriseTable>, "currency" | "time_zone" | "directory_version"> & {
   /** Its usage layout, when it is of this version (currentLayout): else its usage is read raw. */
   layout: RollupLayout | undefined;
-}
+};
 
 /** One checked event, resolved to keys. */
 export interface UsageEventRow {
@@ -108,24 +97,21 @@ export class UsageRepository {
     return rows.map((row) => ({ ...row, member_key: Number(row.member_key) }));
   }
 
-  /** The enterprise's settings in one statement (a usage query's every statement counts); undefined when it does not exist. */
-  async enterpriseSettings(enterpriseId: string): Promise<EnterpriseSettings | undefined> {
+  /**
+   * The settings of a caller's enterprise, in one statement (a usage query's every statement counts): its token names it, so a missing
+   * row is a broken store, not bad input; or, `option` given (a command's --enterprise), of the enterprise that option names, a missing
+   * one then bad input.
+   */
+  async callerEnterpriseSettings(enterpriseId: string, option?: string): Promise<EnterpriseSettings> {
     const row = await this.db.selectFrom("enterprise as e").leftJoin("usage_layout as l", "l.enterprise_id", "e.enterprise_id")
       .select(["e.currency", "e.time_zone", "e.directory_version", "l.version", "l.time_zone as layout_zone", "l.hour_phase"])
       .where("e.enterprise_id", "=", enterpriseId).executeTakeFirst();
-    return row && {
-      currency: row.currency, time_zone: row.time_zone, directory_version: row.directory_version,
-      layout: currentLayout({ version: row.version, time_zone: row.layout_zone, hour_phase: row.hour_phase }),
-    };
-  }
-
-  /**
-   * The settings of a caller's enterprise: its token names it, so a missing row is a broken store, not bad input; or, `option` given (a
-   * command's --enterprise), of the enterprise that option names, a missing one then bad input.
-   */
-  async callerEnterpriseSettings(enterpriseId: string, option?: string): Promise<EnterpriseSettings> {
-    const settings = await this.enterpriseSettings(enterpriseId);
-    if (settings) return settings;
+    if (row) {
+      return {
+        currency: row.currency, time_zone: row.time_zone, directory_version: row.directory_version,
+        layout: currentLayout({ version: row.version, time_zone: row.layout_zone, hour_phase: row.hour_phase }),
+      };
+    }
     if (option) throw invalidParameter(`${option}: enterprise "${enterpriseId}" does not exist (import a directory file first)`);
     throw new Error(`enterprise ${enterpriseId} of a valid token does not exist`);
   }
@@ -264,7 +250,12 @@ export class UsageRepository {
   async insertEvents(enterpriseId: string, rows: readonly UsageEventRow[]): Promise<void> {
     const daySums = this.daySums;
     if (!daySums) throw new Error("insertEvents runs only inside ingest()");
-    const rollup = await this.rollupDeltaOf(enterpriseId); // before the rows: whether the enterprise had events decides it
+    // Before the rows: whether the enterprise had events decides its layout.
+    if (!this.rollupDeltas.has(enterpriseId)) {
+      const layout = await this.rollups.layoutForIngestion(enterpriseId);
+      this.rollupDeltas.set(enterpriseId, layout && new RollupDelta(new RollupPeriods(layout)));
+    }
+    const rollup = this.rollupDeltas.get(enterpriseId);
     const fresh = await this.insertNew(enterpriseId, rows);
     this.added += fresh.length;
     if (!rollup) return; // no current layout: no pre-aggregates until `usage rebuild` makes them all
@@ -278,14 +269,6 @@ export class UsageRepository {
     let held = 0;
     for (const delta of this.rollupDeltas.values()) held += delta?.size ?? 0;
     if (held >= FLUSH_ROLLUP_EVENTS) await this.writeRollups();
-  }
-
-  private async rollupDeltaOf(enterpriseId: string): Promise<RollupDelta | undefined> {
-    if (!this.rollupDeltas.has(enterpriseId)) {
-      const layout = await this.rollups.layoutForIngestion(enterpriseId);
-      this.rollupDeltas.set(enterpriseId, layout && new RollupDelta(new RollupPeriods(layout)));
-    }
-    return this.rollupDeltas.get(enterpriseId);
   }
 
   /** Adds the held day sums to the running totals. */
