@@ -42,7 +42,7 @@ export async function exportUsageFile(database: Database, options: UsageExportOp
     throw invalidParameter(`--format: ${JSON.stringify(options.format)} is not one of ${RECORD_FORMATS.join(", ")}`);
   }
   const usage = new UsageRepository(database);
-  const enterprise = await usage.callerEnterpriseSettings(options.enterprise, "--enterprise");
+  const enterprise = await usage.enterpriseSettings(options.enterprise, "--enterprise");
   const timeZone = zoneOrDefault(options.timeZone, enterprise.time_zone, "--time-zone");
   const window = dateRangeWindow(options.from, options.to, timeZone, ["--from", "--to"]);
 

@@ -23,7 +23,7 @@ export interface UsageImportSummary {
 
 export async function importUsage(repository: UsageRepository, enterpriseId: string, path: string, progress?: Progress,
   tuning: UsageFileTuning = DEFAULT_TUNING): Promise<UsageImportSummary> {
-  await repository.callerEnterpriseSettings(enterpriseId, "--enterprise");
+  await repository.enterpriseSettings(enterpriseId, "--enterprise");
   const totalBytes = (await stat(path)).size;
   const thread = await bundledWorkerUrl(new URL("./usage-file-worker.mjs", import.meta.url));
   // In first-line order, so that an unknown user_id is named by the earliest line.

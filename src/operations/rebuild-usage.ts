@@ -10,7 +10,7 @@ export interface UsageRebuildSummary {
 }
 
 export async function rebuildUsage(repository: UsageRepository, enterpriseId: string, progress?: Progress): Promise<UsageRebuildSummary> {
-  await repository.callerEnterpriseSettings(enterpriseId, "--enterprise");
+  await repository.enterpriseSettings(enterpriseId, "--enterprise");
   progress?.start(await repository.eventCount(enterpriseId));
   try {
     const events = await repository.rebuild(enterpriseId, (read) => progress?.update(read));

@@ -28,7 +28,7 @@ export function usageService(usage: UsageRepository, directory: DirectoryReposit
       const window = checkWindow(request.startTime, request.endTime);
       const [{ members, notFoundUserIds, notFoundEmails }, settings] = await Promise.all([
         resolveNamedMembers(usage, enterpriseId, request, true),
-        usage.callerEnterpriseSettings(enterpriseId),
+        usage.enterpriseSettings(enterpriseId),
       ]);
 
       const plan = planWindow(window.start, window.end, settings.layout !== undefined);
@@ -80,7 +80,7 @@ export function usageService(usage: UsageRepository, directory: DirectoryReposit
       const { enterpriseId } = principalOf(context);
       // A report's limits: an export is its day buckets' rows.
       const { start, end } = checkReportWindow(request.startTime, request.endTime, "day");
-      const settings = await usage.callerEnterpriseSettings(enterpriseId);
+      const settings = await usage.enterpriseSettings(enterpriseId);
       const timeZone = zoneOrDefault(request.timeZone, settings.time_zone, "time_zone");
       // The name a REST download is saved under (the other transports carry it as a header too): usage-<first date>-<last date>.<format>.
       const fileName = `usage-${localDateOf(start, timeZone)}-${localDateOf(end - 1, timeZone)}.${request.format || "csv"}`;

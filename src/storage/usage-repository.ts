@@ -98,11 +98,10 @@ export class UsageRepository {
   }
 
   /**
-   * The settings of a caller's enterprise, in one statement (a usage query's every statement counts): its token names it, so a missing
-   * row is a broken store, not bad input; or, `option` given (a command's --enterprise), of the enterprise that option names, a missing
-   * one then bad input.
+   * An enterprise's settings, in one statement (a usage query's every statement counts). Without `option` the enterprise is a caller's,
+   * named by its token, so a missing row is a broken store; with it (a command's --enterprise), a missing one is bad input naming it.
    */
-  async callerEnterpriseSettings(enterpriseId: string, option?: string): Promise<EnterpriseSettings> {
+  async enterpriseSettings(enterpriseId: string, option?: string): Promise<EnterpriseSettings> {
     const row = await this.db.selectFrom("enterprise as e").leftJoin("usage_layout as l", "l.enterprise_id", "e.enterprise_id")
       .select(["e.currency", "e.time_zone", "e.directory_version", "l.version", "l.time_zone as layout_zone", "l.hour_phase"])
       .where("e.enterprise_id", "=", enterpriseId).executeTakeFirst();
