@@ -42,9 +42,10 @@ export class ReportDayCache {
       signal.throwIfAborted();
       const days = missing.slice(at, at + DAYS_READ_AT_ONCE);
       const loaded = await load(days, withMembers);
-      for (const day of days) { // a day with no usage in the scope's groups is kept too
-        found.set(day, loaded.get(day) ?? []);
-        this.entries.set(`${scope}\n${day}`, { stamp: stamps.get(day)!, withMembers, groups: found.get(day)! });
+      for (const day of days) {
+        const groups = loaded.get(day) ?? []; // a day with no usage in the scope's groups is kept too
+        found.set(day, groups);
+        this.entries.set(`${scope}\n${day}`, { stamp: stamps.get(day)!, withMembers, groups });
       }
     }
     return found;
