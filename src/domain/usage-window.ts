@@ -40,15 +40,11 @@ export function checkWindow(start: bigint, end: bigint, maxDays = MAX_WINDOW_DAY
  * the later), or, for a short window or without running totals (no current usage layout), the raw events alone.
  */
 export function planWindow(start: number, end: number, withRunningTotals = true): WindowPlan {
-  let best: { low: number; high: number } | undefined;
-  let bestSeconds = end - start; // the raw events alone
+  let best: { low: number; high: number; seconds: number } | undefined; // none better than the raw events alone (end - start seconds)
   for (const low of withRunningTotals ? midnightsBeside(start) : []) {
     for (const high of midnightsBeside(end)) {
       const seconds = Math.abs(start - low) + Math.abs(end - high);
-      if (low < high && seconds < bestSeconds) {
-        best = { low, high };
-        bestSeconds = seconds;
-      }
+      if (low < high && seconds < (best?.seconds ?? end - start)) best = { low, high, seconds };
     }
   }
   if (!best) return { raw: bucketParts([{ start, end, date: "" }], start, end).map(({ from, to }) => ({ from, to, sign: 1 })) };
