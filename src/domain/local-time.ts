@@ -61,18 +61,16 @@ export class ZoneOffsets {
     this.offsets.push(offset);
     for (let at = from; at < to;) {
       let high = Math.min(to, at + DAY_SECONDS);
-      if (offsetOf(high) === offset) {
-        at = high;
-        continue;
+      if (offsetOf(high) !== offset) {
+        // The change is in (at, high]: bisected to the first second with the new offset, `at` moving up to the last with the old one.
+        while (high - at > 1) {
+          const middle = Math.floor((at + high) / 2);
+          if (offsetOf(middle) === offset) at = middle;
+          else high = middle;
+        }
+        this.starts.push(high);
+        this.offsets.push((offset = offsetOf(high)));
       }
-      // The change is in (at, high]: bisected to the first second with the new offset, `at` moving up to the last with the old one.
-      while (high - at > 1) {
-        const middle = Math.floor((at + high) / 2);
-        if (offsetOf(middle) === offset) at = middle;
-        else high = middle;
-      }
-      this.starts.push(high);
-      this.offsets.push((offset = offsetOf(high)));
       at = high;
     }
   }
