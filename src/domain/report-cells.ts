@@ -194,10 +194,8 @@ class Cell {
   /** The periods added (rollup periods, kept days, member days alone in their bucket): how many, the first one's member count. */
   private periods = 0;
   private firstCount = 0;
-  /** The members' bitmaps of the periods that came with one. */
+  /** The members' bitmaps of the periods that came with one (fewer than `periods`: one came alone in its bucket, its count all there is). */
   private bitmaps: Uint8Array[] | undefined;
-  /** Whether a period came without its members' bitmap (alone in its bucket: its count is all there is). */
-  private countOnly = false;
 
   constructor(readonly key: GroupKey) {}
 
@@ -241,7 +239,6 @@ class Cell {
   addPeriod(memberCount: number, members?: Uint8Array): void {
     if (this.periods++ === 0) this.firstCount = memberCount;
     if (members) (this.bitmaps ??= []).push(members);
-    else this.countOnly = true;
   }
 
   /** How many distinct members: a lone period's stored count, else the size of the union. */
@@ -251,7 +248,7 @@ class Cell {
 
   /** The members' keys and the periods' bitmaps as one bitmap. */
   union(): InstanceType<typeof RoaringBitmap32> {
-    if (this.countOnly) throw new Error("report cells: a period's members were not read, though it shares its bucket");
+    if ((this.bitmaps?.length ?? 0) < this.periods) throw new Error("report cells: a period's members were not read, though it shares its bucket");
     const union = this.members?.distinct() ?? new RoaringBitmap32();
     for (const bytes of this.bitmaps ?? []) union.orInPlace(RoaringBitmap32.deserialize(bytes, "portable"));
     return union;
