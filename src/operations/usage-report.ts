@@ -172,7 +172,7 @@ export class UsageReports {
     }
     if (whole.length === 0) return;
     const ranges = whole.map((bucket) => cells.buckets[bucket]!);
-    const sum = (some: readonly TimeRange[]) => byModel ? this.countModels(enterpriseId, some, members, signal)
+    const sum = (some: readonly TimeBucket[]) => byModel ? this.countModels(enterpriseId, some, members, signal)
       : this.departmentGroups(enterpriseId, some, departments!.grouping, signal);
     const figures = !keep ? await sum(ranges)
       : await this.keptBuckets(enterpriseId, layout, byModel ? "model" : `department\n${departments!.fingerprint}`, ranges, sum, signal);
@@ -180,7 +180,7 @@ export class UsageReports {
   }
 
   /** Each range's models (in time order, a day at most), counted by the database per run of meeting ranges within COUNTED_SPAN_SECONDS. */
-  private async countModels(enterpriseId: string, ranges: readonly TimeRange[], members: readonly number[] | undefined, signal: AbortSignal)
+  private async countModels(enterpriseId: string, ranges: readonly TimeBucket[], members: readonly number[] | undefined, signal: AbortSignal)
     : Promise<PeriodFigures[][]> {
     const models: PeriodFigures[][] = ranges.map(() => []);
     for (let first = 0, last = 1; first < ranges.length; first = last, last = first + 1) {
@@ -192,11 +192,11 @@ export class UsageReports {
   }
 
   /** Each range's department groups, from its raw events summed per (member, model), a UTC day's part at a time. */
-  private async departmentGroups(enterpriseId: string, ranges: readonly TimeRange[], grouping: Grouping, signal: AbortSignal)
+  private async departmentGroups(enterpriseId: string, ranges: readonly TimeBucket[], grouping: Grouping, signal: AbortSignal)
     : Promise<PeriodFigures[][]> {
-    const rangeCells = new ReportCells(ranges.map((range) => ({ ...range, date: "" })), grouping);
+    const rangeCells = new ReportCells(ranges, grouping);
     for (const [i, range] of ranges.entries()) {
-      for (const { from, to } of bucketParts([rangeCells.buckets[i]!], range.start, range.end)) {
+      for (const { from, to } of bucketParts([range], range.start, range.end)) {
         signal.throwIfAborted();
         rangeCells.addPairs(i, await this.usage.memberModelSums(enterpriseId, from, to));
       }
@@ -208,8 +208,8 @@ export class UsageReports {
    * Each range's groups of `scope` (summed by `sum`; at least one range) through the day cache, stamped with the all-models rows of the rollups'
    * days it overlaps, so any new event in it is seen (one on such a day outside the range makes it summed again too).
    */
-  private async keptBuckets(enterpriseId: string, layout: RollupLayout, scope: string, ranges: readonly TimeRange[],
-    sum: (ranges: readonly TimeRange[]) => Promise<PeriodFigures[][]>, signal: AbortSignal): Promise<PeriodFigures[][]> {
+  private async keptBuckets(enterpriseId: string, layout: RollupLayout, scope: string, ranges: readonly TimeBucket[],
+    sum: (ranges: readonly TimeBucket[]) => Promise<PeriodFigures[][]>, signal: AbortSignal): Promise<PeriodFigures[][]> {
     const periods = new RollupPeriods(layout, { start: ranges[0]!.start, end: ranges[ranges.length - 1]!.end });
     const daysOf = ranges.map((range) => {
       const days: number[] = [];
@@ -217,7 +217,7 @@ export class UsageReports {
       return days;
     });
     const dayStamps = await this.dayStamps(enterpriseId, [...new Set(daysOf.flat())]);
-    const keyOf = (range: TimeRange) => `${range.start}+${range.end - range.start}`;
+    const keyOf = (range: TimeBucket) => `${range.start}+${range.end - range.start}`;
     const stamps = new Map(ranges.map((range, i) => [keyOf(range), daysOf[i]!.map((day) => dayStamps.get(day) ?? "").join(";")]));
     const rangeOf = new Map(ranges.map((range) => [keyOf(range), range]));
     const kept = await this.dayCache.days(`${enterpriseId}\n${scope}`, stamps, false, async (keys) => {
@@ -359,12 +359,11 @@ export class UsageReports {
   }
 }
 
-/** Seconds [start, end), and [from, to). */
-type TimeRange = Pick<TimeBucket, "start" | "end">;
+/** Seconds [from, to). */
 type Span = { from: number; to: number };
 
 /** A whole period of the rollups inside a bucket, and whether it is all of that bucket (its members are then counted, not kept). */
-type CoveredPeriod = TimeRange & { grain: Grain; bucket: number; alone: boolean };
+type CoveredPeriod = Pick<TimeBucket, "start" | "end"> & { grain: Grain; bucket: number; alone: boolean };
 
 /** The plan's buckets as whole periods of `grains` (days of the rollups' zone by default), and the ranges none fits (read raw), each as long as it runs. */
 function coverBuckets(plan: ReportPlan, layout: RollupLayout, grains: readonly Grain[] = [DAY]) {
