@@ -1,6 +1,6 @@
 // The byte format of stored usage sums. PACKED TOTALS (a usage_running_total row's `totals`): per model, six unsigned LEB128 varints
 // (model id, then the five sums of SUMS; typically 15-20 bytes), in no particular order; a model may repeat, its sums adding up.
-import { SUMS, SUM_LIMIT, SumLimitError, type SumEntries, type TotalsByModel } from "../domain/usage-totals.js";
+import { SUMS, SUM_LIMIT, SumLimitError, type TotalsByModel } from "../domain/usage-totals.js";
 import type { WindowSums } from "../domain/usage-window-sums.js";
 
 /** The longest entry: a 32-bit model id (5 bytes) and five 64-bit sums (10 bytes each). */
@@ -99,19 +99,14 @@ export function packTotals(totals: TotalsByModel, out: Uint8Array, at: number, o
     }
     if (reader.at !== onto.length) throw new CorruptTotalsError(reader.at, onto.length);
   }
+  // The entries not merged: each its model number, then its sums.
   for (let entry = 0; entry < entries.count; entry++) {
-    if (marks[entry] !== mark) at = writeEntry(out, at, entries, entry);
-  }
-  return at;
-}
-
-/** Writes one entry (its model number, then its sums) as varints; throws SumLimitError past 2^64 - 1. */
-function writeEntry(out: Uint8Array, at: number, entries: SumEntries, entry: number): number {
-  at = writeVarint(out, at, entries.model[entry]!);
-  const { sums } = entries;
-  for (let i = 0; i < SUMS; i++) {
-    if (sums.anyBig) at = writeBigVarint(out, at, sums.total(entry, i));
-    else at = writeVarint(out, at, sums.values[entry * SUMS + i]!);
+    if (marks[entry] === mark) continue;
+    at = writeVarint(out, at, entries.model[entry]!);
+    for (let i = 0; i < SUMS; i++) {
+      if (sums.anyBig) at = writeBigVarint(out, at, sums.total(entry, i));
+      else at = writeVarint(out, at, sums.values[entry * SUMS + i]!);
+    }
   }
   return at;
 }
