@@ -9,7 +9,7 @@ import {
 import { mergeMemberSums } from "./member-day-sums.js";
 import { ExactSums } from "../domain/usage-totals.js";
 import type { PeriodFigures } from "../domain/report-cells.js";
-import type { Schema } from "./schema.js";
+import type { Schema, UsageRollupMembersTable, UsageRollupTable } from "./schema.js";
 import { among, chunks, insertText, type BulkStore } from "./bulk-statements.js";
 
 const { RoaringBitmap32 } = roaring;
@@ -23,13 +23,7 @@ const SUMS_COLUMNS = [...KEY_COLUMNS, "member_count", "sums"] as const;
 const MEMBERS_COLUMNS = [...KEY_COLUMNS, "members", "member_sums"] as const;
 
 /** A stored rollup row as an ingestion reads it to add to it. */
-interface StoredRollup {
-  period: number | string;
-  model_id: number | string;
-  sums: string;
-  members: Uint8Array;
-  member_sums: Uint8Array | null;
-}
+type StoredRollup = Pick<UsageRollupTable, "period" | "model_id" | "sums"> & Pick<UsageRollupMembersTable, "members" | "member_sums">;
 
 export class UsageRollups {
   private readonly db: Kysely<Schema>;
