@@ -7,12 +7,10 @@ import type { EventValue } from "../domain/usage-event.js";
 import { chunks, insertText, type BulkStore } from "./bulk-statements.js";
 import { forEachStoredRow, packedBytes, packTotals } from "./usage-sums-codec.js";
 import { grown } from "../domain/typed-arrays.js";
+import type { UsageRunningTotalTable } from "./schema.js";
 
 /** A stored row: its day and its packed totals. */
-interface StoredRow {
-  day: number;
-  totals: Uint8Array;
-}
+type StoredRow = Pick<UsageRunningTotalTable, "day" | "totals">;
 
 /**
  * Adds new events' day sums to usage_running_total, inside the ingestion's transaction (every ingestion: RPC batch, import chunk,
@@ -112,12 +110,11 @@ function writeMemberRows(run: MemberRun, stored: readonly StoredRow[], sums: Day
       for (let e = sums.firstOf(keys[k]!); e !== -1; e = entries.next[e]!) added.entries.sums.addRow(added.entryFor(entries.model[e]!), entries.sums, e);
       newDay = ++k < run.end ? dayOfKey(keys[k]!) : Infinity;
     }
-    const onto = base;
-    rows.addWritten(run.memberKey, day, packedBytes(added, onto), (out, at) => packTotals(added, out, at, onto));
+    rows.addWritten(run.memberKey, day, packedBytes(added, base), (out, at) => packTotals(added, out, at, base));
   }
-  // The last row written is the member's latest: every stored row after its first new day was written again.
+  // The last row written (one at least: its first new day's) is the member's latest: every stored row after its first new day was written again.
   const last = rows.last();
-  if (last?.memberKey === run.memberKey) latest.set(run.memberKey, last.day, last.totals.slice());
+  latest.set(run.memberKey, last.day, last.totals.slice());
 }
 
 /** For each (member key, day), at most 512: its member's last stored row on or before that day and every later row, in day order, by member key. */
@@ -154,11 +151,10 @@ class RowsByDay {
     this.ends.push(this.bytes);
   }
 
-  /** The last row added, if any (its totals valid until the next row). */
-  last(): { memberKey: number; day: number; totals: Uint8Array } | undefined {
+  /** The last row added (its totals valid until the next row). */
+  last(): StoredRow {
     const i = this.ends.length - 1;
-    if (i < 0) return undefined;
-    return { memberKey: this.members[i]!, day: this.days[i]!, totals: this.buffer.subarray(i === 0 ? 0 : this.ends[i - 1]!, this.ends[i]!) };
+    return { day: this.days[i]!, totals: this.buffer.subarray(i === 0 ? 0 : this.ends[i - 1]!, this.ends[i]!) };
   }
 
   /** Writes the rows held, leaving none (the buffer stays, for the next rows). */
