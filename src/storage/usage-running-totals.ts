@@ -60,8 +60,8 @@ export class LatestRows {
     return row && row.day <= day ? [row] : undefined;
   }
 
-  set(memberKey: number, day: number, totals: Uint8Array): void {
-    this.rows.set(memberKey, { day, totals });
+  set(memberKey: number, row: StoredRow): void {
+    this.rows.set(memberKey, row);
   }
 }
 
@@ -113,8 +113,7 @@ function writeMemberRows(run: MemberRun, stored: readonly StoredRow[], sums: Day
     rows.addWritten(run.memberKey, day, packedBytes(added, base), (out, at) => packTotals(added, out, at, base));
   }
   // The last row written (one at least: its first new day's) is the member's latest: every stored row after its first new day was written again.
-  const last = rows.last();
-  latest.set(run.memberKey, last.day, last.totals.slice());
+  latest.set(run.memberKey, rows.last());
 }
 
 /** For each (member key, day), at most 512: its member's last stored row on or before that day and every later row, in day order, by member key. */
@@ -125,7 +124,18 @@ async function readStoredRows(database: BulkStore,
   const parameters = memberDays.flat();
   while (parameters.length < 2 * size) parameters.push(-1, 0);
   const [found] = (await database.db.executeQuery<StoredRows>(CompiledQuery.raw(storedStatement(database, size), parameters))).rows;
-  return splitStoredRows(found);
+  const byMember = new Map<number, StoredRow[]>();
+  const totals = found?.totals;
+  if (!found?.rows || !totals) return byMember;
+  forEachStoredRow(totals, found.rows, 3, (fields, first, start, end) => {
+    const memberKey = Number(fields[first]);
+    const row = { day: Number(fields[first + 1]), totals: totals.subarray(start, end) };
+    const list = byMember.get(memberKey);
+    if (list) list.push(row);
+    else byMember.set(memberKey, [row]);
+  });
+  for (const list of byMember.values()) list.sort((a, b) => a.day - b.day);
+  return byMember;
 }
 
 /**
@@ -151,10 +161,10 @@ class RowsByDay {
     this.ends.push(this.bytes);
   }
 
-  /** The last row added (its totals valid until the next row). */
+  /** The last row added, its totals copied. */
   last(): StoredRow {
     const i = this.ends.length - 1;
-    return { day: this.days[i]!, totals: this.buffer.subarray(i === 0 ? 0 : this.ends[i - 1]!, this.ends[i]!) };
+    return { day: this.days[i]!, totals: this.buffer.slice(i === 0 ? 0 : this.ends[i - 1]!, this.ends[i]!) };
   }
 
   /** Writes the rows held, leaving none (the buffer stays, for the next rows). */
@@ -180,22 +190,6 @@ class RowsByDay {
 interface StoredRows {
   rows: string | null;
   totals: Uint8Array | null;
-}
-
-/** Each member's stored rows, in day order. */
-function splitStoredRows(found: StoredRows | undefined): Map<number, StoredRow[]> {
-  const byMember = new Map<number, StoredRow[]>();
-  if (!found?.rows || !found.totals) return byMember;
-  const totals = found.totals;
-  forEachStoredRow(totals, found.rows, 3, (fields, first, start, end) => {
-    const memberKey = Number(fields[first]);
-    const row = { day: Number(fields[first + 1]), totals: totals.subarray(start, end) };
-    const list = byMember.get(memberKey);
-    if (list) list.push(row);
-    else byMember.set(memberKey, [row]);
-  });
-  for (const list of byMember.values()) list.sort((a, b) => a.day - b.day);
-  return byMember;
 }
 
 /**
