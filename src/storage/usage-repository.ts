@@ -92,9 +92,8 @@ export class UsageRepository {
   /** The members with these keys (the enterprise's only, former members included), in no particular order. */
   async membersByKeys(enterpriseId: string, memberKeys: readonly number[]): Promise<MemberRow[]> {
     if (memberKeys.length === 0) return [];
-    const rows = await this.db.selectFrom("member").select(MEMBER_COLUMNS)
+    return this.db.selectFrom("member").select(MEMBER_COLUMNS)
       .where("enterprise_id", "=", enterpriseId).where(among(this.dialect, "member_key", memberKeys, "bigint")).execute();
-    return rows.map((row) => ({ ...row, member_key: Number(row.member_key) }));
   }
 
   /**
@@ -442,7 +441,7 @@ export class UsageRepository {
 
   /** Every raw event of the enterprise in key order, a page a statement (keyset paging), so the scan never holds a read open. */
   private async *allEvents(enterpriseId: string, pageSize = 20_000): AsyncGenerator<StoredEvent[]> {
-    let after: { day: number; member_key: number; ts: number; event_id: string } | undefined;
+    let after: RawEventRow | undefined;
     for (;;) {
       const from = after === undefined ? sql`true`
         : sql`(day, member_key, ts, event_id) > (${after.day}, ${after.member_key}, ${after.ts}, ${after.event_id})`;
@@ -457,8 +456,7 @@ export class UsageRepository {
         outputTokens: decimalValue(row.output_tokens), basicMicros: decimalValue(row.basic_micros), payGoMicros: decimalValue(row.pay_go_micros),
       }));
       if (rows.length < pageSize) return;
-      const last = rows[rows.length - 1]!;
-      after = { day: Number(last.day), member_key: Number(last.member_key), ts: Number(last.ts), event_id: last.event_id };
+      after = rows[rows.length - 1];
     }
   }
 }
