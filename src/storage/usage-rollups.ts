@@ -123,8 +123,7 @@ export class UsageRollups {
     const sums = new ExactSums(rows.length);
     return rows.map((row, i) => {
       addEncodedSums(row.sums, sums, i);
-      return { period: Number(row.period), modelId: Number(row.model_id), memberCount: Number(row.member_count), sums, row: i,
-        members: row.members ?? undefined };
+      return { period: row.period, modelId: row.model_id, memberCount: row.member_count, sums, row: i, members: row.members ?? undefined };
     });
   }
 
@@ -134,7 +133,7 @@ export class UsageRollups {
     const rows = await this.db.selectFrom("usage_rollup_members").select(["period", "member_sums"])
       .where("enterprise_id", "=", enterpriseId).where("grain", "=", DAY).where(among(this.bulk.dialect, "period", days, "bigint"))
       .where("model_id", "=", ALL_MODELS).execute();
-    return rows.map((row) => ({ day: Number(row.period), memberSums: row.member_sums ?? new Uint8Array() }));
+    return rows.map((row) => ({ day: row.period, memberSums: row.member_sums ?? new Uint8Array() }));
   }
 }
 
