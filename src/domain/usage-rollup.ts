@@ -157,9 +157,8 @@ export class RollupDelta {
     const { sums } = this;
     const byGrain = new Map<Grain, GrainEntries>(GRAINS.map((g) => [g, new Map()]));
     // In time order: the periods' days are then looked up once each.
-    for (const quarter of [...this.quarters.keys()].sort((x, y) => x - y)) {
-      const models = this.quarters.get(quarter)!;
-      for (const [modelId, entry] of [...models]) {
+    for (const [quarter, models] of [...this.quarters].sort(([x], [y]) => x - y)) {
+      for (const [modelId, entry] of models) {
         for (const grain of GRAINS) {
           const start = this.periods.startOf(grain, quarter);
           if (grain === DAY) mergeInto(entryOf(byGrain.get(grain)!, start, modelId, sums), entry, sums);
