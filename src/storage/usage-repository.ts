@@ -105,10 +105,8 @@ export class UsageRepository {
       .select(["e.currency", "e.time_zone", "e.directory_version", "l.version", "l.time_zone as layout_zone", "l.hour_phase"])
       .where("e.enterprise_id", "=", enterpriseId).executeTakeFirst();
     if (row) {
-      return {
-        currency: row.currency, time_zone: row.time_zone, directory_version: row.directory_version,
-        layout: currentLayout({ version: row.version, time_zone: row.layout_zone, hour_phase: row.hour_phase }),
-      };
+      const { version, layout_zone, hour_phase, ...settings } = row;
+      return { ...settings, layout: currentLayout({ version, time_zone: layout_zone, hour_phase }) };
     }
     if (option) throw invalidParameter(`${option}: enterprise "${enterpriseId}" does not exist (import a directory file first)`);
     throw new Error(`enterprise ${enterpriseId} of a valid token does not exist`);
