@@ -331,6 +331,7 @@ export class UsageRepository {
     const members = sql.join(memberKeys.map((k, i) => (postgres && i === 0 ? sql`(cast(${k} as bigint))` : sql`(${k})`)));
     const noBlob = postgres ? sql`cast(null as bytea)` : sql`null`;
     const noText = postgres ? sql`cast(null as text)` : sql`null`;
+    const ctes = [sql`m(k) as (values ${members})`];
     const parts = [];
     if (plan.runningTotals) {
       const through = (day: number) => sql`(select totals from usage_running_total t
@@ -342,9 +343,11 @@ export class UsageRepository {
       const rowsOf = (column: string) => postgres
         ? sql`string_agg(k::text || ',' || length(${sql.ref(column)})::text, ',' order by k)`
         : sql`group_concat(k || ',' || length(${sql.ref(column)}), ',')`;
+      // Materialized: merged into the select below, each seek would run once for the totals and again for their lengths.
+      ctes.push(sql`running as materialized (select m.k as k, ${through(plan.runningTotals.plusThrough)} as plus,
+        ${through(plan.runningTotals.minusThrough)} as minus from m)`);
       parts.push(sql`select ${totalsOf("plus")} as plus, ${rowsOf("plus")} as plus_rows, ${totalsOf("minus")} as minus,
-          ${rowsOf("minus")} as minus_rows, 0 as sign, ${noText} as events
-        from (select m.k as k, ${through(plan.runningTotals.plusThrough)} as plus, ${through(plan.runningTotals.minusThrough)} as minus from m) as running`);
+          ${rowsOf("minus")} as minus_rows, 0 as sign, ${noText} as events from running`);
     }
     const entry = postgres
       ? sql`concat_ws(',', member_key, model_id, input_tokens, output_tokens, basic_micros, pay_go_micros)`
@@ -354,7 +357,7 @@ export class UsageRepository {
       parts.push(sql`select ${noBlob} as plus, ${noText} as plus_rows, ${noBlob} as minus, ${noText} as minus_rows, ${sql.lit(sign)} as sign, ${eventsOf} as events
         from usage_event where day = ${dayOf(from)} and member_key in (select k from m) and ts >= ${from} and ts < ${to}`);
     }
-    const { rows } = await sql<WindowRow>`with m(k) as (values ${members}) ${sql.join(parts, sql` union all `)}`.execute(this.db);
+    const { rows } = await sql<WindowRow>`with ${sql.join(ctes)} ${sql.join(parts, sql` union all `)}`.execute(this.db);
     const positions = new Map(memberKeys.map((key, position) => [key, position]));
     const memberOf = (memberKey: number) => positions.get(memberKey)!;
     const sums = new WindowSums(memberKeys.length);
