@@ -2,7 +2,7 @@
 import { invalidParameter } from "../domain/errors.js";
 import { dayOf } from "../domain/usage-window.js";
 import { eventLabel, modelKey, modelOfKey, type UsageEventInput } from "../domain/usage-event.js";
-import type { MemberRow, UsageRepository } from "../storage/usage-repository.js";
+import type { UsageRepository } from "../storage/usage-repository.js";
 
 export interface LabelledEvent {
   event: UsageEventInput;
@@ -10,19 +10,19 @@ export interface LabelledEvent {
   where: string;
 }
 
-/** user_ids per lookup: bounds the one parameter that carries them (UsageRepository.membersByUserIds). */
+/** user_ids per lookup: bounds the one parameter that carries them (UsageRepository.memberKeysByUserIds). */
 const MEMBERS_PER_LOOKUP = 10_000;
 
 /** Member keys of an enterprise by user_id, loaded as needed and kept for one ingestion (or one import). */
 export class MemberKeys {
-  private readonly known = new Map<string, MemberRow>();
+  private readonly known = new Map<string, number>();
   constructor(private readonly repository: UsageRepository, private readonly enterpriseId: string) {}
 
   /** Loads these members; `describe(i)` names the event of `userIds[i]` in the error for an unknown one. */
   async resolveIds(userIds: readonly string[], describe: (index: number) => string): Promise<void> {
     const unseen = [...new Set(userIds)].filter((id) => !this.known.has(id));
     for (let at = 0; at < unseen.length; at += MEMBERS_PER_LOOKUP) {
-      for (const row of await this.repository.membersByUserIds(this.enterpriseId, unseen.slice(at, at + MEMBERS_PER_LOOKUP))) this.known.set(row.user_id, row);
+      for (const row of await this.repository.memberKeysByUserIds(this.enterpriseId, unseen.slice(at, at + MEMBERS_PER_LOOKUP))) this.known.set(row.user_id, row.member_key);
     }
     for (let i = 0; i < userIds.length; i++) {
       if (!this.known.has(userIds[i]!)) {
@@ -32,7 +32,7 @@ export class MemberKeys {
   }
 
   key(userId: string): number {
-    return this.known.get(userId)!.member_key;
+    return this.known.get(userId)!;
   }
 }
 

@@ -75,10 +75,20 @@ export class UsageRepository {
     this.rollups = new UsageRollups(this.bulk);
   }
 
-  /** The members of an enterprise among these user_ids, former members included (a query's named members, an ingestion's). */
+  /** The members of an enterprise among these user_ids, former members included (a query's named members). */
   async membersByUserIds(enterpriseId: string, userIds: readonly string[]): Promise<MemberRow[]> {
     if (userIds.length === 0) return [];
     return this.db.selectFrom("member").select(MEMBER_COLUMNS)
+      .where("enterprise_id", "=", enterpriseId).where(among(this.dialect, "user_id", userIds, "text")).execute();
+  }
+
+  /**
+   * The keys of the members of an enterprise among these user_ids, former members included (an ingestion's): read from the identity
+   * index alone, where a member's other columns would cost a table row each.
+   */
+  async memberKeysByUserIds(enterpriseId: string, userIds: readonly string[]): Promise<Array<Pick<MemberRow, "member_key" | "user_id">>> {
+    if (userIds.length === 0) return [];
+    return this.db.selectFrom("member").select(["member_key", "user_id"])
       .where("enterprise_id", "=", enterpriseId).where(among(this.dialect, "user_id", userIds, "text")).execute();
   }
 
