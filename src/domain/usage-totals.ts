@@ -14,7 +14,7 @@ export const BASIC = 2;
 export const PAY_GO = 3;
 export const EVENTS = 4;
 /** What a caller is told when an ingestion would pass SUM_LIMIT. */
-export const SUM_LIMIT_MESSAGE = `events: a member's running total for a model, or a member's sum over all models of one day, would pass the uint64 limit (${SUM_LIMIT}); nothing was recorded`;
+export const SUM_LIMIT_MESSAGE = `events: a member's running total for a model, or over all its models, would pass the uint64 limit (${SUM_LIMIT}); nothing was recorded`;
 
 export class SumLimitError extends Error {
   constructor() {

@@ -65,7 +65,7 @@ export class UsageReports {
     const dimensions = groupDimensions(request.groupBy);
     const byMember = dimensions.includes("member");
     if (!byMember && request.pageToken !== "") throw invalidParameter(`page_token: pages exist only when group_by includes "member"`);
-    const settings = await this.usage.enterpriseSettings(enterpriseId);
+    const settings = await this.settingsOf(enterpriseId);
     const zone = zoneOrDefault(request.timeZone, settings.time_zone, "time_zone");
 
     const named = await resolveNamedMembers(this.usage, enterpriseId, request, false);
@@ -104,7 +104,7 @@ export class UsageReports {
 
   /** The whole enterprise's figures per local day of [start_date, end_date]: the report's day buckets, ungrouped. */
   async coreMetrics(enterpriseId: string, request: { startDate: string; endDate: string; timeZone: string }, signal: AbortSignal) {
-    const settings = await this.usage.enterpriseSettings(enterpriseId);
+    const settings = await this.settingsOf(enterpriseId);
     const zone = zoneOrDefault(request.timeZone, settings.time_zone, "time_zone");
     const { start, end, days } = dateRangeWindow(request.startDate, request.endDate, zone, ["start_date", "end_date"]);
     if (days > MAX_REPORT_DAYS) throw invalidParameter(`start_date to end_date: ${days} days > ${MAX_REPORT_DAYS} (both dates count)`);
@@ -112,6 +112,13 @@ export class UsageReports {
       enterpriseId, layout: settings.layout, start, end, buckets: planBuckets(start, end, zone, "day"), dimensions: [], members: undefined,
     }, signal);
     return { currency: settings.currency, timeZone: zone, items: buckets.map((b) => ({ date: b.date, ...b.groups[0]!.figures })) };
+  }
+
+  /** The enterprise's settings, its rollups first brought up to date with the events it holds pending (API batches'). */
+  private async settingsOf(enterpriseId: string) {
+    const settings = await this.usage.enterpriseSettings(enterpriseId);
+    if (settings.layout && settings.pendingRollups) await this.usage.addPendingRollups(enterpriseId);
+    return settings;
   }
 
   /**

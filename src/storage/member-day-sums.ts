@@ -4,7 +4,7 @@
 //   largest value), the keys' then the five sums'; two bytes of zero; the first member's key (uint32);
 // - the members in key order: each key's distance from the previous one (the first's: 0), then the five sums in SUMS order, each a column
 //   of unsigned integers of its width, starting on a multiple of 8 bytes.
-// Little-endian, the platform's byte order (checked below). A member's day sum is at most 2^64 - 1, as a running total is (SumLimitError).
+// Little-endian, the platform's byte order (checked below). A member's day sum is at most 2^64 - 1, as its running totals over all models are (packTotals).
 import type { MemberSumsOfDay, SumColumn } from "../domain/report-cells.js";
 import { exactSum, ExactSums, SUM_LIMIT, SUMS, SumLimitError } from "../domain/usage-totals.js";
 

@@ -141,6 +141,16 @@ export interface UsageRollupMembersTable {
   member_sums: Uint8Array | null;
 }
 
+/** An ingestion's events not yet added to the rollups (storage/usage-rollups.ts). */
+export interface UsageRollupPendingTable {
+  enterprise_id: string;
+  /** The store's count of ingestions when it was written. */
+  ingestion: number;
+  event_count: number;
+  /** "member_key,model_id,ts,input,output,basic,pay_go" per event, joined by ";". */
+  events: string;
+}
+
 /** 64-bit integers written as bigint; read back as text by the aggregations, never as a float. */
 type Int64Column = ColumnType<string, bigint | string, bigint | string>;
 
@@ -213,6 +223,7 @@ export interface Schema {
   usage_layout: UsageLayoutTable;
   usage_rollup: UsageRollupTable;
   usage_rollup_members: UsageRollupMembersTable;
+  usage_rollup_pending: UsageRollupPendingTable;
   environment_config: EnvironmentConfigTable;
   environment_data_key: EnvironmentDataKeyTable;
   environment_secret: EnvironmentSecretTable;

@@ -14,7 +14,7 @@ import type { EnterpriseTable, MemberTable, Schema } from "./schema.js";
 import type { Database, Dialect } from "./database.js";
 import { among, chunks, insertText, StatementTexts, type BulkStore } from "./bulk-statements.js";
 import { addToRunningTotals, DaySums, LatestRows } from "./usage-running-totals.js";
-import { addRowsToWindow } from "./usage-sums-codec.js";
+import { addRowsToWindow, entryCount, forEachEntry } from "./usage-sums-codec.js";
 import { currentLayout, UsageRollups } from "./usage-rollups.js";
 import { RollupDelta, RollupPeriods, type RollupLayout } from "../domain/usage-rollup.js";
 
@@ -26,6 +26,8 @@ const MEMBER_COLUMNS = ["member_key", "user_id", "email", "email_folded", "accou
 export type EnterpriseSettings = Pick<Selectable<EnterpriseTable>, "currency" | "time_zone" | "directory_version"> & {
   /** Its usage layout, when it is of this version (currentLayout): else its usage is read raw. */
   layout: RollupLayout | undefined;
+  /** Whether it holds events pending for its rollups (addPendingRollups). */
+  pendingRollups: boolean;
 };
 
 /** One checked event, resolved to keys. */
@@ -113,10 +115,12 @@ export class UsageRepository {
   async enterpriseSettings(enterpriseId: string, option?: string): Promise<EnterpriseSettings> {
     const row = await this.db.selectFrom("enterprise as e").leftJoin("usage_layout as l", "l.enterprise_id", "e.enterprise_id")
       .select(["e.currency", "e.time_zone", "e.directory_version", "l.version", "l.time_zone as layout_zone", "l.hour_phase"])
+      .select((eb) => eb.exists(eb.selectFrom("usage_rollup_pending as p").select("p.ingestion").whereRef("p.enterprise_id", "=", "e.enterprise_id"))
+        .as("pending"))
       .where("e.enterprise_id", "=", enterpriseId).executeTakeFirst();
     if (row) {
-      const { version, layout_zone, hour_phase, ...settings } = row;
-      return { ...settings, layout: currentLayout({ version, time_zone: layout_zone, hour_phase }) };
+      const { version, layout_zone, hour_phase, pending, ...settings } = row;
+      return { ...settings, layout: currentLayout({ version, time_zone: layout_zone, hour_phase }), pendingRollups: Boolean(pending) };
     }
     if (option) throw invalidParameter(`${option}: enterprise "${enterpriseId}" does not exist (import a directory file first)`);
     throw new Error(`enterprise ${enterpriseId} of a valid token does not exist`);
@@ -166,9 +170,10 @@ export class UsageRepository {
         this.caches.latestRows.begin(Number(ingestions));
         const tx = new UsageRepository({ ...this.database, db: trx }, this.caches);
         tx.daySums = new DaySums();
+        tx.ingestion = Number(ingestions);
         await work(tx);
         await tx.writeDaySums();
-        await tx.writeRollups();
+        await tx.writeRollups(true);
         return tx.added;
       }, { unbounded });
     } catch (error) {
@@ -199,16 +204,25 @@ export class UsageRepository {
     let events = 0;
     await this.ingest(async (tx) => {
       tx.caches.latestRows.clear();
-      const rollup = new RollupDelta(new RollupPeriods(await tx.rollups.restart(enterpriseId)));
-      tx.rollupDeltas.set(enterpriseId, rollup);
+      tx.heldRollups.set(enterpriseId, new HeldRollups(await tx.rollups.restart(enterpriseId), false));
       for await (const page of tx.allEvents(enterpriseId)) {
-        holdSums(page, rollup, tx.daySums!);
-        await tx.flushHeldSums();
+        await tx.holdSums(enterpriseId, page);
         events += page.length;
         progress?.(events);
       }
     }, true);
     return events;
+  }
+
+  /**
+   * Adds the enterprise's pending rollup rows (an API batch's, usage-rollups.ts) to its rollups, as one ingestion: what a report does
+   * first when there are any.
+   */
+  async addPendingRollups(enterpriseId: string): Promise<void> {
+    await this.ingest(async (tx) => {
+      const layout = await tx.rollups.layoutForIngestion(enterpriseId);
+      if (layout) tx.heldRollups.set(enterpriseId, new HeldRollups(layout, false));
+    });
   }
 
   /**
@@ -248,8 +262,10 @@ export class UsageRepository {
 
   /** The day sums of this ingestion's events. */
   private daySums: DaySums | undefined;
-  /** Per enterprise, this ingestion's rollup delta; undefined without a current layout (no pre-aggregates kept). */
-  private readonly rollupDeltas = new Map<string, RollupDelta | undefined>();
+  /** Per enterprise, this ingestion's share of its rollups; undefined without a current layout (no pre-aggregates kept). */
+  private readonly heldRollups = new Map<string, HeldRollups | undefined>();
+  /** This ingestion's number: the store's count of ingestions with it. */
+  private ingestion = 0;
   private added = 0;
 
   /** Adds raw rows (only inside `ingest`), skipping a repeated (enterprise_id, event_id), and holds the sums of those it added. */
@@ -257,24 +273,28 @@ export class UsageRepository {
     const daySums = this.daySums;
     if (!daySums) throw new Error("insertEvents runs only inside ingest()");
     // Before the rows: whether the enterprise had events decides its layout.
-    if (!this.rollupDeltas.has(enterpriseId)) {
+    if (!this.heldRollups.has(enterpriseId)) {
       const layout = await this.rollups.layoutForIngestion(enterpriseId);
-      this.rollupDeltas.set(enterpriseId, layout && new RollupDelta(new RollupPeriods(layout)));
+      this.heldRollups.set(enterpriseId, layout && new HeldRollups(layout, true));
     }
-    const rollup = this.rollupDeltas.get(enterpriseId);
     const fresh = await this.insertNew(enterpriseId, rows);
     this.added += fresh.length;
-    if (!rollup) return; // no current layout: no pre-aggregates until `usage rebuild` makes them all
-    holdSums(fresh, rollup, daySums);
-    await this.flushHeldSums();
+    await this.holdSums(enterpriseId, fresh);
   }
 
-  /** Adds the held sums to the running totals and rollups once many are held, so an ingestion's memory stays bounded. */
-  private async flushHeldSums(): Promise<void> {
+  /**
+   * Holds stored events' sums for the running totals and the enterprise's rollups (none without a current layout: `usage rebuild` makes
+   * them all), and writes the held sums once many are held, so an ingestion's memory stays bounded.
+   */
+  private async holdSums(enterpriseId: string, events: readonly StoredEvent[]): Promise<void> {
+    const rollups = this.heldRollups.get(enterpriseId);
+    if (!rollups) return;
+    for (const e of events) this.daySums!.add(e.memberKey, e.modelId, e.day, e.inputTokens, e.outputTokens, e.basicMicros, e.payGoMicros);
+    rollups.add(events);
     if (this.daySums!.size >= FLUSH_DAY_SUMS) await this.writeDaySums();
     let held = 0;
-    for (const delta of this.rollupDeltas.values()) held += delta?.size ?? 0;
-    if (held >= FLUSH_ROLLUP_EVENTS) await this.writeRollups();
+    for (const share of this.heldRollups.values()) held += share?.delta.size ?? 0;
+    if (held >= FLUSH_ROLLUP_EVENTS) await this.writeRollups(false);
   }
 
   /** Adds the held day sums to the running totals. */
@@ -284,10 +304,23 @@ export class UsageRepository {
     this.daySums!.clear();
   }
 
-  /** Adds the held rollup deltas to the stored rollups. */
-  private async writeRollups(): Promise<void> {
-    for (const [enterpriseId, delta] of this.rollupDeltas) {
-      if (delta && delta.size > 0) await this.rollups.add(enterpriseId, delta.take());
+  /**
+   * Adds the held rollup shares to the stored rollups. At the ingestion's `end`, a small one's events are held pending instead, one row,
+   * while the enterprise's pending events stay within MAX_PENDING_EVENTS; else its pending rows are added to the rollups with them.
+   */
+  private async writeRollups(end: boolean): Promise<void> {
+    for (const [enterpriseId, share] of this.heldRollups) {
+      if (!share) continue;
+      if (end && share.events) {
+        if (share.events.length === 0) continue;
+        if (await this.rollups.pendingEvents(enterpriseId) + share.events.length <= MAX_PENDING_EVENTS) {
+          await this.rollups.holdPending(enterpriseId, this.ingestion, share.events);
+          continue;
+        }
+      }
+      share.sum();
+      if (end) await this.rollups.takePending(enterpriseId, share.delta);
+      if (share.delta.size > 0) await this.rollups.add(enterpriseId, share.delta.take());
     }
   }
 
@@ -482,11 +515,30 @@ type RawEventRow = Record<"day" | "member_key" | "ts" | "model_id", number | str
 /** A stored event as `usage rebuild` reads it (allEvents): an event row without its id, all the pre-aggregates need. */
 type StoredEvent = Omit<UsageEventRow, "eventId">;
 
-/** Stored events into an ingestion's held sums: the rollup delta and the running totals' day sums. */
-function holdSums(events: readonly StoredEvent[], rollup: RollupDelta, daySums: DaySums): void {
-  for (const e of events) {
-    rollup.add(e.memberKey, e.modelId, e.ts, e.inputTokens, e.outputTokens, e.basicMicros, e.payGoMicros);
-    daySums.add(e.memberKey, e.modelId, e.day, e.inputTokens, e.outputTokens, e.basicMicros, e.payGoMicros);
+/**
+ * An enterprise's share of an ingestion's rollups: its events as they came while the ingestion may hold them pending (`events`, up
+ * to PENDING_BELOW), else summed in `delta`, to be added to the stored rollups.
+ */
+class HeldRollups {
+  events: StoredEvent[] | undefined;
+  readonly delta: RollupDelta;
+
+  constructor(layout: RollupLayout, mayHoldPending: boolean) {
+    this.delta = new RollupDelta(new RollupPeriods(layout));
+    this.events = mayHoldPending ? [] : undefined;
+  }
+
+  add(events: readonly StoredEvent[]): void {
+    if (this.events && this.events.length + events.length < PENDING_BELOW) for (const e of events) this.events.push(e);
+    else this.sum(events);
+  }
+
+  /** Sums `events` and those held as they came into the delta, which then takes every later event. */
+  sum(events: readonly StoredEvent[] = []): void {
+    for (const list of [this.events ?? [], events]) {
+      for (const e of list) this.delta.add(e.memberKey, e.modelId, e.ts, e.inputTokens, e.outputTokens, e.basicMicros, e.payGoMicros);
+    }
+    this.events = undefined;
   }
 }
 
@@ -523,40 +575,6 @@ function addEventText(text: string, negate: boolean, memberOf: (memberKey: numbe
     model.add(member, EVENTS, negate ? -1 : 1);
   });
 }
-
-/** Calls `entry` with each entry of a database's text (";"-joined entries of `fields` ","-joined unsigned integers); past 15 digits a bigint. */
-function forEachEntry(text: string, fields: number, entry: (values: Array<number | bigint>) => void): void {
-  const values = new Array<number | bigint>(fields).fill(0);
-  let field = 0;
-  let value = 0;
-  let from = 0;
-  for (let at = 0; at <= text.length; at++) {
-    const code = at < text.length ? text.charCodeAt(at) : SEMICOLON; // as if a ";" followed the last entry
-    if (code >= 48 && code <= 57) {
-      value = value * 10 + (code - 48);
-      continue;
-    }
-    if ((code !== COMMA && code !== SEMICOLON) || field === fields) throw new Error(`usage text: unexpected ${JSON.stringify(text[at])} at ${at}`);
-    values[field++] = at - from <= 15 ? value : BigInt(text.slice(from, at));
-    value = 0;
-    from = at + 1;
-    if (code === SEMICOLON) {
-      if (field !== fields) throw new Error(`usage text: ${field} values in the entry ending at ${at}`);
-      entry(values);
-      field = 0;
-    }
-  }
-}
-
-/** How many entries a text of forEachEntry holds. */
-function entryCount(text: string): number {
-  let count = 1;
-  for (let at = text.indexOf(";"); at !== -1; at = text.indexOf(";", at + 1)) count++;
-  return count;
-}
-
-const COMMA = 44;
-const SEMICOLON = 59;
 
 /** The rows' values in EVENT_COLUMNS order, end to end. */
 function eventParameters(enterpriseId: string, rows: readonly UsageEventRow[]): unknown[] {
@@ -614,3 +632,12 @@ const FLUSH_DAY_SUMS = 50_000;
 
 /** Write the held rollup deltas when they hold this many events. */
 const FLUSH_ROLLUP_EVENTS = 200_000;
+
+/**
+ * An ingestion of fewer events (an API batch: at most 1,000) holds its rollups pending, one row, rather than rewrite the rollup rows
+ * its events touch (a batch spread over a day touches some 140, with their member bitmaps): a larger ingestion, or a report, adds them.
+ */
+const PENDING_BELOW = 2_000;
+
+/** The most events an enterprise holds pending: the ingestion that would pass it adds them all to the rollups, its own with them. */
+const MAX_PENDING_EVENTS = 50_000;

@@ -4,13 +4,15 @@
 import roaring from "roaring";
 import { CompiledQuery, sql, type Kysely } from "kysely";
 import {
-  addEncodedSums, ALL_MODELS, DAY, encodeSums, layoutFor, USAGE_LAYOUT_VERSION, type Grain, type RollupAdditions, type RollupLayout,
+  addEncodedSums, ALL_MODELS, DAY, encodeSums, layoutFor, USAGE_LAYOUT_VERSION, type Grain, type RollupAdditions, type RollupDelta, type RollupLayout,
 } from "../domain/usage-rollup.js";
+import type { EventValue } from "../domain/usage-event.js";
 import { mergeMemberSums } from "./member-day-sums.js";
 import { ExactSums } from "../domain/usage-totals.js";
 import type { PeriodFigures } from "../domain/report-cells.js";
 import type { Schema, UsageRollupMembersTable, UsageRollupTable } from "./schema.js";
 import { among, chunks, insertText, type BulkStore } from "./bulk-statements.js";
+import { forEachEntry } from "./usage-sums-codec.js";
 
 const { RoaringBitmap32 } = roaring;
 
@@ -51,6 +53,7 @@ export class UsageRollups {
     await this.db.deleteFrom("usage_running_total").where("member_key", "in", members).execute();
     await this.db.deleteFrom("usage_rollup").where("enterprise_id", "=", enterpriseId).execute();
     await this.db.deleteFrom("usage_rollup_members").where("enterprise_id", "=", enterpriseId).execute();
+    await this.db.deleteFrom("usage_rollup_pending").where("enterprise_id", "=", enterpriseId).execute();
     await this.db.deleteFrom("usage_layout").where("enterprise_id", "=", enterpriseId).execute();
     const { time_zone } = await this.db.selectFrom("enterprise").select("time_zone").where("enterprise_id", "=", enterpriseId).executeTakeFirstOrThrow();
     const layout = layoutFor(time_zone, Math.floor(Date.now() / 1000));
@@ -87,6 +90,30 @@ export class UsageRollups {
         bytes.reset();
       }
     }
+  }
+
+  /** How many events the enterprise holds pending (holdPending). */
+  async pendingEvents(enterpriseId: string): Promise<number> {
+    const row = await this.db.selectFrom("usage_rollup_pending").select((eb) => eb.fn.sum<number | string | null>("event_count").as("events"))
+      .where("enterprise_id", "=", enterpriseId).executeTakeFirst();
+    return Number(row?.events ?? 0);
+  }
+
+  /** Holds an ingestion's events pending, one usage_rollup_pending row (USAGE TEXT, usage-sums-codec.ts), until takePending adds them. */
+  async holdPending(enterpriseId: string, ingestion: number, events: readonly PendingEvent[]): Promise<void> {
+    const entries = events.map((e) => `${e.memberKey},${e.modelId},${e.ts},${e.inputTokens},${e.outputTokens},${e.basicMicros},${e.payGoMicros}`);
+    await this.db.insertInto("usage_rollup_pending")
+      .values({ enterprise_id: enterpriseId, ingestion, event_count: events.length, events: entries.join(";") }).execute();
+  }
+
+  /** Adds the enterprise's pending events to `delta`, and deletes them (the delta is added to the rollups in the same transaction). */
+  async takePending(enterpriseId: string, delta: RollupDelta): Promise<void> {
+    const rows = await this.db.selectFrom("usage_rollup_pending").select("events").where("enterprise_id", "=", enterpriseId).execute();
+    if (rows.length === 0) return;
+    for (const { events } of rows) {
+      forEachEntry(events, 7, (v) => delta.add(v[0] as number, v[1] as number, v[2] as number, v[3]!, v[4]!, v[5]!, v[6]!));
+    }
+    await this.db.deleteFrom("usage_rollup_pending").where("enterprise_id", "=", enterpriseId).execute();
   }
 
   private upsertText(table: "usage_rollup" | "usage_rollup_members", columns: readonly string[], rows: number): string {
@@ -135,6 +162,17 @@ export class UsageRollups {
       .where("model_id", "=", ALL_MODELS).execute();
     return rows.map((row) => ({ day: row.period, memberSums: row.member_sums ?? new Uint8Array() }));
   }
+}
+
+/** An event as the rollups take it. */
+interface PendingEvent {
+  memberKey: number;
+  modelId: number;
+  ts: number;
+  inputTokens: EventValue;
+  outputTokens: EventValue;
+  basicMicros: EventValue;
+  payGoMicros: EventValue;
 }
 
 /** A stored layout row (or none) as the layout, when it is of this version: else undefined. */

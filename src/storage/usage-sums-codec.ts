@@ -1,5 +1,7 @@
-// The byte format of stored usage sums. PACKED TOTALS (a usage_running_total row's `totals`): per model, six unsigned LEB128 varints
+// The formats of stored usage sums. PACKED TOTALS (a usage_running_total row's `totals`): per model, six unsigned LEB128 varints
 // (model id, then the five sums of SUMS; typically 15-20 bytes), in no particular order; a model may repeat, its sums adding up.
+// USAGE TEXT (a statement's sums sent back as text, a pending rollup row's events): entries joined by ";", each of a fixed number of
+// unsigned decimal integers joined by "," (forEachEntry).
 import { SUMS, SUM_LIMIT, SumLimitError, type TotalsByModel } from "../domain/usage-totals.js";
 import type { WindowSums } from "../domain/usage-window-sums.js";
 
@@ -69,11 +71,15 @@ export function packedBytes(totals: TotalsByModel, onto?: Uint8Array): number {
 /**
  * Writes `totals` packed into `out` from `at`, which has packedBytes(totals, onto) bytes of room; with `onto` (a stored row's packed totals),
  * those plus `totals`: entries of models `totals` holds get its sums added, other entries are copied undecoded, and models `onto` lacks follow.
- * Returns the offset after them; throws SumLimitError past 2^64 - 1.
+ * Returns the offset after them; throws SumLimitError when a sum, or a sum over all the row's models, passes 2^64 - 1: then no day's
+ * sum over all of a member's models (member-day-sums.ts) passes it either.
  */
 export function packTotals(totals: TotalsByModel, out: Uint8Array, at: number, onto?: Uint8Array): number {
+  const from = at;
   const { entries } = totals;
   const { sums } = entries;
+  /** Each sum over every model, as a float: near the limit, checkedAcrossModels adds them exactly. */
+  const acrossModels = new Float64Array(SUMS);
   const mark = totals.newMark(); // marks the entries merged onto `onto`
   const marks = totals.marks;
   if (onto) {
@@ -84,7 +90,7 @@ export function packTotals(totals: TotalsByModel, out: Uint8Array, at: number, o
       const entry = totals.find(id);
       if (entry === -1 || marks[entry] === mark) {
         // Byte by byte: a subarray per entry costs more than its few bytes.
-        for (let i = 0; i < SUMS; i++) reader.next();
+        for (let i = 0; i < SUMS; i++) acrossModels[i] += reader.next();
         for (let q = entryStart; q < reader.at; q++) out[at++] = onto[q]!;
         continue;
       }
@@ -93,6 +99,7 @@ export function packTotals(totals: TotalsByModel, out: Uint8Array, at: number, o
       for (let i = 0; i < SUMS; i++) {
         const start = reader.at;
         const total = reader.next() + sums.values[entry * SUMS + i]!;
+        acrossModels[i] += total;
         if (reader.at - start <= NUMBER_BYTES && !sums.anyBig && total <= Number.MAX_SAFE_INTEGER) at = writeVarint(out, at, total);
         else at = writeBigVarint(out, at, readBigVarint(onto, start) + sums.total(entry, i));
       }
@@ -104,11 +111,27 @@ export function packTotals(totals: TotalsByModel, out: Uint8Array, at: number, o
     if (marks[entry] === mark) continue;
     at = writeVarint(out, at, entries.model[entry]!);
     for (let i = 0; i < SUMS; i++) {
+      acrossModels[i] += sums.values[entry * SUMS + i]!;
       if (sums.anyBig) at = writeBigVarint(out, at, sums.total(entry, i));
       else at = writeVarint(out, at, sums.values[entry * SUMS + i]!);
     }
   }
+  if (sums.anyBig || acrossModels.some((sum) => sum >= 2 ** 63)) checkAcrossModels(out, from, at);
   return at;
+}
+
+/** Throws SumLimitError when a sum over every model of packed totals (`packed` from `at` to `end`) passes 2^64 - 1. */
+function checkAcrossModels(packed: Uint8Array, at: number, end: number): void {
+  const acrossModels = new Array<bigint>(SUMS).fill(0n);
+  const reader = new VarintReader(packed, at);
+  while (reader.at < end) {
+    reader.next(); // the model id
+    for (let i = 0; i < SUMS; i++) {
+      acrossModels[i] += readBigVarint(packed, reader.at);
+      reader.next();
+    }
+  }
+  if (acrossModels.some((sum) => sum > SUM_LIMIT)) throw new SumLimitError();
 }
 
 /**
@@ -174,3 +197,37 @@ export function readBigVarint(packed: Uint8Array, at: number): bigint {
     if (!(byte >= 0x80)) return value;
   }
 }
+
+/** Calls `entry` with each entry of a database's text (";"-joined entries of `fields` ","-joined unsigned integers); past 15 digits a bigint. */
+export function forEachEntry(text: string, fields: number, entry: (values: Array<number | bigint>) => void): void {
+  const values = new Array<number | bigint>(fields).fill(0);
+  let field = 0;
+  let value = 0;
+  let from = 0;
+  for (let at = 0; at <= text.length; at++) {
+    const code = at < text.length ? text.charCodeAt(at) : SEMICOLON; // as if a ";" followed the last entry
+    if (code >= 48 && code <= 57) {
+      value = value * 10 + (code - 48);
+      continue;
+    }
+    if ((code !== COMMA && code !== SEMICOLON) || field === fields) throw new Error(`usage text: unexpected ${JSON.stringify(text[at])} at ${at}`);
+    values[field++] = at - from <= 15 ? value : BigInt(text.slice(from, at));
+    value = 0;
+    from = at + 1;
+    if (code === SEMICOLON) {
+      if (field !== fields) throw new Error(`usage text: ${field} values in the entry ending at ${at}`);
+      entry(values);
+      field = 0;
+    }
+  }
+}
+
+/** How many entries a text of forEachEntry holds. */
+export function entryCount(text: string): number {
+  let count = 1;
+  for (let at = text.indexOf(";"); at !== -1; at = text.indexOf(";", at + 1)) count++;
+  return count;
+}
+
+const COMMA = 44;
+const SEMICOLON = 59;

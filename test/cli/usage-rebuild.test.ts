@@ -62,17 +62,20 @@ describe.each(dialects)("usage rebuild on %s", (dialect) => {
     .innerJoin("member as m", "m.member_key", "t.member_key").select(["m.user_id", "t.day", "t.totals"])
     .where("m.enterprise_id", "=", enterpriseId).orderBy("m.user_id").orderBy("t.day").execute())
     .map((r) => `${r.user_id} ${r.day} ${Buffer.from(r.totals).toString("hex")}`);
-  /** Every rollup row of an enterprise and its layout. */
-  const rollups = async (enterpriseId = "acme") => [
-    ...(await database.db.selectFrom("usage_layout").select(["time_zone", "hour_phase"]).where("enterprise_id", "=", enterpriseId).execute())
-      .map((r) => `layout ${r.time_zone} ${r.hour_phase}`),
-    ...(await database.db.selectFrom("usage_rollup as r")
-      .innerJoin("usage_rollup_members as m", (join) => join.onRef("m.enterprise_id", "=", "r.enterprise_id").onRef("m.grain", "=", "r.grain")
-        .onRef("m.period", "=", "r.period").onRef("m.model_id", "=", "r.model_id"))
-      .select(["r.grain", "r.period", "r.model_id", "r.member_count", "r.sums", "m.members", "m.member_sums"])
-      .where("r.enterprise_id", "=", enterpriseId).orderBy("r.grain").orderBy("r.period").orderBy("r.model_id").execute())
-      .map((r) => `${r.grain} ${r.period} ${r.model_id} ${r.member_count} ${r.sums} ${Buffer.from(r.members).toString("hex")} ${r.member_sums ? Buffer.from(r.member_sums).toString("hex") : "-"}`),
-  ];
+  /** Every rollup row of an enterprise and its layout, as a report reads them: the events held pending (API batches') added first. */
+  const rollups = async (enterpriseId = "acme") => {
+    await new UsageRepository(database).addPendingRollups(enterpriseId);
+    return [
+      ...(await database.db.selectFrom("usage_layout").select(["time_zone", "hour_phase"]).where("enterprise_id", "=", enterpriseId).execute())
+        .map((r) => `layout ${r.time_zone} ${r.hour_phase}`),
+      ...(await database.db.selectFrom("usage_rollup as r")
+        .innerJoin("usage_rollup_members as m", (join) => join.onRef("m.enterprise_id", "=", "r.enterprise_id").onRef("m.grain", "=", "r.grain")
+          .onRef("m.period", "=", "r.period").onRef("m.model_id", "=", "r.model_id"))
+        .select(["r.grain", "r.period", "r.model_id", "r.member_count", "r.sums", "m.members", "m.member_sums"])
+        .where("r.enterprise_id", "=", enterpriseId).orderBy("r.grain").orderBy("r.period").orderBy("r.model_id").execute())
+        .map((r) => `${r.grain} ${r.period} ${r.model_id} ${r.member_count} ${r.sums} ${Buffer.from(r.members).toString("hex")} ${r.member_sums ? Buffer.from(r.member_sums).toString("hex") : "-"}`),
+    ];
+  };
   /** Reports of the enterprise that the rollups answer (day buckets in two zones by model, hours, one bucket), as JSON. */
   const reports = async () => {
     const service = new UsageReports(new UsageRepository(database), new DepartmentRepository(database.db));

@@ -654,6 +654,21 @@ describe.each(dialects)("usage rules (%s)", (dialect) => {
       expect(reply.json).toStrictEqual(answer([item(m, [usage("huge", "Chat", "Builtin", 18n * E18, 0, "0.000000", "0.000000", "0.000000")])]));
     });
 
+    it("refuses an ingestion that would pass the uint64 limit for a member's running totals over all its models with 4001; reports still answer", async () => {
+      const t = await tenant();
+      const m = t.members[0]!;
+      const E18 = 10n ** 18n;
+      expect(await seed(t.id, [
+        ev(m.user_id, T0 + HOUR, { model_name: "huge-a", input_tokens: String(9n * E18) }),
+        ev(m.user_id, T0 + DAY + HOUR, { model_name: "huge-b", input_tokens: String(9n * E18) }),
+      ])).toStrictEqual({ recorded: 2, duplicates: 0 });
+      // Each model's running total stays below the limit, their sum would not: nor would a day's sum over both models.
+      const over = seed(t.id, [ev(m.user_id, T0 + DAY + 2 * HOUR, { model_name: "huge-a", input_tokens: String(E18) })]);
+      await expect(over).rejects.toMatchObject({ code: 4001, message: naming("uint64", "18446744073709551615") });
+      const reply = await post("/openapi/v1/statistics/usage-report", { start_time: T0, end_time: T0 + 2 * DAY, bucket: "none", time_zone: "UTC" }, t.token);
+      expect(reply.json.data.buckets[0].groups[0]).toMatchObject({ events: 2, input_tokens: 18n * E18 });
+    });
+
     it("reads a window whose sum passes 2^63 exactly, from running totals and from raw events", async () => {
       const t = await tenant();
       const m = t.members[0]!;

@@ -8,7 +8,7 @@ import { migrations } from "../../src/storage/migrations/index.js";
 import { createTestDatabase, dialects, type TestDatabase } from "../helpers/databases.js";
 
 const TABLES = ["access_token", "app", "department", "enterprise", "environment_config", "environment_data_key", "environment_secret",
-  "master_key", "master_key_ring", "member", "member_department", "usage_event", "usage_ingestion_count", "usage_layout", "usage_model", "usage_rollup", "usage_rollup_members", "usage_running_total"];
+  "master_key", "master_key_ring", "member", "member_department", "usage_event", "usage_ingestion_count", "usage_layout", "usage_model", "usage_rollup", "usage_rollup_members", "usage_rollup_pending", "usage_running_total"];
 
 describe.each(dialects)("migrations on an empty database (%s)", (dialect) => {
   const opened: { testDb: TestDatabase; database: Database }[] = [];

@@ -4,6 +4,10 @@ import { SUM_LIMIT, SumLimitError } from "../../src/domain/usage-totals.js";
 import { CorruptTotalsError, VarintReader, readBigVarint, writeVarint } from "../../src/storage/usage-sums-codec.js";
 import { decodePacked, packedOf, packedOnto, plainTotals as plain, totalsOf } from "../helpers/packed-totals.js";
 
+/** Whether a model's sum, or a sum over all the models, passes 2^64 - 1 (what packTotals refuses). */
+const passesLimit = (models: bigint[][]) => models.some((sums) => sums.some((s) => s > SUM_LIMIT))
+  || [0, 1, 2, 3, 4].some((i) => models.reduce((sum, sums) => sum + sums[i]!, 0n) > SUM_LIMIT);
+
 describe("packed usage totals", () => {
   it("round-trips any sums up to 2^64 - 1 exactly, whether they were added as numbers or bigints", () => {
     const value = fc.oneof(fc.integer({ min: 0, max: 1_000_000_000_000 }), fc.bigInt({ min: 0n, max: SUM_LIMIT / 4n }));
@@ -15,7 +19,7 @@ describe("packed usage totals", () => {
         const sums = reference.get(model) ?? [0n, 0n, 0n, 0n, 0n];
         reference.set(model, sums.map((s, i) => s + (i === 4 ? 1n : BigInt(values[i]!))));
       }
-      if ([...reference.values()].some((sums) => sums.some((s) => s > SUM_LIMIT))) {
+      if (passesLimit([...reference.values()])) {
         expect(() => packedOf(totals)).toThrow(SumLimitError);
         return;
       }
@@ -54,11 +58,21 @@ describe("packed usage totals", () => {
         merged = packedOnto(totalsOf(added), packedOf(before));
       } catch (error) {
         expect(error).toBeInstanceOf(SumLimitError);
-        expect(Object.values(plain(everything)).flat().some((sum) => sum > SUM_LIMIT)).toBe(true);
+        expect(passesLimit(Object.values(plain(everything)))).toBe(true);
         return;
       }
       expect(decodePacked(merged)).toStrictEqual(plain(everything));
     }), { numRuns: 500 });
+  });
+
+  it("refuses totals whose sum over all models passes 2^64 - 1, each model's within it, held or stored", () => {
+    const half = SUM_LIMIT / 2n; // 2^63 - 1
+    expect(decodePacked(packedOf(totalsOf([[1, half, 0, 0, 0], [2, half + 1n, 0, 0, 0]])))).toStrictEqual({ 1: [half, 0n, 0n, 0n, 1n], 2: [half + 1n, 0n, 0n, 0n, 1n] });
+    expect(() => packedOf(totalsOf([[1, half, 0, 0, 0], [2, half + 2n, 0, 0, 0]]))).toThrow(SumLimitError);
+    const stored = packedOf(totalsOf([[1, 0, half, 0, 0], [2, 0, half, 0, 0]]));
+    expect(() => packedOnto(totalsOf([[3, 0, 1, 0, 0]]), stored)).not.toThrow();
+    expect(() => packedOnto(totalsOf([[3, 0, 2, 0, 0]]), stored)).toThrow(SumLimitError);
+    expect(() => packedOnto(totalsOf([[2, 0, 2, 0, 0]]), stored)).toThrow(SumLimitError);
   });
 
   it("refuses packed totals that end inside an entry", () => {

@@ -7,6 +7,7 @@ import * as directoryVersion from "./20261129T090000-directory-version.js";
 import * as rollupMembers from "./20261129T100000-rollup-members.js";
 import * as unframeRunningTotals from "./20261130T090000-unframe-running-totals.js";
 import * as usageLayout from "./20261201T090000-usage-layout.js";
+import * as pendingRollups from "./20261202T090000-pending-rollups.js";
 
 export const migrations: Record<string, Migration> = {
   "20261126T080000-baseline": baseline,
@@ -16,4 +17,5 @@ export const migrations: Record<string, Migration> = {
   "20261129T100000-rollup-members": rollupMembers,
   "20261130T090000-unframe-running-totals": unframeRunningTotals,
   "20261201T090000-usage-layout": usageLayout,
+  "20261202T090000-pending-rollups": pendingRollups,
 };

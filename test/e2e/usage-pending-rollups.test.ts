@@ -1,0 +1,162 @@
+// End to end: an API batch holds its events' share of the rollups pending (one usage_rollup_pending row) instead of rewriting the
+// rollup rows, and the real server (`enterprise-admin serve`, a child process) adds them to the rollups when a report needs them, or
+// when the pending events would pass 50,000. A server killed with kill -9 leaves them pending, and the next server's first report
+// has them. Every report is checked against sums computed here from the events sent.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer, type AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AccessAdmin } from "../../src/operations/access-admin.js";
+import { AuthRepository } from "../../src/storage/auth-repository.js";
+import type { Database } from "../../src/storage/database.js";
+import { DirectoryRepository } from "../../src/storage/directory-repository.js";
+import { dialects, type TestDatabase } from "../helpers/databases.js";
+import { createSeededDatabase } from "../helpers/seeded-database.js";
+import { parseJsonBig, sixDecimals } from "../helpers/usage-reference.js";
+
+const CLI = fileURLToPath(new URL("../../bin/enterprise-admin.mjs", import.meta.url));
+const RECORD = "/openapi/v1/usage/events/batch-record";
+const REPORT = "/openapi/v1/statistics/usage-report";
+const DAY = 86_400;
+/** 2025-03-01T00:00:00Z: the events lie in the three days after it. */
+const D0 = 1_740_787_200;
+const MODELS = ["atlas", "boreas", "ceres"];
+/** The most events an enterprise holds pending (usage-repository.ts). */
+const MAX_PENDING_EVENTS = 50_000;
+
+interface SentEvent {
+  user_id: string;
+  model: string;
+  ts: number;
+  input: number;
+  basicMicros: number;
+}
+
+describe.each(dialects)("rollups held pending by API batches (%s)", (dialect) => {
+  let testDb: TestDatabase;
+  let database: Database;
+  let dir = "";
+  let token = "";
+  let sent = 0;
+  const children: ChildProcess[] = [];
+
+  beforeAll(async () => {
+    ({ testDb, database } = await createSeededDatabase(dialect));
+    dir = mkdtempSync(join(tmpdir(), "eadmin-pending-"));
+    token = (await new AccessAdmin(new AuthRepository(database), new DirectoryRepository(database.db))
+      .createToken("acme", ["usage:write", "statistics:read"], 3600)).accessToken;
+  });
+
+  afterAll(async () => {
+    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    await database?.close();
+    await testDb?.drop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** `enterprise-admin serve` on the test database; resolves with its base URL once it answers. */
+  async function serve(): Promise<{ child: ChildProcess; baseUrl: string }> {
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+    const { port } = probe.address() as AddressInfo;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    const child = spawn(process.execPath, [CLI, "serve", "--port", String(port), "--db", testDb.url], {
+      env: { ...process.env, DATABASE_URL: "", LOG_LEVEL: "warn", RATE_LIMIT_RPS: "0", ENTERPRISE_ADMIN_MASTER_KEY_FILE: join(dir, "master.key") },
+      stdio: "ignore",
+    });
+    children.push(child);
+    const baseUrl = `http://127.0.0.1:${port}`;
+    for (let tries = 0; ; tries++) {
+      const ready = await fetch(`${baseUrl}/healthz`).then((res) => res.ok, () => false);
+      if (ready) return { child, baseUrl };
+      if (tries > 400 || child.exitCode !== null) throw new Error(`serve did not start (exit ${child.exitCode})`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  /** `count` new events of acme's two members over the three days, as one batch through REST. */
+  async function sendBatch(baseUrl: string, count: number): Promise<SentEvent[]> {
+    const events = Array.from({ length: count }, (_, i): SentEvent => ({
+      user_id: (sent + i) % 3 === 0 ? "7002" : "7001", model: MODELS[(sent + i) % MODELS.length]!, ts: D0 + (((sent + i) * 7919) % (3 * DAY)),
+      input: 1 + ((sent + i) % 101), basicMicros: (sent + i) % 1000,
+    }));
+    const res = await fetch(baseUrl + RECORD, {
+      method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        events: events.map((e, i) => ({
+          event_id: `pending-${sent + i}`, user_id: e.user_id, model_name: e.model, model_type: "Chat", model_source: "Builtin", timestamp: e.ts,
+          input_tokens: e.input, output_tokens: 0, basic_amount: sixDecimals(BigInt(e.basicMicros)), pay_go_amount: "",
+        })),
+      }),
+    });
+    expect(res.status, await res.clone().text()).toBe(200);
+    expect(((await res.json()) as { data: unknown }).data).toMatchObject({ recorded: count });
+    sent += count;
+    return events;
+  }
+
+  /** How many of acme's events the store holds pending. */
+  async function pendingEvents(): Promise<number> {
+    const rows = await database.db.selectFrom("usage_rollup_pending").select("event_count").where("enterprise_id", "=", "acme").execute();
+    return rows.reduce((sum, row) => sum + Number(row.event_count), 0);
+  }
+
+  /** The report of the three days by model in UTC, against the sums of `events`, the events of every earlier test included. */
+  async function expectReport(baseUrl: string, events: readonly SentEvent[]): Promise<void> {
+    const res = await fetch(baseUrl + REPORT, {
+      method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ start_time: D0, end_time: D0 + 3 * DAY, time_zone: "UTC", bucket: "day", group_by: ["model"] }),
+    });
+    const reply = parseJsonBig(await res.text());
+    expect(reply.code, reply.message).toBe(0);
+    const expected = [0, 1, 2].map((d) => MODELS.map((model) => {
+      const of = events.filter((e) => e.model === model && e.ts >= D0 + d * DAY && e.ts < D0 + (d + 1) * DAY);
+      const basic = of.reduce((sum, e) => sum + BigInt(e.basicMicros), 0n);
+      return { model, events: of.length, active_members: new Set(of.map((e) => e.user_id)).size, input_tokens: of.reduce((sum, e) => sum + e.input, 0),
+        basic_amount: sixDecimals(basic), total_amount: sixDecimals(basic) };
+    }).filter((group) => group.events > 0));
+    expect(reply.data.buckets.map((bucket: any) => bucket.groups.map((group: any) => ({
+      model: group.model_name, events: group.events, active_members: group.active_members, input_tokens: group.input_tokens,
+      basic_amount: group.basic_amount, total_amount: group.total_amount,
+    })))).toStrictEqual(expected);
+  }
+
+  const all: SentEvent[] = [];
+
+  it("a batch's events are pending until a report, which has them; a server killed (kill -9) with events pending leaves them to the next", async () => {
+    let server = await serve();
+    for (let b = 0; b < 3; b++) all.push(...(await sendBatch(server.baseUrl, 200)));
+    expect(await pendingEvents()).toBe(600);
+    await expectReport(server.baseUrl, all);
+    expect(await pendingEvents()).toBe(0);
+
+    for (let b = 0; b < 2; b++) all.push(...(await sendBatch(server.baseUrl, 300)));
+    expect(await pendingEvents()).toBe(600);
+    const killed = new Promise((resolve) => server.child.once("exit", (_code, signal) => resolve(signal)));
+    server.child.kill("SIGKILL");
+    expect(await killed).toBe("SIGKILL");
+    expect(await pendingEvents()).toBe(600);
+
+    server = await serve();
+    await expectReport(server.baseUrl, all);
+    expect(await pendingEvents()).toBe(0);
+    server.child.kill("SIGTERM");
+  });
+
+  it(`at most ${MAX_PENDING_EVENTS.toLocaleString("en-US")} events are held pending: the batch that would pass that adds them all to the rollups`, async () => {
+    const server = await serve();
+    let most = 0;
+    for (let b = 0; b < MAX_PENDING_EVENTS / 1000; b++) {
+      all.push(...(await sendBatch(server.baseUrl, 1000)));
+      most = Math.max(most, await pendingEvents());
+    }
+    expect(most).toBe(MAX_PENDING_EVENTS);
+    all.push(...(await sendBatch(server.baseUrl, 1000)));
+    expect(await pendingEvents()).toBe(0);
+    await expectReport(server.baseUrl, all);
+    server.child.kill("SIGTERM");
+  }, 120_000);
+});
