@@ -912,7 +912,9 @@ export const UsageService: GenService<{
   },
   /**
    * Usage over a window in day or hour buckets of a time zone (or one bucket), grouped by any of
-   * model, member and department, over the whole enterprise or one department's subtree.
+   * model, member and department, over the whole enterprise or one department's subtree. It counts
+   * every event recorded before it: the events recording holds pending for the rollups are added to
+   * them first, a write, so a store busy with another writer may answer 503 (Retry-After).
    *
    * @generated from rpc enterprise_admin.v1.UsageService.GetUsageReport
    */
@@ -922,7 +924,8 @@ export const UsageService: GenService<{
     output: typeof GetUsageReportResponseSchema;
   },
   /**
-   * The whole enterprise's figures for each local day of a date range, empty days included.
+   * The whole enterprise's figures for each local day of a date range, empty days included. Like the
+   * report, it counts every event recorded before it.
    *
    * @generated from rpc enterprise_admin.v1.UsageService.GetCoreMetrics
    */
