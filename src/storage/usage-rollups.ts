@@ -6,13 +6,13 @@ import { CompiledQuery, sql, type Kysely } from "kysely";
 import {
   addEncodedSums, ALL_MODELS, DAY, encodeSums, layoutFor, USAGE_LAYOUT_VERSION, type Grain, type RollupAdditions, type RollupDelta, type RollupLayout,
 } from "../domain/usage-rollup.js";
-import type { EventValue } from "../domain/usage-event.js";
 import { mergeMemberSums } from "./member-day-sums.js";
 import { ExactSums } from "../domain/usage-totals.js";
 import type { PeriodFigures } from "../domain/report-cells.js";
 import type { Schema, UsageRollupMembersTable, UsageRollupTable } from "./schema.js";
 import { among, chunks, insertText, type BulkStore } from "./bulk-statements.js";
 import { forEachEntry } from "./usage-sums-codec.js";
+import type { UsageEventRow } from "./usage-repository.js";
 
 const { RoaringBitmap32 } = roaring;
 
@@ -165,15 +165,7 @@ export class UsageRollups {
 }
 
 /** An event as the rollups take it. */
-interface PendingEvent {
-  memberKey: number;
-  modelId: number;
-  ts: number;
-  inputTokens: EventValue;
-  outputTokens: EventValue;
-  basicMicros: EventValue;
-  payGoMicros: EventValue;
-}
+type PendingEvent = Omit<UsageEventRow, "eventId" | "day">;
 
 /** A stored layout row (or none) as the layout, when it is of this version: else undefined. */
 export function currentLayout(row: { version: number | null; time_zone: string | null; hour_phase: number | null } | undefined): RollupLayout | undefined {

@@ -78,7 +78,7 @@ export function packTotals(totals: TotalsByModel, out: Uint8Array, at: number, o
   const from = at;
   const { entries } = totals;
   const { sums } = entries;
-  /** Each sum over every model, as a float: near the limit, checkedAcrossModels adds them exactly. */
+  /** Each sum over every model, as a float: near the limit, checkAcrossModels adds them exactly. */
   const acrossModels = new Float64Array(SUMS);
   const mark = totals.newMark(); // marks the entries merged onto `onto`
   const marks = totals.marks;
