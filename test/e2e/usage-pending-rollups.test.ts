@@ -1,7 +1,8 @@
 // End to end: an API batch holds its events' share of the rollups pending (one usage_rollup_pending row) instead of rewriting the
 // rollup rows, and the real server (`enterprise-admin serve`, a child process) adds them to the rollups when a report needs them, or
 // when the pending events would pass 50,000. A server killed with kill -9 leaves them pending, and the next server's first report
-// has them. Every report is checked against sums computed here from the events sent.
+// has them; two servers on one store, sent batches and reports at once, count every event once. Every report is checked against
+// sums computed here from the events sent.
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
@@ -77,24 +78,26 @@ describe.each(dialects)("rollups held pending by API batches (%s)", (dialect) =>
     }
   }
 
-  /** `count` new events of acme's two members over the three days, as one batch through REST. */
+  /** `count` new events of acme's two members over the three days, as one batch through REST (their ids taken before it is sent). */
   async function sendBatch(baseUrl: string, count: number): Promise<SentEvent[]> {
+    const first = sent;
+    sent += count;
+    const n = (i: number) => first + i;
     const events = Array.from({ length: count }, (_, i): SentEvent => ({
-      user_id: (sent + i) % 3 === 0 ? "7002" : "7001", model: MODELS[(sent + i) % MODELS.length]!, ts: D0 + (((sent + i) * 7919) % (3 * DAY)),
-      input: 1 + ((sent + i) % 101), basicMicros: (sent + i) % 1000,
+      user_id: n(i) % 3 === 0 ? "7002" : "7001", model: MODELS[n(i) % MODELS.length]!, ts: D0 + ((n(i) * 7919) % (3 * DAY)),
+      input: 1 + (n(i) % 101), basicMicros: n(i) % 1000,
     }));
     const res = await fetch(baseUrl + RECORD, {
       method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
       body: JSON.stringify({
         events: events.map((e, i) => ({
-          event_id: `pending-${sent + i}`, user_id: e.user_id, model_name: e.model, model_type: "Chat", model_source: "Builtin", timestamp: e.ts,
+          event_id: `pending-${n(i)}`, user_id: e.user_id, model_name: e.model, model_type: "Chat", model_source: "Builtin", timestamp: e.ts,
           input_tokens: e.input, output_tokens: 0, basic_amount: sixDecimals(BigInt(e.basicMicros)), pay_go_amount: "",
         })),
       }),
     });
     expect(res.status, await res.clone().text()).toBe(200);
     expect(((await res.json()) as { data: unknown }).data).toMatchObject({ recorded: count });
-    sent += count;
     return events;
   }
 
@@ -144,6 +147,22 @@ describe.each(dialects)("rollups held pending by API batches (%s)", (dialect) =>
     await expectReport(server.baseUrl, all);
     expect(await pendingEvents()).toBe(0);
     server.child.kill("SIGTERM");
+  });
+
+  it("two servers on one store, batches and reports sent to both at once: every event counts once in every report", async () => {
+    const servers = [await serve(), await serve()];
+    for (let round = 0; round < 4; round++) {
+      const sending = servers.flatMap((server) => [sendBatch(server.baseUrl, 400), sendBatch(server.baseUrl, 300)]);
+      // A report on each server while the batches are in flight: each counts what was committed before it.
+      await Promise.all(servers.map((server) => fetch(server.baseUrl + REPORT, {
+        method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify({ start_time: D0, end_time: D0 + 3 * DAY, bucket: "none" }),
+      }).then((res) => expect(res.status).toBe(200))));
+      for (const batch of await Promise.all(sending)) all.push(...batch);
+    }
+    for (const server of servers) await expectReport(server.baseUrl, all);
+    expect(await pendingEvents()).toBe(0);
+    for (const server of servers) server.child.kill("SIGTERM");
   });
 
   it(`at most ${MAX_PENDING_EVENTS.toLocaleString("en-US")} events are held pending: the batch that would pass that adds them all to the rollups`, async () => {
