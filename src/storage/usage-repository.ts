@@ -270,8 +270,7 @@ export class UsageRepository {
 
   /** Adds raw rows (only inside `ingest`), skipping a repeated (enterprise_id, event_id), and holds the sums of those it added. */
   async insertEvents(enterpriseId: string, rows: readonly UsageEventRow[]): Promise<void> {
-    const daySums = this.daySums;
-    if (!daySums) throw new Error("insertEvents runs only inside ingest()");
+    if (!this.daySums) throw new Error("insertEvents runs only inside ingest()");
     // Before the rows: whether the enterprise had events decides its layout.
     if (!this.heldRollups.has(enterpriseId)) {
       const layout = await this.rollups.layoutForIngestion(enterpriseId);
