@@ -114,10 +114,13 @@ export class UsageReports {
     return { currency: settings.currency, timeZone: zone, items: buckets.map((b) => ({ date: b.date, ...b.groups[0]!.figures })) };
   }
 
-  /** The enterprise's settings, its rollups first brought up to date with the events it holds pending (API batches'). */
+  /**
+   * The enterprise's settings, its rollups first brought up to date with the events it holds pending (API batches'). Asked here, not
+   * with the settings: the usage query, the export and the import read the settings too, and never the rollups.
+   */
   private async settingsOf(enterpriseId: string) {
     const settings = await this.usage.enterpriseSettings(enterpriseId);
-    if (settings.layout && settings.pendingRollups) await this.usage.addPendingRollups(enterpriseId);
+    if (settings.layout && (await this.usage.rollups.pendingEvents(enterpriseId)) > 0) await this.usage.addPendingRollups(enterpriseId);
     return settings;
   }
 

@@ -26,8 +26,6 @@ const MEMBER_COLUMNS = ["member_key", "user_id", "email", "email_folded", "accou
 export type EnterpriseSettings = Pick<Selectable<EnterpriseTable>, "currency" | "time_zone" | "directory_version"> & {
   /** Its usage layout, when it is of this version (currentLayout): else its usage is read raw. */
   layout: RollupLayout | undefined;
-  /** Whether it holds events pending for its rollups (addPendingRollups). */
-  pendingRollups: boolean;
 };
 
 /** One checked event, resolved to keys. */
@@ -115,12 +113,10 @@ export class UsageRepository {
   async enterpriseSettings(enterpriseId: string, option?: string): Promise<EnterpriseSettings> {
     const row = await this.db.selectFrom("enterprise as e").leftJoin("usage_layout as l", "l.enterprise_id", "e.enterprise_id")
       .select(["e.currency", "e.time_zone", "e.directory_version", "l.version", "l.time_zone as layout_zone", "l.hour_phase"])
-      .select((eb) => eb.exists(eb.selectFrom("usage_rollup_pending as p").select("p.ingestion").whereRef("p.enterprise_id", "=", "e.enterprise_id"))
-        .as("pending"))
       .where("e.enterprise_id", "=", enterpriseId).executeTakeFirst();
     if (row) {
-      const { version, layout_zone, hour_phase, pending, ...settings } = row;
-      return { ...settings, layout: currentLayout({ version, time_zone: layout_zone, hour_phase }), pendingRollups: Boolean(pending) };
+      const { version, layout_zone, hour_phase, ...settings } = row;
+      return { ...settings, layout: currentLayout({ version, time_zone: layout_zone, hour_phase }) };
     }
     if (option) throw invalidParameter(`${option}: enterprise "${enterpriseId}" does not exist (import a directory file first)`);
     throw new Error(`enterprise ${enterpriseId} of a valid token does not exist`);
