@@ -1,6 +1,5 @@
-// Demo usage for `seed --demo`: DEMO_USAGE_DAYS dates of weekday-heavy usage by the demo members, up to and including the "as of" date,
-// which gets all of its events. Each date's generator is seeded by the date alone, so a date's events are the same whichever day the seed
-// runs (seeding twice records nothing new). Events fall in 09:00 to 19:00 Asia/Shanghai (01:00 to 11:00 UTC, the same date in both).
+// Demo usage for `seed --demo`: weekday-heavy dates, each seeded by the date alone, so seeding twice records nothing new.
+// Events fall in 09:00 to 19:00 Asia/Shanghai (01:00 to 11:00 UTC, the same date in both).
 import { invalidParameter } from "../domain/errors.js";
 import { formatMicros } from "../domain/money.js";
 import { DAY_SECONDS, localDateOf, localMidnight } from "../domain/local-time.js";

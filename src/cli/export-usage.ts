@@ -1,5 +1,4 @@
-// `export usage`: the ExportUsage RPC's rows (operations/usage-export.ts) for local dates --from to --to, as CSV or NDJSON, to stdout
-// or --out. --out is written under a temporary name beside it and renamed when complete: a failed or stopped export leaves no partial file.
+// `export usage`: the export's rows as CSV or NDJSON; --out is renamed into place when complete, so a failed export leaves no partial file.
 import { once } from "node:events";
 import { createWriteStream, type WriteStream } from "node:fs";
 import { rename, rm, stat } from "node:fs/promises";

@@ -1,29 +1,24 @@
-// Local time for the usage analytics: IANA zone names, and a window's buckets from local midnight (or the local hour), in Unix seconds.
-// A daylight-saving day lasts 23 or 25 hours, and +05:30 and +05:45 zones work: a window's offsets are found once (ZoneOffsets), a
-// bucket with one offset throughout is plain arithmetic, and luxon works out the buckets an offset change falls in.
+// Local days and hours in Unix seconds: a window's offsets found once, arithmetic where none changes, luxon where one does.
 import { DateTime, IANAZone } from "luxon";
 import { invalidParameter } from "./errors.js";
 
 export const DEFAULT_TIME_ZONE = "UTC";
 
-/** A bucket of a window: [start, end) in Unix seconds; `date` (YYYY-MM-DD) for day buckets. */
+/** [start, end) in Unix seconds; `date` (YYYY-MM-DD) for day buckets. */
 export interface TimeBucket {
   start: number;
   end: number;
   date: string;
 }
 
-/** The zone a request asks for (one the platform knows, case-insensitively, else an error naming `field`), or `fallback` (the enterprise's). */
+/** A zone the platform knows (case-insensitively; else an error naming `field`), or `fallback` (the enterprise's). */
 export function zoneOrDefault(requested: string | undefined, fallback: string, field: string): string {
   if (requested === undefined || requested === "") return fallback;
   if (!IANAZone.isValidZone(requested)) throw invalidParameter(`${field}: ${JSON.stringify(requested)} is not an IANA time zone name (e.g. "UTC", "Asia/Kolkata")`);
   return requested;
 }
 
-/**
- * The buckets of [start, end) in `zone` from local midnight to midnight, or from one local hour to the next (its offset may be
- * a half or quarter hour), the first and last cut at the window's edges; one at a time, for a window of any length (the export's).
- */
+/** Local days or hours (an offset may be a half or quarter hour), cut at the window's edges; one at a time, for any window (the export's). */
 export function* eachBucket(start: number, end: number, zone: string, unit: "day" | "hour"): Generator<TimeBucket> {
   const offsets = new ZoneOffsets(zone, start - DAY_SECONDS, end + DAY_SECONDS);
   // Past 9999 a date is no longer YYYY-MM-DD: a window up to 10000-01-01 UTC reaches there in zones
@@ -43,12 +38,9 @@ export const DAY_SECONDS = 86_400;
 export const HOUR_SECONDS = 3_600;
 const UNIT_SECONDS = { day: DAY_SECONDS, hour: HOUR_SECONDS } as const;
 
-/**
- * A zone's UTC offset over a window [from, to): probed once a day, each change found by bisection to the second. Within the window,
- * offsets and the starts of days and hours that see no change are arithmetic; the rest, and anything outside it, is luxon's.
- */
+/** A zone's offsets over [from, to): probed once a day, each change bisected to the second; outside the window, luxon's. */
 export class ZoneOffsets {
-  /** Segment i is [starts[i], starts[i + 1]) (the last to `to`) with offset offsets[i], in seconds. */
+  /** Segment i is [starts[i], starts[i + 1]) (the last to `to`) with offset offsets[i]. */
   private readonly starts: number[] = [];
   private readonly offsets: number[] = [];
 
@@ -75,13 +67,12 @@ export class ZoneOffsets {
     }
   }
 
-  /** The offset at `ts`, in seconds east of UTC. */
+  /** Seconds east of UTC. */
   offsetAt(ts: number): number {
     if (ts < this.from || ts >= this.to) return this.offsetOf(ts);
     return this.offsets[this.segmentOf(ts)]!;
   }
 
-  /** Whether the offset is the same over all of [a, b] (both inside the window). */
   private constantOver(a: number, b: number): boolean {
     return a >= this.from && b < this.to && this.segmentOf(a) === this.segmentOf(b);
   }
@@ -97,30 +88,25 @@ export class ZoneOffsets {
     return low;
   }
 
-  /**
-   * The start of the local day or hour after the one that starts at `start`: a unit later when `start` is on the local boundary
-   * (a day that began after a jump over midnight is not) and the offset holds until then.
-   */
+  /** A unit later when `start` is on the local boundary (a day begun after a jump over midnight is not) and the offset holds. */
   nextStart(start: number, unit: "day" | "hour"): number {
     const next = start + UNIT_SECONDS[unit];
     if (this.constantOver(start, next) && mod(start + this.offsetAt(start), UNIT_SECONDS[unit]) === 0) return next;
     return nextStart(DateTime.fromSeconds(start, { zone: this.zone }), unit).toSeconds();
   }
 
-  /** The local day holding `ts`: [start, end). */
   dayAround(ts: number): { start: number; end: number } {
     const start = ts - mod(ts + this.offsetAt(ts), DAY_SECONDS);
     if (this.constantOver(start, start + DAY_SECONDS)) return { start, end: start + DAY_SECONDS };
     return localDayAround(ts, this.zone);
   }
 
-  /** The local date (YYYY-MM-DD) of `ts`. */
   dateOf(ts: number): string {
     return new Date((ts + this.offsetAt(ts)) * 1000).toISOString().slice(0, 10);
   }
 }
 
-/** a modulo m, never negative (for times before an offset's origin). */
+/** Never negative (times before an offset's origin). */
 export const mod = (a: number, m: number) => ((a % m) + m) % m;
 
 /**
@@ -133,16 +119,12 @@ function nextStart(local: DateTime, unit: "day" | "hour"): DateTime {
   return boundary > local ? boundary : next;
 }
 
-/** The local day of `zone` holding the Unix second `ts`: [start, end) in Unix seconds. */
 export function localDayAround(ts: number, zone: string): { start: number; end: number } {
   const local = DateTime.fromSeconds(ts, { zone }).startOf("day");
   return { start: local.toSeconds(), end: nextStart(local, "day").toSeconds() };
 }
 
-/**
- * A reader of `zone`'s UTC offset at a Unix second, in seconds east of UTC, from the platform's Intl data. It keeps one formatter
- * (making one is slow); a luxon DateTime's offset, which formats to parts, is several times slower.
- */
+/** Seconds east of UTC at a Unix second, through one kept Intl formatter: making one is slow, and luxon's offset several times slower. */
 export function offsetReader(zone: string): (ts: number) => number {
   const format = new Intl.DateTimeFormat("en-US", { timeZone: zone, timeZoneName: "longOffset" });
   return (ts) => {
@@ -155,12 +137,11 @@ export function offsetReader(zone: string): (ts: number) => number {
   };
 }
 
-/** The local date (YYYY-MM-DD) of a Unix second in `zone`. */
 export function localDateOf(seconds: number, zone: string): string {
   return DateTime.fromSeconds(seconds, { zone }).toISODate()!;
 }
 
-/** The window [start, end) of local dates `from` to `to`, both inclusive (YYYY-MM-DD), in `zone`. */
+/** Local dates `from` to `to` (YYYY-MM-DD), both inclusive, as [start, end). */
 export function dateRangeWindow(from: string, to: string, zone: string, fields: [from: string, to: string]): { start: number; end: number; days: number } {
   const first = localMidnight(from, zone, fields[0]);
   const last = localMidnight(to, zone, fields[1]);
@@ -170,7 +151,6 @@ export function dateRangeWindow(from: string, to: string, zone: string, fields: 
   return { start: first.toSeconds(), end: next.toSeconds(), days: Math.round(next.diff(first, "days").days) };
 }
 
-/** Local midnight of a YYYY-MM-DD date in `zone`, or an error naming `field`. */
 export function localMidnight(text: string, zone: string, field: string): DateTime {
   const date = /^\d{4}-\d{2}-\d{2}$/.test(text) ? DateTime.fromISO(text, { zone }) : undefined;
   if (!date?.isValid || date.year < 1970) throw invalidParameter(`${field}: ${JSON.stringify(text)} is not a date YYYY-MM-DD from 1970-01-01`);

@@ -1,5 +1,4 @@
-// A usage report's sums per (bucket, group), exact (numbers below 2^53, then bigints), from raw events' (member, model) sums, members' day sums
-// and periods (rollup rows, days kept by the day cache), with each cell's distinct members: its pairs' and member days' keys and periods' bitmaps.
+// A usage report's exact sums and distinct members per (bucket, group), from (member, model) sums, members' day sums and periods.
 import roaring from "roaring";
 import type { Grouping, GroupKey, MemberGroups } from "./report-groups.js";
 import type { TimeBucket } from "./local-time.js";
@@ -8,12 +7,10 @@ import { grown } from "./typed-arrays.js";
 
 const { RoaringBitmap32 } = roaring;
 
-/** A period's figures for one group: a rollup row's for one model or all (storage/usage-rollups.ts), or a day the report's day cache keeps. */
+/** A period's figures for one group: a rollup row's, or a day the report's day cache keeps. */
 export interface PeriodFigures {
   modelId: number;
-  /** The department group ("" or absent: none). */
   departmentId?: string;
-  /** Its sums: row `row` of `sums`. */
   sums: ExactSums;
   row: number;
   memberCount: number;
@@ -24,26 +21,23 @@ export interface PeriodFigures {
 /** A column of a day's member sums: unsigned integers in the narrowest width that holds them. */
 export type SumColumn = Uint8Array | Uint16Array | Uint32Array | BigUint64Array;
 
-/** Each member's sums of one day of the rollups' zone (read by storage/member-day-sums.ts). */
+/** Each member's sums of one day of the layout, in key order (storage/member-day-sums.ts). */
 export interface MemberSumsOfDay {
   count: number;
-  /** The members' keys, in key order. */
   keys: Uint32Array;
-  /** Five columns in SUMS order, a value a member. */
+  /** In SUMS order. */
   columns: SumColumn[];
 }
 
-/** A (bucket, group)'s figures. */
 export type GroupFigures = { key: GroupKey; activeMembers: number }
   & Record<"events" | "inputTokens" | "outputTokens" | "basicMicros" | "payGoMicros", bigint>;
 
-/** Numbers kept per group while a day's member sums are added: the five sums and the member count. */
+/** Per group while a day's member sums are added: the five sums and the member count. */
 const PENDING = SUMS + 1;
 
 export class ReportCells {
-  /** Per bucket, its cells by group index (GroupKey.index). */
+  /** Per bucket, by group index. */
   private readonly cells: Cell[][];
-  /** The sums of the cells that have their own (Cell.ownRow), a row each. */
   private readonly own = new OwnRows();
   /** Scratch for addMemberSums: a day's five columns as numbers, one after another. */
   private daySums = new Float64Array(0);
@@ -54,7 +48,6 @@ export class ReportCells {
     this.cells = buckets.map(() => []);
   }
 
-  /** Pairs' sums (each a member's usage of a model, as the database adds raw events) into bucket `bucket`. */
   addPairs(bucket: number, pairs: readonly MemberModelSums[]): void {
     const cells = this.cells[bucket]!;
     for (const { memberKey, modelId, sums, row } of pairs) {
@@ -66,7 +59,7 @@ export class ReportCells {
     }
   }
 
-  /** A day's member sums (of all models) in bucket `bucket`; `alone`: the day is all of its bucket, so members are counted, not kept. */
+  /** `alone`: the day is all of its bucket, so members are counted, not kept. */
   addMemberSums(bucket: number, day: MemberSumsOfDay, alone: boolean): void {
     const { count, keys, columns } = day;
     // Numbers summed over a day stay exact: at most 2^21 members of 32-bit values each.
@@ -100,7 +93,6 @@ export class ReportCells {
     }
   }
 
-  /** The scratch of addMemberSums, with room for every group made so far. */
   private pendingForEveryGroup(): Float64Array {
     const length = this.grouping.byIndex.length * PENDING;
     if (this.pending.length < length) this.pending = grown(this.pending, length);
@@ -111,7 +103,7 @@ export class ReportCells {
     return (this.cells[bucket]![group] ??= new Cell(this.grouping.byIndex[group]!));
   }
 
-  /** A period in bucket `bucket`, into the group of its model and department. Not for groupings by member: a period is a whole group's. */
+  /** Not for groupings by member: a period is a whole group's. */
   addPeriod(bucket: number, period: PeriodFigures): void {
     const cell = this.cellOf(bucket, this.grouping.periodKey(period.modelId, period.departmentId ?? "").index);
     cell.addSums(period.sums, period.row, this.own);
@@ -119,8 +111,8 @@ export class ReportCells {
   }
 
   /**
-   * A bucket's groups as periods (addPeriod), their members as a bitmap when `withMembers`, else counted. Each period's sums are a row of
-   * its own: the day cache keeps periods, and a row taken from a statement's table would keep all of that table.
+   * A bucket's groups as periods, their members a bitmap when `withMembers`. Each period's sums are a row of its own: the day cache keeps
+   * periods, and a row taken from a statement's table would keep all of that table.
    */
   periods(bucket: number, withMembers: boolean): PeriodFigures[] {
     return this.cells[bucket]!.filter((cell) => cell !== undefined).map((cell) => {
@@ -131,7 +123,7 @@ export class ReportCells {
     });
   }
 
-  /** A bucket's groups with events, in no particular order. */
+  /** Unordered. */
   groups(bucket: number): GroupFigures[] {
     return this.cells[bucket]!.filter((cell) => cell !== undefined).map((cell) => ({
       key: cell.key, events: cell.total(EVENTS), activeMembers: cell.memberCount(), inputTokens: cell.total(INPUT),
@@ -165,7 +157,7 @@ function addDaySums(keys: Uint32Array, count: number, sums: Float64Array, table:
   return count;
 }
 
-/** Each (member position in `keys`, group number) of members that `table` holds, all of them. */
+/** Each (member position in `keys`, group number); every member must be in `table`. */
 function forEachMemberGroup(keys: Uint32Array, table: MemberGroups, visit: (m: number, group: number) => void): void {
   const { keys: known, starts, groups } = table;
   let at = 0;
@@ -176,7 +168,6 @@ function forEachMemberGroup(keys: Uint32Array, table: MemberGroups, visit: (m: n
   }
 }
 
-/** A (bucket, group)'s sums, and what its distinct members are counted from. */
 class Cell {
   /**
    * Its sums: row `takenRow` of `taken`. The first sums are taken, not copied (most cells are one kept day or period), and copied into a row
@@ -184,7 +175,6 @@ class Cell {
    */
   private taken: ExactSums | undefined;
   private takenRow = 0;
-  /** Whether `taken` is a row of its own (OwnRows). */
   private owned = false;
   /**
    * The keys of its pairs and of member days not alone in their bucket, repeats included (active members do not add up across cells): made
@@ -199,7 +189,7 @@ class Cell {
 
   constructor(readonly key: GroupKey) {}
 
-  /** Adds row `row` of `sums`, which the cell may keep as they are (the caller changes them no more); `own`: the report's OwnRows. */
+  /** The cell may keep `sums` as they are: the caller changes them no more. */
   addSums(sums: ExactSums, row: number, own: OwnRows): void {
     if (this.taken === undefined) {
       this.taken = sums;
@@ -210,7 +200,6 @@ class Cell {
     this.sums.addRow(ownRow, sums, row);
   }
 
-  /** The table of its sums (a row of its own once ownRow has made one). */
   get sums(): ExactSums {
     return this.taken!;
   }
@@ -219,7 +208,7 @@ class Cell {
     return this.taken === undefined ? 0n : this.taken.total(this.takenRow, i);
   }
 
-  /** Its row of its own (from `own`), to add to: made, holding any sums it took, when it has none yet. */
+  /** Made, holding any sums it took, when it has none yet. */
   ownRow(own: OwnRows): number {
     if (!this.owned) {
       const table = own.withRoom();
@@ -241,12 +230,11 @@ class Cell {
     if (members) (this.bitmaps ??= []).push(members);
   }
 
-  /** How many distinct members: a lone period's stored count, else the size of the union. */
+  /** A lone period's stored count, else the size of the union. */
   memberCount(): number {
     return this.periods === 1 && !this.members ? this.firstCount : this.union().size;
   }
 
-  /** The members' keys and the periods' bitmaps as one bitmap. */
   union(): InstanceType<typeof RoaringBitmap32> {
     if ((this.bitmaps?.length ?? 0) < this.periods) throw new Error("report cells: a period's members were not read, though it shares its bucket");
     const union = this.members?.distinct() ?? new RoaringBitmap32();
@@ -259,7 +247,6 @@ class Cell {
 class OwnRows {
   private table: ExactSums | undefined;
 
-  /** A table with a row free. */
   withRoom(): ExactSums {
     if (this.table === undefined || this.table.rowCount === OWN_ROWS) this.table = new ExactSums(OWN_ROWS);
     return this.table;
@@ -268,7 +255,6 @@ class OwnRows {
 
 const OWN_ROWS = 1024;
 
-/** Member keys as they come, repeats included. */
 class KeyList {
   private keys = new Uint32Array(16);
   private count = 0;

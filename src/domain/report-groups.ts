@@ -1,5 +1,4 @@
-// A usage report's groups: which groups a member's usage of a model counts in (one per combination of the group_by dimensions; several when the
-// member sits in several department subtrees), and their order in a bucket. A department scope keeps its grouping from report to report.
+// A usage report's groups: which ones a member's usage of a model counts in (several for several subtrees), and their order.
 import { invalidParameter } from "./errors.js";
 import { compareCodePoints } from "./usage-event.js";
 import { ALL_MODELS } from "./usage-rollup.js";
@@ -10,14 +9,14 @@ const DIMENSIONS: readonly string[] = ["model", "member", "department"];
 
 /** A group: its parts for the dimensions grouped by; the others are unset (-1, -1, ""). */
 export interface GroupKey {
-  /** The group's number in its grouping (0, 1, 2, … in the order first met): the same for the same parts. */
+  /** 0, 1, 2, … in the order first met: the same for the same parts. */
   index: number;
   modelId: number;
   memberKey: number;
   departmentId: string;
 }
 
-/** The request's group_by as dimensions, each at most once (validation already says so; this keeps the type honest). */
+/** Validation already allows each dimension once; this keeps the type honest. */
 export function groupDimensions(groupBy: readonly string[]): GroupDimension[] {
   const wrong = groupBy.find((word, i) => !DIMENSIONS.includes(word) || groupBy.indexOf(word) !== i);
   if (wrong !== undefined) throw invalidParameter(`group_by: ${JSON.stringify(wrong)} is not one of "model", "member", "department" given once`);
@@ -30,12 +29,11 @@ export function groupDimensions(groupBy: readonly string[]): GroupDimension[] {
  */
 export class Grouping {
   private readonly known = new Map<number, Map<number, readonly GroupKey[]>>();
-  /** periodKey's keys: department -> model -> key. */
+  /** department -> model -> key. */
   private readonly periodKeys = new Map<string, Map<number, GroupKey>>();
   private readonly indexes = new Map<string, number>();
-  /** Every group made, by index (GroupKey.index). */
   readonly byIndex: GroupKey[] = [];
-  /** The members met so far (learnAllModelGroups), with their groups for all models (a member day's sums are of all models). */
+  /** The members met so far with their groups for all models (a member day's sums are of all models). */
   readonly allModelGroups = new MemberGroups();
   private readonly byModel: boolean;
   private readonly byMember: boolean;
@@ -67,7 +65,7 @@ export class Grouping {
     return departments.map((departmentId) => this.keyOf(model, member, departmentId));
   }
 
-  /** Puts the members of `dayKeys` (in ascending order) not met before in allModelGroups. */
+  /** `dayKeys` in ascending order. */
   learnAllModelGroups(dayKeys: Uint32Array): void {
     // makeKeys, not keysOf: the table is where these are kept (a grouping kept with a scope holds no map per member).
     const groupsOf = (memberKey: number) => this.makeKeys(memberKey, ALL_MODELS);
@@ -85,7 +83,7 @@ export class Grouping {
     if (unknown.length > 0) this.allModelGroups.learn(unknown, groupsOf);
   }
 
-  /** The group of a period's model and department, as far as they are grouped by (a period is all members'). */
+  /** A period is all members': its model's and department's group, as far as they are grouped by. */
   periodKey(modelId: number, departmentId: string): GroupKey {
     const model = this.byModel ? modelId : -1;
     const department = this.byDepartment ? departmentId : "";
@@ -96,7 +94,7 @@ export class Grouping {
     return key;
   }
 
-  /** The group of these parts (-1, -1, "" for a dimension not grouped by). */
+  /** -1, -1, "" for a dimension not grouped by. */
   private keyOf(modelId: number, memberKey: number, departmentId: string): GroupKey {
     const id = `${modelId},${memberKey},${departmentId}`;
     let index = this.indexes.get(id);
@@ -108,7 +106,7 @@ export class Grouping {
   }
 }
 
-/** Orders groups by their dimensions' parts (each part's position in its order), in the order of `dimensions`. */
+/** By each dimension's rank, in the order of `dimensions`. */
 export function compareGroups(dimensions: readonly GroupDimension[],
   ranks: { models: ReadonlyMap<number, number>; members: ReadonlyMap<number, number>; departments: ReadonlyMap<string, number> })
   : (a: GroupKey, b: GroupKey) => number {
@@ -126,12 +124,11 @@ export function compareGroups(dimensions: readonly GroupDimension[],
   };
 }
 
-/** Positions of `items` sorted by `compare`, keyed by `keyOf`. */
 export function ranksOf<T, K>(items: Iterable<T>, keyOf: (item: T) => K, compare: (a: T, b: T) => number): Map<K, number> {
   return new Map([...items].sort(compare).map((item, position) => [keyOf(item), position]));
 }
 
-/** Department groups' order: the department itself (its directly placed members) first, then its children by name, then id, in code point order. */
+/** The department itself (its directly placed members) first, then its children by name, then id, in code point order. */
 export function departmentGroupRanks(selfId: string, children: readonly { department_id: string; name: string }[]): Map<string, number> {
   return new Map([[selfId, -1], ...ranksOf(children, (d) => d.department_id,
     (a, b) => compareCodePoints(a.name, b.name) || compareCodePoints(a.department_id, b.department_id))]);
@@ -145,7 +142,7 @@ export class MemberGroups {
   starts = new Int32Array(1);
   groups = new Int32Array(0);
 
-  /** Takes in members not met before (`added`: keys in ascending order) with their groups. */
+  /** `added`: members not met before, in ascending order. */
   learn(added: readonly number[], groupsOf: (memberKey: number) => readonly GroupKey[]): void {
     const known = this.keys;
     const members = known.length - 1 + added.length;

@@ -1,5 +1,4 @@
-// A usage event's rules, shared by the ingestion RPC and the NDJSON import: field types, the API's words for model_type and
-// model_source, non-negative token counts, amounts with at most 6 decimals, zero amounts for a Custom model. Errors name event and field.
+// A usage event's rules, shared by the ingestion RPC and the NDJSON import; errors name the event and the field.
 import { invalidParameter } from "./errors.js";
 import { parseMicros } from "./money.js";
 import { textProblem } from "./text-rules.js";
@@ -17,7 +16,6 @@ export const MAX_EVENT_MICROS = 10n ** 12n;
 /** An event's token count or micro-amount: a number from checkUsageEvent (at most 10^12), or a bigint from tests, up to the store's 2^63 - 1. */
 export type EventValue = number | bigint;
 
-/** A model as the query groups usage: (model_name, model_type, model_source). */
 export interface ModelIdentity {
   model_name: string;
   model_type: string;
@@ -34,7 +32,6 @@ export function modelOfKey(key: string): ModelIdentity {
   return { model_name: key.slice(0, afterName), model_type, model_source };
 }
 
-/** A checked event. */
 export interface UsageEventInput {
   eventId: string;
   userId: string;
@@ -146,7 +143,7 @@ function amount(value: unknown, field: string, where: string, eventId: string): 
   return Number(micros);
 }
 
-/** Models in answer order: model_name, then model_type, then model_source, each in code point order. */
+/** Answer order: model_name, model_type, model_source, each in code point order. */
 export function compareModels(x: ModelIdentity, y: ModelIdentity): number {
   return compareCodePoints(x.model_name, y.model_name) || compareCodePoints(x.model_type, y.model_type)
     || compareCodePoints(x.model_source, y.model_source);

@@ -1,7 +1,6 @@
-// The usage rollups (docs/architecture.md, Usage storage): an enterprise's usage summed per period and model, its members a roaring
-// bitmap (active members stay an exact distinct count when periods or models are put together). Three grains, each a partition of
-// time: UTC quarter hours (every zone's midnights and hours fall on one), hours on the layout zone's hour phase, and its local days.
-// Only days have a row per model besides ALL_MODELS: else a batch spread over a day would rewrite a row per hour and model.
+// The usage rollups' periods and deltas: sums per period and model with a member bitmap (docs/architecture.md, Usage storage).
+// Quarter hours (every zone's midnights and hours fall on one), the layout's hours and days. Only days have a row per model besides
+// ALL_MODELS: else a batch spread over a day would rewrite a row per hour and model.
 import { DAY_SECONDS, HOUR_SECONDS, localDayAround, mod, offsetReader, ZoneOffsets } from "./local-time.js";
 import { decimalValue, ExactSums, SUMS } from "./usage-totals.js";
 import type { EventValue } from "./usage-event.js";
@@ -23,56 +22,50 @@ export const ALL_MODELS = 0;
 
 const QUARTER_SECONDS = 900;
 
-/** Which zone the HOUR and DAY periods follow. */
 export interface RollupLayout {
   timeZone: string;
   /** Where hours start: seconds past a UTC hour, a multiple of 900. */
   hourPhase: number;
 }
 
-/** The layout for `timeZone`, its hours phased by the zone's offset at `at` (Unix seconds). */
+/** Its hours phased by the zone's offset at `at` (Unix seconds). */
 export function layoutFor(timeZone: string, at: number): RollupLayout {
   const phase = mod(-offsetReader(timeZone)(at), HOUR_SECONDS);
   return { timeZone, hourPhase: phase % QUARTER_SECONDS === 0 ? phase : 0 };
 }
 
-/** The periods of a layout: which quarter, hour and day hold a second, and where each ends. */
 export class RollupPeriods {
   /** The local days asked about so far, and the last one (an ingestion's events come in no time order, mostly of one or two days). */
   private readonly days: Array<{ start: number; end: number }> = [];
   private day = { start: 1, end: 0 };
   /** The day of each quarter asked (dayOfQuarter). */
   private readonly quarterDays = new Map<number, number>();
-  /** The zone's offsets over the window asked about, when one is given (a report's). */
   private readonly offsets: ZoneOffsets | undefined;
 
-  /** `window`: the seconds the periods will be asked about, whose days are then found by arithmetic. */
+  /** `window`: the seconds asked about, whose days are then found by arithmetic. */
   constructor(readonly layout: RollupLayout, window?: { start: number; end: number }) {
     this.offsets = window && new ZoneOffsets(layout.timeZone, window.start - 2 * DAY_SECONDS, window.end + 2 * DAY_SECONDS);
   }
 
-  /** The start of the period of `grain` holding `ts`. */
   startOf(grain: Grain, ts: number): number {
     if (grain === QUARTER) return ts - mod(ts, QUARTER_SECONDS);
     if (grain === HOUR) return ts - mod(ts - this.layout.hourPhase, HOUR_SECONDS);
     return this.dayAround(ts).start;
   }
 
-  /** The end of the period of `grain` that starts at `start`. */
   endOf(grain: Grain, start: number): number {
     if (grain === QUARTER) return start + QUARTER_SECONDS;
     if (grain === HOUR) return start + HOUR_SECONDS;
     return this.dayAround(start).end;
   }
 
-  /** The start of the day holding the quarter hour that starts at `quarter`. */
   dayOfQuarter(quarter: number): number {
     let day = this.quarterDays.get(quarter);
     if (day === undefined) this.quarterDays.set(quarter, (day = this.startOf(DAY, quarter)));
     return day;
   }
 
-  /** The local day around `ts`, each worked out once (a live batch spread over the last 24 hours goes back and forth between two). */
+  /** Each day worked out once: a live batch spread over the last 24 hours goes back and forth between two. */
   private dayAround(ts: number): { start: number; end: number } {
     if (ts >= this.day.start && ts < this.day.end) return this.day;
     let day = this.days.find((known) => ts >= known.start && ts < known.end);
@@ -106,30 +99,27 @@ export class RollupPeriods {
   }
 }
 
-/** A period's usage of one model (or ALL_MODELS): its row of the delta's sums and its members (repeats allowed). */
+/** A period's usage of one model (or ALL_MODELS): its row of the delta's sums, its members (repeats allowed). */
 export interface RollupEntry {
   row: number;
   members: number[];
 }
 
-/** Periods of one grain: period start -> model id -> entry. */
 export type GrainEntries = Map<number, Map<number, RollupEntry>>;
 
-/** What a delta adds: every grain's entries, and each member's sums per day (day start -> member key -> row), all rows of `sums`. */
+/** Every grain's entries and each member's sums per day (day -> member key -> row), all rows of `sums`. */
 export interface RollupAdditions {
   grains: Map<Grain, GrainEntries>;
   memberDays: Map<number, Map<number, number>>;
   sums: ExactSums;
 }
 
-/** The usage an ingestion adds to the rollups, held in memory until it is written. */
 export class RollupDelta {
   private quarters: GrainEntries = new Map();
   private memberDays = new Map<number, Map<number, number>>();
-  /** The sums of the quarters' entries and of the member days, a row each: no object per sum (one for each member of each day). */
+  /** A row per quarter entry and member day: no object per sum. */
   private sums = new ExactSums(1024);
-  /** Events held. */
-  size = 0;
+  size = 0; // events held
 
   constructor(readonly periods: RollupPeriods) {}
 
@@ -149,10 +139,7 @@ export class RollupDelta {
     this.size++;
   }
 
-  /**
-   * Every grain's entries, made from the quarters (each lies in one hour and one day): quarters' and hours' ALL_MODELS ones, days'
-   * of each model and ALL_MODELS; and the members' day sums. Empties the delta.
-   */
+  /** Every grain's entries, made from the quarters (each lies in one hour and one day), and the members' day sums. Empties the delta. */
   take(): RollupAdditions {
     const { sums } = this;
     const byGrain = new Map<Grain, GrainEntries>(GRAINS.map((g) => [g, new Map()]));
@@ -175,7 +162,6 @@ export class RollupDelta {
   }
 }
 
-/** Adds `from`'s sums and members to `into`. */
 function mergeInto(into: RollupEntry, from: RollupEntry, sums: ExactSums): void {
   sums.addRow(into.row, sums, from.row);
   for (const member of from.members) into.members.push(member);
@@ -189,14 +175,13 @@ function entryOf(entries: GrainEntries, start: number, modelId: number, sums: Ex
   return entry;
 }
 
-/** The stored form of row `row` of `sums`: its five in SUMS order, decimal, exact at any size. */
+/** The stored form of a row: its five sums in SUMS order, decimal, exact at any size. */
 export function encodeSums(sums: ExactSums, row: number): string {
   let text = String(sums.exact(row, 0));
   for (let i = 1; i < SUMS; i++) text += ` ${sums.exact(row, i)}`;
   return text;
 }
 
-/** Adds stored sums (encodeSums) to row `row` of `into`. */
 export function addEncodedSums(text: string, into: ExactSums, row: number): void {
   const parts = text.split(" ");
   if (parts.length !== SUMS || parts.some((p) => !/^\d+$/.test(p))) throw new Error(`usage rollup: malformed sums ${JSON.stringify(text)}`);

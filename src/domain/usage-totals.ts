@@ -1,19 +1,15 @@
-// Per-model usage totals, exact (their byte form is storage/usage-sums-codec.ts's).
-// The event count tells a model with no events in a window (its totals cancel out) from one whose events all carried zeros.
-// A stored total is at most 2^64 - 1, the API's uint64: a window's sum is at most its member's running total, so every answer fits.
-
+// Exact usage sums. A stored total is at most 2^64 - 1 (the API's uint64), so every window's answer fits.
 import { formatMicros } from "./money.js";
 import { grown } from "./typed-arrays.js";
 
 export const SUM_LIMIT = 2n ** 64n - 1n;
-/** Sums per model: input tokens, output tokens, basic micros, pay-go micros, events. */
+/** Input tokens, output tokens, basic micros, pay-go micros, and events (which tell no events from events of zeros). */
 export const SUMS = 5;
 export const INPUT = 0;
 export const OUTPUT = 1;
 export const BASIC = 2;
 export const PAY_GO = 3;
 export const EVENTS = 4;
-/** What a caller is told when an ingestion would pass SUM_LIMIT. */
 export const SUM_LIMIT_MESSAGE = `events: a member's running total for a model, or over all its models, would pass the uint64 limit (${SUM_LIMIT}); nothing was recorded`;
 
 export class SumLimitError extends Error {
@@ -23,34 +19,31 @@ export class SumLimitError extends Error {
 }
 
 /**
- * Exact sums, SUMS to a row (a model's, a member's, an entry's), sum `i` of row `row` at `values[row * SUMS + i]`: no object per sum,
- * so hundreds of thousands cost the collector nothing. A sum is a number (no BigInt per event) until it passes ±2^53; then its excess
- * moves into a bigint kept by offset. The one exact-sum type of the usage code.
+ * The one exact-sum type: SUMS to a row, at `values[row * SUMS + i]`, no object per sum, so hundreds of thousands cost the collector
+ * nothing. A sum is a number (no BigInt per event) until it passes ±2^53; then its excess moves into a bigint kept by offset.
  */
 export class ExactSums {
   values: Float64Array<ArrayBuffer>;
-  /** The parts of sums past 2^53, by offset; undefined while there are none. */
+  /** By offset; undefined while no sum is past 2^53. */
   private big: Map<number, bigint> | undefined;
-  /** The rows handed out by newRow. */
   rowCount = 0;
 
-  /** `rows`: room for that many rows (all zero) from the start. */
   constructor(rows = 1) {
     this.values = new Float64Array(rows * SUMS);
   }
 
-  /** A row not handed out before, all zero: for a table that grows a row at a time. */
+  /** All zero. */
   newRow(): number {
     if (this.values.length < (this.rowCount + 1) * SUMS) this.values = grown(this.values, (this.rowCount + 1) * SUMS);
     return this.rowCount++;
   }
 
-  /** Whether a sum has passed 2^53 (`values` alone are then not all of it: read with exact or total). */
+  /** Then `values` alone are not all of it: read with exact or total. */
   get anyBig(): boolean {
     return this.big !== undefined;
   }
 
-  /** Adds a number within ±2^53 (negative to take away) to sum `i` of row `row`. */
+  /** A number within ±2^53, negative to take away. */
   add(row: number, i: number, value: number): void {
     const at = row * SUMS + i;
     const sum = this.values[at]! + value;
@@ -70,7 +63,7 @@ export class ExactSums {
     else this.addBig(row, i, value);
   }
 
-  /** One event into row `row`: values as numbers (the API's, at most 10^12) or bigints (callers below it). */
+  /** Values as numbers (the API's, at most 10^12) or bigints (callers below it). */
   addEvent(row: number, inputTokens: number | bigint, outputTokens: number | bigint, basicMicros: number | bigint, payGoMicros: number | bigint): void {
     this.addValue(row, INPUT, inputTokens);
     this.addValue(row, OUTPUT, outputTokens);
@@ -79,19 +72,17 @@ export class ExactSums {
     this.add(row, EVENTS, 1);
   }
 
-  /** Adds row `fromRow` of `from` to row `row`. */
   addRow(row: number, from: ExactSums, fromRow: number): void {
     for (let i = 0; i < SUMS; i++) this.addValue(row, i, from.exact(fromRow, i));
   }
 
-  /** Sum `i` of row `row`: a number while it is exact, else a bigint. */
+  /** A number while it is exact, else a bigint. */
   exact(row: number, i: number): number | bigint {
     const at = row * SUMS + i;
     const big = this.big?.get(at);
     return big === undefined ? this.values[at]! : narrowed(big + BigInt(this.values[at]!));
   }
 
-  /** Sum `i` of row `row` as a bigint. */
   total(row: number, i: number): bigint {
     const at = row * SUMS + i;
     const sum = this.values[at]!;
@@ -101,7 +92,6 @@ export class ExactSums {
     return big === undefined ? value : value + big;
   }
 
-  /** Every row handed out back to zero, and none handed out. */
   clear(): void {
     this.values.fill(0, 0, this.rowCount * SUMS);
     this.big = undefined;
@@ -111,17 +101,16 @@ export class ExactSums {
 
 const MAX_SAFE_BIG = BigInt(Number.MAX_SAFE_INTEGER);
 
-/** An exact sum as a number while that is exact (within ±2^53), else as the bigint. */
 function narrowed(total: bigint): number | bigint {
   return total <= MAX_SAFE_BIG && total >= -MAX_SAFE_BIG ? Number(total) : total;
 }
 
-/** An integer in decimal text as its exact value: a number up to 15 digits, else a bigint. */
+/** A number up to 15 digits, else a bigint. */
 export function decimalValue(text: string): number | bigint {
   return text.length <= 15 ? Number(text) : BigInt(text);
 }
 
-/** a + b, exactly: a number while the sum stays below 2^53. */
+/** A number while the sum stays below 2^53. */
 export function exactSum(a: number | bigint, b: number | bigint): number | bigint {
   if (typeof a === "number" && typeof b === "number" && a + b <= Number.MAX_SAFE_INTEGER) return a + b;
   return BigInt(a) + BigInt(b);
@@ -138,16 +127,15 @@ export function modelAmounts(model: { model_source: string }, basic: number | bi
 
 const ZERO_AMOUNT = formatMicros(0);
 
-/** One (member, model)'s sums over a window, as the database adds them (UsageRepository.memberModelSums). */
 export interface MemberModelSums {
   memberKey: number;
   modelId: number;
-  /** Its sums: row `row` of `sums` (a table the statement's groups share). */
+  /** A table the statement's groups share. */
   sums: ExactSums;
   row: number;
 }
 
-/** Entries of SUMS exact sums each (`sums`, a row an entry), each with a model number and the next entry of its chain (-1 ends it). */
+/** Entries of sums (a row each), each with a model and the next entry of its chain (-1 ends it). */
 export class SumEntries {
   model = new Uint32Array(1024);
   next = new Int32Array(1024);
@@ -157,7 +145,7 @@ export class SumEntries {
     return this.sums.rowCount;
   }
 
-  /** A new entry of zero sums for `model`, ending its chain (the caller links it). */
+  /** Ends its chain: the caller links it. */
   add(model: number): number {
     const entry = this.sums.newRow();
     if (entry === this.model.length) {
@@ -170,23 +158,20 @@ export class SumEntries {
   }
 }
 
-/** Sums per model id, exact, in typed arrays: made, cleared and made again without garbage. */
+/** Sums per model id in typed arrays: made, cleared and made again without garbage. */
 export class TotalsByModel {
   readonly entries = new SumEntries();
   /** By model id below DIRECT_MODEL_IDS: its entry, or -1; larger ids in `otherEntries`. */
   private entryOf = new Int32Array(64).fill(-1);
   private readonly otherEntries = new Map<number, number>();
-  /** Per entry: the last mark it was given (see newMark). */
   marks = new Int32Array(64);
   private lastMark = 0;
 
-  /** The entry of a model's sums, or -1. */
   find(modelId: number): number {
     if (modelId >= DIRECT_MODEL_IDS) return this.otherEntries.get(modelId) ?? -1;
     return modelId < this.entryOf.length ? this.entryOf[modelId]! : -1;
   }
 
-  /** The entry of a model's sums, made (all zero) when first asked for. */
   entryFor(modelId: number): number {
     let entry = this.find(modelId);
     if (entry !== -1) return entry;
@@ -199,13 +184,12 @@ export class TotalsByModel {
     return entry;
   }
 
-  /** A mark no entry carries yet, for one pass to tell the entries it has handled (`marks`) from the others. */
+  /** A mark no entry carries yet: one pass tells the entries it has handled (`marks`) from the others. */
   newMark(): number {
     if (this.marks.length < this.entries.count) this.marks = grown(this.marks, this.entries.count);
     return ++this.lastMark;
   }
 
-  /** Leaves no model. */
   clear(): void {
     for (let entry = 0; entry < this.entries.count; entry++) {
       const modelId = this.entries.model[entry]!;

@@ -1,6 +1,4 @@
-// Loads an NDJSON file of usage events in two passes, never holding it in memory. The first checks every line and member
-// (usage-file-check.ts), so that a bad file writes nothing. The second writes what a worker thread parses (usage-file-worker.ts), one
-// chunk per transaction: live ingestion goes on between chunks, and a crash leaves whole chunks, which a rerun skips as repeats.
+// `import usage` in two passes: a check, so a bad file writes nothing; then chunked commits, which a rerun after a crash skips as repeats.
 import { stat } from "node:fs/promises";
 import { on } from "node:events";
 import { Worker } from "node:worker_threads";
@@ -70,9 +68,8 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
 
 /** The file's user and model dictionaries (see EventColumns), resolved to member keys and model ids as they grow. */
 class FileKeys {
-  /** By the file's user index. */
+  /** By the file's user and model indexes. */
   private readonly memberKeys: number[] = [];
-  /** By the file's model index. */
   private readonly modelIds: number[] = [];
 
   constructor(private readonly members: MemberKeys) {}

@@ -1,5 +1,4 @@
-// `usage rebuild`: recomputes an enterprise's pre-aggregates (the usage query's running totals, the report's rollups in its current time
-// zone) from its raw events. For aggregates that disagree with the events (a restored table, a bug, a hand edit); safe while servers run.
+// `usage rebuild`: an enterprise's pre-aggregates recomputed from its raw events (the recovery tool); safe while servers run.
 import type { Progress } from "./progress.js";
 import type { UsageRepository } from "../storage/usage-repository.js";
 

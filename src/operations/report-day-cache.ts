@@ -1,6 +1,4 @@
-// The usage report's day cache: a scope's groups (each model, or each department group of a subtree) per day of the rollups' zone, or per bucket
-// no such day fits, made once and kept so a report of months reads one short row a day (its stamp). An entry serves only while its stamp (the
-// all-models rows of the days it overlaps) and its scope (a department scope names a fingerprint of its placements) are those it was made with.
+// The report's day cache: a scope's groups per day, so a report of months reads one short row a day; an entry serves while its stamp holds.
 import { LRUCache } from "lru-cache";
 import type { PeriodFigures } from "../domain/report-cells.js";
 
@@ -14,12 +12,10 @@ const DAY_BYTES = 120;
 
 interface DayEntry {
   stamp: string;
-  /** Whether the groups carry their members' bitmaps (else only their counts). */
   withMembers: boolean;
   groups: PeriodFigures[];
 }
 
-/** Makes the groups of some days (or other periods), each with its members' bitmap when `withMembers`. */
 export type DayLoader<K = number> = (days: K[], withMembers: boolean) => Promise<Map<K, PeriodFigures[]>>;
 
 export class ReportDayCache {

@@ -1,5 +1,4 @@
-// The usage export, for the RPC and the CLI: one row per (local date, member, model) with events in a window, by date, user_id, then
-// model name, type and source (code point order). Memory stays flat: each local day is summed and sent before the next is read.
+// The usage export's rows per (local date, member, model), in order; memory stays flat, a local day summed and sent before the next.
 import type { UsageExportRow as ProtoRow } from "../../gen/enterprise_admin/v1/usage_pb.js";
 import { eachBucket } from "../domain/local-time.js";
 import { compareCodePoints, compareModels, type ModelIdentity } from "../domain/usage-event.js";
@@ -10,7 +9,6 @@ import type { UsageRepository } from "../storage/usage-repository.js";
 /** Rows per batch handed out (one ExportUsage message). */
 export const EXPORT_BATCH_ROWS = 1_000;
 
-/** One row of the export: the proto's UsageExportRow as plain data. */
 export type UsageExportRow = Omit<ProtoRow, "$typeName" | "$unknown">;
 
 export interface UsageExportRequest {

@@ -1,5 +1,4 @@
-// The first pass of `import usage`: checks every line on worker threads, one per half of a large file (each half starts after a newline),
-// and gathers the user_ids with their first lines, so that a bad file is rejected before anything is written.
+// The first pass of `import usage`: every line checked on worker threads, and each user_id's first line gathered.
 import { open } from "node:fs/promises";
 import { once } from "node:events";
 import { Worker } from "node:worker_threads";
@@ -25,7 +24,7 @@ export async function checkUsageFile(path: string, totalBytes: number, thread: U
   return users;
 }
 
-/** The offset of the first line that starts at or after `offset` (the file's size when none does). */
+/** The file's size when no line starts at or after `offset`. */
 async function lineStartAfter(path: string, offset: number): Promise<number> {
   const file = await open(path, "r");
   try {

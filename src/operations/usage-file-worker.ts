@@ -1,46 +1,37 @@
-// The worker threads of `import usage` (bundled from usage-file-worker.mjs), by workerData's `task`. "check": the first pass
-// (usage-file-check.ts) checks a byte range of the file and posts a RangeCheck. "read": the reading half of the second pass, so that
-// parsing (about half an import's work) runs beside the main thread's writes: sends checked events as columns (EventColumns).
-// Messages to the main thread: `UsageFileMessage`; from it: "more" (one batch consumed).
+// The worker threads of `import usage`: "check" checks a byte range; "read" parses (half an import's work) beside the main thread's writes.
 import { createReadStream } from "node:fs";
 import { parentPort, workerData } from "node:worker_threads";
 import { modelKey } from "../domain/usage-event.js";
 import { AppError, ErrorCode } from "../domain/errors.js";
 import { lineBatches, parseUsageLine } from "./usage-file-lines.js";
 
-/** Checked events of consecutive lines, in columns. Every value is a number (at most 10^12). */
+/** Checked events of consecutive lines, in columns; every value a number (at most 10^12). */
 export interface EventColumns {
   eventIds: string[];
-  /** Per event: the index of its user_id in the file's user dictionary. */
+  /** Per event: its index in the file's user, and model (`modelKey`), dictionaries, which each batch's new ones extend in order. */
   users: Int32Array;
-  /** Per event: the index of its model's `modelKey` (model_name, model_type, model_source) in the file's model dictionary. */
   models: Int32Array;
-  /** The user_ids this batch adds to the user dictionary, in index order after the earlier batches' ones. */
   newUserIds: string[];
-  /** The model keys this batch adds to the model dictionary, likewise. */
   newModelKeys: string[];
   /** Per event: timestamp, input_tokens, output_tokens, basic micros, pay-go micros. */
   values: Float64Array;
   count: number;
 }
 
+/** To the main thread ("invalid": a bad line, named with its field; "failed": unreadable); from it: "more" (one batch consumed). */
 export type UsageFileMessage =
   | { kind: "events"; events: EventColumns; bytesRead: number }
   | { kind: "done"; lines: number }
-  /** A bad line: the message names the line and the field. */
   | { kind: "invalid"; message: string }
-  /** The file could not be read. */
   | { kind: "failed"; message: string };
 
 export const VALUES_PER_EVENT = 5;
 /** Batches sent and not yet consumed at most: bounds the memory ahead of the database (about 25 MB) yet keeps either thread from waiting. */
 const BATCHES_AHEAD = 64;
 
-/** An import's sizes; tests make them small, to cross many of each. */
+/** Events per batch (a message) and per chunk (a commit, ended by the first batch reaching it); tests make them small. */
 export interface UsageFileTuning {
-  /** Events per batch (a message of this thread). */
   batchEvents: number;
-  /** Events per chunk (one commit, importUsage's): a chunk ends with the first batch that reaches it. */
   chunkEvents: number;
 }
 
@@ -61,8 +52,7 @@ export type RangeCheck =
 export interface RangeCheckData {
   path: string;
   start: number;
-  /** Exclusive. */
-  end: number;
+  end: number; // exclusive
 }
 
 async function checkLines({ path, start, end }: RangeCheckData): Promise<RangeCheck> {
@@ -137,7 +127,6 @@ async function readUsageFile(path: string, batchEvents: number, send: (message: 
   }
 }
 
-/** The thread's work (usage-file-worker.mjs), by workerData's task. */
 export async function runUsageFileThread(): Promise<void> {
   const data = workerData as UsageFileWorkerData;
   const port = parentPort!;

@@ -1,5 +1,4 @@
-// The usage report and the daily trend, one engine for both (docs/architecture.md, Usage analytics): the request's window, zone, filters and
-// member page worked out, the usage summed per (bucket, group) from the rollups or raw events (addUsage), the groups ordered with their key fields.
+// The usage report and the daily trend, one engine for both (docs/architecture.md, Usage analytics).
 import { createHash } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import type { GetUsageReportRequest } from "../../gen/enterprise_admin/v1/usage_pb.js";
@@ -19,17 +18,16 @@ import type { MemberRow, UsageRepository } from "../storage/usage-repository.js"
 import { resolveNamedMembers } from "./named-members.js";
 import { DAYS_READ_AT_ONCE, ReportDayCache, type DayLoader } from "./report-day-cache.js";
 
-/** Department scopes kept (each up to a map of the enterprise's members): the departments asked about most lately. */
+/** Department scopes kept (each up to a map of the enterprise's members), least recently used first out. */
 const DEPARTMENT_SCOPES_KEPT = 16;
 /** The longest span of buckets that one statement sums per model (addEvents): a local day, 25 hours on a daylight-saving day. */
 const COUNTED_SPAN_SECONDS = 25 * 3600;
 
 export type UsageReportRequest = Omit<GetUsageReportRequest, "$typeName" | "$unknown">;
 
-/** What the engine sums: a window in buckets, grouped, over some members (undefined: all). */
+/** A window in buckets, grouped, over some members (undefined: all). */
 interface ReportPlan {
   enterpriseId: string;
-  /** The enterprise's rollups, when it has them. */
   layout: RollupLayout | undefined;
   start: number;
   end: number;
@@ -41,20 +39,18 @@ interface ReportPlan {
   pageMembers?: readonly MemberRow[];
 }
 
-/** A department's subtree: the groups of each member, and the groups' names and order. */
 interface DepartmentScope {
   groupsOf: Map<number, string[]>;
   /** A hash of the department and every (member, group) placement: which day figures of the day cache are this subtree's. */
   fingerprint: string;
   names: Map<string, string>;
   ranks: Map<string, number>;
-  /** Grouped by department alone: kept with the scope, so that each member's groups are worked out once, not per report. */
+  /** Kept with the scope, so that each member's groups are worked out once, not per report. */
   grouping: Grouping;
 }
 
 export class UsageReports {
   private readonly dayCache = new ReportDayCache();
-  /** Department scopes by enterprise, department and directory version (departmentScope). */
   private readonly departmentScopes = new LRUCache<string, DepartmentScope>({ max: DEPARTMENT_SCOPES_KEPT });
 
   constructor(private readonly usage: UsageRepository, private readonly departments: DepartmentRepository) {}
@@ -102,7 +98,7 @@ export class UsageReports {
     };
   }
 
-  /** The whole enterprise's figures per local day of [start_date, end_date]: the report's day buckets, ungrouped. */
+  /** The report's day buckets of [start_date, end_date], ungrouped. */
   async coreMetrics(enterpriseId: string, request: { startDate: string; endDate: string; timeZone: string }, signal: AbortSignal) {
     const settings = await this.settingsOf(enterpriseId);
     const zone = zoneOrDefault(request.timeZone, settings.time_zone, "time_zone");
@@ -114,20 +110,14 @@ export class UsageReports {
     return { currency: settings.currency, timeZone: zone, items: buckets.map((b) => ({ date: b.date, ...b.groups[0]!.figures })) };
   }
 
-  /**
-   * The enterprise's settings, its rollups first brought up to date with the events it holds pending (API batches'). Asked here, not
-   * with the settings: the usage query, the export and the import read the settings too, and never the rollups.
-   */
+  /** The settings, the rollups first brought up to date with pending events (API batches'): only reports read the rollups. */
   private async settingsOf(enterpriseId: string) {
     const settings = await this.usage.enterpriseSettings(enterpriseId);
     if (settings.layout && (await this.usage.rollups.pendingEvents(enterpriseId)) > 0) await this.usage.addPendingRollups(enterpriseId);
     return settings;
   }
 
-  /**
-   * A department scope as of a directory version, made once and kept until a directory import starts another. The version is read before the
-   * scope is made, so a scope kept under a version is never older than that version.
-   */
+  /** Kept per directory version, read before the scope is made: a scope kept under a version is never older than it. */
   private async departmentScope(enterpriseId: string, departmentId: string, directoryVersion: number): Promise<DepartmentScope> {
     const key = `${enterpriseId}\n${departmentId}\n${directoryVersion}`;
     let scope = this.departmentScopes.get(key);
@@ -136,8 +126,8 @@ export class UsageReports {
   }
 
   /**
-   * The subtree of `departmentId` ("" or "0": the root): each member's groups (the direct children whose subtree holds it, or the department
-   * itself for a member placed in it), the groups' names and order. An enterprise without departments has an empty root.
+   * Each member's groups under `departmentId` ("" or "0": the root): the direct children whose subtree holds it, or the department
+   * itself for a member placed in it. An enterprise without departments has an empty root.
    */
   private async readDepartmentScope(enterpriseId: string, departmentId: string): Promise<DepartmentScope> {
     const root = departmentId === "" || departmentId === ROOT_PARENT_ID;
@@ -162,9 +152,8 @@ export class UsageReports {
   }
 
   /**
-   * The raw events of [start, end) (of the plan's members, if it names some) into `cells`, summed per (member, model) by the database, a
-   * bucket's part of one UTC day at a time. Buckets wholly inside (days or hours no rollup row covers) are summed whole instead when grouped by
-   * model alone (countModels), and kept by the day cache (keptBuckets) for the whole enterprise by model or a whole subtree by department alone.
+   * Raw events of [start, end) summed per (member, model), a bucket's part of one UTC day at a time. Buckets wholly inside are summed
+   * whole by model alone (countModels), and kept by the day cache for the whole enterprise by model or a whole subtree by department.
    */
   private async addEvents(cells: ReportCells, plan: ReportPlan, start: number, end: number, signal: AbortSignal): Promise<void> {
     const { enterpriseId, members, departments, layout } = plan;
@@ -189,7 +178,7 @@ export class UsageReports {
     figures.forEach((groups, i) => groups.forEach((group) => cells.addPeriod(whole[i]!, group)));
   }
 
-  /** Each range's models (in time order, a day at most), counted by the database per run of meeting ranges within COUNTED_SPAN_SECONDS. */
+  /** Each range's models (ranges in time order, a day at most), one statement per run of meeting ranges within COUNTED_SPAN_SECONDS. */
   private async countModels(enterpriseId: string, ranges: readonly TimeBucket[], members: readonly number[] | undefined, signal: AbortSignal)
     : Promise<PeriodFigures[][]> {
     const models: PeriodFigures[][] = ranges.map(() => []);
@@ -201,7 +190,6 @@ export class UsageReports {
     return models;
   }
 
-  /** Each range's department groups, from its raw events summed per (member, model), a UTC day's part at a time. */
   private async departmentGroups(enterpriseId: string, ranges: readonly TimeBucket[], grouping: Grouping, signal: AbortSignal)
     : Promise<PeriodFigures[][]> {
     const rangeCells = new ReportCells(ranges, grouping);
@@ -215,8 +203,8 @@ export class UsageReports {
   }
 
   /**
-   * Each range's groups of `scope` (summed by `sum`; at least one range) through the day cache, stamped with the all-models rows of the rollups'
-   * days it overlaps, so any new event in it is seen (one on such a day outside the range makes it summed again too).
+   * Through the day cache, each range stamped with the all-models rows of the rollup days it overlaps, so any new event in it is seen
+   * (one on such a day outside the range makes it summed again too).
    */
   private async keptBuckets(enterpriseId: string, layout: RollupLayout, scope: string, ranges: readonly TimeBucket[],
     sum: (ranges: readonly TimeBucket[]) => Promise<PeriodFigures[][]>, signal: AbortSignal): Promise<PeriodFigures[][]> {
@@ -237,16 +225,13 @@ export class UsageReports {
     return ranges.map((range) => kept.get(keyOf(range))!);
   }
 
-  /** Each day's stamp for the day cache (none without usage): its all-models row's member count and sums, which every event on the day changes. */
+  /** A day's all-models member count and sums, which every event on the day changes (none without usage). */
   private async dayStamps(enterpriseId: string, days: readonly number[]): Promise<Map<number, string>> {
     return new Map((await this.usage.rollups.rows(enterpriseId, DAY, days, "all", false))
       .map((row) => [row.period, `${row.memberCount} ${encodeSums(row.sums, row.row)}`]));
   }
 
-  /**
-   * The whole enterprise's usage from the rollups: each bucket as stored periods, raw events where no quarter fits. By model only days have rows
-   * (usage-rollup.ts): each whole day's models from the day cache, raw events for the rest.
-   */
+  /** The whole enterprise's usage from the rollups; by model only days have rows, read through the day cache. Returns what to read raw. */
   private async addRollups(cells: ReportCells, plan: ReportPlan, layout: RollupLayout, signal: AbortSignal): Promise<Span[]> {
     if (plan.dimensions.includes("model")) {
       const { periods: days, raw } = coverBuckets(plan, layout);
@@ -258,7 +243,7 @@ export class UsageReports {
       return raw;
     }
     const { periods, raw } = coverBuckets(plan, layout, [DAY, HOUR, QUARTER]);
-    // Per grain and whether alone in its bucket (its stored count is then the bucket's, else members are read to be put together): period -> bucket.
+    // Per grain and whether alone in its bucket (its stored count is then the bucket's, else its members are read): period -> bucket.
     const bucketOf = new Map<string, { grain: Grain; alone: boolean; buckets: Map<number, number> }>();
     for (const { grain, start, bucket, alone } of periods) {
       const key = `${grain}:${alone}`;
@@ -274,10 +259,7 @@ export class UsageReports {
     return raw;
   }
 
-  /**
-   * Each member's day sums from the rollups for the whole days of their zone in a bucket, raw events for the rest (a foreign zone's day or an
-   * hour holds no whole day). Grouped by department alone over a whole subtree, a day's groups come from the day cache.
-   */
+  /** Members' day sums for the layout's whole days; by department over a whole subtree, through the day cache. Returns what to read raw. */
   private async addMemberDays(cells: ReportCells, plan: ReportPlan, layout: RollupLayout, signal: AbortSignal): Promise<Span[]> {
     const { enterpriseId, departments } = plan;
     const { periods: days, raw } = coverBuckets(plan, layout);
@@ -305,7 +287,7 @@ export class UsageReports {
     return raw;
   }
 
-  /** Whole days of the rollups' zone into their buckets, as the day cache's groups of `scope` (made by `load` for a day it lacks or stamped anew). */
+  /** Whole days of the layout into their buckets as the day cache's groups of `scope` (`load` makes a day it lacks or stamped anew). */
   private async addKeptDays(cells: ReportCells, enterpriseId: string, scope: string, days: readonly CoveredPeriod[], load: DayLoader,
     signal: AbortSignal): Promise<void> {
     const stamps = await this.dayStamps(enterpriseId, days.map(({ start }) => start));
@@ -313,7 +295,6 @@ export class UsageReports {
     for (const { start, bucket } of days) for (const period of kept.get(start) ?? []) cells.addPeriod(bucket, period);
   }
 
-  /** The members (of `plan.members`, else all) with usage in the window. */
   private async activeMembers(plan: ReportPlan, signal: AbortSignal): Promise<MemberRow[]> {
     const window = [{ start: plan.start, end: plan.end, date: "" }];
     const cells = new ReportCells(window, new Grouping(["member"], undefined, plan.members));
@@ -321,7 +302,7 @@ export class UsageReports {
     return this.usage.membersByKeys(plan.enterpriseId, cells.groups(0).map((group) => group.key.memberKey));
   }
 
-  /** Into `cells`: the whole enterprise's usage (ungrouped or by model) from rollup periods, else member day sums if not by model, else raw events. */
+  /** The whole enterprise's usage from rollup periods, else members' day sums if not by model, else raw events. */
   private async addUsage(cells: ReportCells, plan: ReportPlan, signal: AbortSignal): Promise<void> {
     const wholeEnterprise = plan.members === undefined && plan.departments === undefined && plan.dimensions.every((d) => d === "model");
     const raw = plan.layout && wholeEnterprise ? await this.addRollups(cells, plan, plan.layout, signal)
@@ -329,7 +310,6 @@ export class UsageReports {
     for (const { from, to } of raw) await this.addEvents(cells, plan, from, to, signal);
   }
 
-  /** The engine: usage summed per (bucket, group), then each bucket's groups in order with their key fields. */
   private async run(plan: ReportPlan, signal: AbortSignal) {
     const cells = new ReportCells(plan.buckets, new Grouping(plan.dimensions, plan.departments?.groupsOf, plan.members));
     await this.addUsage(cells, plan, signal);
@@ -372,10 +352,10 @@ export class UsageReports {
 /** Seconds [from, to). */
 type Span = { from: number; to: number };
 
-/** A whole period of the rollups inside a bucket, and whether it is all of that bucket (its members are then counted, not kept). */
+/** `alone`: the period is all of its bucket (its members are then counted, not kept). */
 type CoveredPeriod = Pick<TimeBucket, "start" | "end"> & { grain: Grain; bucket: number; alone: boolean };
 
-/** The plan's buckets as whole periods of `grains` (days of the rollups' zone by default), and the ranges none fits (read raw), each as long as it runs. */
+/** The plan's buckets as whole periods of `grains`, and the ranges none fits (read raw), each as long as it runs. */
 function coverBuckets(plan: ReportPlan, layout: RollupLayout, grains: readonly Grain[] = [DAY]) {
   const rollups = new RollupPeriods(layout, plan);
   const periods: CoveredPeriod[] = [];

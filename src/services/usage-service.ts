@@ -1,5 +1,4 @@
-// UsageService: the documented usage query (docs/api-rules.md, Member model usage), event ingestion, the
-// usage report and daily trend (operations/usage-report.ts), and the export stream (operations/usage-export.ts).
+// UsageService: the usage query (docs/api-rules.md, Member model usage), ingestion, the report, the daily trend and the export.
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { UsageService, type MemberUsageSchema, type ModelUsageSchema } from "../../gen/enterprise_admin/v1/usage_pb.js";

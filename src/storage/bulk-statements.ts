@@ -1,5 +1,4 @@
-// Statements that carry many rows: how rows are cut into statements, and each one's SQL text made once per row count (building a 512-row
-// statement costs more than running it, and on SQLite the same text is the same prepared statement, database.ts).
+// Statements of many rows, each SQL text made once per row count: building a 512-row one costs more than running it.
 import { sql, type Kysely } from "kysely";
 import type { Dialect } from "./database.js";
 import type { Schema } from "./schema.js";
@@ -27,11 +26,10 @@ export function among(dialect: Dialect, column: string, values: ReadonlyArray<st
     : sql<boolean>`${sql.ref(column)} in (select value from json_each(${JSON.stringify(values)}))`;
 }
 
-/** SQL texts by statement and row count, kept for the life of a store's repositories. */
+/** Kept for the life of a store's repositories; on SQLite the same text is the same prepared statement (database.ts). */
 export class StatementTexts {
   private readonly texts = new Map<string, string>();
 
-  /** The text of `statement` for `rows` rows, made by `make` the first time it is asked for. */
   of(statement: string, rows: number, make: (rows: number) => string): string {
     const key = `${statement}:${rows}`;
     let text = this.texts.get(key);

@@ -12,7 +12,7 @@ const HEADER_BYTES = 16;
 if (new Uint8Array(Uint16Array.of(1).buffer)[0] !== 1) throw new Error("member day sums: a big-endian platform reads them wrong");
 const WIDTHS = [1, 2, 4, 8] as const;
 
-/** Stored member sums (or none) with `added` (member key -> its row of `sums`) merged in: members of either, in key order, their sums added. */
+/** `added`: member key -> its row of `sums`. Members of either, in key order, their sums added. */
 export function mergeMemberSums(stored: Uint8Array | null, added: ReadonlyMap<number, number>, sums: ExactSums): Uint8Array {
   const before = stored ? decodeMemberSums(stored) : undefined;
   const addedKeys = Uint32Array.from(added.keys()).sort();
@@ -38,7 +38,7 @@ export function mergeMemberSums(stored: Uint8Array | null, added: ReadonlyMap<nu
   return encodeMemberSums(keys.subarray(0, count), columns);
 }
 
-/** One sum column merged: as numbers (a Float64Array) while every value is exact as one, else as exact numbers and bigints. */
+/** As numbers (a Float64Array) while every value is exact as one, else as exact numbers and bigints. */
 function mergedColumn(count: number, storedAt: Int32Array, stored: SumColumn | undefined, addedRow: Int32Array, sums: ExactSums,
   index: number): Float64Array | Array<number | bigint> {
   if (!(stored instanceof BigUint64Array) && !sums.anyBig) {
@@ -87,13 +87,11 @@ function encodeMemberSums(keys: Uint32Array, sums: ReadonlyArray<Float64Array | 
   return bytes;
 }
 
-/** A column of `width`-byte integers at `at` (a multiple of 8), in the platform's (little-endian) order. */
 function columnView(buffer: ArrayBufferLike, at: number, count: number, width: number): SumColumn {
   return width === 1 ? new Uint8Array(buffer, at, count) : width === 2 ? new Uint16Array(buffer, at, count)
     : width === 4 ? new Uint32Array(buffer, at, count) : new BigUint64Array(buffer, at, count);
 }
 
-/** Where each column starts (a multiple of 8), and where the data ends. */
 function columnOffsets(count: number, widths: readonly number[]): { offsets: number[]; end: number } {
   let at = HEADER_BYTES;
   const offsets = widths.map((width) => {
@@ -104,10 +102,7 @@ function columnOffsets(count: number, widths: readonly number[]): { offsets: num
   return { offsets, end: at };
 }
 
-/**
- * A day's member sums: the keys, and each sum column as a typed array of its width over the stored bytes (BigUint64Array for 8; the bytes
- * are copied once first when they do not start on a multiple of 8).
- */
+/** Each column a typed array of its width over the stored bytes, copied once first when they do not start on a multiple of 8. */
 export function decodeMemberSums(packed: Uint8Array): MemberSumsOfDay {
   if (packed.length === 0) return { count: 0, keys: new Uint32Array(0), columns: Array.from({ length: SUMS }, () => new Uint8Array(0)) };
   if (packed.length < HEADER_BYTES) throw new Error("member day sums: shorter than their header");

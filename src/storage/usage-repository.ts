@@ -1,5 +1,4 @@
-// Usage storage: members and models as compact keys, raw events inserted idempotently, the pre-aggregates kept from exactly
-// the events an ingestion added, and the windowed sums.
+// Usage storage: raw events inserted idempotently, the pre-aggregates of exactly the events added, and the windowed sums.
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CompiledQuery, sql, type Kysely, type RawBuilder, type Selectable } from "kysely";
@@ -22,27 +21,23 @@ export type MemberRow = Omit<Selectable<MemberTable>, "enterprise_id">;
 
 const MEMBER_COLUMNS = ["member_key", "user_id", "email", "email_folded", "account_type", "removed_at"] as const;
 
-/** What the usage analytics read of an enterprise: its currency, default zone, directory version and usage layout. */
 export type EnterpriseSettings = Pick<Selectable<EnterpriseTable>, "currency" | "time_zone" | "directory_version"> & {
-  /** Its usage layout, when it is of this version (currentLayout): else its usage is read raw. */
+  /** Undefined when not of this version (currentLayout): its usage is then read raw. */
   layout: RollupLayout | undefined;
 };
 
-/** One checked event, resolved to keys. */
 export interface UsageEventRow {
   eventId: string;
   memberKey: number;
   modelId: number;
   ts: number;
-  /** The UTC day of `ts` (dayOf). */
-  day: number;
+  day: number; // the UTC day of ts (dayOf)
   inputTokens: EventValue;
   outputTokens: EventValue;
   basicMicros: EventValue;
   payGoMicros: EventValue;
 }
 
-/** The sums of memberModelSums, in SUMS order (INPUT to PAY_GO). */
 const SUM_COLUMNS = ["input_tokens", "output_tokens", "basic_micros", "pay_go_micros"] as const;
 const EVENT_COLUMNS = ["day", "member_key", "ts", "event_id", "enterprise_id", "model_id", "input_tokens", "output_tokens", "basic_micros", "pay_go_micros"] as const;
 
@@ -51,18 +46,14 @@ interface SharedCaches {
   /** Model ids never change once committed, so they are cached for the life of the process. */
   modelIds: Map<string, number>;
   models: Map<number, ModelIdentity>;
-  /** The bulk statements' SQL texts (bulk-statements.ts). */
   texts: StatementTexts;
-  /** The running-total rows this repository wrote last (usage-running-totals.ts). */
   latestRows: LatestRows;
 }
 
 export class UsageRepository {
   private readonly db: Kysely<Schema>;
   private readonly dialect: Dialect;
-  /** This repository's connection or transaction, for the bulk readers and writers. */
   private readonly bulk: BulkStore;
-  /** The rollups (usage-rollups.ts), on the same connection or transaction. */
   readonly rollups: UsageRollups;
 
   constructor(
@@ -82,10 +73,7 @@ export class UsageRepository {
       .where("enterprise_id", "=", enterpriseId).where(among(this.dialect, "user_id", userIds, "text")).execute();
   }
 
-  /**
-   * The keys of the members of an enterprise among these user_ids, former members included (an ingestion's): read from the identity
-   * index alone, where a member's other columns would cost a table row each.
-   */
+  /** As membersByUserIds, keys only (an ingestion's): read from the identity index alone, not a table row each. */
   async memberKeysByUserIds(enterpriseId: string, userIds: readonly string[]): Promise<Array<Pick<MemberRow, "member_key" | "user_id">>> {
     if (userIds.length === 0) return [];
     return this.db.selectFrom("member").select(["member_key", "user_id"])
@@ -99,7 +87,7 @@ export class UsageRepository {
       .where("enterprise_id", "=", enterpriseId).where("email_folded", "in", emailsFolded).where("removed_at", "is", null).execute();
   }
 
-  /** The members with these keys (the enterprise's only, former members included), in no particular order. */
+  /** The members with these keys (the enterprise's only, former members included), unordered. */
   async membersByKeys(enterpriseId: string, memberKeys: readonly number[]): Promise<MemberRow[]> {
     if (memberKeys.length === 0) return [];
     return this.db.selectFrom("member").select(MEMBER_COLUMNS)
@@ -107,8 +95,8 @@ export class UsageRepository {
   }
 
   /**
-   * An enterprise's settings, in one statement (a usage query's every statement counts). Without `option` the enterprise is a caller's,
-   * named by its token, so a missing row is a broken store; with it (a command's --enterprise), a missing one is bad input naming it.
+   * An enterprise's settings in one statement (a usage query's every statement counts). A missing enterprise is bad input naming
+   * `option` (a command's --enterprise), else a broken store (a caller's token named it).
    */
   async enterpriseSettings(enterpriseId: string, option?: string): Promise<EnterpriseSettings> {
     const row = await this.db.selectFrom("enterprise as e").leftJoin("usage_layout as l", "l.enterprise_id", "e.enterprise_id")
@@ -133,7 +121,7 @@ export class UsageRepository {
     return (await this.loadModels()).modelIds;
   }
 
-  /** The identities of these model ids (one reload at most when an id is new to this process). */
+  /** One reload at most, when an id is new to this process. */
   async modelsById(modelIds: Iterable<number>): Promise<ReadonlyMap<number, ModelIdentity>> {
     for (const id of modelIds) {
       if (!this.caches.models.has(id)) return (await this.loadModels()).models;
@@ -141,7 +129,6 @@ export class UsageRepository {
     return this.caches.models;
   }
 
-  /** Reads every model into the caches, and returns them. */
   private async loadModels(): Promise<SharedCaches> {
     for (const row of await this.db.selectFrom("usage_model").selectAll().execute()) {
       this.caches.modelIds.set(modelKey(row.model_name, row.model_type, row.model_source), Number(row.model_id));
@@ -151,10 +138,9 @@ export class UsageRepository {
   }
 
   /**
-   * Runs `work` as one ingestion, in one transaction: `work` gets this repository bound to it (SQLite has one connection: a read
-   * outside would wait forever) and adds rows with `insertEvents`. Only the events actually inserted are summed into the
-   * pre-aggregates, so a repeat never counts twice. Returns how many were added. Waits for the write lock at most the busy
-   * timeout (then a busy StoreFault, nothing done), or, `unbounded`, as long as it takes.
+   * Runs `work` as one ingestion in one transaction, with this repository bound to it (SQLite has one connection: a read outside would
+   * wait forever). Only the events actually inserted are summed, so a repeat never counts twice; returns how many. Waits for the write
+   * lock at most the busy timeout (then a busy StoreFault, nothing done), or, `unbounded`, as long as it takes.
    */
   async ingest(work: (tx: UsageRepository) => Promise<void>, unbounded = false): Promise<number> {
     try {
@@ -182,20 +168,14 @@ export class UsageRepository {
     }
   }
 
-  /**
-   * One chunk of an import: an ingestion that waits for the write lock as long as it takes, and then leaves it free a moment: SQLite
-   * hands it to whoever asks first, always the next chunk.
-   */
+  /** An import chunk: waits for the write lock as long as it takes, then leaves it free a moment (SQLite hands it to whoever asks first). */
   async ingestImportChunk(work: (tx: UsageRepository) => Promise<void>): Promise<number> {
     const added = await this.ingest(work, true);
     if (this.dialect === "sqlite") await sleep(CHUNK_PAUSE_MS);
     return added;
   }
 
-  /**
-   * `usage rebuild`: deletes the enterprise's pre-aggregates and makes them again from every raw event (the rollups in its current
-   * zone), as one ingestion, so a live ingestion waits for it and then adds to the rebuilt rows. `progress` hears the events read.
-   */
+  /** `usage rebuild`, as one ingestion, so a live ingestion waits for it and then adds to the rebuilt rows. */
   async rebuild(enterpriseId: string, progress?: (events: number) => void): Promise<number> {
     let events = 0;
     await this.ingest(async (tx) => {
@@ -210,10 +190,7 @@ export class UsageRepository {
     return events;
   }
 
-  /**
-   * Adds the enterprise's pending rollup rows (an API batch's, usage-rollups.ts) to its rollups, as one ingestion: what a report does
-   * first when there are any.
-   */
+  /** Adds the enterprise's pending rollup rows (API batches') to its rollups, as one ingestion: a report's first step when there are any. */
   async addPendingRollups(enterpriseId: string): Promise<void> {
     await this.ingest(async (tx) => {
       const layout = await tx.rollups.layoutForIngestion(enterpriseId);
@@ -222,21 +199,20 @@ export class UsageRepository {
   }
 
   /**
-   * After an import, on PostgreSQL: vacuums the tables it wrote. Each chunk rewrote running-total and rollup rows, and queries
-   * read past the dead versions until autovacuum comes; the new events' pages are not all-visible, so index-only scans visit the heap.
+   * PostgreSQL, after an import: each chunk rewrote running-total and rollup rows, which queries read past until autovacuum comes, and
+   * the new events' pages are not all-visible, so index-only scans would visit the heap.
    */
   async tidyAfterImport(): Promise<void> {
     if (this.dialect === "postgres") await sql`vacuum (analyze) usage_event, usage_running_total, usage_rollup, usage_rollup_members`.execute(this.db);
   }
 
-  /** How many raw events the enterprise has (what `usage rebuild` will read). */
   async eventCount(enterpriseId: string): Promise<number> {
     const row = await this.db.selectFrom("usage_event").select((eb) => eb.fn.countAll<number | string>().as("n"))
       .where("enterprise_id", "=", enterpriseId).executeTakeFirstOrThrow();
     return Number(row.n);
   }
 
-  /** PostgreSQL's ingestion lock for this transaction: waited for at most the lock_timeout, the wait reported to the observer. */
+  /** Waited for at most the lock_timeout, the wait reported to the observer. */
   private async takeIngestionLock(trx: Kysely<Schema>): Promise<void> {
     const { rows } = await sql<{ taken: boolean }>`select pg_try_advisory_xact_lock(${sql.lit(INGESTION_LOCK)}) as taken`.execute(trx);
     if (rows[0]!.taken) return;
@@ -250,17 +226,16 @@ export class UsageRepository {
     }
   }
 
-  /** The store's count of committed ingestions (API batches and import chunks, by every process). */
+  /** Committed ingestions (API batches and import chunks) by every process. */
   async ingestionCount(): Promise<number> {
     const row = await this.db.selectFrom("usage_ingestion_count").select("ingestions").where("id", "=", 1).executeTakeFirst();
     return Number(row?.ingestions ?? 0);
   }
 
-  /** The day sums of this ingestion's events. */
   private daySums: DaySums | undefined;
   /** Per enterprise, this ingestion's share of its rollups; undefined without a current layout (no pre-aggregates kept). */
   private readonly heldRollups = new Map<string, HeldRollups | undefined>();
-  /** This ingestion's number: the store's count of ingestions with it. */
+  /** The store's count of ingestions with this one. */
   private ingestion = 0;
   private added = 0;
 
@@ -277,10 +252,7 @@ export class UsageRepository {
     await this.holdSums(enterpriseId, fresh);
   }
 
-  /**
-   * Holds stored events' sums for the running totals and the enterprise's rollups (none without a current layout: `usage rebuild` makes
-   * them all), and writes the held sums once many are held, so an ingestion's memory stays bounded.
-   */
+  /** Holds events' sums for the pre-aggregates (none without a current layout), written once many are held: memory stays bounded. */
   private async holdSums(enterpriseId: string, events: readonly StoredEvent[]): Promise<void> {
     const rollups = this.heldRollups.get(enterpriseId);
     if (!rollups) return;
@@ -292,7 +264,6 @@ export class UsageRepository {
     if (held >= FLUSH_ROLLUP_EVENTS) await this.writeRollups(false);
   }
 
-  /** Adds the held day sums to the running totals. */
   private async writeDaySums(): Promise<void> {
     if (this.daySums!.size === 0) return;
     await addToRunningTotals(this.bulk, this.caches.latestRows, this.daySums!);
@@ -300,8 +271,8 @@ export class UsageRepository {
   }
 
   /**
-   * Adds the held rollup shares to the stored rollups. At the ingestion's `end`, a small one's events are held pending instead, one row,
-   * while the enterprise's pending events stay within MAX_PENDING_EVENTS; else its pending rows are added to the rollups with them.
+   * At the ingestion's `end`, a small one's events are held pending instead, one row, while the enterprise's pending events stay within
+   * MAX_PENDING_EVENTS; else its pending rows are added to the rollups with them.
    */
   private async writeRollups(end: boolean): Promise<void> {
     for (const [enterpriseId, share] of this.heldRollups) {
@@ -320,9 +291,8 @@ export class UsageRepository {
   }
 
   /**
-   * Inserts and returns the rows whose (enterprise_id, event_id) is not stored yet, the first of a repeat winning. In the table's
-   * key order, so consecutive inserts share pages. The usual batch has no repeat; one whose INSERTs add fewer rows than they carry
-   * is undone (a savepoint) and inserted again without its repeats, so the usual batch pays nothing for them.
+   * Inserts and returns the rows not stored yet (the first of a repeat wins), in key order so consecutive inserts share pages. A batch
+   * whose INSERTs add fewer rows than they carry is undone (a savepoint) and inserted again without repeats: the usual one pays nothing.
    */
   private async insertNew(enterpriseId: string, rows: readonly UsageEventRow[]): Promise<UsageEventRow[]> {
     let fresh = inKeyOrder(rows);
@@ -336,7 +306,7 @@ export class UsageRepository {
     return fresh;
   }
 
-  /** Inserts `rows`; false as soon as an INSERT adds fewer rows than it was given (it met a repeat). */
+  /** False as soon as an INSERT adds fewer rows than it was given (it met a repeat). */
   private async insertAll(enterpriseId: string, rows: readonly UsageEventRow[]): Promise<boolean> {
     for (const chunk of chunks(rows)) {
       const result = await this.db.executeQuery(CompiledQuery.raw(
@@ -346,7 +316,6 @@ export class UsageRepository {
     return true;
   }
 
-  /** The rows whose event_id is neither stored nor earlier in `rows`. */
   private async withoutKnownEvents(enterpriseId: string, rows: readonly UsageEventRow[]): Promise<UsageEventRow[]> {
     const seen = new Set<string>();
     for (const part of chunks(rows)) {
@@ -358,10 +327,9 @@ export class UsageRepository {
   }
 
   /**
-   * Sums per member (by position in `memberKeys`) and model over a window plan: running totals through the later day minus those
-   * through the earlier one, plus or minus the raw events of the partial days, in one statement (one snapshot) that returns few
-   * values whatever the number of members (the totals of each sign as one blob beside a text of "member_key,length" rows; each
-   * raw range as one text of entries, which databases print exactly and which costs far less than a row an event).
+   * Sums per member (by position in `memberKeys`) and model: running totals through the later day minus the earlier, plus or minus
+   * the partial days' raw events, in one statement (one snapshot) returning few values whatever the members: each sign's totals as
+   * one blob beside "member_key,length" rows, each raw range as one text of entries (printed exactly, far cheaper than a row an event).
    */
   async sumUsage(memberKeys: readonly number[], plan: WindowPlan): Promise<WindowSums> {
     if (memberKeys.length === 0) return new WindowSums(0);
@@ -407,25 +375,21 @@ export class UsageRepository {
     return sums;
   }
 
-  /** Each (member, model)'s sums over [start, end) (of `memberKeys` only, when given), added by the database. */
+  /** Each (member, model)'s sums over [start, end) (of `memberKeys` only, when given). */
   async memberModelSums(enterpriseId: string, start: number, end: number, memberKeys?: readonly number[]): Promise<MemberModelSums[]> {
     return this.rawSums(enterpriseId, [{ start, end }], memberKeys, "pair");
   }
 
-  /**
-   * Each model's sums and distinct members in each of some consecutive ranges (with the range's position), added and counted by
-   * the database: what a report's buckets by model read where no rollup covers them.
-   */
+  /** Each model's sums and distinct members in each of some consecutive ranges: a report's buckets by model where no rollup fits. */
   async modelSums(enterpriseId: string, ranges: ReadonlyArray<{ start: number; end: number }>, memberKeys?: readonly number[])
     : Promise<Array<PeriodFigures & { range: number }>> {
     return this.rawSums(enterpriseId, ranges, memberKeys, "model");
   }
 
   /**
-   * Raw events summed per (member, model), or per (range, model) with its distinct members, in one statement sent back as one
-   * text, "key,model_id,[members,]events,input,output,basic,pay_go" per group joined by ";". PostgreSQL adds bigints exactly;
-   * SQLite's sum fails past int64 ("integer overflow"), and the window is then summed again with each value's bits above and below
-   * the 20th apart: a window's sum is at most 2^64 - 1, so neither half overflows.
+   * Raw events summed per (member, model) or per (range, model) with its distinct members, sent back as one text of ";"-joined groups.
+   * SQLite's sum fails past int64 ("integer overflow"); the window is then summed again with each value's bits above and below the
+   * 20th apart: a window's sum is at most 2^64 - 1, so neither half overflows.
    */
   private async rawSums(enterpriseId: string, ranges: ReadonlyArray<{ start: number; end: number }>, memberKeys: readonly number[] | undefined,
     by: "pair" | "model", form: "whole" | "halves" = "whole"): Promise<RawGroupSums[]> {
@@ -478,7 +442,7 @@ export class UsageRepository {
     return this.dialect === "postgres" ? sql`enterprise_id = ${enterpriseId}` : sql`+enterprise_id = ${enterpriseId}`;
   }
 
-  /** Every raw event of the enterprise in key order, a page a statement (keyset paging), so the scan never holds a read open. */
+  /** Keyset paging, a page a statement, so the scan never holds a read open. */
   private async *allEvents(enterpriseId: string, pageSize = 20_000): AsyncGenerator<StoredEvent[]> {
     let after: RawEventRow | undefined;
     for (;;) {
@@ -500,15 +464,12 @@ export class UsageRepository {
   }
 }
 
-/** A group of rawSums: a member's (by "pair") or a range's (by "model", with its distinct members) sums of a model, `row` of the statement's table. */
 type RawGroupSums = MemberModelSums & PeriodFigures & { range: number };
 
-/** A row of allEvents' statement: its keys as the driver gives them, its id and values as text. */
 type RawEventRow = Record<"day" | "member_key" | "ts" | "model_id", number | string>
   & Record<"event_id" | "input_tokens" | "output_tokens" | "basic_micros" | "pay_go_micros", string>;
 
-/** A stored event as `usage rebuild` reads it (allEvents): an event row without its id, all the pre-aggregates need. */
-type StoredEvent = Omit<UsageEventRow, "eventId">;
+export type StoredEvent = Omit<UsageEventRow, "eventId">;
 
 /**
  * An enterprise's share of an ingestion's rollups: its events as they came while the ingestion may hold them pending (`events`, up
@@ -528,7 +489,7 @@ class HeldRollups {
     else this.sum(events);
   }
 
-  /** Sums `events` and those held as they came into the delta, which then takes every later event. */
+  /** Sums the held events and `events` into the delta, which then takes every later event. */
   sum(events: readonly StoredEvent[] = []): void {
     for (const list of [this.events ?? [], events]) {
       for (const e of list) this.delta.add(e.memberKey, e.modelId, e.ts, e.inputTokens, e.outputTokens, e.basicMicros, e.payGoMicros);
@@ -550,18 +511,15 @@ function rangeOf(ranges: ReadonlyArray<{ start: number; end: number }>): RawBuil
   return sql<number>`case ${sql.join(ranges.slice(0, -1).map((r, i) => sql`when ts < ${sql.lit(r.end)} then ${sql.lit(i)}`), sql` `)} else ${sql.lit(ranges.length - 1)} end`;
 }
 
-/** A row of sumUsage's statement: the running totals added and subtracted (end to end, "member_key,length" a row), or one raw range's events. */
 interface WindowRow {
   plus: Uint8Array | null;
   plus_rows: string | null;
   minus: Uint8Array | null;
   minus_rows: string | null;
   events: string | null;
-  /** Whether the events are added (1) or subtracted (-1). */
   sign: number | string;
 }
 
-/** Adds (or subtracts) the events of a window row's text ("member,model,input,output,basic,pay_go" entries). */
 function addEventText(text: string, negate: boolean, memberOf: (memberKey: number) => number, sums: WindowSums): void {
   forEachEntry(text, 6, (values) => {
     const member = memberOf(values[0] as number);
@@ -571,7 +529,6 @@ function addEventText(text: string, negate: boolean, memberOf: (memberKey: numbe
   });
 }
 
-/** The rows' values in EVENT_COLUMNS order, end to end. */
 function eventParameters(enterpriseId: string, rows: readonly UsageEventRow[]): unknown[] {
   const parameters: unknown[] = new Array(rows.length * EVENT_COLUMNS.length);
   let at = 0;
@@ -590,7 +547,7 @@ function eventParameters(enterpriseId: string, rows: readonly UsageEventRow[]): 
   return parameters;
 }
 
-/** A copy of `rows` in usage_event's key order by (day, member), stable; usually one numeric sort of (day, member, position) keys. */
+/** A stable copy of `rows` in usage_event's key order by (day, member): usually one numeric sort of (day, member, position) keys. */
 function inKeyOrder(rows: readonly UsageEventRow[]): UsageEventRow[] {
   let firstDay = Infinity;
   let lastDay = -Infinity;
@@ -616,16 +573,12 @@ const SORT_DAYS = 2 ** 8;
 const SORT_MEMBERS = 2 ** 32;
 const SORT_POSITIONS = 2 ** 13;
 
-/** PostgreSQL's advisory lock that one ingestion at a time holds (takeIngestionLock). */
 const INGESTION_LOCK = 72001;
 
 /** How long an import leaves SQLite's write lock free after each chunk: longer than a waiting writer's poll (1 ms). */
 const CHUNK_PAUSE_MS = 5;
 
-/** Write the held day sums when this many (member, day) sums have gathered. */
 const FLUSH_DAY_SUMS = 50_000;
-
-/** Write the held rollup deltas when they hold this many events. */
 const FLUSH_ROLLUP_EVENTS = 200_000;
 
 /**
@@ -634,5 +587,5 @@ const FLUSH_ROLLUP_EVENTS = 200_000;
  */
 const PENDING_BELOW = 2_000;
 
-/** The most events an enterprise holds pending: the ingestion that would pass it adds them all to the rollups, its own with them. */
+/** The ingestion that would pass it adds every pending event to the rollups, its own with them. */
 const MAX_PENDING_EVENTS = 50_000;

@@ -1,6 +1,4 @@
-// The usage rollups' rows (domain/usage-rollup.ts): an enterprise's layout, its ingestions' deltas added to the stored periods,
-// and the periods a report reads. Writes run inside an ingestion's transaction (storage/usage-repository.ts), which no other
-// ingestion shares (SQLite's write lock, PostgreSQL's ingestion lock): reading a row and writing it back is safe.
+// The usage rollups' rows: layouts, deltas added, periods read. Writes run in an ingestion's transaction, which no other shares.
 import roaring from "roaring";
 import { CompiledQuery, sql, type Kysely } from "kysely";
 import {
@@ -12,32 +10,29 @@ import type { PeriodFigures } from "../domain/report-cells.js";
 import type { Schema, UsageRollupMembersTable, UsageRollupTable } from "./schema.js";
 import { among, chunks, insertText, type BulkStore } from "./bulk-statements.js";
 import { forEachEntry } from "./usage-sums-codec.js";
-import type { UsageEventRow } from "./usage-repository.js";
+import type { StoredEvent } from "./usage-repository.js";
 
 const { RoaringBitmap32 } = roaring;
 
-/** A stored period of one model (or ALL_MODELS): its sums a row of a table the rows read together share, its members when read. */
+/** A stored period of one model (or ALL_MODELS): its sums a row of a table shared by the rows read together. */
 type RollupRow = PeriodFigures & { period: number };
 
-/** The column values of a row to write: its sums' (usage_rollup), then its members' (usage_rollup_members). */
 const KEY_COLUMNS = ["enterprise_id", "grain", "period", "model_id"] as const;
 const SUMS_COLUMNS = [...KEY_COLUMNS, "member_count", "sums"] as const;
 const MEMBERS_COLUMNS = [...KEY_COLUMNS, "members", "member_sums"] as const;
 
-/** A stored rollup row as an ingestion reads it to add to it. */
 type StoredRollup = Pick<UsageRollupTable, "period" | "model_id" | "sums"> & Pick<UsageRollupMembersTable, "members" | "member_sums">;
 
 export class UsageRollups {
   private readonly db: Kysely<Schema>;
 
-  /** `bulk`: the repository's connection or transaction, with its statement texts. */
   constructor(private readonly bulk: BulkStore) {
     this.db = bulk.db;
   }
 
   /**
-   * The layout an ingestion adds to: begun in the enterprise's zone when it has no usage yet, so its pre-aggregates hold every event.
-   * None for an enterprise whose events came before its layout (an older store, or another version): `usage rebuild` makes them (`restart`).
+   * Begun in the enterprise's zone when it has no usage yet, so its pre-aggregates hold every event. None when its events came before
+   * its layout (an older store, or another version): `usage rebuild` makes them.
    */
   async layoutForIngestion(enterpriseId: string): Promise<RollupLayout | undefined> {
     const layout = currentLayout(await this.db.selectFrom("usage_layout").select(["version", "time_zone", "hour_phase"])
@@ -47,7 +42,7 @@ export class UsageRollups {
     return anyEvent ? undefined : this.restart(enterpriseId);
   }
 
-  /** Deletes the enterprise's pre-aggregates (its members' running totals and its rollups) and begins its layout again, empty, in its current zone. */
+  /** Deletes the enterprise's pre-aggregates and begins its layout again, empty, in its current zone. */
   async restart(enterpriseId: string): Promise<RollupLayout> {
     const members = this.db.selectFrom("member").select("member_key").where("enterprise_id", "=", enterpriseId);
     await this.db.deleteFrom("usage_running_total").where("member_key", "in", members).execute();
@@ -62,7 +57,6 @@ export class UsageRollups {
     return layout;
   }
 
-  /** Adds a delta's entries and member day sums (RollupDelta.take) to the stored rows. */
   async add(enterpriseId: string, { grains: delta, memberDays, sums }: RollupAdditions): Promise<void> {
     // One bitmap and one buffer for every row: a bitmap and a Buffer per row (native objects with finalizers) cost several times its write.
     const scratch = new RoaringBitmap32();
@@ -92,21 +86,20 @@ export class UsageRollups {
     }
   }
 
-  /** How many events the enterprise holds pending (holdPending). */
   async pendingEvents(enterpriseId: string): Promise<number> {
     const row = await this.db.selectFrom("usage_rollup_pending").select((eb) => eb.fn.sum<number | string | null>("event_count").as("events"))
       .where("enterprise_id", "=", enterpriseId).executeTakeFirst();
     return Number(row?.events ?? 0);
   }
 
-  /** Holds an ingestion's events pending, one usage_rollup_pending row (USAGE TEXT, usage-sums-codec.ts), until takePending adds them. */
-  async holdPending(enterpriseId: string, ingestion: number, events: readonly PendingEvent[]): Promise<void> {
+  /** One usage_rollup_pending row (USAGE TEXT, usage-sums-codec.ts), until takePending adds them. */
+  async holdPending(enterpriseId: string, ingestion: number, events: readonly StoredEvent[]): Promise<void> {
     const entries = events.map((e) => `${e.memberKey},${e.modelId},${e.ts},${e.inputTokens},${e.outputTokens},${e.basicMicros},${e.payGoMicros}`);
     await this.db.insertInto("usage_rollup_pending")
       .values({ enterprise_id: enterpriseId, ingestion, event_count: events.length, events: entries.join(";") }).execute();
   }
 
-  /** Adds the enterprise's pending events to `delta`, and deletes them (the delta is added to the rollups in the same transaction). */
+  /** Deletes them too: the delta is added to the rollups in the same transaction. */
   async takePending(enterpriseId: string, delta: RollupDelta): Promise<void> {
     const rows = await this.db.selectFrom("usage_rollup_pending").select("events").where("enterprise_id", "=", enterpriseId).execute();
     if (rows.length === 0) return;
@@ -121,8 +114,8 @@ export class UsageRollups {
   }
 
   /**
-   * The stored rows of these (period, model) pairs of a grain that exist: by pair, not every model of the periods (a batch spread over
-   * a day touches about half its quarters' model rows). CROSS JOIN keeps SQLite's join order, pairs first: else it scans members rows.
+   * By pair, not every model of the periods: a batch spread over a day touches about half its quarters' model rows. CROSS JOIN keeps
+   * SQLite's join order, pairs first: else it scans members rows.
    */
   private async storedRows(enterpriseId: string, grain: Grain, keys: ReadonlyArray<readonly [number, number]>): Promise<StoredRollup[]> {
     const text = this.bulk.texts.of("rollups: stored", keys.length, (count) => {
@@ -138,7 +131,6 @@ export class UsageRollups {
     return (await this.db.executeQuery<StoredRollup>(CompiledQuery.raw(text, [...keys.flat(), enterpriseId, grain]))).rows;
   }
 
-  /** The stored rows of these periods of a grain: every model's, or only the ALL_MODELS ones; with their members or without. */
   async rows(enterpriseId: string, grain: Grain, periods: readonly number[], models: "each" | "all", withMembers: boolean): Promise<RollupRow[]> {
     if (periods.length === 0) return [];
     const rows = await this.db.selectFrom("usage_rollup as r")
@@ -154,7 +146,6 @@ export class UsageRollups {
     });
   }
 
-  /** The member sums of these days of the layout (those with usage), each with its day's start. */
   async memberDays(enterpriseId: string, days: readonly number[]): Promise<Array<{ day: number; memberSums: Uint8Array }>> {
     if (days.length === 0) return [];
     const rows = await this.db.selectFrom("usage_rollup_members").select(["period", "member_sums"])
@@ -164,16 +155,13 @@ export class UsageRollups {
   }
 }
 
-/** An event as the rollups take it. */
-type PendingEvent = Omit<UsageEventRow, "eventId" | "day">;
-
-/** A stored layout row (or none) as the layout, when it is of this version: else undefined. */
+/** Undefined unless the row is of this version. */
 export function currentLayout(row: { version: number | null; time_zone: string | null; hour_phase: number | null } | undefined): RollupLayout | undefined {
   if (row?.version !== USAGE_LAYOUT_VERSION) return undefined;
   return { timeZone: row.time_zone!, hourPhase: row.hour_phase! };
 }
 
-/** Slices of a buffer taken one after another; a new buffer when one is full (the slices taken stay valid). */
+/** Slices of a buffer one after another; a new buffer when one is full (the slices taken stay valid). */
 class GrowingBytes {
   private buffer = Buffer.allocUnsafe(1 << 16);
   private used = 0;
@@ -188,7 +176,7 @@ class GrowingBytes {
     return slice;
   }
 
-  /** Forgets the slices taken (once written): the buffer is reused. */
+  /** Once the slices are written: the buffer is reused. */
   reset(): void {
     this.used = 0;
   }

@@ -1,5 +1,4 @@
-// The usage running totals: one usage_running_total row per member and UTC day with events, its running totals per model through that day
-// (PACKED TOTALS in usage-sums-codec.ts), so the totals over any run of whole days are two rows per member (domain/usage-window.ts).
+// Running totals: a row per member and UTC day with events, its totals per model through that day, so whole days are two rows a member.
 import { CompiledQuery } from "kysely";
 import { LRUCache } from "lru-cache";
 import { SumEntries, TotalsByModel } from "../domain/usage-totals.js";
@@ -9,13 +8,9 @@ import { forEachStoredRow, packedBytes, packTotals } from "./usage-sums-codec.js
 import { grown } from "../domain/typed-arrays.js";
 import type { UsageRunningTotalTable } from "./schema.js";
 
-/** A stored row: its day and its packed totals. */
 type StoredRow = Pick<UsageRunningTotalTable, "day" | "totals">;
 
-/**
- * Adds new events' day sums to usage_running_total, inside the ingestion's transaction (every ingestion: RPC batch, import chunk,
- * `usage rebuild`). A member whose latest row `latest` holds, from its first new day or before, is not read from the store.
- */
+/** Adds new events' day sums inside the ingestion's transaction; a member whose latest row `latest` holds is not read from the store. */
 export async function addToRunningTotals(database: BulkStore, latest: LatestRows, sums: DaySums): Promise<void> {
   const keys = sums.keys();
   const runs = memberRuns(keys);
@@ -42,19 +37,19 @@ export class LatestRows {
   private readonly rows = new LRUCache<number, StoredRow>({ maxSize: LATEST_ROWS_BYTES, sizeCalculation: (row) => row.totals.length + 64 });
   private ingestions = -1;
 
-  /** An ingestion begins, the store's count of ingestions with it: when another came between, the rows held may be stale. */
+  /** When another ingestion came between, the rows held may be stale. */
   begin(ingestions: number): void {
     if (ingestions !== this.ingestions + 1) this.rows.clear();
     this.ingestions = ingestions;
   }
 
-  /** Forgets every row: an ingestion failed (its rows were never committed), or the store's rows were deleted. */
+  /** An ingestion failed (its rows were never committed), or the store's rows were deleted. */
   clear(): void {
     this.rows.clear();
     this.ingestions = -1;
   }
 
-  /** The member's stored rows from its last one on or before `day` (readStoredRows) when its latest row is known and on or before `day`: that row. */
+  /** As readStoredRows for (member, day), when the latest row is known and on or before `day`: that row. */
   from(memberKey: number, day: number): StoredRow[] | undefined {
     const row = this.rows.get(memberKey);
     return row && row.day <= day ? [row] : undefined;
@@ -68,7 +63,7 @@ export class LatestRows {
 const LATEST_ROWS_BYTES = 64 * 1024 * 1024;
 const ROWS_HELD_BYTES = 16 * 1024 * 1024;
 
-/** A member's day sums: their range in the keys, and its earliest day. */
+/** A member's day sums: their range [start, end) in the keys, and its earliest day. */
 interface MemberRun {
   memberKey: number;
   firstDay: number;
@@ -76,7 +71,6 @@ interface MemberRun {
   end: number;
 }
 
-/** The members of day-sum keys (DaySums.keys: each member's together), in member order. */
 function memberRuns(keys: Float64Array): MemberRun[] {
   const runs: MemberRun[] = [];
   for (let k = 0; k < keys.length; k++) {
@@ -88,9 +82,8 @@ function memberRuns(keys: Float64Array): MemberRun[] {
 }
 
 /**
- * Writes a member's rows: each day with new events, and each stored day after the first of them, is the last stored row on or before that day
- * plus the new events up to it (`added`, packTotals onto the stored bytes). `stored` is its last stored row on or before its first new day,
- * if any, and every row after it, in day order.
+ * Each day with new events, and each stored day after the first of them, becomes the last stored row on or before it plus the new events
+ * up to it. `stored`: the last row on or before the first new day, if any, and every row after it, in day order.
  */
 function writeMemberRows(run: MemberRun, stored: readonly StoredRow[], sums: DaySums, keys: Float64Array, rows: RowsByDay, latest: LatestRows,
   added: TotalsByModel): void {
@@ -138,21 +131,16 @@ async function readStoredRows(database: BulkStore,
   return byMember;
 }
 
-/**
- * Rows to upsert, gathered with their bytes end to end in one buffer, then written by chunks in the table's order, by day, then member:
- * made member by member, an import's rows would otherwise jump between as many day ranges of the table.
- */
+/** Rows to upsert, their bytes end to end in one buffer, written in the table's order (day, member), not jumping between day ranges. */
 class RowsByDay {
-  /** The bytes of the rows held. */
   bytes = 0;
   private members: number[] = [];
   private days: number[] = [];
   private ends: number[] = [];
 
-  /** `buffer`: about as many bytes as the rows will take (a larger one replaces it when they pass it). */
   constructor(private buffer: Uint8Array<ArrayBuffer>) {}
 
-  /** Adds a row whose packed totals `write` puts into `out` from `at` (at most `maxBytes`), returning the offset after them. */
+  /** `write` puts the packed totals (at most `maxBytes`) into `out` from `at` and returns the offset after them. */
   addWritten(memberKey: number, day: number, maxBytes: number, write: (out: Uint8Array, at: number) => number): void {
     if (this.bytes + maxBytes > this.buffer.length) this.buffer = grown(this.buffer, this.bytes + maxBytes);
     this.bytes = write(this.buffer, this.bytes);
@@ -161,13 +149,11 @@ class RowsByDay {
     this.ends.push(this.bytes);
   }
 
-  /** The last row added, its totals copied. */
   last(): StoredRow {
     const i = this.ends.length - 1;
     return { day: this.days[i]!, totals: this.buffer.slice(i === 0 ? 0 : this.ends[i - 1]!, this.ends[i]!) };
   }
 
-  /** Writes the rows held, leaving none (the buffer stays, for the next rows). */
   async write(database: BulkStore): Promise<void> {
     const totals = (i: number) => this.buffer.subarray(i === 0 ? 0 : this.ends[i - 1]!, this.ends[i]!);
     const order = Array.from(this.days.keys());
@@ -186,15 +172,15 @@ class RowsByDay {
   }
 }
 
-/** The stored statement's one row: the rows found as text ("member,day,length" each, joined by commas), and their totals end to end in that order. */
+/** "member,day,length" per row found, and their totals end to end in that order. */
 interface StoredRows {
   rows: string | null;
   totals: Uint8Array | null;
 }
 
 /**
- * readStoredRows' statement (parameters: each member's key and earliest new day), as one row of text and bytes (StoredRows): a blob per stored
- * row would cost the driver a Buffer each. The day bound is correlated with the member list, so each member's rows are one index range.
+ * One row of text and bytes: a blob per stored row would cost the driver a Buffer each. The day bound is correlated with the member
+ * list, so each member's rows are one index range.
  */
 function storedStatement({ dialect, texts }: BulkStore, memberCount: number): string {
   return texts.of("running totals: stored", memberCount, (members) => {
@@ -212,24 +198,20 @@ function storedStatement({ dialect, texts }: BulkStore, memberCount: number): st
   });
 }
 
-/** New events' sums per (member key, day, model id) until they are added to the running totals: typed arrays (SumEntries), no object per sum. */
+/** New events' sums per (member, day, model) in typed arrays (SumEntries), no object per sum. */
 export class DaySums {
   /** (member, day), as daySumKey → its first entry; entries of a (member, day) are chained by `entries.next` (-1 ends a chain). */
   private readonly firstEntry = new Map<number, number>();
-  /**
-   * The key of the last event and its first entry. Ingestions add events in the table's key order, each member's events of a day
-   * together, so most events skip the Map.
-   */
+  /** The last event's key and first entry: events come in key order, a member's day together, so most skip the Map. */
   private lastKey = -1;
   private lastFirst = -1;
   readonly entries = new SumEntries();
 
-  /** How many (member, day) sums are held. */
   get size(): number {
     return this.firstEntry.size;
   }
 
-  /** Adds one event: its values as numbers (the API's, at most 10^12) or bigints (callers below it). */
+  /** Values as numbers (the API's, at most 10^12) or bigints (callers below it). */
   add(member: number, model: number, day: number, inputTokens: EventValue, outputTokens: EventValue, basicMicros: EventValue, payGoMicros: EventValue): void {
     const key = daySumKey(member, day);
     const first = key === this.lastKey ? this.lastFirst : this.firstEntry.get(key) ?? -1;
@@ -247,17 +229,15 @@ export class DaySums {
     entries.sums.addEvent(entry, inputTokens, outputTokens, basicMicros, payGoMicros);
   }
 
-  /** The keys held, in order: by member, then day. */
+  /** By member, then day. */
   keys(): Float64Array {
     return Float64Array.from(this.firstEntry.keys()).sort();
   }
 
-  /** The first entry of a key held. */
   firstOf(key: number): number {
     return this.firstEntry.get(key)!;
   }
 
-  /** Holds nothing again. */
   clear(): void {
     this.firstEntry.clear();
     this.lastKey = -1;

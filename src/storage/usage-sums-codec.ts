@@ -1,7 +1,5 @@
-// The formats of stored usage sums. PACKED TOTALS (a usage_running_total row's `totals`): per model, six unsigned LEB128 varints
-// (model id, then the five sums of SUMS; typically 15-20 bytes), in no particular order; a model may repeat, its sums adding up.
-// USAGE TEXT (a statement's sums sent back as text, a pending rollup row's events): entries joined by ";", each of a fixed number of
-// unsigned decimal integers joined by "," (forEachEntry).
+// The formats of stored usage sums. PACKED TOTALS (usage_running_total.totals): per model, six unsigned LEB128 varints (model id, the
+// five SUMS), unordered; a repeated model's sums add up. USAGE TEXT (statements' sums, pending events): ";"-joined entries of ","-joined integers.
 import { SUMS, SUM_LIMIT, SumLimitError, type TotalsByModel } from "../domain/usage-totals.js";
 import type { WindowSums } from "../domain/usage-window-sums.js";
 
@@ -10,17 +8,13 @@ const MAX_ENTRY_BYTES = 5 + SUMS * 10;
 /** Varints of up to 7 bytes (49 bits) are decoded as numbers; longer ones as bigints. */
 const NUMBER_BYTES = 7;
 
-/**
- * Packed totals that end inside an entry, or a row claiming more bytes than there are: refused, not read on (only this code
- * writes packed totals, so this guards the store). Each reader checks that its last entry ends exactly at its end.
- */
+/** Packed totals ending inside an entry, or a row claiming more bytes than there are: refused, not read on (it guards the store). */
 export class CorruptTotalsError extends Error {
   constructor(at: number, end: number) {
     super(`usage totals: corrupt packed totals (an entry ends at byte ${at}, the data at ${end})`);
   }
 }
 
-/** Adds (or, `negate`, subtracts) the packed totals `packed` from `at` to `end` to a member's sums in a query's WindowSums. */
 function addPackedToWindow(window: WindowSums, packed: Uint8Array, at: number, end: number, member: number, negate: boolean): void {
   const sign = negate ? -1 : 1;
   const reader = new VarintReader(packed, at);
@@ -36,10 +30,7 @@ function addPackedToWindow(window: WindowSums, packed: Uint8Array, at: number, e
   if (reader.at !== end) throw new CorruptTotalsError(reader.at, end);
 }
 
-/**
- * Adds (or subtracts) stored rows' totals, end to end in `totals`, to a query's WindowSums; `index` gives each row's member key and length
- * ("key,length,key,length…"), `memberOf` a member key's position.
- */
+/** Stored rows' totals, end to end in `totals`, to a query's WindowSums; `index`: "key,length,key,length…". */
 export function addRowsToWindow(window: WindowSums, totals: Uint8Array, index: string, negate: boolean,
   memberOf: (memberKey: number) => number): void {
   forEachStoredRow(totals, index, 2, (fields, first, start, end) =>
@@ -47,8 +38,8 @@ export function addRowsToWindow(window: WindowSums, totals: Uint8Array, index: s
 }
 
 /**
- * Stored rows end to end in `totals`, `index` giving each row's `fieldsPerRow` numbers joined by commas, the last its byte length: `each`
- * gets the fields (the row's from `first`) and the row's bytes, `start` to `end`. Lengths that do not add up to the bytes are refused.
+ * Stored rows end to end in `totals`, `index` giving each row's `fieldsPerRow` numbers, the last its byte length; `each` gets the fields
+ * (the row's from `first`) and the row's bytes. Lengths that do not add up to the bytes are refused.
  */
 export function forEachStoredRow(totals: Uint8Array, index: string, fieldsPerRow: number,
   each: (fields: readonly string[], first: number, start: number, end: number) => void): void {
@@ -63,16 +54,13 @@ export function forEachStoredRow(totals: Uint8Array, index: string, fieldsPerRow
   if (at !== totals.length) throw new CorruptTotalsError(at, totals.length);
 }
 
-/** The most bytes packTotals writes for `totals`, onto `onto` if given. */
 export function packedBytes(totals: TotalsByModel, onto?: Uint8Array): number {
   return (onto?.length ?? 0) + totals.entries.count * MAX_ENTRY_BYTES;
 }
 
 /**
- * Writes `totals` packed into `out` from `at`, which has packedBytes(totals, onto) bytes of room; with `onto` (a stored row's packed totals),
- * those plus `totals`: entries of models `totals` holds get its sums added, other entries are copied undecoded, and models `onto` lacks follow.
- * Returns the offset after them; throws SumLimitError when a sum, or a sum over all the row's models, passes 2^64 - 1: then no day's
- * sum over all of a member's models (member-day-sums.ts) passes it either.
+ * Writes `totals`, added onto a stored row's `onto` (its other entries copied undecoded), into `out` from `at`; returns the offset after.
+ * Throws SumLimitError when a sum, or a sum over all the row's models, passes 2^64 - 1: so no member day sum (member-day-sums.ts) can.
  */
 export function packTotals(totals: TotalsByModel, out: Uint8Array, at: number, onto?: Uint8Array): number {
   const from = at;
@@ -120,7 +108,6 @@ export function packTotals(totals: TotalsByModel, out: Uint8Array, at: number, o
   return at;
 }
 
-/** Throws SumLimitError when a sum over every model of packed totals (`packed` from `at` to `end`) passes 2^64 - 1. */
 function checkAcrossModels(packed: Uint8Array, at: number, end: number): void {
   const acrossModels = new Array<bigint>(SUMS).fill(0n);
   const reader = new VarintReader(packed, at);
@@ -135,8 +122,8 @@ function checkAcrossModels(packed: Uint8Array, at: number, end: number): void {
 }
 
 /**
- * Writes a non-negative integer below 2^53 as a varint; returns the next offset. In int32 arithmetic, not float division per byte (sums
- * of micro-units are mostly past 2^31): a value past 2^31 first gives its low 28 bits (four bytes), then the rest, below 2^25.
+ * Below 2^53; in int32 arithmetic, not float division per byte (micro-unit sums are mostly past 2^31): a value past 2^31 first gives
+ * its low 28 bits (four bytes), then the rest.
  */
 export function writeVarint(out: Uint8Array, at: number, value: number): number {
   if (value >= 0x80000000) {
@@ -156,7 +143,7 @@ export function writeVarint(out: Uint8Array, at: number, value: number): number 
   return at;
 }
 
-/** Writes a non-negative bigint as a varint; returns the next offset. Throws SumLimitError past 2^64 - 1 (a sum's limit). */
+/** Throws SumLimitError past 2^64 - 1 (a sum's limit). */
 function writeBigVarint(out: Uint8Array, at: number, value: bigint): number {
   if (value > SUM_LIMIT) throw new SumLimitError();
   while (value >= 0x80n) {
@@ -186,7 +173,6 @@ export class VarintReader {
   }
 }
 
-/** Reads a varint of any length at `at` as a bigint. */
 export function readBigVarint(packed: Uint8Array, at: number): bigint {
   let value = 0n;
   let shift = 0n;
@@ -198,7 +184,7 @@ export function readBigVarint(packed: Uint8Array, at: number): bigint {
   }
 }
 
-/** Calls `entry` with each entry of a database's text (";"-joined entries of `fields` ","-joined unsigned integers); past 15 digits a bigint. */
+/** Each entry of a USAGE TEXT, `fields` integers each; a value past 15 digits as a bigint. */
 export function forEachEntry(text: string, fields: number, entry: (values: Array<number | bigint>) => void): void {
   const values = new Array<number | bigint>(fields).fill(0);
   let field = 0;
@@ -222,7 +208,6 @@ export function forEachEntry(text: string, fields: number, entry: (values: Array
   }
 }
 
-/** How many entries a text of forEachEntry holds. */
 export function entryCount(text: string): number {
   let count = 1;
   for (let at = text.indexOf(";"); at !== -1; at = text.indexOf(";", at + 1)) count++;
