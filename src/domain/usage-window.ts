@@ -1,7 +1,4 @@
-// The usage query's window (docs/api-rules.md) and how it is read (docs/architecture.md, Usage storage): the whole days as the
-// difference of two running-total rows per member (storage/usage-running-totals.ts), the seconds at each end from raw events, so
-// that the rows read depend on neither the window's length nor the number of events stored. And a usage report's: its limits by
-// bucket kind, its time buckets (a zone's days or hours, or the whole window), and their parts in one UTC day of raw events each.
+// The windows of the usage query (whole days from running totals, raw events at the ends) and of a report (limits, buckets, UTC-day parts).
 import { invalidParameter } from "./errors.js";
 import { DAY_SECONDS, eachBucket, type TimeBucket } from "./local-time.js";
 import { MAX_HOUR_REPORT_DAYS, MAX_REPORT_DAYS } from "./report-limits.js";
@@ -9,7 +6,7 @@ import { MAX_TIMESTAMP } from "./usage-event.js";
 
 export const MAX_WINDOW_DAYS = 180;
 
-/** A range of seconds [from, to) inside one UTC day, whose raw events are added (1) or subtracted (-1). */
+/** Seconds [from, to) inside one UTC day, whose raw events are added (1) or subtracted (-1). */
 export interface RawRange {
   from: number;
   to: number;
@@ -25,7 +22,7 @@ export interface WindowPlan {
   raw: RawRange[];
 }
 
-/** A request's window [start_time, end_time): at most `maxDays` long (the usage query's 180 by default). */
+/** [start_time, end_time), at most `maxDays` long. */
 export function checkWindow(start: bigint, end: bigint, maxDays = MAX_WINDOW_DAYS): { start: number; end: number } {
   if (end <= start) throw invalidParameter(`end_time must be after start_time (start_time ${start}, end_time ${end})`);
   const span = end - start;
@@ -35,10 +32,7 @@ export function checkWindow(start: bigint, end: bigint, maxDays = MAX_WINDOW_DAY
   return { start: Number(start), end: Number(end) };
 }
 
-/**
- * The plan reading the fewest seconds of raw events: running totals between a midnight at or next to each end (the earlier before
- * the later), or, for a short window or without running totals (no current usage layout), the raw events alone.
- */
+/** The fewest seconds of raw events: running totals between a midnight at or next to each end, or, if no better, raw events alone. */
 export function planWindow(start: number, end: number, withRunningTotals = true): WindowPlan {
   let best: { low: number; high: number; seconds: number } | undefined; // none better than the raw events alone (end - start seconds)
   for (const low of withRunningTotals ? midnightsBeside(start) : []) {
@@ -55,13 +49,11 @@ export function planWindow(start: number, end: number, withRunningTotals = true)
   return { runningTotals: { plusThrough: high / DAY_SECONDS - 1, minusThrough: low / DAY_SECONDS - 1 }, raw };
 }
 
-/** The midnight at or before a second and the one after it (one value when it is a midnight). */
 function midnightsBeside(ts: number): number[] {
   const before = dayOf(ts) * DAY_SECONDS;
   return before === ts ? [ts] : [before, before + DAY_SECONDS];
 }
 
-/** The UTC day a second falls in. */
 export const dayOf = (ts: number) => Math.floor(ts / DAY_SECONDS);
 
 /** The latest end of a report's or export's window: 10000-01-01T00:00:00Z, just after the latest event. */
@@ -69,7 +61,7 @@ const LATEST_REPORT_END = MAX_TIMESTAMP + 1;
 
 export type BucketKind = "day" | "hour" | "none";
 
-/** The request's `bucket`: empty means "day" (validation allows only these words). */
+/** Empty means "day". */
 export function bucketKind(text: string): BucketKind {
   if (text === "" || text === "day") return "day";
   if (text === "hour" || text === "none") return text;
@@ -85,7 +77,6 @@ export function checkReportWindow(start: bigint, end: bigint, kind: BucketKind):
   return window;
 }
 
-/** Every bucket of the window in time order, the first and last cut at its edges. */
 export function planBuckets(start: number, end: number, zone: string, kind: BucketKind): TimeBucket[] {
   return kind === "none" ? [{ start, end, date: "" }] : [...eachBucket(start, end, zone, kind)];
 }
