@@ -4,7 +4,8 @@
 // reports are also computed by the raw scan and compared, with the two not counted; default 10; 0:
 // none; at 10M events a scan takes seconds to tens of seconds),
 // --db URL (a SQLite file, or postgres://… for a fresh database made on that server; default a
-// temporary SQLite file), --keep (with --db FILE: reuse the store in it if it exists)).
+// temporary SQLite file), --keep (with --db FILE: reuse the store in it if it exists), --cases (which
+// of the four below, e.g. "2" or "1,3"; default all)).
 //
 // Makes a synthetic store (bench/usage-data.ts: one year of events, imported by the real
 // `importUsage`), then times four reports through the code behind the RPC (UsageReports.report),
@@ -18,11 +19,12 @@
 // Each case's reports run first on a UsageReports of their own, not counted, so that the timed ones
 // run compiled code as a running server does; the case prints the first of those (the code not yet
 // warm for it, no day in the report's day cache, operations/report-day-cache.ts). The timed reports
-// start with an empty day cache too, and later ones mostly find the days earlier ones made.
+// start with an empty day cache too, and later ones mostly find the days earlier ones made. Each case
+// also prints how many timed reports had a scavenge or mark-compact inside them, and the p99 and slowest of the others.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { performance } from "node:perf_hooks";
+import { constants, performance, PerformanceObserver } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { sql } from "kysely";
 import { UsageReports, type UsageReportRequest } from "../src/operations/usage-report.js";
@@ -42,6 +44,7 @@ const { values: flags } = parseArgs({
     db: { type: "string" },
     zone: { type: "string", default: "Asia/Kolkata" },
     keep: { type: "boolean", default: false },
+    cases: { type: "string", default: "1,2,3,4" },
   },
 });
 const ENTERPRISE_ID = "bench";
@@ -158,11 +161,31 @@ function firstDifference(service: Answer, scan: Answer): string | undefined {
   return undefined;
 }
 
+/** The process's scavenges and mark-compacts (not incremental marking steps) as they end: start (performance.now()) and duration, in ms. */
+function watchCollections(): Array<{ start: number; ms: number }> {
+  const collections: Array<{ start: number; ms: number }> = [];
+  const counted = new Set([constants.NODE_PERFORMANCE_GC_MINOR, constants.NODE_PERFORMANCE_GC_MAJOR]);
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      const { kind } = (entry as unknown as { detail: { kind: number } }).detail; // @types/node types `detail` on marks and measures only
+      if (counted.has(kind)) collections.push({ start: entry.startTime, ms: entry.duration });
+    }
+  }).observe({ entryTypes: ["gc"] });
+  return collections;
+}
+
+const chosenCases = flags.cases.split(",").map((n) => {
+  const c = CASES[Number(n) - 1];
+  if (!c) throw new Error(`--cases: ${JSON.stringify(n)} is not one of 1 to ${CASES.length}`);
+  return c;
+});
+
 async function timeCases(database: Database) {
   const usage = new UsageRepository(database);
   const queries = Number(flags.queries);
   const scans = Math.min(queries, Number(flags.scans ?? 10));
-  for (const c of CASES) {
+  const collections = watchCollections();
+  for (const c of chosenCases) {
     const requestAt = (start: number): UsageReportRequest =>
       ({ timeZone: "", bucket: "", groupBy: [], departmentId: "", userIds: [], emails: [], pageSize: 0, pageToken: "", ...c.request(start) });
     const warmRand = random(7);
@@ -177,9 +200,14 @@ async function timeCases(database: Database) {
     const starts = Array.from({ length: WARM_UP + queries }, () => c.start(Math.floor(rand() * 180)));
     const service: number[] = [];
     const answers: Answer[] = [];
+    const spans: Array<{ from: number; ms: number }> = [];
     for (const [q, start] of starts.entries()) {
+      const from = performance.now();
       const { ms, answer } = await timeReport(reports, requestAt(start));
-      if (q >= WARM_UP) service.push(ms);
+      if (q >= WARM_UP) {
+        service.push(ms);
+        spans.push({ from, ms });
+      }
       // Kept only for the reports a raw scan checks: kept answers grow the old heap that later reports collect.
       if (q < WARM_UP + scans) answers.push(answer);
     }
@@ -192,12 +220,18 @@ async function timeCases(database: Database) {
       const difference = firstDifference(answers[q]!, answer);
       if (difference) throw new Error(`${c.name}, report ${q}: the service's answer differs from the raw scan at ${difference}`);
     }
+    // The observer hears of a collection a moment after it ends.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const withCollection = spans.filter(({ from, ms }) => collections.some((gc) => gc.start >= from && gc.start < from + ms));
+    const without = spans.filter((span) => !withCollection.includes(span)).map((span) => span.ms).sort((a, b) => a - b);
     service.sort((a, b) => a - b);
     raw.sort((a, b) => a - b);
     console.log(`  ${c.name.padEnd(34)} service p50 ${fmt(percentile(service, 50), 1)} ms, p99 ${fmt(percentile(service, 99), 1)} ms, ` +
       `slowest ${fmt(service[service.length - 1]!, 1)} ms, first ${fmt(first, 1)} ms | ` +
       (scans === 0 ? "no raw scan" : `raw scan p50 ${fmt(percentile(raw, 50), 1)} ms, p99 ${fmt(percentile(raw, 99), 1)} ms (${scans} scans) | ` +
         `${scans + WARM_UP} answers equal`));
+    console.log(`  ${"".padEnd(34)} a scavenge or mark-compact inside ${withCollection.length} of ${spans.length} timed reports; ` +
+      (without.length === 0 ? "none without one" : `those without one: p99 ${fmt(percentile(without, 99), 1)} ms, slowest ${fmt(without[without.length - 1]!, 1)} ms`));
   }
 }
 
