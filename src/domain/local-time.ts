@@ -21,8 +21,7 @@ export function zoneOrDefault(requested: string | undefined, fallback: string, f
 /** Local days or hours (an offset may be a half or quarter hour), cut at the window's edges; one at a time, for any window (the export's). */
 export function* eachBucket(start: number, end: number, zone: string, unit: "day" | "hour"): Generator<TimeBucket> {
   const offsets = new ZoneOffsets(zone, start - DAY_SECONDS, end + DAY_SECONDS);
-  // Past 9999 a date is no longer YYYY-MM-DD: a window up to 10000-01-01 UTC reaches there in zones
-  // east of UTC. Checked before the first bucket, so that an export fails before its first row.
+  // Dates past 9999 are not YYYY-MM-DD (a window to 10000-01-01 UTC reaches them east of UTC): checked first, so an export fails before any row.
   if (unit === "day" && !/^\d{4}-\d\d-\d\d$/.test(offsets.dateOf(end - 1))) {
     throw invalidParameter(`end_time: ${end} falls on a local date past 9999-12-31 in ${zone}`);
   }

@@ -169,10 +169,7 @@ function forEachMemberGroup(keys: Uint32Array, table: MemberGroups, visit: (m: n
 }
 
 class Cell {
-  /**
-   * Its sums: row `takenRow` of `taken`. The first sums are taken, not copied (most cells are one kept day or period), and copied into a row
-   * of its own (OwnRows) before anything more is added.
-   */
+  /** Its sums, row `takenRow` of `taken`: the first are taken, not copied (most cells are one kept day or period), until more come (ownRow). */
   private taken: ExactSums | undefined;
   private takenRow = 0;
   private owned = false;

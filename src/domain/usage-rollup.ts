@@ -1,6 +1,4 @@
 // The usage rollups' periods and deltas: sums per period and model with a member bitmap (docs/architecture.md, Usage storage).
-// Quarter hours (every zone's midnights and hours fall on one), the layout's hours and days. Only days have a row per model besides
-// ALL_MODELS: else a batch spread over a day would rewrite a row per hour and model.
 import { DAY_SECONDS, HOUR_SECONDS, localDayAround, mod, offsetReader, ZoneOffsets } from "./local-time.js";
 import { decimalValue, ExactSums, SUMS } from "./usage-totals.js";
 import type { EventValue } from "./usage-event.js";
@@ -11,6 +9,8 @@ import type { EventValue } from "./usage-event.js";
  */
 export const USAGE_LAYOUT_VERSION = 4;
 
+// Quarter hours (every zone's midnights and hours fall on one), the layout's hours and days. Only days have a row per model besides
+// ALL_MODELS: else a batch spread over a day would rewrite a row per hour and model.
 export const QUARTER = 0;
 export const HOUR = 1;
 export const DAY = 2;

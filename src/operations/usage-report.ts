@@ -202,10 +202,7 @@ export class UsageReports {
     return ranges.map((_, i) => rangeCells.periods(i, false));
   }
 
-  /**
-   * Through the day cache, each range stamped with the all-models rows of the rollup days it overlaps, so any new event in it is seen
-   * (one on such a day outside the range makes it summed again too).
-   */
+  /** Through the day cache, each range stamped with the all-models rows of the rollup days it overlaps: a new event on them sums it again. */
   private async keptBuckets(enterpriseId: string, layout: RollupLayout, scope: string, ranges: readonly TimeBucket[],
     sum: (ranges: readonly TimeBucket[]) => Promise<PeriodFigures[][]>, signal: AbortSignal): Promise<PeriodFigures[][]> {
     const periods = new RollupPeriods(layout, { start: ranges[0]!.start, end: ranges[ranges.length - 1]!.end });
