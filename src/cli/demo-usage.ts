@@ -1,5 +1,4 @@
 // Demo usage for `seed --demo`: weekday-heavy dates, each seeded by the date alone, so seeding twice records nothing new.
-// Events fall in 09:00 to 19:00 Asia/Shanghai (01:00 to 11:00 UTC, the same date in both).
 import { invalidParameter } from "../domain/errors.js";
 import { formatMicros } from "../domain/money.js";
 import { DAY_SECONDS, localDateOf, localMidnight } from "../domain/local-time.js";
@@ -27,7 +26,7 @@ export function demoUsageEvents(asOf: string): RawUsageEvent[] {
   return events;
 }
 
-/** Adds one date's events to `events`; `day`: days since 1970-01-01. */
+/** Adds one date's events, 09:00 to 19:00 Asia/Shanghai (01:00 to 11:00 UTC, the same date in both); `day`: days since 1970-01-01. */
 function addDemoDay(day: number, events: RawUsageEvent[]): void {
   const rand = mulberry32(Math.imul(day, 0x9e3779b1) ^ 0x5eed);
   const date = localDateOf(day * DAY_SECONDS, "UTC");

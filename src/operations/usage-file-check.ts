@@ -8,7 +8,7 @@ import type { RangeCheck, RangeCheckData, UsageFileWorkerData } from "./usage-fi
 /** Files below this size are checked on one thread (a second costs more than it saves). */
 const SPLIT_BYTES = 8 * 2 ** 20;
 
-/** Checks the whole file on `thread` (usage-file-worker.mjs bundled); returns each user_id's first event (its absolute line and event_id), in line order, or throws an error naming the first bad line. */
+/** Each user_id's first event (absolute line, event_id) in line order; throws naming the first bad line. `thread`: usage-file-worker.mjs, bundled. */
 export async function checkUsageFile(path: string, totalBytes: number, thread: URL): Promise<Map<string, { line: number; eventId: string }>> {
   const middle = totalBytes >= SPLIT_BYTES ? await lineStartAfter(path, Math.floor(totalBytes / 2)) : totalBytes;
   const ranges = [{ path, start: 0, end: middle }, ...(middle < totalBytes ? [{ path, start: middle, end: totalBytes }] : [])];
