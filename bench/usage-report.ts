@@ -31,6 +31,7 @@ import { UsageReports, type UsageReportRequest } from "../src/operations/usage-r
 import { DepartmentRepository } from "../src/storage/department-repository.js";
 import { openDatabase, type Database } from "../src/storage/database.js";
 import { UsageRepository } from "../src/storage/usage-repository.js";
+import { BASIC, EVENTS, INPUT, OUTPUT, PAY_GO } from "../src/domain/usage-totals.js";
 import { benchDatabase } from "./bench-database.js";
 import { prepareBenchStore, random, YEAR_START } from "./usage-data.js";
 
@@ -144,10 +145,11 @@ async function timeReport(reports: UsageReports, request: UsageReportRequest): P
   const answer: Answer = new Map();
   for (const bucket of report.buckets) {
     for (const g of bucket.groups) {
-      if (g.figures.events === 0n) continue;
+      const { sums, row, activeMembers } = g.figures;
+      if (sums.exact(row, EVENTS) === 0) continue;
       const key = g.modelName !== "" ? `${g.modelName}|${g.modelType}|${g.modelSource}` : g.departmentId;
-      const f = g.figures;
-      answer.set(`${bucket.start}|${key}`, `${f.events}/${f.activeMembers}/${f.inputTokens}/${f.outputTokens}/${f.basicMicros}/${f.payGoMicros}`);
+      const [input, output, basic, payGo, events] = [INPUT, OUTPUT, BASIC, PAY_GO, EVENTS].map((i) => sums.exact(row, i));
+      answer.set(`${bucket.start}|${key}`, `${events}/${activeMembers}/${input}/${output}/${basic}/${payGo}`);
     }
   }
   return { ms, answer };

@@ -29,8 +29,13 @@ export interface MemberSumsOfDay {
   columns: SumColumn[];
 }
 
-export type GroupFigures = { key: GroupKey; activeMembers: number }
-  & Record<"events" | "inputTokens" | "outputTokens" | "basicMicros" | "payGoMicros", bigint>;
+/** A group's figures: its sums, row `row` of `sums`, and its distinct members. */
+export interface GroupFigures {
+  key: GroupKey;
+  activeMembers: number;
+  sums: ExactSums;
+  row: number;
+}
 
 /** Per group while a day's member sums are added: the five sums and the member count. */
 const PENDING = SUMS + 1;
@@ -123,12 +128,10 @@ export class ReportCells {
     });
   }
 
-  /** Unordered. */
+  /** Unordered; each figure reads its cell's sums, not a copy. */
   groups(bucket: number): GroupFigures[] {
-    return this.cells[bucket]!.filter((cell) => cell !== undefined).map((cell) => ({
-      key: cell.key, events: cell.total(EVENTS), activeMembers: cell.memberCount(), inputTokens: cell.total(INPUT),
-      outputTokens: cell.total(OUTPUT), basicMicros: cell.total(BASIC), payGoMicros: cell.total(PAY_GO),
-    }));
+    return this.cells[bucket]!.filter((cell) => cell !== undefined)
+      .map((cell) => ({ key: cell.key, activeMembers: cell.memberCount(), sums: cell.sums, row: cell.row }));
   }
 }
 
@@ -201,8 +204,8 @@ class Cell {
     return this.taken!;
   }
 
-  total(i: number): bigint {
-    return this.taken === undefined ? 0n : this.taken.total(this.takenRow, i);
+  get row(): number {
+    return this.takenRow;
   }
 
   /** Made, holding any sums it took, when it has none yet. */

@@ -9,6 +9,7 @@ import { MAX_REPORT_DAYS } from "../domain/report-limits.js";
 import { ReportCells, type PeriodFigures } from "../domain/report-cells.js";
 import { compareGroups, departmentGroupRanks, groupDimensions, Grouping, ranksOf, type GroupDimension } from "../domain/report-groups.js";
 import { compareCodePoints, compareModels } from "../domain/usage-event.js";
+import { ExactSums } from "../domain/usage-totals.js";
 import { bucketKind, bucketParts, checkReportWindow, planBuckets } from "../domain/usage-window.js";
 import { ROOT_PARENT_ID } from "../domain/department-tree.js";
 import { DAY, encodeSums, HOUR, QUARTER, RollupPeriods, type Grain, type RollupLayout } from "../domain/usage-rollup.js";
@@ -327,8 +328,7 @@ export class UsageReports {
     return plan.buckets.map((bucket, index) => {
       const figures = groups[index]!.sort((a, b) => place[a.key.index]! - place[b.key.index]!);
       if (plan.dimensions.length === 0 && figures.length === 0) {
-        figures.push({ key: { index: -1, modelId: -1, memberKey: -1, departmentId: "" }, events: 0n, activeMembers: 0, inputTokens: 0n,
-          outputTokens: 0n, basicMicros: 0n, payGoMicros: 0n });
+        figures.push({ key: { index: -1, modelId: -1, memberKey: -1, departmentId: "" }, activeMembers: 0, sums: new ExactSums(), row: 0 });
       }
       return {
         ...bucket,

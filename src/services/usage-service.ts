@@ -15,7 +15,7 @@ import { exportUsageRows } from "../operations/usage-export.js";
 import type { UsageReports } from "../operations/usage-report.js";
 import type { UsageRepository } from "../storage/usage-repository.js";
 import type { DirectoryRepository } from "../storage/directory-repository.js";
-import { BASIC, INPUT, modelAmounts, OUTPUT, PAY_GO } from "../domain/usage-totals.js";
+import { BASIC, EVENTS, exactSum, INPUT, modelAmounts, OUTPUT, PAY_GO } from "../domain/usage-totals.js";
 import type { WindowSums } from "../domain/usage-window-sums.js";
 
 /** `ingested` hears of every committed RecordUsageEvents batch (the service's metrics). */
@@ -109,10 +109,12 @@ function modelUsage(models: ReadonlyMap<number, ModelIdentity>, slots: readonly 
 }
 
 /** A group's or a day's figures in the API's shape: exact integers, amounts as 6-decimal strings. */
-function figures(f: GroupFigures) {
+function figures({ sums, row, activeMembers }: GroupFigures) {
+  const basic = sums.exact(row, BASIC);
+  const payGo = sums.exact(row, PAY_GO);
   return {
-    events: f.events, activeMembers: BigInt(f.activeMembers), inputTokens: f.inputTokens, outputTokens: f.outputTokens,
-    basicAmount: formatMicros(f.basicMicros), payGoAmount: formatMicros(f.payGoMicros),
-    totalAmount: formatMicros(f.basicMicros + f.payGoMicros),
+    events: BigInt(sums.exact(row, EVENTS)), activeMembers: BigInt(activeMembers), inputTokens: BigInt(sums.exact(row, INPUT)),
+    outputTokens: BigInt(sums.exact(row, OUTPUT)), basicAmount: formatMicros(basic), payGoAmount: formatMicros(payGo),
+    totalAmount: formatMicros(exactSum(basic, payGo)),
   };
 }

@@ -1,7 +1,7 @@
 import roaring from "roaring";
 import { describe, expect, it } from "vitest";
 import { ReportCells, type MemberSumsOfDay, type PeriodFigures } from "../../src/domain/report-cells.js";
-import { ExactSums } from "../../src/domain/usage-totals.js";
+import { BASIC, EVENTS, ExactSums, INPUT, OUTPUT, PAY_GO } from "../../src/domain/usage-totals.js";
 import { Grouping, type GroupDimension } from "../../src/domain/report-groups.js";
 
 /** A small deterministic generator, so that a failure names a reproducible case. */
@@ -61,7 +61,7 @@ function reference({ days, groupsOf, dimensions, members }: Case): Array<Map<str
 function reported(cells: ReportCells, bucket: number): Map<string, string> {
   return new Map(cells.groups(bucket).map((g) => [
     `${g.key.memberKey},${g.key.departmentId}`,
-    `${g.inputTokens} ${g.outputTokens} ${g.basicMicros} ${g.payGoMicros} ${g.events} ${g.activeMembers}`,
+    `${[INPUT, OUTPUT, BASIC, PAY_GO, EVENTS].map((i) => g.sums.exact(g.row, i)).join(" ")} ${g.activeMembers}`,
   ]));
 }
 
@@ -98,8 +98,8 @@ describe("report cells: members' day sums", () => {
     cells.addPeriod(0, { ...period, sums: sumsOf(100, 0, 0, 0, 1), members: members(9) });
     const [first] = cells.groups(0);
     const [second] = cells.groups(1);
-    expect([first!.inputTokens, first!.events, first!.activeMembers]).toEqual([101n, 6n, 2]);
-    expect([second!.inputTokens, second!.outputTokens, second!.events, second!.activeMembers]).toEqual([21n, 42n, 7n, 2]);
+    expect([first!.sums.exact(first!.row, INPUT), first!.sums.exact(first!.row, EVENTS), first!.activeMembers]).toEqual([101, 6, 2]);
+    expect([OUTPUT, INPUT, EVENTS].map((i) => second!.sums.exact(second!.row, i)).concat(second!.activeMembers)).toEqual([42, 21, 7, 2]);
     expect([0, 1, 2, 3, 4].map((i) => period.sums.exact(0, i))).toEqual([1, 2, 3, 4, 5]);
     expect([0, 1, 2, 3, 4].map((i) => pairSums.exact(0, i))).toEqual([10, 20, 30, 40, 1]);
   });
