@@ -147,7 +147,8 @@ async function timeReport(reports: UsageReports, request: UsageReportRequest): P
     for (const g of bucket.groups) {
       const { sums, row, activeMembers } = g.figures;
       if (sums.exact(row, EVENTS) === 0) continue;
-      const key = g.modelName !== "" ? `${g.modelName}|${g.modelType}|${g.modelSource}` : g.departmentId;
+      const { modelName, modelType, modelSource, departmentId } = g.label;
+      const key = modelName !== "" ? `${modelName}|${modelType}|${modelSource}` : departmentId;
       const [input, output, basic, payGo, events] = [INPUT, OUTPUT, BASIC, PAY_GO, EVENTS].map((i) => sums.exact(row, i));
       answer.set(`${bucket.start}|${key}`, `${events}/${activeMembers}/${input}/${output}/${basic}/${payGo}`);
     }

@@ -7,7 +7,7 @@ import { dateRangeWindow, zoneOrDefault, type TimeBucket } from "../domain/local
 import { decodePageToken, effectivePageSize, encodePageToken } from "../domain/page-token.js";
 import { MAX_REPORT_DAYS } from "../domain/report-limits.js";
 import { ReportCells, type PeriodFigures } from "../domain/report-cells.js";
-import { compareGroups, departmentGroupRanks, groupDimensions, Grouping, ranksOf, type GroupDimension } from "../domain/report-groups.js";
+import { compareGroups, departmentGroupRanks, groupDimensions, Grouping, ranksOf, type GroupDimension, type GroupKey } from "../domain/report-groups.js";
 import { compareCodePoints, compareModels } from "../domain/usage-event.js";
 import { ExactSums } from "../domain/usage-totals.js";
 import { bucketKind, bucketParts, checkReportWindow, planBuckets } from "../domain/usage-window.js";
@@ -309,12 +309,12 @@ export class UsageReports {
   }
 
   private async run(plan: ReportPlan, signal: AbortSignal) {
-    const cells = new ReportCells(plan.buckets, new Grouping(plan.dimensions, plan.departments?.groupsOf, plan.members));
+    const grouping = new Grouping(plan.dimensions, plan.departments?.groupsOf, plan.members);
+    const cells = new ReportCells(plan.buckets, grouping);
     await this.addUsage(cells, plan, signal);
-    const groups = plan.buckets.map((_, index) => cells.groups(index));
 
-    const all = groups.flat();
-    const modelIds = new Set(all.map((g) => g.key.modelId).filter((id) => id >= 0));
+    const keys = grouping.byIndex;
+    const modelIds = new Set(keys.map((key) => key.modelId).filter((id) => id >= 0));
     const models = await this.usage.modelsById(modelIds);
     const memberRows = new Map((plan.pageMembers ?? []).map((m) => [m.member_key, m]));
     const order = compareGroups(plan.dimensions, {
@@ -324,26 +324,40 @@ export class UsageReports {
     });
     // Each group's place, worked out once: a bucket's groups are then sorted by a number each.
     const place: number[] = [];
-    [...new Set(all.map((g) => g.key))].sort(order).forEach((key, i) => (place[key.index] = i));
-    return plan.buckets.map((bucket, index) => {
-      const figures = groups[index]!.sort((a, b) => place[a.key.index]! - place[b.key.index]!);
-      if (plan.dimensions.length === 0 && figures.length === 0) {
-        figures.push({ key: { index: -1, modelId: -1, memberKey: -1, departmentId: "" }, activeMembers: 0, sums: new ExactSums(), row: 0 });
-      }
+    [...keys].sort(order).forEach((key, i) => (place[key.index] = i));
+    // Each group's names, made once and shared by its figures in every bucket.
+    const labelOf = (key: GroupKey): GroupLabel => {
+      const model = models.get(key.modelId);
+      const member = memberRows.get(key.memberKey);
       return {
-        ...bucket,
-        groups: figures.map((f) => {
-          const model = models.get(f.key.modelId);
-          const member = memberRows.get(f.key.memberKey);
-          return {
-            modelName: model?.model_name ?? "", modelType: model?.model_type ?? "", modelSource: model?.model_source ?? "",
-            userId: member?.user_id ?? "", email: member?.email ?? "", formerMember: member !== undefined && member.removed_at !== null,
-            departmentId: f.key.departmentId, departmentName: plan.departments?.names.get(f.key.departmentId) ?? "", figures: f,
-          };
-        }),
+        modelName: model?.model_name ?? "", modelType: model?.model_type ?? "", modelSource: model?.model_source ?? "",
+        userId: member?.user_id ?? "", email: member?.email ?? "", formerMember: member !== undefined && member.removed_at !== null,
+        departmentId: key.departmentId, departmentName: plan.departments?.names.get(key.departmentId) ?? "",
       };
+    };
+    const labels = keys.map(labelOf);
+    return plan.buckets.map((bucket, index) => {
+      const figures = cells.groups(index).sort((a, b) => place[a.key.index]! - place[b.key.index]!);
+      const groups = figures.map((f) => ({ label: labels[f.key.index]!, figures: f }));
+      if (plan.dimensions.length === 0 && groups.length === 0) {
+        const key = { index: -1, modelId: -1, memberKey: -1, departmentId: "" };
+        groups.push({ label: labelOf(key), figures: { key, activeMembers: 0, sums: new ExactSums(), row: 0 } });
+      }
+      return { ...bucket, groups };
     });
   }
+}
+
+/** A group's names as the API shows them: empty for a dimension not grouped by. */
+export interface GroupLabel {
+  modelName: string;
+  modelType: string;
+  modelSource: string;
+  userId: string;
+  email: string;
+  formerMember: boolean;
+  departmentId: string;
+  departmentName: string;
 }
 
 /** Seconds [from, to). */

@@ -62,10 +62,7 @@ export function usageService(usage: UsageRepository, directory: DirectoryReposit
         ...report,
         buckets: report.buckets.map((bucket) => ({
           startTime: BigInt(bucket.start), endTime: BigInt(bucket.end), date: bucket.date,
-          groups: bucket.groups.map((g) => ({
-            modelName: g.modelName, modelType: g.modelType, modelSource: g.modelSource, userId: g.userId, email: g.email,
-            formerMember: g.formerMember, departmentId: g.departmentId, departmentName: g.departmentName, ...figures(g.figures),
-          })),
+          groups: bucket.groups.map((g) => ({ ...g.label, ...figures(g.figures) })),
         })),
       };
     },
