@@ -52,6 +52,8 @@ const database = openDatabase(target.url);
 try {
   await prepareBenchStore(database, shape, dir, target.reuse);
   const usage = new UsageRepository(database);
+  // Days of the enterprise's own zone are read from the rollups' per-model member sums, other zones' days from the raw events.
+  const { layout } = await usage.settingsWithRollups(ENTERPRISE_ID);
 
   // The window: --days local days from the store's first date.
   const firstDate = new Date(YEAR_START * 1000).toISOString().slice(0, 10);
@@ -68,7 +70,7 @@ try {
   const directory = new DirectoryRepository(database.db);
   async function* text() {
     yield encoder.header;
-    for await (const batch of exportUsageRows(usage, directory, { enterpriseId: ENTERPRISE_ID, currency: "USD", start, end, timeZone })) {
+    for await (const batch of exportUsageRows(usage, directory, { enterpriseId: ENTERPRISE_ID, currency: "USD", start, end, timeZone, layout })) {
       rows += batch.length;
       peak = Math.max(peak, process.memoryUsage.rss());
       const done = Math.floor(((Date.parse(batch[batch.length - 1]!.date) / 1000 - start) / (end - start)) * 10);

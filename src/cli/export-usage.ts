@@ -41,7 +41,7 @@ export async function exportUsageFile(database: Database, options: UsageExportOp
     throw invalidParameter(`--format: ${JSON.stringify(options.format)} is not one of ${RECORD_FORMATS.join(", ")}`);
   }
   const usage = new UsageRepository(database);
-  const enterprise = await usage.enterpriseSettings(options.enterprise, "--enterprise");
+  const enterprise = await usage.settingsWithRollups(options.enterprise, "--enterprise");
   const timeZone = zoneOrDefault(options.timeZone, enterprise.time_zone, "--time-zone");
   const window = dateRangeWindow(options.from, options.to, timeZone, ["--from", "--to"]);
 
@@ -53,7 +53,8 @@ export async function exportUsageFile(database: Database, options: UsageExportOp
   async function* text() {
     yield encoder.header;
     for await (const batch of exportUsageRows(usage, new DirectoryRepository(database.db),
-      { enterpriseId: options.enterprise, currency: enterprise.currency, start: window.start, end: window.end, timeZone, signal: stop })) {
+      { enterpriseId: options.enterprise, currency: enterprise.currency, start: window.start, end: window.end, timeZone, layout: enterprise.layout,
+        signal: stop })) {
       rows += batch.length;
       // Dates are YYYY-MM-DD: their distance as UTC dates is the number of local days between them.
       progress?.update(Math.round((Date.parse(batch[batch.length - 1]!.date) - firstDay) / 86_400_000) + 1, rows);

@@ -7,7 +7,7 @@ import type { EventValue } from "./usage-event.js";
  * The version of an enterprise's usage layout (usage_layout): the formats of its pre-aggregates, running totals and rollups. An
  * enterprise with another version (or none) is read from raw events, and ingestion adds no pre-aggregates to it, until `usage rebuild`.
  */
-export const USAGE_LAYOUT_VERSION = 4;
+export const USAGE_LAYOUT_VERSION = 5;
 
 // Quarter hours (every zone's midnights and hours fall on one), the layout's hours and days. Only days have a row per model besides
 // ALL_MODELS: else a batch spread over a day would rewrite a row per hour and model.
@@ -107,16 +107,19 @@ export interface RollupEntry {
 
 export type GrainEntries = Map<number, Map<number, RollupEntry>>;
 
-/** Every grain's entries and each member's sums per day (day -> member key -> row), all rows of `sums`. */
+/** Each member's sums per day and model, ALL_MODELS too: day -> model id -> member key -> row. */
+export type MemberDays = Map<number, Map<number, Map<number, number>>>;
+
+/** Every grain's entries and the members' day sums, all rows of `sums`. */
 export interface RollupAdditions {
   grains: Map<Grain, GrainEntries>;
-  memberDays: Map<number, Map<number, number>>;
+  memberDays: MemberDays;
   sums: ExactSums;
 }
 
 export class RollupDelta {
   private quarters: GrainEntries = new Map();
-  private memberDays = new Map<number, Map<number, number>>();
+  private memberDays: MemberDays = new Map();
   /** A row per quarter entry and member day: no object per sum. */
   private sums = new ExactSums(1024);
   size = 0; // events held
@@ -131,11 +134,10 @@ export class RollupDelta {
     sums.addEvent(entry.row, inputTokens, outputTokens, basicMicros, payGoMicros);
     entry.members.push(memberKey);
     const day = this.periods.dayOfQuarter(quarter);
-    let members = this.memberDays.get(day);
-    if (!members) this.memberDays.set(day, (members = new Map()));
-    let row = members.get(memberKey);
-    if (row === undefined) members.set(memberKey, (row = sums.newRow()));
-    sums.addEvent(row, inputTokens, outputTokens, basicMicros, payGoMicros);
+    let models = this.memberDays.get(day);
+    if (!models) this.memberDays.set(day, (models = new Map()));
+    sums.addEvent(memberRow(models, modelId, memberKey, sums), inputTokens, outputTokens, basicMicros, payGoMicros);
+    sums.addEvent(memberRow(models, ALL_MODELS, memberKey, sums), inputTokens, outputTokens, basicMicros, payGoMicros);
     this.size++;
   }
 
@@ -160,6 +162,15 @@ export class RollupDelta {
     this.size = 0;
     return additions;
   }
+}
+
+/** The member's row of a day's sums of one model, made when new. */
+function memberRow(models: Map<number, Map<number, number>>, modelId: number, memberKey: number, sums: ExactSums): number {
+  let members = models.get(modelId);
+  if (!members) models.set(modelId, (members = new Map()));
+  let row = members.get(memberKey);
+  if (row === undefined) members.set(memberKey, (row = sums.newRow()));
+  return row;
 }
 
 function mergeInto(into: RollupEntry, from: RollupEntry, sums: ExactSums): void {

@@ -3,6 +3,7 @@ import type { UsageExportRow as ProtoRow } from "../../gen/enterprise_admin/v1/u
 import { eachBucket } from "../domain/local-time.js";
 import { compareCodePoints, compareModels, type ModelIdentity } from "../domain/usage-event.js";
 import { BASIC, EVENTS, INPUT, modelAmounts, OUTPUT, PAY_GO, type MemberModelSums } from "../domain/usage-totals.js";
+import { DAY, RollupPeriods, type RollupLayout } from "../domain/usage-rollup.js";
 import type { DirectoryRepository, MemberProfile } from "../storage/directory-repository.js";
 import type { UsageRepository } from "../storage/usage-repository.js";
 
@@ -18,6 +19,8 @@ export interface UsageExportRequest {
   start: number;
   end: number;
   timeZone: string;
+  /** The enterprise's current rollup layout (settingsWithRollups): a whole day of its zone is read from the day's per-model rows. */
+  layout: RollupLayout | undefined;
   /** Stops the scan between days (the call's deadline, the caller gone). */
   signal?: AbortSignal;
 }
@@ -25,11 +28,14 @@ export interface UsageExportRequest {
 /** The export's rows in order, in batches of at most EXPORT_BATCH_ROWS, one local day summed at a time. */
 export async function* exportUsageRows(usage: UsageRepository, directory: DirectoryRepository,
   request: UsageExportRequest): AsyncGenerator<UsageExportRow[]> {
-  const { enterpriseId, start, end, timeZone, signal } = request;
+  const { enterpriseId, start, end, timeZone, layout, signal } = request;
   const members = new MemberOrder();
+  const layoutDays = layout?.timeZone === timeZone ? new RollupPeriods(layout, { start, end }) : undefined;
   for (const day of eachBucket(start, end, timeZone, "day")) {
     signal?.throwIfAborted();
-    const pairs = await usage.memberModelSums(enterpriseId, day.start, day.end);
+    // Else the raw events: a day of another zone, or cut at the window's edge.
+    const wholeDay = layoutDays?.startOf(DAY, day.start) === day.start && layoutDays.endOf(DAY, day.start) === day.end;
+    const pairs = wholeDay ? await usage.rollups.dayPairs(enterpriseId, day.start) : await usage.memberModelSums(enterpriseId, day.start, day.end);
     if (pairs.length === 0) continue;
     const unknown = members.unknown(pairs);
     if (unknown.length > 0) members.add(await directory.memberProfiles(enterpriseId, unknown));

@@ -62,7 +62,7 @@ export class UsageReports {
     const dimensions = groupDimensions(request.groupBy);
     const byMember = dimensions.includes("member");
     if (!byMember && request.pageToken !== "") throw invalidParameter(`page_token: pages exist only when group_by includes "member"`);
-    const settings = await this.settingsOf(enterpriseId);
+    const settings = await this.usage.settingsWithRollups(enterpriseId);
     const zone = zoneOrDefault(request.timeZone, settings.time_zone, "time_zone");
 
     const named = await resolveNamedMembers(this.usage, enterpriseId, request, false);
@@ -101,7 +101,7 @@ export class UsageReports {
 
   /** The report's day buckets of [start_date, end_date], ungrouped. */
   async coreMetrics(enterpriseId: string, request: { startDate: string; endDate: string; timeZone: string }, signal: AbortSignal) {
-    const settings = await this.settingsOf(enterpriseId);
+    const settings = await this.usage.settingsWithRollups(enterpriseId);
     const zone = zoneOrDefault(request.timeZone, settings.time_zone, "time_zone");
     const { start, end, days } = dateRangeWindow(request.startDate, request.endDate, zone, ["start_date", "end_date"]);
     if (days > MAX_REPORT_DAYS) throw invalidParameter(`start_date to end_date: ${days} days > ${MAX_REPORT_DAYS} (both dates count)`);
@@ -109,13 +109,6 @@ export class UsageReports {
       enterpriseId, layout: settings.layout, start, end, buckets: planBuckets(start, end, zone, "day"), dimensions: [], members: undefined,
     }, signal);
     return { currency: settings.currency, timeZone: zone, items: buckets.map((b) => ({ date: b.date, ...b.groups[0]!.figures })) };
-  }
-
-  /** The settings, the rollups first brought up to date with pending events (API batches'): only reports read the rollups. */
-  private async settingsOf(enterpriseId: string) {
-    const settings = await this.usage.enterpriseSettings(enterpriseId);
-    if (settings.layout && (await this.usage.rollups.pendingEvents(enterpriseId)) > 0) await this.usage.addPendingRollups(enterpriseId);
-    return settings;
   }
 
   /** Kept per directory version, read before the scope is made: a scope kept under a version is never older than it. */

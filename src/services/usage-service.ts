@@ -76,12 +76,12 @@ export function usageService(usage: UsageRepository, directory: DirectoryReposit
       const { enterpriseId } = principalOf(context);
       // A report's limits: an export is its day buckets' rows.
       const { start, end } = checkReportWindow(request.startTime, request.endTime, "day");
-      const settings = await usage.enterpriseSettings(enterpriseId);
+      const settings = await usage.settingsWithRollups(enterpriseId);
       const timeZone = zoneOrDefault(request.timeZone, settings.time_zone, "time_zone");
       // The name a REST download is saved under (the other transports carry it as a header too): usage-<first date>-<last date>.<format>.
       const fileName = `usage-${localDateOf(start, timeZone)}-${localDateOf(end - 1, timeZone)}.${request.format || "csv"}`;
       context.responseHeader.set("content-disposition", `attachment; filename="${fileName}"`);
-      const asked = { enterpriseId, currency: settings.currency, start, end, timeZone, signal: signalOf(context) };
+      const asked = { enterpriseId, currency: settings.currency, start, end, timeZone, layout: settings.layout, signal: signalOf(context) };
       for await (const rows of exportUsageRows(usage, directory, asked)) yield { rows };
     },
   };

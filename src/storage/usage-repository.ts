@@ -110,6 +110,13 @@ export class UsageRepository {
     throw new Error(`enterprise ${enterpriseId} of a valid token does not exist`);
   }
 
+  /** As enterpriseSettings, the rollups first brought up to date with pending events (API batches'): what reads the rollups asks this. */
+  async settingsWithRollups(enterpriseId: string, option?: string): Promise<EnterpriseSettings> {
+    const settings = await this.enterpriseSettings(enterpriseId, option);
+    if (settings.layout && (await this.rollups.pendingEvents(enterpriseId)) > 0) await this.addPendingRollups(enterpriseId);
+    return settings;
+  }
+
   /** The ids of these models (by `modelKey`), making the new ones; `identity(i)` is asked only for a key new to this process. */
   async resolveModels(keys: readonly string[], identity: (index: number) => ModelIdentity): Promise<ReadonlyMap<string, number>> {
     const missing = new Map<string, ModelIdentity>();

@@ -4,8 +4,8 @@ import { CompiledQuery, sql, type Kysely } from "kysely";
 import {
   addEncodedSums, ALL_MODELS, DAY, encodeSums, layoutFor, USAGE_LAYOUT_VERSION, type Grain, type RollupAdditions, type RollupDelta, type RollupLayout,
 } from "../domain/usage-rollup.js";
-import { mergeMemberSums } from "./member-day-sums.js";
-import { ExactSums } from "../domain/usage-totals.js";
+import { decodeMemberSums, mergeMemberSums } from "./member-day-sums.js";
+import { ExactSums, SUMS, type MemberModelSums } from "../domain/usage-totals.js";
 import type { PeriodFigures } from "../domain/report-cells.js";
 import type { Schema, UsageRollupMembersTable, UsageRollupTable } from "./schema.js";
 import { among, chunks, insertText, type BulkStore } from "./bulk-statements.js";
@@ -77,7 +77,7 @@ export class UsageRollups {
           members.serialize("portable", serialized);
           sumRows.push([enterpriseId, grain, period, modelId, members.size, encodeSums(sums, entry.row)]);
           memberRows.push([enterpriseId, grain, period, modelId, serialized,
-            grain === DAY && modelId === ALL_MODELS ? mergeMemberSums(before?.member_sums ?? null, memberDays.get(period) ?? new Map(), sums) : null]);
+            grain === DAY ? mergeMemberSums(before?.member_sums ?? null, memberDays.get(period)?.get(modelId) ?? new Map(), sums) : null]);
         }
         await this.db.executeQuery(CompiledQuery.raw(this.upsertText("usage_rollup", SUMS_COLUMNS, sumRows.length), sumRows.flat()));
         await this.db.executeQuery(CompiledQuery.raw(this.upsertText("usage_rollup_members", MEMBERS_COLUMNS, memberRows.length), memberRows.flat()));
@@ -146,13 +146,35 @@ export class UsageRollups {
     });
   }
 
-  async memberDays(enterpriseId: string, days: readonly number[]): Promise<Array<{ day: number; memberSums: Uint8Array }>> {
-    if (days.length === 0) return [];
-    const rows = await this.db.selectFrom("usage_rollup_members").select(["period", "member_sums"])
-      .where("enterprise_id", "=", enterpriseId).where("grain", "=", DAY).where(among(this.bulk.dialect, "period", days, "bigint"))
-      .where("model_id", "=", ALL_MODELS).execute();
-    return rows.map((row) => ({ day: row.period, memberSums: row.member_sums ?? new Uint8Array() }));
+  /** Each (member, model)'s sums of one day of the layout: what its per-model rows keep. */
+  async dayPairs(enterpriseId: string, day: number): Promise<MemberModelSums[]> {
+    return pairsOf(await this.memberDays(enterpriseId, [day], "each"));
   }
+
+  /** Each member's sums of each day, over all models or (`models` "each") of each model. */
+  async memberDays(enterpriseId: string, days: readonly number[], models: "each" | "all" = "all")
+    : Promise<Array<{ day: number; modelId: number; memberSums: Uint8Array }>> {
+    if (days.length === 0) return [];
+    const rows = await this.db.selectFrom("usage_rollup_members").select(["period", "model_id", "member_sums"])
+      .where("enterprise_id", "=", enterpriseId).where("grain", "=", DAY).where(among(this.bulk.dialect, "period", days, "bigint"))
+      .where("model_id", models === "all" ? "=" : ">", ALL_MODELS).execute();
+    return rows.map((row) => ({ day: row.period, modelId: row.model_id, memberSums: row.member_sums ?? new Uint8Array() }));
+  }
+}
+
+/** Each (member, model)'s sums of a day's per-model member sums, in a table of their own. */
+function pairsOf(rows: ReadonlyArray<{ modelId: number; memberSums: Uint8Array }>): MemberModelSums[] {
+  const days = rows.map(({ modelId, memberSums }) => ({ modelId, day: decodeMemberSums(memberSums) }));
+  const sums = new ExactSums(days.reduce((count, { day }) => count + day.count, 0));
+  const pairs: MemberModelSums[] = [];
+  for (const { modelId, day } of days) {
+    for (let m = 0; m < day.count; m++) {
+      const row = sums.newRow();
+      for (let i = 0; i < SUMS; i++) sums.addValue(row, i, day.columns[i]![m]!);
+      pairs.push({ memberKey: day.keys[m]!, modelId, sums, row });
+    }
+  }
+  return pairs;
 }
 
 /** Undefined unless the row is of this version. */

@@ -455,8 +455,9 @@ describe.each(dialects)("usage export (%s)", (dialect) => {
       expect(run.stdout.length).toBeGreaterThan(0);
     });
 
-    // PostgreSQL lets the test hold the export still: its first read of usage_event waits for the
-    // test's table lock, so the signal always comes mid-export, the partial file already there.
+    // PostgreSQL lets the test hold the export still: its first read of usage (the raw events, or the
+    // rollups' member sums for a whole day of the enterprise's zone) waits for the test's table locks,
+    // so the signal always comes mid-export, the partial file already there.
     it.runIf(dialect === "postgres")("Ctrl-C (SIGINT) mid-export removes the partial file at once and exits 1 naming the signal", async () => {
       const out = join(dir, "stopped.csv");
       const partials = () => readdirSync(dir).filter((name) => name.startsWith("stopped.csv.partial-"));
@@ -464,14 +465,15 @@ describe.each(dialects)("usage export (%s)", (dialect) => {
       await holder.connect();
       try {
         await holder.query("begin");
-        await holder.query("lock table usage_event in access exclusive mode");
+        await holder.query("lock table usage_event, usage_rollup_members in access exclusive mode");
         const child = cliChild([...base(), "--out", out]);
         const stderr: Buffer[] = [];
         child.stderr!.on("data", (chunk: Buffer) => stderr.push(chunk));
         const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
         await vi.waitFor(async () => {
           expect(partials()).toHaveLength(1);
-          const { rows } = await holder.query("select count(*)::int as n from pg_locks where relation = 'usage_event'::regclass and not granted");
+          const { rows } = await holder.query(
+            "select count(*)::int as n from pg_locks where relation in ('usage_event'::regclass, 'usage_rollup_members'::regclass) and not granted");
           expect(rows[0].n).toBe(1);
         }, { timeout: 45_000, interval: 20 });
         child.kill("SIGINT");

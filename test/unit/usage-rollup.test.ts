@@ -67,7 +67,7 @@ describe("RollupPeriods", () => {
 });
 
 describe("RollupDelta", () => {
-  it("sums each day per model and for all models, and each quarter and hour for all models only, exactly past 2^53, with every member", () => {
+  it("sums each day per model and for all models, and each quarter and hour for all models only, exactly past 2^53, with every member and each member's day sums per model and for all models", () => {
     const delta = new RollupDelta(periodsOf("Asia/Kolkata"));
     const big = 10n ** 12n;
     const t = at("2025-06-01T18:20:00Z"); // 23:50 in Kolkata: the next quarter is the next local day
@@ -87,13 +87,17 @@ describe("RollupDelta", () => {
     expect(entry(DAY, at("2025-05-31T18:30:00Z"), 7)).toStrictEqual(entry(QUARTER, at("2025-06-01T18:15:00Z"), ALL_MODELS));
     expect(entry(DAY, at("2025-06-01T18:30:00Z"), 8)).toStrictEqual({ sums: [5n, 6n, 7n, 8n, 1n], members: [9] });
     expect(entry(DAY, at("2025-06-01T18:30:00Z"), 7)).toBeUndefined();
-    const memberDay = (day: string, member: number) => {
-      const row = memberDays.get(at(day))?.get(member);
+    const memberDay = (day: string, model: number, member: number) => {
+      const row = memberDays.get(at(day))?.get(model)?.get(member);
       return row === undefined ? undefined : [0, 1, 2, 3, 4].map((i) => sums.total(row, i));
     };
-    expect(memberDay("2025-05-31T18:30:00Z", 1)).toStrictEqual([3334n * big, 3334n, 3334n * big, 0n, 3334n]);
-    expect(memberDay("2025-06-01T18:30:00Z", 9)).toStrictEqual([5n, 6n, 7n, 8n, 1n]);
+    for (const model of [7, ALL_MODELS]) {
+      expect(memberDay("2025-05-31T18:30:00Z", model, 1)).toStrictEqual([3334n * big, 3334n, 3334n * big, 0n, 3334n]);
+      expect(memberDay("2025-06-01T18:30:00Z", model, 9)).toStrictEqual(model === 7 ? undefined : [5n, 6n, 7n, 8n, 1n]);
+    }
+    expect(memberDay("2025-06-01T18:30:00Z", 8, 9)).toStrictEqual([5n, 6n, 7n, 8n, 1n]);
     expect([...memberDays.keys()]).toHaveLength(2);
+    expect([...memberDays.get(at("2025-05-31T18:30:00Z"))!.keys()].sort()).toStrictEqual([ALL_MODELS, 7]);
     expect(delta.size).toBe(0);
     expect(delta.take().grains.get(QUARTER)!.size).toBe(0);
   });
