@@ -172,6 +172,22 @@ describe.each(dialects)("usage export (%s)", (dialect) => {
     expect(rows.some((row) => row.user_id === "9" && row.department_paths.length === 2)).toBe(true);
   });
 
+  it("days of the enterprise's zone, read from the rollups, and days read from the raw events are the same rows", async () => {
+    // The window's days are whole days of the enterprise's zone (Kathmandu): the rollups' per-model member sums. Without a current
+    // layout the same days are summed from the raw events.
+    const fromRollups = (await get({ start_time: WINDOW.start, end_time: WINDOW.end, format: "ndjson" })).text;
+    const [layout] = await svc.database.db.selectFrom("usage_layout").selectAll().where("enterprise_id", "=", tenant).execute();
+    expect(layout).toBeDefined();
+    await svc.database.db.deleteFrom("usage_layout").where("enterprise_id", "=", tenant).execute();
+    try {
+      const fromRaw = (await get({ start_time: WINDOW.start, end_time: WINDOW.end, format: "ndjson" })).text;
+      expect(fromRaw).toBe(fromRollups);
+      expect(ndjson(fromRaw)).toEqual(expectedRows(events, WINDOW.start, WINDOW.end, KATHMANDU, emails, "USD"));
+    } finally {
+      await svc.database.db.insertInto("usage_layout").values(layout!).execute();
+    }
+  });
+
   it("rows summed per member and model equal user-model-usage over the same whole local days, exactly", async () => {
     const rows = ndjson((await get({ start_time: WINDOW.start, end_time: WINDOW.end, format: "ndjson" })).text);
     const sums = new Map<string, { input: bigint; output: bigint; basic: bigint; payGo: bigint; total: bigint }>();
