@@ -145,8 +145,9 @@ export function dateRangeWindow(from: string, to: string, zone: string, fields: 
   const first = localMidnight(from, zone, fields[0]);
   const last = localMidnight(to, zone, fields[1]);
   if (last < first) throw invalidParameter(`${fields[1]}: ${to} is before ${fields[0]} ${from}`);
-  // From a day that began after a jump over midnight (01:00), adding a day alone would end the window an hour into the next one.
-  const next = last.plus({ days: 1 }).startOf("day");
+  // From a day that began after a jump over midnight (01:00), adding a day alone would end the window an hour into the next one. A date
+  // the zone skipped (Samoa's 2011-12-30) is the next day's midnight: the window ends there, without it.
+  const next = last.toISODate() === to ? last.plus({ days: 1 }).startOf("day") : last;
   return { start: first.toSeconds(), end: next.toSeconds(), days: Math.round(next.diff(first, "days").days) };
 }
 

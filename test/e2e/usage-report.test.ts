@@ -626,6 +626,19 @@ describe.each(dialects)("usage report (%s)", (dialect) => {
       expect(utc.json.data.items.map((i: any) => [i.date, i.events])).toStrictEqual([["2024-10-27", 2], ["2024-10-28", 1]]);
     });
 
+    it("a date the zone skipped has no item: Samoa went from 2011-12-29 to 2011-12-31", async () => {
+      const t = await tenant({ departments: [], members: plainMembers(["1"]) });
+      const dates = async (start_date: string, end_date: string) => {
+        const reply = await coreMetrics(t.token, { start_date, end_date, time_zone: "Pacific/Apia" });
+        expect(reply.status).toBe(200);
+        return reply.json.data.items.map((item: { date: string }) => item.date);
+      };
+      expect(await dates("2011-12-30", "2011-12-30")).toStrictEqual([]);
+      expect(await dates("2011-12-29", "2011-12-30")).toStrictEqual(["2011-12-29"]);
+      expect(await dates("2011-12-30", "2011-12-31")).toStrictEqual(["2011-12-31"]);
+      expect(await dates("2011-12-28", "2012-01-01")).toStrictEqual(["2011-12-28", "2011-12-29", "2011-12-31", "2012-01-01"]);
+    });
+
     it("a range of 366 days is accepted, 367 is 4001 naming the dates; end before start, bad dates and zones are 4001 naming the field", async () => {
       const t = await tenant({ departments: [], members: plainMembers(["1"]) });
       const year = await coreMetrics(t.token, { start_date: "2024-01-01", end_date: "2024-12-31", time_zone: "America/New_York" });
