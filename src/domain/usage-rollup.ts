@@ -90,9 +90,7 @@ export class RollupPeriods {
         continue;
       }
       const to = Math.min(end, this.endOf(finest, this.startOf(finest, t)));
-      const last = raw[raw.length - 1];
-      if (last && last.to === t) last.to = to;
-      else raw.push({ from: t, to });
+      raw.push({ from: t, to });
       t = to;
     }
     return { periods, raw };

@@ -24,11 +24,8 @@ export class MemberKeys {
     for (let at = 0; at < unseen.length; at += MEMBERS_PER_LOOKUP) {
       for (const row of await this.repository.memberKeysByUserIds(this.enterpriseId, unseen.slice(at, at + MEMBERS_PER_LOOKUP))) this.known.set(row.user_id, row.member_key);
     }
-    for (let i = 0; i < userIds.length; i++) {
-      if (!this.known.has(userIds[i]!)) {
-        throw invalidParameter(`${describe(i)}: user_id: "${userIds[i]}" is not a member of enterprise ${this.enterpriseId}`);
-      }
-    }
+    const i = userIds.findIndex((id) => !this.known.has(id));
+    if (i !== -1) throw invalidParameter(`${describe(i)}: user_id: "${userIds[i]}" is not a member of enterprise ${this.enterpriseId}`);
   }
 
   key(userId: string): number {

@@ -319,7 +319,7 @@ export class UsageReports {
     const place: number[] = [];
     [...keys].sort(order).forEach((key, i) => (place[key.index] = i));
     // Each group's names, made once and shared by its figures in every bucket.
-    const labelOf = (key: GroupKey): GroupLabel => {
+    const labelOf = (key: GroupKey) => {
       const model = models.get(key.modelId);
       const member = memberRows.get(key.memberKey);
       return {
@@ -339,18 +339,6 @@ export class UsageReports {
       return { ...bucket, groups };
     });
   }
-}
-
-/** A group's names as the API shows them: empty for a dimension not grouped by. */
-export interface GroupLabel {
-  modelName: string;
-  modelType: string;
-  modelSource: string;
-  userId: string;
-  email: string;
-  formerMember: boolean;
-  departmentId: string;
-  departmentName: string;
 }
 
 /** Seconds [from, to). */

@@ -46,10 +46,9 @@ export class UsageRollups {
   async restart(enterpriseId: string): Promise<RollupLayout> {
     const members = this.db.selectFrom("member").select("member_key").where("enterprise_id", "=", enterpriseId);
     await this.db.deleteFrom("usage_running_total").where("member_key", "in", members).execute();
-    await this.db.deleteFrom("usage_rollup").where("enterprise_id", "=", enterpriseId).execute();
-    await this.db.deleteFrom("usage_rollup_members").where("enterprise_id", "=", enterpriseId).execute();
-    await this.db.deleteFrom("usage_rollup_pending").where("enterprise_id", "=", enterpriseId).execute();
-    await this.db.deleteFrom("usage_layout").where("enterprise_id", "=", enterpriseId).execute();
+    for (const table of ["usage_rollup", "usage_rollup_members", "usage_rollup_pending", "usage_layout"] as const) {
+      await this.db.deleteFrom(table).where("enterprise_id", "=", enterpriseId).execute();
+    }
     const { time_zone } = await this.db.selectFrom("enterprise").select("time_zone").where("enterprise_id", "=", enterpriseId).executeTakeFirstOrThrow();
     const layout = layoutFor(time_zone, Math.floor(Date.now() / 1000));
     await this.db.insertInto("usage_layout")
@@ -148,7 +147,17 @@ export class UsageRollups {
 
   /** Each (member, model)'s sums of one day of the layout: what its per-model rows keep. */
   async dayPairs(enterpriseId: string, day: number): Promise<MemberModelSums[]> {
-    return pairsOf(await this.memberDays(enterpriseId, [day], "each"));
+    const days = (await this.memberDays(enterpriseId, [day], "each")).map(({ modelId, memberSums }) => ({ modelId, day: decodeMemberSums(memberSums) }));
+    const sums = new ExactSums(days.reduce((count, { day }) => count + day.count, 0));
+    const pairs: MemberModelSums[] = [];
+    for (const { modelId, day } of days) {
+      for (let m = 0; m < day.count; m++) {
+        const row = sums.newRow();
+        for (let i = 0; i < SUMS; i++) sums.addValue(row, i, day.columns[i]![m]!);
+        pairs.push({ memberKey: day.keys[m]!, modelId, sums, row });
+      }
+    }
+    return pairs;
   }
 
   /** Each member's sums of each day, over all models or (`models` "each") of each model. */
@@ -160,21 +169,6 @@ export class UsageRollups {
       .where("model_id", models === "all" ? "=" : ">", ALL_MODELS).execute();
     return rows.map((row) => ({ day: row.period, modelId: row.model_id, memberSums: row.member_sums ?? new Uint8Array() }));
   }
-}
-
-/** Each (member, model)'s sums of a day's per-model member sums, in a table of their own. */
-function pairsOf(rows: ReadonlyArray<{ modelId: number; memberSums: Uint8Array }>): MemberModelSums[] {
-  const days = rows.map(({ modelId, memberSums }) => ({ modelId, day: decodeMemberSums(memberSums) }));
-  const sums = new ExactSums(days.reduce((count, { day }) => count + day.count, 0));
-  const pairs: MemberModelSums[] = [];
-  for (const { modelId, day } of days) {
-    for (let m = 0; m < day.count; m++) {
-      const row = sums.newRow();
-      for (let i = 0; i < SUMS; i++) sums.addValue(row, i, day.columns[i]![m]!);
-      pairs.push({ memberKey: day.keys[m]!, modelId, sums, row });
-    }
-  }
-  return pairs;
 }
 
 /** Undefined unless the row is of this version. */

@@ -122,10 +122,7 @@ async function readStoredRows(database: BulkStore,
   if (!found?.rows || !totals) return byMember;
   forEachStoredRow(totals, found.rows, 3, (fields, first, start, end) => {
     const memberKey = Number(fields[first]);
-    const row = { day: Number(fields[first + 1]), totals: totals.subarray(start, end) };
-    const list = byMember.get(memberKey);
-    if (list) list.push(row);
-    else byMember.set(memberKey, [row]);
+    (byMember.get(memberKey) ?? byMember.set(memberKey, []).get(memberKey)!).push({ day: Number(fields[first + 1]), totals: totals.subarray(start, end) });
   });
   for (const list of byMember.values()) list.sort((a, b) => a.day - b.day);
   return byMember;
