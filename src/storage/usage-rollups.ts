@@ -147,14 +147,14 @@ export class UsageRollups {
 
   /** Each (member, model)'s sums of one day of the layout: what its per-model rows keep. */
   async dayPairs(enterpriseId: string, day: number): Promise<MemberModelSums[]> {
-    const days = (await this.memberDays(enterpriseId, [day], "each")).map(({ modelId, memberSums }) => ({ modelId, day: decodeMemberSums(memberSums) }));
-    const sums = new ExactSums(days.reduce((count, { day }) => count + day.count, 0));
+    const models = (await this.memberDays(enterpriseId, [day], "each")).map(({ modelId, memberSums }) => ({ modelId, members: decodeMemberSums(memberSums) }));
+    const sums = new ExactSums(models.reduce((count, { members }) => count + members.count, 0));
     const pairs: MemberModelSums[] = [];
-    for (const { modelId, day } of days) {
-      for (let m = 0; m < day.count; m++) {
+    for (const { modelId, members } of models) {
+      for (let m = 0; m < members.count; m++) {
         const row = sums.newRow();
-        for (let i = 0; i < SUMS; i++) sums.addValue(row, i, day.columns[i]![m]!);
-        pairs.push({ memberKey: day.keys[m]!, modelId, sums, row });
+        for (let i = 0; i < SUMS; i++) sums.addValue(row, i, members.columns[i]![m]!);
+        pairs.push({ memberKey: members.keys[m]!, modelId, sums, row });
       }
     }
     return pairs;
