@@ -12,7 +12,7 @@ import { recordCall, rpcTransportOf } from "./interceptors/call-metrics.js";
 import { attachCallLog, callLogKey, callLogOf, type CallLog } from "./interceptors/call-log.js";
 import { encodeGrpcMessageBySpec } from "./interceptors/grpc-message-encoding.js";
 import { refuseMalformedProtobuf } from "./interceptors/protobuf-body-check.js";
-import { attachCallSignal, callerTimeoutMs, callSignalKey, callSignalOf, closeAfterAnswer, endIncompleteBodyAtDeadline, responseSignal } from "./interceptors/call-signal.js";
+import { attachCallSignal, callDeadline, callDeadlineKey, callDeadlineOf, callerTimeoutMs, callSignalKey, callSignalOf, closeAfterAnswer, endIncompleteBodyAtDeadline, responseSignal } from "./interceptors/call-signal.js";
 import type { Logger } from "./interceptors/logging.js";
 import { RateLimits, type RateLimitSettings } from "./domain/rate-limits.js";
 import { resolveRequestId } from "./interceptors/request-id.js";
@@ -80,7 +80,8 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
     compressMinBytes: COMPRESS_MIN_BYTES,
     // Unknown JSON fields are refused on Connect JSON as on REST: a misspelt field must not pass silently.
     jsonOptions: { useProtoFieldName: true, ignoreUnknownFields: false },
-    contextValues: (req) => createContextValues().set(callLogKey, callLogOf(req)).set(callSignalKey, callSignalOf(req)),
+    contextValues: (req) => createContextValues().set(callLogKey, callLogOf(req)).set(callSignalKey, callSignalOf(req))
+      .set(callDeadlineKey, callDeadlineOf(req)),
     fallback: (req, res) => {
       const log = callLogOf(req);
       log.code = ErrorCode.ROUTE_NOT_FOUND;
@@ -105,8 +106,9 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
     const log: CallLog = { requestId, trace: parseTraceparent(req.headers.traceparent), clientAddress: req.socket?.remoteAddress };
     attachCallLog(req, log);
     // The call's deadline: the server's request timeout, or the caller's own when it is shorter.
-    const signal = responseSignal(req, res, Math.min(requestTimeoutMs, callerTimeoutMs(req) ?? requestTimeoutMs));
-    attachCallSignal(req, signal);
+    const deadline = callDeadline(Math.min(requestTimeoutMs, callerTimeoutMs(req) ?? requestTimeoutMs));
+    const signal = responseSignal(req, res, deadline);
+    attachCallSignal(req, signal, deadline);
     inFlight.add(res);
     if (draining) closeAfterAnswer(res);
     res.once("close", () => {
@@ -131,11 +133,11 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
       return;
     }
     if (metricsEndpoint.handle(req, res, log) || consoleAssets.handle(req, res, log)) return;
-    if (rest.handle(req, res, log, signal)) {
+    if (rest.handle(req, res, log, signal, deadline)) {
       log.transport = "rest";
       return;
     }
-    if (connectJson.handle(req, res, log, signal)) {
+    if (connectJson.handle(req, res, log, signal, deadline)) {
       log.transport = "connect";
       return;
     }

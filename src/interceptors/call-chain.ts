@@ -14,7 +14,7 @@ import type { StoreFault } from "../storage/store-faults.js";
 import { CallAuthorizer, type Authenticator } from "./auth.js";
 import { callLogKey, procedureOf, type CallLog } from "./call-log.js";
 import { CallOutcome } from "./call-outcome.js";
-import { callSignalKey } from "./call-signal.js";
+import { callDeadlineKey, callSignalKey, type CallDeadline } from "./call-signal.js";
 import { validationInterceptor } from "./validation.js";
 
 /** The methods a business service serves: unary and server-streaming. */
@@ -25,6 +25,7 @@ export interface LocalCallInit {
   log: CallLog;
   /** See call-signal.ts. */
   signal: AbortSignal;
+  deadline: CallDeadline;
   authorization: string | undefined;
   /** "rest", or "connect" for the Connect JSON path. */
   protocolName: string;
@@ -68,7 +69,7 @@ export class CallChain {
       requestHeader,
       responseHeader: new Headers(),
       responseTrailer: new Headers(),
-      values: createContextValues().set(callLogKey, init.log).set(callSignalKey, init.signal),
+      values: createContextValues().set(callLogKey, init.log).set(callSignalKey, init.signal).set(callDeadlineKey, init.deadline),
     };
     return new LocalCall(spec, context, init.log, this.interceptors, this.authorizer, this.outcome);
   }

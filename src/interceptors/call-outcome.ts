@@ -1,13 +1,14 @@
 // The outermost interceptor of every business call, whatever its transport: names the procedure in
 // the call's log, joins the call's deadline (call-signal.ts) with the transport's own signal, answers
-// the deadline's error the moment it passes, and turns every failure into the caller's ConnectError:
-// an AppError as it is, a busy or full store as 503 with Retry-After (store-faults.ts), anything else
-// as "internal error" with its cause kept for the log line only.
+// the deadline's error the moment it passes (or the moment work that held the event loop ends), and
+// turns every failure into the caller's ConnectError: an AppError as it is, a busy or full store as
+// 503 with Retry-After (store-faults.ts), anything else as "internal error" with its cause kept for
+// the log line only.
 import { ConnectError, type ContextValues, type Interceptor } from "@connectrpc/connect";
 import { AppError, ErrorCode } from "../domain/errors.js";
 import type { StoreFault } from "../storage/store-faults.js";
 import { callLogKey, procedureOf, type CallLog } from "./call-log.js";
-import { callSignalKey, untilAborted } from "./call-signal.js";
+import { callDeadlineKey, callSignalKey, throwIfPassed, untilAborted, type CallDeadline } from "./call-signal.js";
 import { toConnectError } from "./connect-errors.js";
 import { resolveRequestId } from "./request-id.js";
 import { storeFaultError } from "./store-faults.js";
@@ -24,9 +25,11 @@ export class CallOutcome {
     const callSignal = req.contextValues.get(callSignalKey);
     const signal = callSignal === req.signal ? callSignal : AbortSignal.any([req.signal, callSignal]);
     req.contextValues.set(callSignalKey, signal);
+    const deadline = req.contextValues.get(callDeadlineKey);
     try {
       const res = await untilAborted(next(req), signal);
-      return res.stream ? { ...res, message: this.guarded(res.message, signal, log) } : res;
+      throwIfPassed(deadline); // the signal's timer may not have had a turn (call-signal.ts)
+      return res.stream ? { ...res, message: this.guarded(res.message, signal, deadline, log) } : res;
     } catch (error) {
       throw this.failure(error, log);
     }
@@ -53,7 +56,7 @@ export class CallOutcome {
    * A stream's messages, each awaited under the call's deadline and through the same error mapping.
    * Ending the iteration early ends the handler's.
    */
-  private async *guarded<T>(messages: AsyncIterable<T>, signal: AbortSignal, log: CallLog): AsyncGenerator<T> {
+  private async *guarded<T>(messages: AsyncIterable<T>, signal: AbortSignal, deadline: CallDeadline, log: CallLog): AsyncGenerator<T> {
     const iterator = messages[Symbol.asyncIterator]();
     let done = false;
     try {
@@ -61,6 +64,7 @@ export class CallOutcome {
         let next: IteratorResult<T>;
         try {
           next = await untilAborted(iterator.next(), signal);
+          throwIfPassed(deadline);
         } catch (error) {
           throw this.failure(error, log);
         }

@@ -1,7 +1,9 @@
 // The abort signal of one call. It fires when the call's deadline passes (the server's request
 // timeout, or the caller's own `grpc-timeout`/`connect-timeout-ms` when shorter) or when the caller
 // goes away; the call chain (call-outcome.ts) then answers DEADLINE_EXCEEDED at once and handlers
-// stop their long work.
+// stop their long work. A timer cannot fire while work holds the event loop (SQLite answers
+// synchronously, so a report may run to its end without yielding): the chain also asks the clock
+// (CallDeadline) where a handler's work ends.
 import type { IncomingMessage } from "node:http";
 import http2, { Http2ServerResponse, type Http2ServerRequest } from "node:http2";
 import { Code, ConnectError, createContextKey, type HandlerContext } from "@connectrpc/connect";
@@ -17,17 +19,32 @@ import { toConnectError } from "./connect-errors.js";
  * closes unanswered. Its timer ends with the response, so a flood of short calls holds no timers. A
  * request body still arriving at the deadline must not outlive the answer: see endRequestAfterAnswer.
  */
-export function responseSignal(req: HttpRequest, res: HttpResponse, timeoutMs: number): AbortSignal {
+export function responseSignal(req: HttpRequest, res: HttpResponse, deadline: CallDeadline): AbortSignal {
   const controller = new AbortController();
   const timer = setTimeout(() => {
-    controller.abort(deadlineExceeded(timeoutMs));
+    controller.abort(deadlineExceeded(deadline.timeoutMs));
     if (!req.complete) endRequestAfterAnswer(res);
-  }, timeoutMs);
+  }, deadline.timeoutMs);
   res.once("close", () => {
     clearTimeout(timer);
     if (!controller.signal.aborted && !wasAnswered(res)) controller.abort(new AppError(ErrorCode.CANCELED, "the caller cancelled the call"));
   });
   return controller.signal;
+}
+
+/** When a call's deadline passes (performance.now()), and the time it was given. */
+export interface CallDeadline {
+  passesAt: number;
+  timeoutMs: number;
+}
+
+export function callDeadline(timeoutMs: number): CallDeadline {
+  return { passesAt: performance.now() + timeoutMs, timeoutMs };
+}
+
+/** Throws DEADLINE_EXCEEDED if the deadline has passed, whether or not its timer could fire yet. */
+export function throwIfPassed(deadline: CallDeadline): void {
+  if (performance.now() >= deadline.passesAt) throw deadlineExceeded(deadline.timeoutMs);
 }
 
 /** Whether the whole answer was handed to the connection (false: the caller reset or closed first). */
@@ -115,15 +132,21 @@ const deadlineExceeded = (timeoutMs?: number) =>
   new AppError(ErrorCode.DEADLINE_EXCEEDED, timeoutMs === undefined ? "deadline exceeded" : `deadline exceeded: the call took longer than ${timeoutMs} ms`);
 
 const key = Symbol("callSignal");
-type WithSignal = (IncomingMessage | Http2ServerRequest) & { [key]?: AbortSignal };
+type WithSignal = (IncomingMessage | Http2ServerRequest) & { [key]?: { signal: AbortSignal; deadline: CallDeadline } };
 
-export function attachCallSignal(req: IncomingMessage | Http2ServerRequest, signal: AbortSignal): void {
-  (req as WithSignal)[key] = signal;
+export function attachCallSignal(req: IncomingMessage | Http2ServerRequest, signal: AbortSignal, deadline: CallDeadline): void {
+  (req as WithSignal)[key] = { signal, deadline };
 }
 
 export function callSignalOf(req: IncomingMessage | Http2ServerRequest): AbortSignal {
-  return (req as WithSignal)[key] ?? new AbortController().signal;
+  return (req as WithSignal)[key]?.signal ?? new AbortController().signal;
 }
+
+export function callDeadlineOf(req: IncomingMessage | Http2ServerRequest): CallDeadline {
+  return (req as WithSignal)[key]?.deadline ?? NO_DEADLINE;
+}
+
+const NO_DEADLINE: CallDeadline = Object.freeze({ passesAt: Infinity, timeoutMs: Infinity });
 
 /**
  * The call's signal: the request's (the server's request timeout, set by app.ts), joined with the
@@ -131,7 +154,17 @@ export function callSignalOf(req: IncomingMessage | Http2ServerRequest): AbortSi
  */
 export const callSignalKey = createContextKey<AbortSignal>(new AbortController().signal, { description: "call signal" });
 
+/** The call's deadline (the shorter of the server's and the caller's), for the chain's own check of the clock. */
+export const callDeadlineKey = createContextKey<CallDeadline>(NO_DEADLINE, { description: "call deadline" });
+
 /** Aborts when the call's deadline passes or its caller goes away: a handler's long work checks it. */
 export function signalOf(context: HandlerContext): AbortSignal {
   return context.values.get(callSignalKey);
+}
+
+/** Throws the call's end if it has ended: its signal aborted, or its deadline passed though the signal's timer had no turn yet. */
+export function throwIfCallEnded(context: HandlerContext): void {
+  const signal = signalOf(context);
+  if (signal.aborted) throw abortError(signal.reason);
+  throwIfPassed(context.values.get(callDeadlineKey));
 }

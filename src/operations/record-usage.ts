@@ -42,11 +42,14 @@ export interface IngestionOutcome {
 /** Told of every committed batch (the service's metrics). */
 export type IngestionObserver = (outcome: IngestionOutcome) => void;
 
-/** Records one batch, all or nothing (rolled back if `signal` aborts meanwhile); a repeated event_id is a duplicate, not recorded again. */
-export async function recordUsage(repository: UsageRepository, enterpriseId: string, events: readonly LabelledEvent[], signal?: AbortSignal,
-  observer?: IngestionObserver): Promise<IngestionOutcome> {
+/**
+ * Records one batch, all or nothing (rolled back if `checkpoint` throws, asked first and last: the call ended meanwhile); a repeated
+ * event_id is a duplicate, not recorded again.
+ */
+export async function recordUsage(repository: UsageRepository, enterpriseId: string, events: readonly LabelledEvent[],
+  checkpoint: () => void = () => {}, observer?: IngestionObserver): Promise<IngestionOutcome> {
   const recorded = await repository.ingest(async (tx) => {
-    signal?.throwIfAborted();
+    checkpoint();
     const members = new MemberKeys(tx, enterpriseId);
     await members.resolveIds(events.map((e) => e.event.userId), (i) => eventLabel(events[i]!.where, events[i]!.event.eventId));
     const keys = events.map(({ event }) => modelKey(event.modelName, event.modelType, event.modelSource));
@@ -55,8 +58,7 @@ export async function recordUsage(repository: UsageRepository, enterpriseId: str
       eventId: event.eventId, memberKey: members.key(event.userId), modelId: models.get(keys[i]!)!, ts: event.timestamp, day: dayOf(event.timestamp),
       inputTokens: event.inputTokens, outputTokens: event.outputTokens, basicMicros: event.basicMicros, payGoMicros: event.payGoMicros,
     })));
-    signal?.throwIfAborted();
-  });
+  }, { beforeCommit: checkpoint });
   const outcome = { recorded, duplicates: events.length - recorded };
   observer?.(outcome);
   return outcome;

@@ -11,7 +11,7 @@ import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
 import { endWithBody } from "../http/compression.js";
 import type { CallChain } from "../interceptors/call-chain.js";
 import type { CallLog } from "../interceptors/call-log.js";
-import { untilAborted } from "../interceptors/call-signal.js";
+import { untilAborted, type CallDeadline } from "../interceptors/call-signal.js";
 import { toConnectError } from "../interceptors/connect-errors.js";
 import type { ServedService } from "../routes.js";
 import type { HttpRequest, HttpResponse } from "./envelope.js";
@@ -30,13 +30,13 @@ export class ConnectJsonUnary {
   }
 
   /** Answers a Connect unary JSON POST to a business method; false for anything else. */
-  handle(req: HttpRequest, res: HttpResponse, log: CallLog, signal: AbortSignal): boolean {
+  handle(req: HttpRequest, res: HttpResponse, log: CallLog, signal: AbortSignal, deadline: CallDeadline): boolean {
     if (req.method !== "POST") return false;
     const method = this.methods.get((req.url ?? "").split("?")[0]!);
     if (!method) return false;
     const encoding = req.headers["content-encoding"];
     if (!JSON_CONTENT_TYPE.test(req.headers["content-type"] ?? "") || (encoding && encoding !== "identity")) return false;
-    this.serve(req, res, log, signal, method).catch((error) => {
+    this.serve(req, res, log, signal, deadline, method).catch((error) => {
       log.code = ErrorCode.INTERNAL;
       log.cause = error;
       if (!res.headersSent) writeError(res, toConnectError(new AppError(ErrorCode.INTERNAL, "internal error"), log.requestId));
@@ -44,9 +44,9 @@ export class ConnectJsonUnary {
     return true;
   }
 
-  private async serve(req: HttpRequest, res: HttpResponse, log: CallLog, signal: AbortSignal, method: DescMethodUnary): Promise<void> {
+  private async serve(req: HttpRequest, res: HttpResponse, log: CallLog, signal: AbortSignal, deadline: CallDeadline, method: DescMethodUnary): Promise<void> {
     const call = this.chain.open(method, {
-      log, signal, authorization: req.headers.authorization, protocolName: "connect", requestMethod: "POST", url: req.url ?? "/",
+      log, signal, deadline, authorization: req.headers.authorization, protocolName: "connect", requestMethod: "POST", url: req.url ?? "/",
     });
     let response;
     try {

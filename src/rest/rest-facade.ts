@@ -11,7 +11,7 @@ import { describeJsonError } from "../domain/json-errors.js";
 import { AppError, ErrorCode, invalidParameter, invalidToken } from "../domain/errors.js";
 import type { CallChain, LocalCall, ServedMethod } from "../interceptors/call-chain.js";
 import type { CallLog } from "../interceptors/call-log.js";
-import { untilAborted } from "../interceptors/call-signal.js";
+import { untilAborted, type CallDeadline } from "../interceptors/call-signal.js";
 import { appErrorOf } from "../interceptors/connect-errors.js";
 import type { ServedService } from "../routes.js";
 import { streamEncoder } from "../http/compression.js";
@@ -40,7 +40,7 @@ export class RestFacade {
   }
 
   /** Answers the request if its path is a REST route (or under a REST prefix); false otherwise. */
-  handle(req: HttpRequest, res: HttpResponse, log: CallLog, signal: AbortSignal): boolean {
+  handle(req: HttpRequest, res: HttpResponse, log: CallLog, signal: AbortSignal, deadline: CallDeadline): boolean {
     const url = req.url ?? "/";
     const queryAt = url.indexOf("?");
     const path = queryAt < 0 ? url : url.slice(0, queryAt);
@@ -55,7 +55,7 @@ export class RestFacade {
       req.resume();
       return true;
     }
-    this.serve(req, res, log, signal, match.route, match.pathValues, queryAt < 0 ? "" : url.slice(queryAt + 1))
+    this.serve(req, res, log, signal, deadline, match.route, match.pathValues, queryAt < 0 ? "" : url.slice(queryAt + 1))
       .catch((error) => {
         log.code = ErrorCode.INTERNAL;
         log.cause = error;
@@ -64,10 +64,10 @@ export class RestFacade {
     return true;
   }
 
-  private async serve(req: HttpRequest, res: HttpResponse, log: CallLog, signal: AbortSignal, route: RestRoute,
+  private async serve(req: HttpRequest, res: HttpResponse, log: CallLog, signal: AbortSignal, deadline: CallDeadline, route: RestRoute,
     pathValues: [DescField, string][], query: string): Promise<void> {
     const call = this.chain.open(route.method, {
-      log, signal, authorization: req.headers.authorization, protocolName: "rest", requestMethod: req.method ?? "GET", url: req.url ?? "/",
+      log, signal, deadline, authorization: req.headers.authorization, protocolName: "rest", requestMethod: req.method ?? "GET", url: req.url ?? "/",
     });
     try {
       // A token in the URL ends up in proxy logs and browser history: refuse it before anything else.

@@ -8,7 +8,7 @@ import { formatMicros } from "../domain/money.js";
 import { checkUsageEvent, compareModels, type ModelIdentity } from "../domain/usage-event.js";
 import { checkReportWindow, checkWindow, planWindow } from "../domain/usage-window.js";
 import { principalOf } from "../interceptors/auth.js";
-import { signalOf } from "../interceptors/call-signal.js";
+import { signalOf, throwIfCallEnded } from "../interceptors/call-signal.js";
 import { resolveNamedMembers } from "../operations/named-members.js";
 import { recordUsage, type IngestionObserver } from "../operations/record-usage.js";
 import { exportUsageRows } from "../operations/usage-export.js";
@@ -31,7 +31,7 @@ export function usageService(usage: UsageRepository, directory: DirectoryReposit
       ]);
 
       const plan = planWindow(window.start, window.end, settings.layout !== undefined);
-      signalOf(context).throwIfAborted();
+      throwIfCallEnded(context);
       const sums = await usage.sumUsage(members.map((m) => m.member_key), plan);
       const models = await usage.modelsById(sums.modelIds);
       // The models' slots in entry order (compareModels): the few models are sorted once, not compared in every member's entries.
@@ -53,7 +53,7 @@ export function usageService(usage: UsageRepository, directory: DirectoryReposit
         }, `events[${index}]`),
         where: `events[${index}]`,
       }));
-      return recordUsage(usage, enterpriseId, events, signalOf(context), ingested);
+      return recordUsage(usage, enterpriseId, events, () => throwIfCallEnded(context), ingested);
     },
 
     async getUsageReport(request, context) {

@@ -147,9 +147,10 @@ export class UsageRepository {
   /**
    * Runs `work` as one ingestion in one transaction, with this repository bound to it (SQLite has one connection: a read outside would
    * wait forever). Only the events actually inserted are summed, so a repeat never counts twice; returns how many. Waits for the write
-   * lock at most the busy timeout (then a busy StoreFault, nothing done), or, `unbounded`, as long as it takes.
+   * lock at most the busy timeout (then a busy StoreFault, nothing done), or, `unbounded`, as long as it takes. `beforeCommit` may
+   * throw to undo it all (a call that ended meanwhile).
    */
-  async ingest(work: (tx: UsageRepository) => Promise<void>, unbounded = false): Promise<number> {
+  async ingest(work: (tx: UsageRepository) => Promise<void>, { unbounded = false, beforeCommit = () => {} } = {}): Promise<number> {
     try {
       return await this.database.writeTransaction(async (trx) => {
         // PostgreSQL: one ingestion at a time, so that two never read and rewrite the same row at once.
@@ -163,6 +164,7 @@ export class UsageRepository {
         await work(tx);
         await tx.writeDaySums();
         await tx.writeRollups(true);
+        beforeCommit();
         return tx.added;
       }, { unbounded });
     } catch (error) {
@@ -177,7 +179,7 @@ export class UsageRepository {
 
   /** An import chunk: waits for the write lock as long as it takes, then leaves it free a moment (SQLite hands it to whoever asks first). */
   async ingestImportChunk(work: (tx: UsageRepository) => Promise<void>): Promise<number> {
-    const added = await this.ingest(work, true);
+    const added = await this.ingest(work, { unbounded: true });
     if (this.dialect === "sqlite") await sleep(CHUNK_PAUSE_MS);
     return added;
   }
@@ -193,7 +195,7 @@ export class UsageRepository {
         events += page.length;
         progress?.(events);
       }
-    }, true);
+    }, { unbounded: true });
     return events;
   }
 

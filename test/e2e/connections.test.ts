@@ -154,6 +154,64 @@ describe.each(dialects)("connections and deadlines (%s)", (dialect) => {
     expect(ms).toBeLessThan(700); // the caller's deadline, not the server's 800 ms
   });
 
+  it("answers 504 with 5040, not 200, when a call's work held the event loop past the caller's deadline", async () => {
+    // SQLite answers synchronously: a report runs to its end without yielding, so the deadline's
+    // timer has no turn before the answer would go out. 1,000 events over 100 days make it last.
+    const end = 1_780_000_000;
+    const events = Array.from({ length: 1_000 }, (_, i) => ({
+      event_id: `held-${i}`, user_id: i % 2 ? "7001" : "7002", model_name: `m${i % 7}`, model_type: "Chat", model_source: "Builtin",
+      timestamp: end - i * 8_640, input_tokens: i, output_tokens: 1, basic_amount: "0.000001", pay_go_amount: "0",
+    }));
+    const recorded = await fetch(`${svc.baseUrl}/openapi/v1/usage/events/batch-record`, {
+      method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify({ events }),
+    });
+    expect(recorded.status).toBe(200);
+    const report = { start_time: end - 100 * 86_400, end_time: end, bucket: "day", time_zone: "UTC", group_by: ["member", "model"] };
+    const post = (path: string, headers: Record<string, string>) => fetch(`${svc.baseUrl}${path}`, {
+      method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json", ...headers }, body: JSON.stringify(report),
+    });
+    const unhurried = await post("/openapi/v1/statistics/usage-report", {});
+    expect(unhurried.status).toBe(200);
+    expect(((await unhurried.json()) as { data: { buckets: unknown[] } }).data.buckets).toHaveLength(101);
+
+    const rest = await post("/openapi/v1/statistics/usage-report", { "connect-timeout-ms": "1" });
+    expect(rest.status).toBe(504);
+    expect(await rest.json()).toMatchObject({ code: 5040, data: null });
+    const connect = await post("/enterprise_admin.v1.UsageService/GetUsageReport", { "connect-protocol-version": "1", "connect-timeout-ms": "1" });
+    expect(connect.status).toBe(504);
+    expect(((await connect.json()) as { code: string }).code).toBe("deadline_exceeded");
+    const exported = await fetch(`${svc.baseUrl}/openapi/v1/statistics/usage-export?start_time=${report.start_time}&end_time=${end}&format=ndjson`, {
+      headers: { authorization: `Bearer ${token}`, "connect-timeout-ms": "1" },
+    });
+    expect(exported.status).toBe(504);
+    expect(await exported.json()).toMatchObject({ code: 5040, data: null });
+
+    // The header alone: the client sets no timer of its own, so the answer it gets is the server's.
+    const client = createClient(UsageService, createGrpcTransport({ baseUrl: svc.baseUrl }));
+    const error = await client.getUsageReport({ startTime: BigInt(report.start_time), endTime: BigInt(end), bucket: "day", timeZone: report.time_zone, groupBy: report.group_by },
+      { headers: { authorization: `Bearer ${token}`, "grpc-timeout": "1m" } }).then(() => undefined, (e: unknown) => ConnectError.from(e));
+    expect(error?.code).toBe(Code.DeadlineExceeded);
+    expect(error?.findDetails(ErrorDetailSchema).map((d) => d.code)).toEqual([5040]);
+  });
+
+  it("answers a batch whose ingestion held the event loop past its deadline with 504, and writes none of it", async () => {
+    // 50,000 events held pending (usage-repository.ts, MAX_PENDING_EVENTS): the next batch sums them
+    // all into the rollups, long after its body was read.
+    const batch = (prefix: string, i0: number) => JSON.stringify({ events: Array.from({ length: 1_000 }, (_, i) => ({
+      event_id: `${prefix}-${i0 + i}`, user_id: (i0 + i) % 2 ? "7001" : "7002", model_name: "m", model_type: "Chat", model_source: "Builtin",
+      timestamp: 1_780_000_000 - (i0 + i) * 60, input_tokens: 1, output_tokens: 1, basic_amount: "0.000001", pay_go_amount: "0",
+    })) });
+    const record = (body: string, headers: Record<string, string> = {}) => fetch(`${svc.baseUrl}/openapi/v1/usage/events/batch-record`, {
+      method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json", ...headers }, body,
+    });
+    for (let i0 = 0; i0 < 50_000; i0 += 1_000) expect((await record(batch("pending", i0))).status).toBe(200);
+    const res = await record(batch("late", 0), { "connect-timeout-ms": "20" });
+    expect(res.status).toBe(504);
+    expect(await res.json()).toMatchObject({ code: 5040, data: null });
+    const stored = await svc.database.db.selectFrom("usage_event").select("event_id").where("event_id", "like", "late-%").execute();
+    expect(stored).toEqual([]);
+  }, 60_000);
+
   it.skipIf(dialect !== "postgres")("stops an ingestion waiting for the store when its gRPC deadline passes: deadline_exceeded with 5040, nothing written", async () => {
     // Another ingestion holds the store's ingestion lock (usage-repository.ts) for 1.5 s.
     const holder = new pg.Client({ connectionString: svc.databaseUrl });
