@@ -358,6 +358,14 @@ describe.each(dialects)("every transport on one port (%s)", (dialect) => {
     });
   });
 
+  it("answers Connect's GET form with 405 and an empty body: every RPC path takes POST", async () => {
+    const message = encodeURIComponent(JSON.stringify({ department_ids: IDS }));
+    const res = await fetch(`${svc.baseUrl}/enterprise_admin.v1.DepartmentService/BatchGetDepartments?connect=v1&encoding=json&message=${message}`,
+      { headers: { authorization: bearer } });
+    expect(res.status).toBe(405);
+    expect(await res.text()).toBe("");
+  });
+
   describe("health, and HTTP/1.1 and h2c on the same port", () => {
     it("GET /healthz over HTTP/1.1 answers 200 {\"status\":\"ok\"} with an x-request-id", async () => {
       const res = await fetch(`${svc.baseUrl}/healthz`);
