@@ -59,7 +59,7 @@ export class ReportCells {
       for (const key of this.grouping.keysOf(memberKey, modelId)) {
         const cell = (cells[key.index] ??= new Cell(key));
         cell.addSums(sums, row, this.own);
-        cell.addMember(memberKey);
+        if (!this.grouping.byMember) cell.addMember(memberKey);
       }
     }
   }
@@ -85,7 +85,7 @@ export class ReportCells {
         pending[group * PENDING + SUMS]!++;
       });
     }
-    if (!alone) forEachMemberGroup(keys, this.grouping.allModelGroups, (m, group) => this.cellOf(bucket, group).addMember(keys[m]!));
+    if (!alone && !this.grouping.byMember) forEachMemberGroup(keys, this.grouping.allModelGroups, (m, group) => this.cellOf(bucket, group).addMember(keys[m]!));
     const pending = this.pending;
     for (let index = 0; index < this.grouping.byIndex.length; index++) {
       const at = index * PENDING;
@@ -131,7 +131,7 @@ export class ReportCells {
   /** Unordered; each figure reads its cell's sums, not a copy. */
   groups(bucket: number): GroupFigures[] {
     return this.cells[bucket]!.filter((cell) => cell !== undefined)
-      .map((cell) => ({ key: cell.key, activeMembers: cell.memberCount(), sums: cell.sums, row: cell.row }));
+      .map((cell) => ({ key: cell.key, activeMembers: this.grouping.byMember ? 1 : cell.memberCount(), sums: cell.sums, row: cell.row }));
   }
 }
 

@@ -36,7 +36,8 @@ export class Grouping {
   /** The members met so far with their groups for all models (a member day's sums are of all models). */
   readonly allModelGroups = new MemberGroups();
   private readonly byModel: boolean;
-  private readonly byMember: boolean;
+  /** Then each group is one member's: its active members are 1 wherever it has figures. */
+  readonly byMember: boolean;
   private readonly byDepartment: boolean;
   private readonly members: ReadonlySet<number> | undefined;
 

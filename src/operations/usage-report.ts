@@ -278,6 +278,17 @@ export class UsageReports {
     return raw;
   }
 
+  /** Each (member, model)'s sums of the layout's whole days, of the plan's members only. Returns what to read raw. */
+  private async addDayPairs(cells: ReportCells, plan: ReportPlan, layout: RollupLayout, signal: AbortSignal): Promise<Span[]> {
+    const { periods: days, raw } = coverBuckets(plan, layout);
+    const members = plan.members && new Set(plan.members);
+    for (const { start, bucket } of days) {
+      signal.throwIfAborted();
+      cells.addPairs(bucket, await this.usage.rollups.dayPairs(plan.enterpriseId, start, members));
+    }
+    return raw;
+  }
+
   /** Whole days of the layout into their buckets as the day cache's groups of `scope` (`load` makes a day it lacks or stamped anew). */
   private async addKeptDays(cells: ReportCells, enterpriseId: string, scope: string, days: readonly CoveredPeriod[], load: DayLoader,
     signal: AbortSignal): Promise<void> {
@@ -293,11 +304,14 @@ export class UsageReports {
     return this.usage.membersByKeys(plan.enterpriseId, cells.groups(0).map((group) => group.key.memberKey));
   }
 
-  /** The whole enterprise's usage from rollup periods, else members' day sums if not by model, else raw events. */
+  /** The whole enterprise's usage from rollup periods, else members' day sums (of each model if by model), else raw events. */
   private async addUsage(cells: ReportCells, plan: ReportPlan, signal: AbortSignal): Promise<void> {
+    const { layout } = plan;
     const wholeEnterprise = plan.members === undefined && plan.departments === undefined && plan.dimensions.every((d) => d === "model");
-    const raw = plan.layout && wholeEnterprise ? await this.addRollups(cells, plan, plan.layout, signal)
-      : plan.layout && !plan.dimensions.includes("model") ? await this.addMemberDays(cells, plan, plan.layout, signal) : [{ from: plan.start, to: plan.end }];
+    const raw = !layout ? [{ from: plan.start, to: plan.end }]
+      : wholeEnterprise ? await this.addRollups(cells, plan, layout, signal)
+      : plan.dimensions.includes("model") ? await this.addDayPairs(cells, plan, layout, signal)
+      : await this.addMemberDays(cells, plan, layout, signal);
     for (const { from, to } of raw) await this.addEvents(cells, plan, from, to, signal);
   }
 

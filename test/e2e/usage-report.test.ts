@@ -439,6 +439,26 @@ describe.each(dialects)("usage report (%s)", (dialect) => {
       expect((await report(plain.token, window)).buckets[0].groups[0].events).toBe(1);
     });
 
+    it("groups by department then model, whole days and a cut one alike, over the whole tree and a subtree", async () => {
+      const two = await tenant(tree);
+      const random = randomSource(11);
+      const models: Array<Ev["model"]> = [CHAT, ["zephyr", "CUE", "Builtin"]];
+      const modelEvents = Array.from({ length: 150 }, () =>
+        ev(`m${1 + random(6)}`, D0 + random(3 * DAY), BigInt(1 + random(1000)), BigInt(random(5_000_000)), models[random(2)]!));
+      await write(two.token, modelEvents);
+      const start = D0 + 7 * HOUR + 5; // the first day cut: read raw; the other two whole
+      const bucketEvents = [modelEvents.filter((e) => e.ts >= start && e.ts < D0 + DAY), ...[1, 2].map((d) =>
+        modelEvents.filter((e) => e.ts >= D0 + d * DAY && e.ts < D0 + (d + 1) * DAY))];
+      const groups = (departments: ReadonlyArray<readonly [string, string]>, inBucket: Ev[]) => departments.flatMap(([id, name]) => models.map((model) => ({
+        ...EMPTY_KEYS, model_name: model[0], model_type: model[1], model_source: model[2], department_id: id, department_name: name,
+        ...figuresOf(inBucket.filter((e) => e.model === model && subtree[id]!.includes(e.user_id))),
+      }))).filter((g) => g.events !== 0);
+      for (const [department_id, departments] of [["", [["r", "Corp"], ["a", "Alpha"], ["c", "Alpha"], ["b", "Beta"]]], ["a", [["a1", "One"], ["a2", "Two"]]]] as const) {
+        const data = await report(two.token, { start_time: start, end_time: D0 + 3 * DAY, time_zone: "UTC", group_by: ["department", "model"], department_id });
+        expect(data.buckets.map((b: any) => b.groups)).toStrictEqual(bucketEvents.map((inBucket) => groups(departments, inBucket)));
+      }
+    });
+
     it("groups by department then member", async () => {
       const data = await report(t.token, { start_time: D0, end_time: D0 + DAY, time_zone: "UTC", group_by: ["department", "member"], department_id: "b" });
       const expected = [["b", "Beta", "m4"], ["b1", "Beta One", "m1"]].map(([id, name, userId]) => ({
