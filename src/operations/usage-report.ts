@@ -1,6 +1,7 @@
 // The usage report and the daily trend, one engine for both (docs/architecture.md, Usage analytics).
 import { createHash } from "node:crypto";
 import { LRUCache } from "lru-cache";
+import roaring from "roaring";
 import type { GetUsageReportRequest } from "../../gen/enterprise_admin/v1/usage_pb.js";
 import { invalidParameter } from "../domain/errors.js";
 import { dateRangeWindow, zoneOrDefault, type TimeBucket } from "../domain/local-time.js";
@@ -18,6 +19,8 @@ import type { DepartmentRepository } from "../storage/department-repository.js";
 import type { MemberRow, UsageRepository } from "../storage/usage-repository.js";
 import { resolveNamedMembers } from "./named-members.js";
 import { DAYS_READ_AT_ONCE, ReportDayCache, type DayLoader } from "./report-day-cache.js";
+
+const { RoaringBitmap32 } = roaring;
 
 /** Department scopes kept (each up to a map of the enterprise's members), least recently used first out. */
 const DEPARTMENT_SCOPES_KEPT = 16;
@@ -297,11 +300,22 @@ export class UsageReports {
     for (const { start, bucket } of days) for (const period of kept.get(start) ?? []) cells.addPeriod(bucket, period);
   }
 
+  /** The members with usage in the window (of the plan's members, when given): the rollup days' bitmaps ORed, the rest read raw. */
   private async activeMembers(plan: ReportPlan, signal: AbortSignal): Promise<MemberRow[]> {
-    const window = [{ start: plan.start, end: plan.end, date: "" }];
-    const cells = new ReportCells(window, new Grouping(["member"], undefined, plan.members));
-    await this.addUsage(cells, { ...plan, buckets: window, dimensions: ["member"] }, signal);
-    return this.usage.membersByKeys(plan.enterpriseId, cells.groups(0).map((group) => group.key.memberKey));
+    const active = new RoaringBitmap32();
+    let raw: Span[] = [{ from: plan.start, to: plan.end }];
+    if (plan.layout) {
+      const cover = coverBuckets({ ...plan, buckets: [{ start: plan.start, end: plan.end, date: "" }] }, plan.layout);
+      for (const row of await this.usage.rollups.rows(plan.enterpriseId, DAY, cover.periods.map(({ start }) => start), "all", true)) {
+        active.orInPlace(RoaringBitmap32.deserialize(row.members!, "portable"));
+      }
+      raw = cover.raw;
+    }
+    for (const { from, to } of raw) {
+      signal.throwIfAborted();
+      for (const { memberKey } of await this.usage.memberModelSums(plan.enterpriseId, from, to, plan.members)) active.add(memberKey);
+    }
+    return this.usage.membersByKeys(plan.enterpriseId, plan.members?.filter((key) => active.has(key)) ?? active.toArray());
   }
 
   /** The whole enterprise's usage from rollup periods, else members' day sums (of each model if by model), else raw events. */
