@@ -5,17 +5,19 @@
 // none; at 10M events a scan takes seconds to tens of seconds),
 // --db URL (a SQLite file, or postgres://… for a fresh database made on that server; default a
 // temporary SQLite file), --keep (with --db FILE: reuse the store in it if it exists), --cases (which
-// of the four below, e.g. "2" or "1,3"; default all)).
+// of the five below, e.g. "2" or "1,3"; default all)).
 //
 // Makes a synthetic store (bench/usage-data.ts: one year of events, imported by the real
-// `importUsage`), then times four reports through the code behind the RPC (UsageReports.report),
+// `importUsage`), then times five reports through the code behind the RPC (UsageReports.report),
 // each beside the same answer computed by a plain SQL scan of the raw events, and checks the two
 // answers are equal:
 //   (1) 180 day buckets in Asia/Kolkata (+05:30), grouped by model, the whole enterprise;
 //   (2) 180 day buckets in the enterprise's zone, grouped by department (the root's children);
 //   (3) hour buckets over 31 days in the enterprise's zone, the whole enterprise;
 //   (4) as (1) in the other of UTC and Asia/Kolkata: days of a zone not the enterprise's, read raw
-//       by model (only the rollups' own days have per-model rows).
+//       by model (only the rollups' own days have per-model rows);
+//   (5) 180 day buckets in the enterprise's zone, grouped by member and model: the first page (100
+//       members).
 // Each case's reports run first on a UsageReports of their own, not counted, so that the timed ones
 // run compiled code as a running server does; the case prints the first of those (the code not yet
 // warm for it, no day in the report's day cache, operations/report-day-cache.ts). The timed reports
@@ -45,7 +47,7 @@ const { values: flags } = parseArgs({
     db: { type: "string" },
     zone: { type: "string", default: "Asia/Kolkata" },
     keep: { type: "boolean", default: false },
-    cases: { type: "string", default: "1,2,3,4" },
+    cases: { type: "string", default: "1,2,3,4,5" },
   },
 });
 const ENTERPRISE_ID = "bench";
@@ -113,6 +115,18 @@ const CASES: ReportCase[] = [
     reference: (database, start) => scan(database, localStart(3600, OWN_OFFSET), sql`''`, sql``, start, start + 31 * DAY),
   },
   byModelIn(`${OTHER_ZONE} (not the enterprise's zone)`, OTHER_ZONE, OTHER_OFFSET),
+  {
+    name: "180 days by member, model, own zone",
+    start: (day) => YEAR_START + day * DAY - OWN_OFFSET,
+    request: (start) => ({ startTime: BigInt(start), endTime: BigInt(start + 180 * DAY), bucket: "day", groupBy: ["member", "model"] }),
+    // The first page: the window's first 100 members with usage, by user_id in code point order.
+    reference: (database, start) => scan(database, localStart(DAY, OWN_OFFSET), sql`m.user_id || '|' || ${MODEL_GROUP}`, sql`${MODEL_JOIN}
+      join member m on m.member_key = e.member_key
+      join (select member_key from member where enterprise_id = ${ENTERPRISE_ID} and member_key in (select distinct member_key from usage_event
+        where enterprise_id = ${ENTERPRISE_ID} and ts >= ${start} and ts < ${start + 180 * DAY})
+        order by user_id ${database.dialect === "postgres" ? sql`collate "C"` : sql``} limit 100) page on page.member_key = e.member_key`,
+    start, start + 180 * DAY),
+  },
 ];
 
 /**
@@ -151,8 +165,8 @@ async function timeReport(reports: UsageReports, request: UsageReportRequest, co
     for (const g of bucket.groups) {
       const { sums, row, activeMembers } = g.figures;
       if (sums.exact(row, EVENTS) === 0) continue;
-      const { modelName, modelType, modelSource, departmentId } = g.label;
-      const key = modelName !== "" ? `${modelName}|${modelType}|${modelSource}` : departmentId;
+      const { userId, modelName, modelType, modelSource, departmentId } = g.label;
+      const key = modelName !== "" ? `${userId === "" ? "" : `${userId}|`}${modelName}|${modelType}|${modelSource}` : departmentId;
       const [input, output, basic, payGo, events] = [INPUT, OUTPUT, BASIC, PAY_GO, EVENTS].map((i) => sums.exact(row, i));
       answer.set(`${bucket.start}|${key}`, `${events}/${activeMembers}/${input}/${output}/${basic}/${payGo}`);
     }
