@@ -154,6 +154,44 @@ describe.each(dialects)("connections and deadlines (%s)", (dialect) => {
     expect(ms).toBeLessThan(700); // the caller's deadline, not the server's 800 ms
   });
 
+  it.skipIf(dialect !== "postgres")("stops an ingestion waiting for the store when its gRPC deadline passes: deadline_exceeded with 5040, nothing written", async () => {
+    // Another ingestion holds the store's ingestion lock (usage-repository.ts) for 1.5 s.
+    const holder = new pg.Client({ connectionString: svc.databaseUrl });
+    await holder.connect();
+    await holder.query("begin");
+    await holder.query("select pg_advisory_xact_lock(72001)");
+    const client = createClient(UsageService, createGrpcTransport({ baseUrl: svc.baseUrl }));
+    const event = {
+      eventId: "deadline-1", userId: "7001", modelName: "m", modelType: "Chat", modelSource: "Builtin",
+      timestamp: 1_730_000_000n, inputTokens: 1n, outputTokens: 1n, basicAmount: "0.000001", payGoAmount: "0",
+    };
+    const release = setTimeout(() => void holder.query("commit"), 1_500);
+    // The deadline travels as the header alone: the client sets no timer of its own, so the answer it
+    // gets is the server's.
+    const error = await client.recordUsageEvents({ events: [event] }, { headers: { authorization: `Bearer ${token}`, "grpc-timeout": "300m" } })
+      .then(() => undefined, (e: unknown) => ConnectError.from(e));
+    await new Promise((resolve) => setTimeout(resolve, 2_000)); // the lock is released; the server's ingestion has run on
+    clearTimeout(release);
+    await holder.end();
+    expect(error?.code).toBe(Code.DeadlineExceeded);
+    expect(error?.findDetails(ErrorDetailSchema).map((d) => d.code)).toEqual([5040]);
+    const stored = await svc.database.db.selectFrom("usage_event").select("event_id").where("event_id", "=", "deadline-1").execute();
+    expect(stored).toEqual([]);
+    expect(accessLines(svc.logs).filter((l) => l.procedure === "/enterprise_admin.v1.UsageService/RecordUsageEvents").map((l) => l.code)).toContain(5040);
+  }, 15_000);
+});
+
+// The server's default request timeout (60 s): the deadline that passes is the caller's, while the
+// same calls without one finish even on a loaded machine.
+describe.each(dialects)("deadlines of work that holds the event loop (%s)", (dialect) => {
+  let svc: TestService;
+  let token = "";
+  beforeAll(async () => {
+    svc = await startTestService(dialect);
+    token = await svc.token();
+  }, 60_000);
+  afterAll(async () => svc?.close());
+
   it("answers 504 with 5040, not 200, when a call's work held the event loop past the caller's deadline", async () => {
     // SQLite answers synchronously: a report runs to its end without yielding, so the deadline's
     // timer has no turn before the answer would go out. 1,000 events over 100 days make it last.
@@ -211,32 +249,6 @@ describe.each(dialects)("connections and deadlines (%s)", (dialect) => {
     const stored = await svc.database.db.selectFrom("usage_event").select("event_id").where("event_id", "like", "late-%").execute();
     expect(stored).toEqual([]);
   }, 60_000);
-
-  it.skipIf(dialect !== "postgres")("stops an ingestion waiting for the store when its gRPC deadline passes: deadline_exceeded with 5040, nothing written", async () => {
-    // Another ingestion holds the store's ingestion lock (usage-repository.ts) for 1.5 s.
-    const holder = new pg.Client({ connectionString: svc.databaseUrl });
-    await holder.connect();
-    await holder.query("begin");
-    await holder.query("select pg_advisory_xact_lock(72001)");
-    const client = createClient(UsageService, createGrpcTransport({ baseUrl: svc.baseUrl }));
-    const event = {
-      eventId: "deadline-1", userId: "7001", modelName: "m", modelType: "Chat", modelSource: "Builtin",
-      timestamp: 1_730_000_000n, inputTokens: 1n, outputTokens: 1n, basicAmount: "0.000001", payGoAmount: "0",
-    };
-    const release = setTimeout(() => void holder.query("commit"), 1_500);
-    // The deadline travels as the header alone: the client sets no timer of its own, so the answer it
-    // gets is the server's.
-    const error = await client.recordUsageEvents({ events: [event] }, { headers: { authorization: `Bearer ${token}`, "grpc-timeout": "300m" } })
-      .then(() => undefined, (e: unknown) => ConnectError.from(e));
-    await new Promise((resolve) => setTimeout(resolve, 2_000)); // the lock is released; the server's ingestion has run on
-    clearTimeout(release);
-    await holder.end();
-    expect(error?.code).toBe(Code.DeadlineExceeded);
-    expect(error?.findDetails(ErrorDetailSchema).map((d) => d.code)).toEqual([5040]);
-    const stored = await svc.database.db.selectFrom("usage_event").select("event_id").where("event_id", "=", "deadline-1").execute();
-    expect(stored).toEqual([]);
-    expect(accessLines(svc.logs).filter((l) => l.procedure === "/enterprise_admin.v1.UsageService/RecordUsageEvents").map((l) => l.code)).toContain(5040);
-  }, 15_000);
 });
 
 describe("the connection cap (MAX_CONNECTIONS)", () => {
