@@ -284,7 +284,7 @@ export class UsageReports {
   /** Each (member, model)'s sums of the layout's whole days, of the plan's members only. Returns what to read raw. */
   private async addDayPairs(cells: ReportCells, plan: ReportPlan, layout: RollupLayout, signal: AbortSignal): Promise<Span[]> {
     const { periods: days, raw } = coverBuckets(plan, layout);
-    const members = plan.members && new Set(plan.members);
+    const members = plan.members && [...plan.members].sort((a, b) => a - b);
     for (const { start, bucket } of days) {
       signal.throwIfAborted();
       cells.addPairs(bucket, await this.usage.rollups.dayPairs(plan.enterpriseId, start, members));

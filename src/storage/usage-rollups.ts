@@ -145,14 +145,20 @@ export class UsageRollups {
     });
   }
 
-  /** Each (member, model)'s sums of one day of the layout (of `only` these members, when given): what its per-model rows keep. */
-  async dayPairs(enterpriseId: string, day: number, only?: ReadonlySet<number>): Promise<MemberModelSums[]> {
+  /**
+   * Each (member, model)'s sums of one day of the layout (of `only` these members, in ascending order, when given): what its per-model
+   * rows keep.
+   */
+  async dayPairs(enterpriseId: string, day: number, only?: readonly number[]): Promise<MemberModelSums[]> {
     const models = (await this.memberDays(enterpriseId, [day], "each")).map(({ modelId, memberSums }) => ({ modelId, members: decodeMemberSums(memberSums) }));
     const sums = new ExactSums(only ? 0 : models.reduce((count, { members }) => count + members.count, 0));
     const pairs: MemberModelSums[] = [];
     for (const { modelId, members } of models) {
-      for (let m = 0; m < members.count; m++) {
-        if (only && !only.has(members.keys[m]!)) continue;
+      for (let m = 0, at = 0; m < members.count; m++) {
+        if (only) { // both in key order: one walk
+          while (only[at]! < members.keys[m]!) at++;
+          if (only[at] !== members.keys[m]) continue;
+        }
         const row = sums.newRow();
         for (let i = 0; i < SUMS; i++) sums.addValue(row, i, members.columns[i]![m]!);
         pairs.push({ memberKey: members.keys[m]!, modelId, sums, row });
