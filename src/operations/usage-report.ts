@@ -4,6 +4,7 @@ import { LRUCache } from "lru-cache";
 import roaring from "roaring";
 import type { GetUsageReportRequest } from "../../gen/enterprise_admin/v1/usage_pb.js";
 import { invalidParameter } from "../domain/errors.js";
+import { pushTo } from "../domain/list-maps.js";
 import { dateRangeWindow, zoneOrDefault, type TimeBucket } from "../domain/local-time.js";
 import { decodePageToken, effectivePageSize, encodePageToken } from "../domain/page-token.js";
 import { MAX_REPORT_DAYS } from "../domain/report-limits.js";
@@ -400,8 +401,4 @@ function groupedOnlyBy(plan: ReportPlan, dimension: GroupDimension): boolean {
 /** Grouped by department alone over a whole subtree (no member filter): what the day cache keeps per department scope. */
 function wholeSubtreeByDepartment(plan: ReportPlan): boolean {
   return plan.departments !== undefined && plan.members === undefined && groupedOnlyBy(plan, "department");
-}
-
-function pushTo<K, V>(map: Map<K, V[]>, key: K, value: V): void {
-  (map.get(key) ?? map.set(key, []).get(key)!).push(value);
 }

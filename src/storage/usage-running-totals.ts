@@ -6,6 +6,7 @@ import type { EventValue } from "../domain/usage-event.js";
 import { chunks, insertText, type BulkStore } from "./bulk-statements.js";
 import { forEachStoredRow, packedBytes, packTotals } from "./usage-sums-codec.js";
 import { grown } from "../domain/typed-arrays.js";
+import { pushTo } from "../domain/list-maps.js";
 import type { UsageRunningTotalTable } from "./schema.js";
 
 type StoredRow = Pick<UsageRunningTotalTable, "day" | "totals">;
@@ -122,7 +123,7 @@ async function readStoredRows(database: BulkStore,
   if (!found?.rows || !totals) return byMember;
   forEachStoredRow(totals, found.rows, 3, (fields, first, start, end) => {
     const memberKey = Number(fields[first]);
-    (byMember.get(memberKey) ?? byMember.set(memberKey, []).get(memberKey)!).push({ day: Number(fields[first + 1]), totals: totals.subarray(start, end) });
+    pushTo(byMember, memberKey, { day: Number(fields[first + 1]), totals: totals.subarray(start, end) });
   });
   for (const list of byMember.values()) list.sort((a, b) => a.day - b.day);
   return byMember;
