@@ -9,7 +9,7 @@ import type { EventValue } from "./usage-event.js";
  */
 export const USAGE_LAYOUT_VERSION = 5;
 
-// Quarter hours (every zone's midnights and hours fall on one), the layout's hours and days. Only days have a row per model besides
+// Quarter hours (every zone's midnights and hours fall on one, but for offsets of before 1980: holdsDay), the layout's hours and days. Only days have a row per model besides
 // ALL_MODELS: else a batch spread over a day would rewrite a row per hour and model.
 export const QUARTER = 0;
 export const HOUR = 1;
@@ -59,6 +59,14 @@ export class RollupPeriods {
     return this.dayAround(start).end;
   }
 
+  /**
+   * Whether the layout's day from `start` is what its day rows hold: a day whose bounds fall inside a quarter hour (an offset off the
+   * quarter hour, such as Africa/Monrovia's -00:44:30 until 1972) shares that quarter with its neighbour, which holds it whole.
+   */
+  holdsDay(start: number): boolean {
+    return mod(start, QUARTER_SECONDS) === 0 && mod(this.endOf(DAY, start), QUARTER_SECONDS) === 0;
+  }
+
   dayOfQuarter(quarter: number): number {
     let day = this.quarterDays.get(quarter);
     if (day === undefined) this.quarterDays.set(quarter, (day = this.startOf(DAY, quarter)));
@@ -83,7 +91,7 @@ export class RollupPeriods {
     const raw: Array<{ from: number; to: number }> = [];
     let t = start;
     while (t < end) {
-      const grain = grains.find((g) => this.startOf(g, t) === t && this.endOf(g, t) <= end);
+      const grain = grains.find((g) => this.startOf(g, t) === t && this.endOf(g, t) <= end && (g !== DAY || this.holdsDay(t)));
       if (grain !== undefined) {
         periods.push({ grain, start: t });
         t = this.endOf(grain, t);

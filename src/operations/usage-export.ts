@@ -34,7 +34,8 @@ export async function* exportUsageRows(usage: UsageRepository, directory: Direct
   for (const day of eachBucket(start, end, timeZone, "day")) {
     signal?.throwIfAborted();
     // Else the raw events: a day of another zone, or cut at the window's edge.
-    const wholeDay = layoutDays?.startOf(DAY, day.start) === day.start && layoutDays.endOf(DAY, day.start) === day.end;
+    const wholeDay = layoutDays?.startOf(DAY, day.start) === day.start && layoutDays.endOf(DAY, day.start) === day.end
+      && layoutDays.holdsDay(day.start);
     const pairs = wholeDay ? await usage.rollups.dayPairs(enterpriseId, day.start) : await usage.memberModelSums(enterpriseId, day.start, day.end);
     if (pairs.length === 0) continue;
     const unknown = members.unknown(pairs);

@@ -206,7 +206,8 @@ export class UsageReports {
     const periods = new RollupPeriods(layout, { start: ranges[0]!.start, end: ranges[ranges.length - 1]!.end });
     const daysOf = ranges.map((range) => {
       const days: number[] = [];
-      for (let day = periods.startOf(DAY, range.start); day < range.end; day = periods.endOf(DAY, day)) days.push(day);
+      // From the day row holding the range's first quarter hour: it may begin the day before (holdsDay).
+      for (let day = periods.dayOfQuarter(periods.startOf(QUARTER, range.start)); day < range.end; day = periods.endOf(DAY, day)) days.push(day);
       return days;
     });
     const dayStamps = await this.dayStamps(enterpriseId, [...new Set(daysOf.flat())]);

@@ -247,6 +247,22 @@ describe.each(dialects)("usage export (%s)", (dialect) => {
       .toEqual([["2025-03-10", 3]]);
   });
 
+  it("a local midnight off the quarter hour (Africa/Monrovia, -00:44:30 until 1972, the enterprise's zone) parts the dates to the second", async () => {
+    const id = `${tenant}-monrovia`;
+    await importDirectory(svc.database, {
+      enterprise: { enterprise_id: id, name: "Monrovia", currency: "USD", time_zone: "Africa/Monrovia" },
+      departments: [], members: [{ user_id: "1", email: "one@monrovia.example", account_type: 1, department_ids: [] }],
+    });
+    const at = (iso: string) => Date.parse(iso) / 1000;
+    const one = (timestamp: number): SentEvent => ({ user_id: "1", model: ["m", "Chat", "Builtin"], timestamp, input: 1, output: 0, basic: 1n, payGo: 0n });
+    // Midnights at 00:44:30 UTC, inside the quarter hour from 00:30.
+    await record(id, ["1971-03-10T00:30:00Z", "1971-03-10T00:44:29Z", "1971-03-10T00:44:30Z", "1971-03-10T00:44:59Z", "1971-03-11T00:44:29Z",
+      "1971-03-11T00:44:30Z"].map((iso) => one(at(iso))), "monrovia");
+    const rows = ndjson((await get({ start_time: at("1971-03-09T00:44:30Z"), end_time: at("1971-03-12T00:44:30Z"), format: "ndjson" },
+      await svc.token(["statistics:read"], id))).text);
+    expect(rows.map((row) => [row.date, row.events])).toEqual([["1971-03-09", 2], ["1971-03-10", 3], ["1971-03-11", 1]]);
+  });
+
   it("CSV: RFC 4180 with a header line, quoted commas and quotes, paths joined by \" | \", parses back to the NDJSON rows", async () => {
     const res = await get({ start_time: WINDOW.start, end_time: WINDOW.end });
     expect(res.status).toBe(200);

@@ -225,6 +225,42 @@ describe.each(dialects)("usage report (%s)", (dialect) => {
       ]);
     });
 
+    it("days whose midnight is off the quarter hour (Africa/Monrovia, -00:44:30 until 1972, the enterprise's zone) hold their own events", async () => {
+      const t = await tenant({ time_zone: "Africa/Monrovia", departments: [], members: plainMembers(["1", "2"]) });
+      const OTHER: Ev["model"] = ["zephyr", "CUE", "Builtin"];
+      const events = [
+        ev("1", at("1971-03-10T00:44:29Z"), 1n, 1n), // 23:59:59 on the 9th
+        ev("1", at("1971-03-10T00:44:30Z"), 2n, 2n), // 00:00:00 on the 10th, in the quarter hour that began on the 9th
+        ev("2", at("1971-03-10T00:44:59Z"), 4n, 4n, OTHER),
+        ev("1", at("1971-03-10T00:45:00Z"), 8n, 8n),
+        ev("2", at("1971-03-11T00:44:29Z"), 16n, 16n), // 23:59:59 on the 10th
+        ev("2", at("1971-03-11T00:44:30Z"), 32n, 32n, OTHER), // 00:00:00 on the 11th
+      ];
+      await write(t.token, events);
+      const window = { start_time: at("1971-03-09T00:44:30Z"), end_time: at("1971-03-12T00:44:30Z") };
+      const days = [events.slice(0, 1), events.slice(1, 5), events.slice(5)];
+      const plain = await report(t.token, window);
+      expect(plain.buckets.map((b: any) => b.date)).toStrictEqual(["1971-03-09", "1971-03-10", "1971-03-11"]);
+      expect(plain.buckets.map((b: any) => b.groups)).toStrictEqual(days.map((some) => [{ ...EMPTY_KEYS, ...figuresOf(some) }]));
+      const modelKeys = (m: Ev["model"]) => ({ ...EMPTY_KEYS, model_name: m[0], model_type: m[1], model_source: m[2] });
+      const byModel = await report(t.token, { ...window, group_by: ["model"] });
+      expect(byModel.buckets.map((b: any) => b.groups)).toStrictEqual(days.map((some) => [CHAT, OTHER]
+        .map((m) => ({ ...modelKeys(m), ...figuresOf(some.filter((e) => e.model === m)) })).filter((g) => g.events !== 0)));
+      const byMember = await report(t.token, { ...window, group_by: ["member"] });
+      expect(byMember.buckets.map((b: any) => b.groups)).toStrictEqual(days.map((some) => ["1", "2"]
+        .map((id) => ({ ...EMPTY_KEYS, user_id: id, email: `u${id}@example.com`, ...figuresOf(some.filter((e) => e.user_id === id)) }))
+        .filter((g) => g.events !== 0)));
+      const trend = await coreMetrics(t.token, { start_date: "1971-03-09", end_date: "1971-03-11" });
+      expect(trend.json.data.items.map((item: any) => item.events)).toStrictEqual(days.map((some) => some.length));
+
+      // Hours from 00:44:30 by model, kept between reports: a new event in the first one's first quarter hour is in the next report.
+      const hours = { start_time: at("1971-03-10T00:44:30Z"), end_time: at("1971-03-10T03:44:30Z"), bucket: "hour", group_by: ["model"] };
+      const eventsPerHour = async () => (await report(t.token, hours)).buckets.map((b: any) => b.groups.reduce((n: number, g: any) => n + g.events, 0));
+      expect(await eventsPerHour()).toStrictEqual([3, 0, 0]);
+      await write(t.token, [ev("2", at("1971-03-10T00:44:40Z"))]);
+      expect(await eventsPerHour()).toStrictEqual([4, 0, 0]);
+    });
+
     it("hour buckets in Asia/Kolkata (+05:30) start at half past the UTC hour, empty hours listed", async () => {
       const t = await tenant({ departments: [], members: plainMembers(["1"]) });
       const events = [ev("1", at("2024-10-28T00:29:59Z"), 1n), ev("1", at("2024-10-28T00:30:00Z"), 2n), ev("1", at("2024-10-28T02:45:00Z"), 4n)];
