@@ -83,8 +83,8 @@ export class UsageReports {
     let pageMembers: MemberRow[] | undefined;
     let nextPageToken = "";
     if (byMember) {
-      // Bound to every field but the page's own (AIP-158: page_size may change between pages).
-      const query = JSON.stringify(["usage-report", String(request.startTime), String(request.endTime), request.timeZone, kind, dimensions,
+      // Bound to every field but the page's own (AIP-158: page_size may change between pages), and to the zone used, named or not.
+      const query = JSON.stringify(["usage-report", String(request.startTime), String(request.endTime), zone, kind, dimensions,
         request.departmentId, request.userIds, request.emails]);
       const pageSize = effectivePageSize(request.pageSize, { default: 100, max: 1000 });
       const after = decodePageToken(query, request.pageToken);

@@ -654,6 +654,19 @@ describe.each(dialects)("usage report (%s)", (dialect) => {
       const second = await report(t.token, { ...body, page_size: 3 });
       await expectInvalid(await call("POST", REPORT, t.token, { ...body, time_zone: "Asia/Kolkata", page_token: second.next_page_token }), "page_token");
     });
+
+    it("a page token holds the zone its report used: the enterprise's zone named or by default is one query; after the zone changes, another", async () => {
+      const members = plainMembers(["1", "2"]);
+      const other = await tenant({ time_zone: "Asia/Shanghai", departments: [], members });
+      await write(other.token, [ev("1", S0 + HOUR), ev("2", S0 + HOUR)]);
+      const body = { start_time: S0, end_time: S0 + 2 * DAY, group_by: ["member"], page_size: 1 };
+      const first = await report(other.token, body);
+      expect(first.time_zone).toBe("Asia/Shanghai");
+      const named = await report(other.token, { ...body, time_zone: "Asia/Shanghai", page_token: first.next_page_token });
+      expect(named.buckets.flatMap((b: any) => b.groups.map((g: any) => g.user_id))).toContain("2");
+      await importDirectory(svc.database, { enterprise: { enterprise_id: other.id, name: "Moved", currency: "CNY", time_zone: "America/New_York" }, departments: [], members });
+      await expectInvalid(await call("POST", REPORT, other.token, { ...body, page_token: first.next_page_token }), "page_token");
+    });
   });
 
   // ---------------------------------------------------------------------------------------------
