@@ -22,13 +22,21 @@ export interface WindowPlan {
   raw: RawRange[];
 }
 
-/** [start_time, end_time), at most `maxDays` long. */
-export function checkWindow(start: bigint, end: bigint, maxDays = MAX_WINDOW_DAYS): { start: number; end: number } {
+/** The latest end_time a window may have, and what it is. */
+interface LatestEnd {
+  seconds: number;
+  meaning: string;
+}
+
+const LATEST_QUERY_END: LatestEnd = { seconds: Number.MAX_SAFE_INTEGER, meaning: "2^53 - 1, the largest accepted" };
+
+/** [start_time, end_time), at most `maxDays` long, ending by `latest`. */
+export function checkWindow(start: bigint, end: bigint, maxDays = MAX_WINDOW_DAYS, latest = LATEST_QUERY_END): { start: number; end: number } {
   if (end <= start) throw invalidParameter(`end_time must be after start_time (start_time ${start}, end_time ${end})`);
   const span = end - start;
   const maxSeconds = maxDays * DAY_SECONDS;
   if (span > BigInt(maxSeconds)) throw invalidParameter(`end_time - start_time: ${span} seconds > ${maxSeconds} (${maxDays} days)`);
-  if (end > BigInt(Number.MAX_SAFE_INTEGER)) throw invalidParameter(`end_time: ${end} is out of range`);
+  if (end > BigInt(latest.seconds)) throw invalidParameter(`end_time: ${end} > ${latest.seconds} (${latest.meaning})`);
   return { start: Number(start), end: Number(end) };
 }
 
@@ -56,8 +64,8 @@ function midnightsBeside(ts: number): number[] {
 
 export const dayOf = (ts: number) => Math.floor(ts / DAY_SECONDS);
 
-/** The latest end of a report's or export's window: 10000-01-01T00:00:00Z, just after the latest event. */
-const LATEST_REPORT_END = MAX_TIMESTAMP + 1;
+/** The latest end of a report's or export's window: just after the latest event. */
+const LATEST_REPORT_END: LatestEnd = { seconds: MAX_TIMESTAMP + 1, meaning: "10000-01-01T00:00:00Z: no event is later" };
 
 export type BucketKind = "day" | "hour" | "none";
 
@@ -70,11 +78,7 @@ export function bucketKind(text: string): BucketKind {
 
 /** [start_time, end_time) within the report's (and the export's) limits: 366 days, 31 for hour buckets, ending by LATEST_REPORT_END. */
 export function checkReportWindow(start: bigint, end: bigint, kind: BucketKind): { start: number; end: number } {
-  const window = checkWindow(start, end, kind === "hour" ? MAX_HOUR_REPORT_DAYS : MAX_REPORT_DAYS);
-  if (window.end > LATEST_REPORT_END) {
-    throw invalidParameter(`end_time: ${end} > ${LATEST_REPORT_END} (10000-01-01T00:00:00Z: no event is later)`);
-  }
-  return window;
+  return checkWindow(start, end, kind === "hour" ? MAX_HOUR_REPORT_DAYS : MAX_REPORT_DAYS, LATEST_REPORT_END);
 }
 
 export function planBuckets(start: number, end: number, zone: string, kind: BucketKind): TimeBucket[] {

@@ -751,6 +751,7 @@ describe.each(dialects)("usage report (%s)", (dialect) => {
       // Events end with the year 9999: a window may end there, not later (JavaScript's dates end near 8.64e12).
       await expectInvalid(await bad({ start_time: 8_640_000_000_000, end_time: 8_640_000_086_400 }), "end_time", "253402300800");
       await expectInvalid(await bad({ start_time: 253_402_300_800, end_time: 253_402_300_801, bucket: "none" }), "end_time", "253402300800");
+      await expectInvalid(await bad({ start_time: "9223372036854775000", end_time: "9223372036854775807" }), "end_time", "253402300800");
       const lastDay = await bad({ start_time: 253_402_214_400, end_time: 253_402_300_800, time_zone: "UTC" });
       expect([lastDay.status, lastDay.json.data.buckets.map((b: { date: string }) => b.date)]).toEqual([200, ["9999-12-31"]]);
       // Kiritimati (+14) is in 10000-01-01 by then: no date to give that day.

@@ -206,6 +206,11 @@ describe.each(dialects)("usage rules (%s)", (dialect) => {
       await expectFailure(reply, 400, 4001, "end_time - start_time: 15552001 seconds > 15552000 (180 days)");
     });
 
+    it("rejects an end_time past 2^53 - 1 with 4001 naming the field and the limit", async () => {
+      const reply = await query(acmeToken, { start_time: "9223372036854775000", end_time: "9223372036854775807", user_ids: ["7001"] });
+      await expectFailure(reply, 400, 4001, "end_time: 9223372036854775807 > 9007199254740991 (2^53 - 1, the largest accepted)");
+    });
+
     it.each([
       ["end_time equal to start_time", T0, T0],
       ["end_time before start_time", T0 + 1, T0],
