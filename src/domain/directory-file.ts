@@ -2,11 +2,16 @@
 // Parsing reports the JSON line or the path of the offending field; nothing is applied on error.
 import { IANAZone } from "luxon";
 import { z } from "zod";
+import { regexes } from "zod/v4/core";
 import { foldEmail } from "./email-match.js";
 import { invalidParameter } from "./errors.js";
 import { describeJsonError } from "./json-errors.js";
 
 const id = z.string().min(1).max(128);
+
+/** Internationalized addresses too (RFC 6531: `élodie@x.example`), where zod's `email()` takes ASCII alone. */
+const EMAIL_RULE = "not an e-mail address (a local part of 1 to 64 characters, \"@\", a domain of 1 to 255; no spaces, quotes or control characters)";
+const email = z.string().max(320).regex(regexes.unicodeEmail, EMAIL_RULE).refine((text) => !/\p{Cc}/u.test(text), EMAIL_RULE);
 
 const directoryFile = z.object({
   enterprise: z.object({
@@ -23,7 +28,7 @@ const directoryFile = z.object({
   }).strict()).default([]),
   members: z.array(z.object({
     user_id: id,
-    email: z.string().email().max(320),
+    email,
     account_type: z.union([z.literal(1), z.literal(2)], { errorMap: () => ({ message: "must be 1 (all-platform account) or 2 (Work-only account)" }) }),
     department_ids: z.array(id).default([]),
   }).strict()).default([]),

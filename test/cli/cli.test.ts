@@ -105,6 +105,22 @@ describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
     expect(rows).toHaveLength(6);
   });
 
+  it("import directory takes internationalized e-mail addresses; one that is no address is refused naming the member", async () => {
+    const directory = (emails: string[]) => file("intl.json", JSON.stringify({
+      enterprise: { enterprise_id: "intl", name: "Intl", currency: "USD" },
+      members: emails.map((email, i) => ({ user_id: String(i + 1), email, account_type: 1 })),
+    }));
+    const accepted = await cli(["import", "directory", directory(["élodie@x.example", "用户@例子.广告", "x@münchen.de", "li.lei@acme.example"]),
+      "--dry-run", "--db", testDb.url]);
+    expect(accepted.stderr).toBe("");
+    expect(JSON.parse(accepted.stdout)).toMatchObject({ enterprise_id: "intl", members: 4, dry_run: true });
+    for (const [email, index] of [["li lei@acme.example", 0], ["@acme.example", 0], ["li.lei@", 0], ["li\u0001lei@acme.example", 0]] as const) {
+      const refused = await cli(["import", "directory", directory([email]), "--dry-run", "--db", testDb.url]);
+      expect(refused.code, email).toBe(2);
+      expect(refused.stderr).toContain(`members[${index}].email: not an e-mail address`);
+    }
+  });
+
   describe("import usage", () => {
     const ev = (id: string, fields: Record<string, unknown> = {}) => JSON.stringify({
       event_id: id, user_id: "7001", model_name: "gpt-x", model_type: "Chat", model_source: "Builtin",
