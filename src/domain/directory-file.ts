@@ -36,7 +36,8 @@ const directoryFile = z.object({
 
 export type DirectoryFile = z.infer<typeof directoryFile>;
 
-export function parseDirectoryFile(text: string): DirectoryFile {
+export function parseDirectoryFile(fileText: string): DirectoryFile {
+  const text = fileText.replace(/^\uFEFF/, ""); // a byte order mark, as some Windows editors write
   let json: unknown;
   try {
     json = JSON.parse(text);

@@ -10,5 +10,6 @@ export function describeJsonError(text: string, error: unknown): string {
   const before = text.slice(0, first.offset);
   const line = before.split("\n").length;
   const column = before.length - before.lastIndexOf("\n");
-  return `line ${line}, column ${column}: ${printParseErrorCode(first.error)}`;
+  // One line (an NDJSON line, named by its caller): its column alone, not a "line 1" beside the file's line.
+  return `${text.includes("\n") ? `line ${line}, ` : ""}column ${column}: ${printParseErrorCode(first.error)}`;
 }

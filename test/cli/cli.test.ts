@@ -96,6 +96,12 @@ describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
     expect(await database.db.selectFrom("department").selectAll().execute()).toEqual([]);
   });
 
+  it("import directory reads a file that begins with a byte order mark", async () => {
+    const result = await cli(["import", "directory", file("bom.json", `\uFEFF${JSON.stringify(acme)}`), "--dry-run", "--db", testDb.url]);
+    expect(result.stderr).toBe("");
+    expect(JSON.parse(result.stdout)).toMatchObject({ enterprise_id: "acme", members: 2, dry_run: true });
+  });
+
   it("import directory upserts and is idempotent", async () => {
     const path = file("acme.json", JSON.stringify(acme));
     expect(JSON.parse((await cli(["import", "directory", path, "--db", testDb.url])).stdout))
@@ -163,7 +169,7 @@ describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
       ["a bad model_source", ev("b-2", { model_source: "Other" }), 'line 2 (event_id "b-2"): model_source: must be one of Builtin, Custom (got "Other")'],
       ["an amount on a Custom model", ev("b-2", { model_source: "Custom" }), 'line 2 (event_id "b-2"): basic_amount: a Custom model\'s amounts must be zero'],
       ["an unknown member", ev("b-2", { user_id: "9999" }), 'line 2 (event_id "b-2"): user_id: "9999" is not a member of enterprise acme'],
-      ["a line that is not JSON", '{"event_id": "b-2",', "line 2: not valid JSON"],
+      ["a line that is not JSON", '{"event_id": "b-2",', "line 2: not valid JSON (column 20: PropertyNameExpected)"],
       ["a timestamp in milliseconds", ev("b-2", { timestamp: 1_730_077_200_123 }),
         'line 2 (event_id "b-2"): timestamp: must be Unix seconds; 1730077200123 looks like milliseconds (1730077200 in seconds)'],
     ])("rejects %s naming the line and the field, and records none of the file", async (_name, line, message) => {
