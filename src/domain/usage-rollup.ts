@@ -9,8 +9,8 @@ import type { EventValue } from "./usage-event.js";
  */
 export const USAGE_LAYOUT_VERSION = 5;
 
-// Quarter hours (every zone's midnights and hours fall on one, but for offsets of before 1980: holdsDay), the layout's hours and days. Only days have a row per model besides
-// ALL_MODELS: else a batch spread over a day would rewrite a row per hour and model.
+// Quarter hours (every zone's midnights and hours fall on one, but for two offsets of before 1980: holdsDay), the layout's hours and
+// days. Only days have a row per model besides ALL_MODELS: else a batch spread over a day would rewrite a row per hour and model.
 export const QUARTER = 0;
 export const HOUR = 1;
 export const DAY = 2;
