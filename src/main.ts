@@ -19,7 +19,7 @@ export interface RunningService {
 export async function startService(config: ServeConfig, logger: Logger = createLogger({ level: config.logLevel }), env: NodeJS.ProcessEnv = process.env): Promise<RunningService> {
   // One registry per running service; the store reports its lock waits to it.
   const metrics = new ServiceMetrics();
-  const database = openDatabase(config.databaseUrl, { backgroundCheckpoints: true, observer: metrics, env });
+  const database = openDatabase(config.databaseUrl, { backgroundCheckpoints: true, observer: metrics, env, statementTimeoutMs: config.limits.requestTimeoutMs });
   try {
     await migrateToLatest(database);
     const keys = await loadLocalKeyProvider({ databaseUrl: config.databaseUrl, env });

@@ -75,6 +75,12 @@ export interface OpenOptions {
   observer?: StoreObserver;
   /** Where SQLITE_CACHE_MIB and STORE_BUSY_TIMEOUT_MS are read; process.env by default. */
   env?: NodeJS.ProcessEnv;
+  /**
+   * PostgreSQL, a server's store: no statement runs longer than this (a call's longest life) nor waits for a lock past the busy
+   * timeout, so a call that has ended, or a lock an operator holds, cannot keep the pool's connections. The CLI passes none: its
+   * imports and rebuilds wait as long as they must.
+   */
+  statementTimeoutMs?: number;
 }
 
 export function openDatabase(url: string, options: OpenOptions = {}): Database {
@@ -83,17 +89,19 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
   if (isPostgresUrl(url)) {
     // BIGINT (int8) columns hold Unix seconds and counters that fit a JS number; parse them as numbers.
     pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
-    const pool = new pg.Pool({ connectionString: url, max: 10 });
+    const busyTimeout = busyTimeoutMs(env);
+    // A call waits for a free connection no longer than for the write lock: then a busy 503 (store-faults.ts), not a hang.
+    const serving = options.statementTimeoutMs === undefined ? {} : { statement_timeout: options.statementTimeoutMs, lock_timeout: Math.max(1, busyTimeout) };
+    const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: Math.max(1000, busyTimeout), ...serving });
     // An idle client that the server drops (restart, failover, terminate) emits "error"; unhandled, it
     // would end the process. The pool discards that client and the next query connects anew.
     pool.on("error", () => {});
     const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
     const location = postgresLocation(url);
-    const busyTimeout = busyTimeoutMs(env);
     const writeTransaction: Database["writeTransaction"] = (work, options = {}) => db.connection().execute(async (connection) => {
       await sql`begin`.execute(connection);
-      // Bounds the wait for the ingestion lock (and any row lock) inside this transaction.
-      if (!options.unbounded) await sql`select set_config('lock_timeout', ${`${busyTimeout}ms`}, true)`.execute(connection);
+      // Bounds the wait for the ingestion lock (and any row lock) inside this transaction; unbounded, lifts a server's bound too.
+      await sql`select set_config('lock_timeout', ${options.unbounded ? "0" : `${busyTimeout}ms`}, true)`.execute(connection);
       return commitOrRollBack(connection, work, () => true);
     });
     return { db, dialect: "postgres", location, createdDirectories: [], writeTransaction, faultOf: (error) => storeFaultOf(error, location), observer, close: () => db.destroy() };

@@ -20,10 +20,13 @@ export class StoreFault extends Error {
 /** SQLite's result codes (better-sqlite3's `code`) and PostgreSQL's SQLSTATEs (pg's `code`) of each kind. */
 const BUSY_CODES = new Set(["SQLITE_BUSY", "SQLITE_BUSY_RECOVERY", "SQLITE_BUSY_SNAPSHOT", "SQLITE_BUSY_TIMEOUT", "SQLITE_LOCKED", "55P03"]);
 const FULL_CODES = new Set(["SQLITE_FULL", "53100"]);
+const POOL_WAIT_TIMEOUT = "timeout exceeded when trying to connect";
 
 /** The fault `error` is, if it is a busy or full store's; `location` names the store. */
 export function storeFaultOf(error: unknown, location: string): StoreFault | undefined {
   if (error instanceof StoreFault) return error;
+  // pg-pool's error, without a code, when no connection came free within connectionTimeoutMillis.
+  if (error instanceof Error && error.message === POOL_WAIT_TIMEOUT) return new StoreFault("busy", location, "no connection of the pool came free in time");
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code !== "string") return undefined;
   const detail = `${code}: ${(error as Error).message}`;

@@ -12,9 +12,11 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
 import { cli } from "../helpers/cli.js";
+import { createTestDatabase, dialects, type TestDatabase } from "../helpers/databases.js";
 import { rawHttp } from "../helpers/hostile-clients.js";
 
 const CLI = fileURLToPath(new URL("../../bin/enterprise-admin.mjs", import.meta.url));
@@ -506,4 +508,54 @@ describe("serve: the shutdown grace and a second signal", () => {
     expect(exit.code).toBe(1);
     expect(server.stdout()).toContain("second signal: exiting without draining");
   }, 30_000);
+});
+
+describe.runIf(dialects.includes("postgres"))("serve on PostgreSQL: SIGTERM while statements wait on a lock", () => {
+  let testDb: TestDatabase;
+  let token = "";
+
+  beforeAll(async () => {
+    testDb = await createTestDatabase("postgres");
+    const seeded = await cli(["seed", "--demo", "--db", testDb.url]);
+    expect(seeded.code, seeded.stderr).toBe(0);
+    token = seeded.stdout.trim();
+  }, 60_000);
+
+  afterAll(async () => {
+    await testDb?.drop();
+  });
+
+  it("answers the waiting calls 503 at the busy timeout and exits, not when the lock is released", async () => {
+    const port = await freePort();
+    const child = spawn(process.execPath, [CLI, "serve", "--port", String(port), "--db", testDb.url], {
+      env: { ...process.env, LOG_LEVEL: "info", SHUTDOWN_GRACE_MS: "5000", STORE_BUSY_TIMEOUT_MS: "1500" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    child.stdout!.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    const exited = new Promise<{ code: number | null; at: number }>((resolve) => child.once("close", (code) => resolve({ code, at: Date.now() })));
+    const locker = new pg.Client({ connectionString: testDb.url });
+    try {
+      await withTimeout((async () => { while (!stdout.includes('"msg":"listening"')) await new Promise((r) => setTimeout(r, 20)); })(), 20_000, "listening");
+      await locker.connect();
+      await locker.query("begin");
+      await locker.query("lock table usage_event, usage_running_total in access exclusive mode");
+      const now = Math.floor(Date.now() / 1000);
+      const calls = Array.from({ length: 3 }, () => fetch(`http://127.0.0.1:${port}/openapi/v1/statistics/user-model-usage`, {
+        method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify({ start_time: now - 86_400 - 3_600, end_time: now, user_ids: ["7001"] }),
+      }).then((reply) => reply.status, (error: Error) => error.name));
+      await new Promise((r) => setTimeout(r, 300)); // the statements are waiting on the lock
+      const signalled = Date.now();
+      child.kill("SIGTERM");
+      const exit = await withTimeout(exited, 15_000, "the serve process to exit while the lock is held");
+      expect(exit.code).toBe(0);
+      expect(exit.at - signalled).toBeLessThan(4_000);
+      expect(await Promise.all(calls)).toStrictEqual([503, 503, 503]);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      await locker.query("rollback").catch(() => {});
+      await locker.end().catch(() => {});
+    }
+  }, 60_000);
 });

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { sql } from "kysely";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadServeConfig } from "../../src/config.js";
 import { createLogger } from "../../src/interceptors/logging.js";
@@ -133,6 +134,46 @@ describe.each(dialects)("a busy store on %s", (dialect: DialectName) => {
     expect({ status: exchanged.status, code: exchanged.json.code }).toStrictEqual({ status: 200, code: 0 });
     expect((await call("GET", `/api/v1/environment_configs/${doomed.json.data.id}`)).status).toBe(404);
   }
+});
+
+describe.runIf(dialects.includes("postgres"))("a lock held on the usage tables (PostgreSQL)", () => {
+  let svc: TestService;
+
+  beforeAll(async () => {
+    svc = await startTestService("postgres", { STORE_BUSY_TIMEOUT_MS: "300" });
+  });
+  afterAll(async () => {
+    await svc?.close();
+  });
+
+  it("usage queries waiting on it get 503 at the busy timeout and give their connections back: other calls go on", async () => {
+    const token = await svc.token(["statistics:read", "departments:read"]);
+    const post = async (path: string, body: unknown, timeoutMs = 4000) => {
+      const started = performance.now();
+      const reply = await fetch(svc.baseUrl + path, {
+        method: "POST", body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs),
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "connect-timeout-ms": "2000" },
+      }).catch((error: Error) => ({ status: error.name, retry: null, headers: new Headers() }));
+      return { status: reply.status, retryAfter: reply.headers.get("retry-after"), ms: performance.now() - started };
+    };
+    const locker = new pg.Client({ connectionString: svc.databaseUrl });
+    await locker.connect();
+    await locker.query("begin");
+    // As an operator's maintenance would: every statement that reads these tables waits for it.
+    await locker.query("lock table usage_event, usage_running_total in access exclusive mode");
+    try {
+      // More calls than the pool has connections (10).
+      const usage = await Promise.all(Array.from({ length: 12 }, () =>
+        post("/openapi/v1/statistics/user-model-usage", { start_time: 1_735_689_600, end_time: 1_735_689_600 + 86_400 + 3_600, user_ids: ["7001"] })));
+      expect(usage.map((reply) => [reply.status, reply.retryAfter])).toStrictEqual(usage.map(() => [503, "1"]));
+      const departments = await post("/openapi/v1/departments/batch-get", { department_ids: ["100"] }, 3000);
+      expect(departments.status).toBe(200);
+      expect(departments.ms).toBeLessThan(1500);
+    } finally {
+      await locker.query("rollback");
+      await locker.end();
+    }
+  }, 60_000);
 });
 
 describe.runIf(dialects.includes("sqlite"))("a full disk under SQLite", () => {
