@@ -1,4 +1,4 @@
-// config -> database -> migrate -> listen; SIGTERM/SIGINT drains in-flight calls and closes; a second
+// config -> migrate -> database -> listen; SIGTERM/SIGINT drains in-flight calls and closes; a second
 // signal exits at once.
 import type { Writable } from "node:stream";
 import { createApp } from "./app.js";
@@ -19,9 +19,9 @@ export interface RunningService {
 export async function startService(config: ServeConfig, logger: Logger = createLogger({ level: config.logLevel }), env: NodeJS.ProcessEnv = process.env): Promise<RunningService> {
   // One registry per running service; the store reports its lock waits to it.
   const metrics = new ServiceMetrics();
+  await migrate(config.databaseUrl, env);
   const database = openDatabase(config.databaseUrl, { backgroundCheckpoints: true, observer: metrics, env, statementTimeoutMs: config.limits.requestTimeoutMs });
   try {
-    await migrateToLatest(database);
     const keys = await loadLocalKeyProvider({ databaseUrl: config.databaseUrl, env });
     const app = createApp({ database, logger, keys, rateLimits: config.rateLimits, requestTimeoutMs: config.limits.requestTimeoutMs,
       metrics, metricsAccess: config.metrics, corsAllowedOrigins: config.corsAllowedOrigins });
@@ -37,6 +37,18 @@ export async function startService(config: ServeConfig, logger: Logger = createL
   } catch (error) {
     await database.close();
     throw storeUnreachableOf(error, database.location) ?? error;
+  }
+}
+
+/** On a store of its own, without the serving bounds: a migration may build an index over every event, or wait for another server's. */
+async function migrate(databaseUrl: string, env: NodeJS.ProcessEnv): Promise<void> {
+  const database = openDatabase(databaseUrl, { env });
+  try {
+    await migrateToLatest(database);
+  } catch (error) {
+    throw storeUnreachableOf(error, database.location) ?? error;
+  } finally {
+    await database.close();
   }
 }
 
