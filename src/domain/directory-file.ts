@@ -4,19 +4,23 @@ import { IANAZone } from "luxon";
 import { z } from "zod";
 import { regexes } from "zod/v4/core";
 import { foldEmail } from "./email-match.js";
+import { characters } from "./text-rules.js";
 import { invalidParameter } from "./errors.js";
 import { describeJsonError } from "./json-errors.js";
 
-const id = z.string().min(1).max(128);
+/** Required text of at most `max` characters (code points, as the API's limits count). */
+const textOf = (max: number) => z.string().min(1).refine((text) => characters(text) <= max, `longer than ${max} characters`);
+const id = textOf(128);
 
 /** Internationalized addresses too (RFC 6531: `élodie@x.example`), where zod's `email()` takes ASCII alone. */
 const EMAIL_RULE = "not an e-mail address (a local part of 1 to 64 characters, \"@\", a domain of 1 to 255; no spaces, quotes or control characters)";
-const email = z.string().max(320).regex(regexes.unicodeEmail, EMAIL_RULE).refine((text) => !/\p{Cc}/u.test(text), EMAIL_RULE);
+// At most 64 + 1 + 255 = 320 characters.
+const email = z.string().regex(regexes.unicodeEmail, EMAIL_RULE).refine((text) => !/\p{Cc}/u.test(text), EMAIL_RULE);
 
 const directoryFile = z.object({
   enterprise: z.object({
     enterprise_id: id,
-    name: z.string().min(1).max(256),
+    name: textOf(256),
     currency: z.enum(["CNY", "USD"]),
     time_zone: z.string().max(64).refine((name) => IANAZone.isValidZone(name), "not an IANA time zone name (e.g. \"UTC\", \"Asia/Shanghai\")")
       .optional(),
@@ -24,7 +28,7 @@ const directoryFile = z.object({
   departments: z.array(z.object({
     department_id: id,
     parent_department_id: id,
-    name: z.string().min(1).max(256),
+    name: textOf(256),
   }).strict()).default([]),
   members: z.array(z.object({
     user_id: id,
@@ -52,15 +56,21 @@ export function parseDirectoryFile(fileText: string): DirectoryFile {
   const file = result.data;
   assertUnique(file.departments.map((d) => d.department_id), "departments", "department_id");
   assertUnique(file.members.map((m) => m.user_id), "members", "user_id");
-  assertUnique(file.members.map((m) => foldEmail(m.email)), "members", "email");
+  assertUnique(file.members.map((m) => foldEmail(m.email)), "members", "email", file.members.map((m) => m.email));
   return file;
 }
 
-function assertUnique(values: string[], list: string, field: string) {
-  const seen = new Set<string>();
-  values.forEach((value, index) => {
-    if (seen.has(value)) throw invalidParameter(`${list}[${index}].${field}: "${value}" appears twice`);
-    seen.add(value);
+/** `keys` compared; `shown`, the values as the file gives them, named in the error. */
+function assertUnique(keys: string[], list: string, field: string, shown = keys) {
+  const firstAt = new Map<string, number>();
+  keys.forEach((key, index) => {
+    const first = firstAt.get(key);
+    if (first === undefined) {
+      firstAt.set(key, index);
+      return;
+    }
+    const alike = shown[first] === shown[index] ? "" : ` as "${shown[first]}", compared case-insensitively`;
+    throw invalidParameter(`${list}[${index}].${field}: "${shown[index]}" appears twice (first at ${list}[${first}]${alike})`);
   });
 }
 

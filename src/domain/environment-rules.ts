@@ -3,6 +3,7 @@
 // limit, and never contain a secret's value.
 import { invalidParameter } from "./errors.js";
 import { RUNTIME_CATALOGUE, type Packages } from "./runtime-versions.js";
+import { characters } from "./text-rules.js";
 
 export const LIMITS = {
   nameCharacters: 64,
@@ -47,7 +48,6 @@ export interface EnvironmentDraft {
 }
 
 const bytes = (text: string) => Buffer.byteLength(text, "utf8");
-const characters = (text: string) => [...text].length;
 
 export function checkEnvironmentDraft(draft: EnvironmentDraft): void {
   checkName(draft.name);

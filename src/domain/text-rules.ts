@@ -11,3 +11,6 @@ export function textProblem(text: string): string | undefined {
   if (!isWellFormed.call(text)) return "not valid Unicode text (a lone surrogate or invalid UTF-8)";
   return undefined;
 }
+
+/** Its length in characters (code points), as the proto's length rules count: an emoji is one, not two UTF-16 units. */
+export const characters = (text: string) => [...text].length;

@@ -1,7 +1,7 @@
 // A usage event's rules, shared by the ingestion RPC and the NDJSON import; errors name the event and the field.
 import { invalidParameter } from "./errors.js";
 import { parseMicros } from "./money.js";
-import { textProblem } from "./text-rules.js";
+import { characters, textProblem } from "./text-rules.js";
 
 export const MODEL_TYPES = ["Chat", "CUE"] as const;
 export const MODEL_SOURCES = ["Builtin", "Custom"] as const;
@@ -86,13 +86,17 @@ export function checkUsageEvent(raw: RawUsageEvent, where: string): UsageEventIn
 export const eventLabel = (where: string, eventId: string | undefined) => (eventId === undefined ? where : `${where} (event_id ${JSON.stringify(eventId)})`);
 
 function text(value: unknown, field: string, where: string, eventId: string | undefined, maxLength: number, integerAllowed: boolean): string {
-  if (typeof value === "string" && value.length > 0 && value.length <= maxLength) {
+  if (typeof value === "string" && value.length > 0 && (value.length <= maxLength || characters(value) <= maxLength)) {
     const problem = textProblem(value);
     if (problem === undefined) return value;
     // The event id itself may be the broken text: name the event only by a sound id.
     throw invalidParameter(`${eventLabel(where, field === "event_id" ? undefined : eventId)}: ${field}: ${problem}`);
   }
-  if (integerAllowed && typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return String(value);
+  if (integerAllowed && typeof value === "number") {
+    if (Number.isSafeInteger(value) && value >= 0) return String(value);
+    // JSON has already rounded a number past 2^53 - 1: only a string keeps such an id exact.
+    throw invalidParameter(`${eventLabel(where, eventId)}: ${field}: a number must be an integer from 0 to ${Number.MAX_SAFE_INTEGER} (2^53 - 1); send other ids as strings`);
+  }
   if (typeof value !== "string" || value.length === 0) throw invalidParameter(`${eventLabel(where, eventId)}: ${field}: required, a non-empty string`);
   throw invalidParameter(`${eventLabel(where, eventId)}: ${field}: longer than ${maxLength} characters`);
 }

@@ -120,6 +120,13 @@ describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
       "--dry-run", "--db", testDb.url]);
     expect(accepted.stderr).toBe("");
     expect(JSON.parse(accepted.stdout)).toMatchObject({ enterprise_id: "intl", members: 4, dry_run: true });
+    // Lengths count characters, as the API's do: 128 emoji (256 UTF-16 units) make a user_id, 129 do not.
+    const ids = (userId: string) => file("ids.json", JSON.stringify({
+      enterprise: { enterprise_id: "intl", name: "Intl", currency: "USD" }, members: [{ user_id: userId, email: "e@x.example", account_type: 1 }],
+    }));
+    expect((await cli(["import", "directory", ids("😀".repeat(128)), "--dry-run", "--db", testDb.url])).code).toBe(0);
+    expect((await cli(["import", "directory", ids("😀".repeat(129)), "--dry-run", "--db", testDb.url])).stderr)
+      .toContain("members[0].user_id: longer than 128 characters");
     for (const [email, index] of [["li lei@acme.example", 0], ["@acme.example", 0], ["li.lei@", 0], ["li\u0001lei@acme.example", 0]] as const) {
       const refused = await cli(["import", "directory", directory([email]), "--dry-run", "--db", testDb.url]);
       expect(refused.code, email).toBe(2);
@@ -170,6 +177,8 @@ describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
       ["an amount on a Custom model", ev("b-2", { model_source: "Custom" }), 'line 2 (event_id "b-2"): basic_amount: a Custom model\'s amounts must be zero'],
       ["an unknown member", ev("b-2", { user_id: "9999" }), 'line 2 (event_id "b-2"): user_id: "9999" is not a member of enterprise acme'],
       ["a line that is not JSON", '{"event_id": "b-2",', "line 2: not valid JSON (column 20: PropertyNameExpected)"],
+      ["a user_id past 2^53 - 1 as a JSON number", ev("b-2", { user_id: 12345678901234567 }),
+        'line 2 (event_id "b-2"): user_id: a number must be an integer from 0 to 9007199254740991 (2^53 - 1); send other ids as strings'],
       ["a timestamp in milliseconds", ev("b-2", { timestamp: 1_730_077_200_123 }),
         'line 2 (event_id "b-2"): timestamp: must be Unix seconds; 1730077200123 looks like milliseconds (1730077200 in seconds)'],
     ])("rejects %s naming the line and the field, and records none of the file", async (_name, line, message) => {

@@ -592,6 +592,18 @@ describe.each(dialects)("usage rules (%s)", (dialect) => {
       expect(await mustRecord(t.token, [good])).toStrictEqual({ recorded: 1, duplicates: 0 });
     });
 
+    it("counts lengths in characters: a model_name and event_id of 128 emoji are recorded, 129 are 4001 naming the field", async () => {
+      const t = await tenant();
+      const m = t.members[0]!;
+      const long = "😀".repeat(128); // 256 UTF-16 units
+      expect(await mustRecord(t.token, [ev(m.user_id, T0 + HOUR, { event_id: long, model_name: long })])).toStrictEqual({ recorded: 1, duplicates: 0 });
+      expect((await modelUsageOf(t, m, T0, T0 + DAY)).map((u: any) => u.model_name)).toStrictEqual([long]);
+      for (const field of ["event_id", "model_name"]) {
+        const reply = await record(t.token, [ev(m.user_id, T0 + HOUR, { event_id: "e-129", [field]: `${long}😀` })]);
+        await expectFailure(reply, 400, 4001, naming("events[0]", field));
+      }
+    });
+
     it("names the bad event by its position events[1], whatever the rule it breaks", async () => {
       // One request per rule; the answer lists the rules whose message does not name the event. Rules
       // checked by the proto (types, enums, ceilings) name it by position; the others add its event_id.

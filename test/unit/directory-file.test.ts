@@ -21,6 +21,7 @@ describe("directory file", () => {
 
   it("rejects a department or e-mail given twice", () => {
     const twice = { ...valid, members: [valid.members[0], { ...valid.members[0], user_id: "2", email: "A@acme.example" }] };
-    expect(() => parseDirectoryFile(JSON.stringify(twice))).toThrow('members[1].email: "a@acme.example" appears twice');
+    expect(() => parseDirectoryFile(JSON.stringify(twice)))
+      .toThrow('members[1].email: "A@acme.example" appears twice (first at members[0] as "a@acme.example", compared case-insensitively)');
   });
 });
