@@ -57,7 +57,7 @@ export class UsageRepository {
   readonly rollups: UsageRollups;
 
   constructor(
-    private readonly database: Pick<Database, "db" | "dialect" | "writeTransaction" | "observer">,
+    private readonly database: Pick<Database, "db" | "dialect" | "writeTransaction" | "observer" | "faultOf">,
     private readonly caches: SharedCaches = { modelIds: new Map(), models: new Map(), texts: new StatementTexts(), latestRows: new LatestRows() },
   ) {
     this.db = database.db;
@@ -110,11 +110,20 @@ export class UsageRepository {
     throw new Error(`enterprise ${enterpriseId} of a valid token does not exist`);
   }
 
-  /** As enterpriseSettings, the rollups first brought up to date with pending events (API batches'): what reads the rollups asks this. */
+  /**
+   * As enterpriseSettings, the rollups first brought up to date with pending events (API batches'): what reads the rollups asks this.
+   * When another ingestion holds the write lock past the busy timeout (a rebuild), without a layout: the usage is then read raw, exactly.
+   */
   async settingsWithRollups(enterpriseId: string, option?: string): Promise<EnterpriseSettings> {
     const settings = await this.enterpriseSettings(enterpriseId, option);
-    if (settings.layout && (await this.rollups.pendingEvents(enterpriseId)) > 0) await this.addPendingRollups(enterpriseId);
-    return settings;
+    if (!settings.layout || (await this.rollups.pendingEvents(enterpriseId)) === 0) return settings;
+    try {
+      await this.addPendingRollups(enterpriseId);
+      return settings;
+    } catch (error) {
+      if (this.database.faultOf(error)?.kind !== "busy") throw error;
+      return { ...settings, layout: undefined };
+    }
   }
 
   /** The ids of these models (by `modelKey`), making the new ones; `identity(i)` is asked only for a key new to this process. */

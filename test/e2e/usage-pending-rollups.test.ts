@@ -16,6 +16,7 @@ import type { Database } from "../../src/storage/database.js";
 import { DirectoryRepository } from "../../src/storage/directory-repository.js";
 import { dialects, type TestDatabase } from "../helpers/databases.js";
 import { createSeededDatabase } from "../helpers/seeded-database.js";
+import { holdWriteLock } from "../helpers/write-lock.js";
 import { parseJsonBig, sixDecimals } from "../helpers/usage-reference.js";
 
 const CLI = fileURLToPath(new URL("../../bin/enterprise-admin.mjs", import.meta.url));
@@ -59,13 +60,13 @@ describe.each(dialects)("rollups held pending by API batches (%s)", (dialect) =>
   });
 
   /** `enterprise-admin serve` on the test database; resolves with its base URL once it answers. */
-  async function serve(): Promise<{ child: ChildProcess; baseUrl: string }> {
+  async function serve(env: Record<string, string> = {}): Promise<{ child: ChildProcess; baseUrl: string }> {
     const probe = createServer();
     await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
     const { port } = probe.address() as AddressInfo;
     await new Promise<void>((resolve) => probe.close(() => resolve()));
     const child = spawn(process.execPath, [CLI, "serve", "--port", String(port), "--db", testDb.url], {
-      env: { ...process.env, DATABASE_URL: "", LOG_LEVEL: "warn", RATE_LIMIT_RPS: "0", ENTERPRISE_ADMIN_MASTER_KEY_FILE: join(dir, "master.key") },
+      env: { ...process.env, DATABASE_URL: "", LOG_LEVEL: "warn", RATE_LIMIT_RPS: "0", ENTERPRISE_ADMIN_MASTER_KEY_FILE: join(dir, "master.key"), ...env },
       stdio: "ignore",
     });
     children.push(child);
@@ -144,6 +145,21 @@ describe.each(dialects)("rollups held pending by API batches (%s)", (dialect) =>
     expect(await pendingEvents()).toBe(600);
 
     server = await serve();
+    await expectReport(server.baseUrl, all);
+    expect(await pendingEvents()).toBe(0);
+    server.child.kill("SIGTERM");
+  });
+
+  it("while another writer holds the write lock past the busy timeout (a rebuild), a report reads the raw events, exactly; the events stay pending", async () => {
+    const server = await serve({ STORE_BUSY_TIMEOUT_MS: "300" });
+    all.push(...(await sendBatch(server.baseUrl, 250)));
+    const release = await holdWriteLock(dialect, testDb.url);
+    try {
+      await expectReport(server.baseUrl, all);
+      expect(await pendingEvents()).toBe(250);
+    } finally {
+      await release();
+    }
     await expectReport(server.baseUrl, all);
     expect(await pendingEvents()).toBe(0);
     server.child.kill("SIGTERM");
