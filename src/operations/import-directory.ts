@@ -82,7 +82,7 @@ export async function importDirectory(database: Database, file: DirectoryFile, o
       const changingEmail = members.filter((m) => m.removed_at === null && named.has(m.user_id)
         && foldEmail(named.get(m.user_id)!.email) !== m.email_folded);
       await directory.removeMembers(enterpriseId, [...removedMembers, ...changingEmail].map((m) => m.user_id), now);
-      const kept = members.filter((m) => m.removed_at === null && !named.has(m.user_id));
+      const kept = prune ? [] : members.filter((m) => m.removed_at === null && !named.has(m.user_id)); // --prune keeps none of them
       refuseTakenEmails(file, new Map(kept.map((m) => [m.email_folded, m.user_id])));
       await directory.upsertMembers(enterpriseId, file.members);
 

@@ -71,6 +71,14 @@ describe.each(dialects)("import directory --prune / --dry-run on %s", (dialect) 
     expect(await database.db.selectFrom("member").select("user_id").where("user_id", "=", "7003").execute()).toStrictEqual([]);
   });
 
+  it("with --prune, a member of the file takes the e-mail of the member it prunes, in one import (dry run first)", async () => {
+    const takeover = file("takeover.json", { ...acme, members: [{ user_id: "7003", email: "li.lei@ACME.example", account_type: 1, department_ids: [] }] });
+    const dry = await importFile(takeover, "--prune", "--dry-run");
+    expect(dry.stderr).toBe("");
+    expect(JSON.parse(dry.stdout)).toMatchObject({ members: 1, removed_members: [{ user_id: "7001" }, { user_id: "7002" }], dry_run: true });
+    expect(await state()).toStrictEqual({ departments: ["100", "110", "111", "112", "120", "121"], former: [] });
+  });
+
   it("--prune prints what it removed and removes it; the full file later restores the former member", async () => {
     const pruned = await importFile(file("without-sales.json", acmeWithoutSales), "--prune");
     expect(pruned.code).toBe(0);
