@@ -1,6 +1,6 @@
 // One typed configuration from flags and environment: flag, else environment variable, else default.
 import { DEFAULT_RATE_LIMITS, type RateLimitSettings } from "./domain/rate-limits.js";
-import { envNumber } from "./env-number.js";
+import { BadSetting, envNumber } from "./env-number.js";
 import { DEFAULT_DATABASE_URL } from "./storage/database.js";
 import { DEFAULT_TUNING, type UsageFileTuning } from "./operations/usage-file-worker.js";
 
@@ -76,7 +76,7 @@ const LIMIT_VARIABLES: Record<keyof ServerLimits, string> = {
 export function loadConfig(flags: { port?: string; host?: string; db?: string } = {}, env: NodeJS.ProcessEnv = process.env): Config {
   const portText = flags.port ?? env.PORT ?? "8080";
   const port = Number(portText);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port/PORT: "${portText}" is not a port number (0 to 65535)`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new BadSetting(`--port/PORT: "${portText}" is not a port number (0 to 65535)`);
   return {
     port,
     host: flags.host ?? env.HOST ?? "127.0.0.1",
@@ -98,9 +98,9 @@ export function loadMetricsAccess(env: NodeJS.ProcessEnv): MetricsAccess {
   const token = env.METRICS_TOKEN ?? "";
   const mode = (env.METRICS ?? "").trim() || (token === "" ? "open" : "token");
   if (mode === "off" || mode === "open") return { mode };
-  if (mode !== "token") throw new Error(`METRICS: "${mode}" is not one of off, open, token`);
+  if (mode !== "token") throw new BadSetting(`METRICS: "${mode}" is not one of off, open, token`);
   if (token.length < METRICS_TOKEN_MIN_LENGTH || /[^\x21-\x7e]/.test(token)) {
-    throw new Error(`METRICS_TOKEN: METRICS=token needs a token of at least ${METRICS_TOKEN_MIN_LENGTH} printable characters without spaces`);
+    throw new BadSetting(`METRICS_TOKEN: METRICS=token needs a token of at least ${METRICS_TOKEN_MIN_LENGTH} printable characters without spaces`);
   }
   return { mode, token };
 }
@@ -114,11 +114,11 @@ export function loadCorsAllowedOrigins(env: NodeJS.ProcessEnv): string[] {
   const text = env.CORS_ALLOWED_ORIGINS ?? "";
   const origins: string[] = [];
   for (const item of text.split(",").map((part) => part.trim()).filter((part) => part !== "")) {
-    if (item === "*") throw new Error("CORS_ALLOWED_ORIGINS: \"*\" is not accepted; list each origin allowed, e.g. https://admin.example.com");
+    if (item === "*") throw new BadSetting("CORS_ALLOWED_ORIGINS: \"*\" is not accepted; list each origin allowed, e.g. https://admin.example.com");
     const origin = browserOrigin(item);
     if (origin !== item) {
       const hint = origin === undefined ? "expected http(s)://host[:port], e.g. https://admin.example.com" : `a browser sends ${JSON.stringify(origin)}`;
-      throw new Error(`CORS_ALLOWED_ORIGINS: ${JSON.stringify(item)} is not an origin as browsers send it (no path, lower case, no default port): ${hint}`);
+      throw new BadSetting(`CORS_ALLOWED_ORIGINS: ${JSON.stringify(item)} is not an origin as browsers send it (no path, lower case, no default port): ${hint}`);
     }
     if (!origins.includes(origin)) origins.push(origin);
   }

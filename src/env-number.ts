@@ -1,6 +1,11 @@
 // A number setting from the environment, read the same way everywhere: unset or empty means the
 // default; anything else must be a number (a whole one unless `fraction`) in range, or the start (or
 // the command) stops with a message naming the variable and the range.
+/** A setting (an environment variable or an option) the start or the command cannot take: the CLI's exit code 2, as any bad input. */
+export class BadSetting extends Error {
+  override name = "BadSetting";
+}
+
 export interface EnvNumberRule {
   fallback: number;
   min: number;
@@ -17,7 +22,7 @@ export function envNumber(env: NodeJS.ProcessEnv, name: string, { fallback, min,
   const value = Number(text);
   if (!Number.isFinite(value) || value < min || value > max || (!fraction && !Number.isInteger(value))) {
     const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`;
-    throw new Error(`${name}: "${text}" is not ${fraction ? "a number" : "a whole number"} ${range}${note ? ` ${note}` : ""}`);
+    throw new BadSetting(`${name}: "${text}" is not ${fraction ? "a number" : "a whole number"} ${range}${note ? ` ${note}` : ""}`);
   }
   return value;
 }

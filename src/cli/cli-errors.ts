@@ -1,7 +1,8 @@
 // The one line and the exit code of a failed command (docs/cli.md, "Errors and exit codes"): 2 for
-// input the command cannot take (a bad value or file, an unknown enterprise, a file not there), 1
+// input the command cannot take (a bad value, setting or file, an unknown enterprise, a file not there), 1
 // for anything else (the store unreachable, busy or full; a fault).
 import { AppError } from "../domain/errors.js";
+import { BadSetting } from "../env-number.js";
 
 /** Node's file errors, in a person's words. */
 const FILE_REASONS: Record<string, string> = {
@@ -29,7 +30,7 @@ export class ReportedFailure extends Error {
 
 export function cliFailureOf(error: unknown): CliFailure {
   if (error instanceof ReportedFailure) return { exitCode: error.exitCode };
-  if (error instanceof AppError) return { message: error.message, exitCode: 2 };
+  if (error instanceof AppError || error instanceof BadSetting) return { message: error.message, exitCode: 2 };
   const { code, path } = (error ?? {}) as { code?: unknown; path?: unknown };
   if (typeof code === "string" && typeof path === "string" && code in FILE_REASONS) {
     return { message: `${path}: ${FILE_REASONS[code]}`, exitCode: code === "ENOENT" ? 2 : 1 };

@@ -412,6 +412,13 @@ describe.concurrent("the real binary's exit status", () => {
       .toStrictEqual({ code: 2, stdout: "", stderr: `error: ${missing}: no such file or directory\n` });
   });
 
+  it("a bad setting, as an option or an environment variable, is one line naming it, exit 2", async () => {
+    expect(await cliProcess(["serve", "--port", "abc", "--db", join(dir, "settings.sqlite")]))
+      .toStrictEqual({ code: 2, stdout: "", stderr: 'error: --port/PORT: "abc" is not a port number (0 to 65535)\n' });
+    expect(await cliProcess(["token", "list", "--enterprise", "acme", "--db", join(dir, "settings.sqlite")], { SQLITE_CACHE_MIB: "abc" }))
+      .toMatchObject({ code: 2, stdout: "", stderr: expect.stringMatching(/^error: SQLITE_CACHE_MIB: "abc" is not a whole number/) });
+  });
+
   it("an unreachable PostgreSQL is one line naming the server (no credentials), exit 1", async () => {
     const result = await cliProcess(["migrate", "--db", "postgres://admin:s3cret@127.0.0.1:1/admin"]);
     expect(result).toStrictEqual({
