@@ -87,7 +87,7 @@ rejected file is applied.
 |---|---|
 | 0 | done |
 | 1 | the store cannot be reached, is busy or full; \`keys verify\` found a data key it cannot unwrap; any other failure |
-| 2 | input the command cannot take: a bad value or file, a file that is not there, an unknown enterprise, app or token |
+| 2 | input the command cannot take: a bad value or file, a bad setting (\`--port abc\`, \`SQLITE_CACHE_MIB=abc\`, also for \`serve\`), a file that is not there, an unknown enterprise, app or token |
 
 Commander's own usage errors (an unknown option, a missing required one) print the error and the
 command's help, exit 1.
