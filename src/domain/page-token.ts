@@ -1,5 +1,7 @@
 // Opaque page tokens (AIP-158): base64url of the last key seen and a fingerprint of the query, so a
-// token cannot be replayed against a different query or forged into a different shape unnoticed.
+// token of another query is refused. They are not signed: anyone can make one by hand, so the key
+// carried is checked like any input where it is used, and it only says where the caller's own list
+// goes on (every query still filters by the caller's enterprise).
 import { createHash } from "node:crypto";
 import { invalidParameter } from "./errors.js";
 

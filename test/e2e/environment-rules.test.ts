@@ -2,7 +2,7 @@
 // Environment configurations), against the real service over plain fetch (REST, exact JSON) and, for a
 // representative subset, the Connect client. Every secret value sent carries a marker that is searched
 // for in every response body, every error message and every server log line at the end.
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -562,7 +562,10 @@ describe.each(dialects)("environment config rules (%s)", (dialect) => {
       const children = await send("GET", "/openapi/v1/departments/100/children?page_size=1", { token: departmentsToken });
       const foreign = children.json.data.next_page_token as string;
       expect(foreign).not.toBe("");
-      for (const pageToken of [foreign, "not-a-token", Buffer.from('{"q":"x","a":"[\\"a\\",\\"b\\"]"}').toString("base64url")]) {
+      // Page tokens are not signed: one made by hand with this list's fingerprint and a cursor that is not JSON is refused too.
+      const fingerprint = createHash("sha256").update("environment-configs").digest("base64url").slice(0, 12);
+      const handMade = Buffer.from(JSON.stringify({ q: fingerprint, a: "notjson{" })).toString("base64url");
+      for (const pageToken of [foreign, "not-a-token", Buffer.from('{"q":"x","a":"[\\"a\\",\\"b\\"]"}').toString("base64url"), handMade]) {
         const reply = await listReply(`?page_token=${encodeURIComponent(pageToken)}`, initechToken);
         expect(reply.status).toBe(400);
         expect(reply.json).toStrictEqual(failure(4001, "page_token: not a token returned by this query"));
