@@ -11,7 +11,7 @@ import { AccessLog } from "./interceptors/access-log.js";
 import { recordCall, rpcTransportOf } from "./interceptors/call-metrics.js";
 import { attachCallLog, callLogKey, callLogOf, type CallLog } from "./interceptors/call-log.js";
 import { encodeGrpcMessageBySpec } from "./interceptors/grpc-message-encoding.js";
-import { refuseMalformedProtobuf } from "./interceptors/protobuf-body-check.js";
+import { refuseForeignJson, refuseMalformedProtobuf } from "./interceptors/rpc-body-check.js";
 import { attachCallSignal, callDeadline, callDeadlineKey, callDeadlineOf, callerTimeoutMs, callSignalKey, callSignalOf, closeAfterAnswer, endIncompleteBodyAtDeadline, responseSignal } from "./interceptors/call-signal.js";
 import type { Logger } from "./interceptors/logging.js";
 import { RateLimits, type RateLimitSettings } from "./domain/rate-limits.js";
@@ -70,7 +70,7 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
       routes(services, chain.interceptors, health)(router);
       // connect-es decodes RPC bodies and encodes grpc-message itself; these wrappers correct both.
       router.handlers.forEach((handler, i) => {
-        router.handlers[i] = encodeGrpcMessageBySpec(refuseMalformedProtobuf(handler, MAX_BODY_BYTES));
+        router.handlers[i] = encodeGrpcMessageBySpec(refuseForeignJson(refuseMalformedProtobuf(handler, MAX_BODY_BYTES)));
         rpcPaths.add(handler.requestPath);
       });
     },

@@ -5,6 +5,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
+import { gzipSync } from "node:zlib";
 import { join } from "node:path";
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
@@ -1102,6 +1103,29 @@ describe.each(dialects)("environment config rules (%s)", (dialect) => {
       expect(rpc.status).toBe(400);
       expect(rpc.json.code).toBe("invalid_argument");
       expect(rpc.text).not.toContain(pin);
+      await sleep(50);
+      expect(svc.logs.filter((line) => line.includes(pin))).toStrictEqual([]);
+    });
+
+    it("JSON that connect-es would decode (compressed Connect JSON, gRPC-Web with the JSON codec) is refused unread: 4001, no value echoed", async () => {
+      const pin = `9${range(11).map(() => Math.floor(Math.random() * 10)).join("")}`;
+      const json = `{"name":"${uniqueName("pin")}","secrets":{"PIN":${pin}}}`;
+      const post = (contentType: string, body: Uint8Array, extra: Record<string, string> = {}) => fetch(`${svc.baseUrl}${RPC}/CreateEnvironmentConfig`, {
+        method: "POST", body, headers: { authorization: `Bearer ${token}`, "content-type": contentType, ...extra },
+      });
+      const gzipped = await post("application/json", gzipSync(json), { "content-encoding": "gzip" });
+      const connectText = await gzipped.text();
+      expect(gzipped.status).toBe(400);
+      expect(JSON.parse(connectText)).toMatchObject({ code: "invalid_argument", message: expect.stringContaining("JSON bodies are taken uncompressed") });
+      expect(connectText).not.toContain(pin);
+      const message = Buffer.from(json);
+      const envelope = Buffer.concat([Buffer.from([0, 0, 0, 0, 0]), message]);
+      envelope.writeUInt32BE(message.length, 1);
+      const grpcWeb = await post("application/grpc-web+json", envelope, { "x-grpc-web": "1" });
+      const grpcWebText = `${[...grpcWeb.headers].join(";")}${Buffer.from(await grpcWeb.arrayBuffer()).toString("latin1")}`;
+      expect(grpcWebText).toContain("grpc-status: 3\r\n");
+      expect(decodeURIComponent(grpcWebText.split("grpc-message: ")[1]!.split("\r\n")[0]!)).toContain("JSON bodies are taken uncompressed");
+      expect(grpcWebText).not.toContain(pin);
       await sleep(50);
       expect(svc.logs.filter((line) => line.includes(pin))).toStrictEqual([]);
     });

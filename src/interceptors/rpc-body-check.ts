@@ -1,7 +1,12 @@
-// Binary request bodies checked before connect-es decodes them. connect-es answers a body that is not
-// a valid protobuf message with "internal", as if the server were at fault; here such a body is
-// refused as 4001 invalid_argument, in the caller's protocol, naming the field when a string is not
-// UTF-8. Compressed bodies are left to connect-es.
+// Request bodies checked before connect-es decodes them, refused as 4001 invalid_argument in the
+// caller's protocol, with the service's ErrorDetail:
+// - a binary body that is not a valid protobuf message (connect-es would answer "internal", as if the
+//   server were at fault), naming the field when a string is not UTF-8; compressed ones are left to
+//   connect-es;
+// - a JSON body connect-es would decode itself: its errors quote the offending value (a mistyped
+//   secret) and carry no ErrorDetail. Uncompressed Connect JSON is read by the service's own reader
+//   (rest/connect-json-unary.ts); compressed Connect JSON and gRPC or gRPC-Web with the JSON codec are
+//   refused.
 import { isUtf8 } from "node:buffer";
 import { fromBinary, ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
@@ -18,6 +23,8 @@ const CONNECT_PROTO = /^application\/proto$/i;
 /** Connect's streaming protocol: its request message is enveloped as gRPC's is. */
 const CONNECT_STREAM_PROTO = /^application\/connect\+proto$/i;
 const GRPC_PROTO = /^application\/grpc(-web)?(\+proto)?$/i;
+const GRPC_JSON = /^application\/grpc(-web)?\+json/i;
+const CONNECT_JSON = /^application\/json/i;
 const ENVELOPE_COMPRESSED = 0b1;
 const ENVELOPE_TRAILER = 0b1000_0000;
 
@@ -28,18 +35,40 @@ export function refuseMalformedProtobuf(handler: UniversalHandler, maxBytes: num
   const checking = (req: UniversalServerRequest) => {
     const framing = framingOf(req.header);
     if (framing === undefined || !isByteStream(req.body)) return handler(req);
-    const refuse = (problem: string) => {
-      const log = req.contextValues?.get(callLogKey);
-      const error = invalidParameter(problem);
-      if (log) {
-        log.procedure = `/${handler.service.typeName}/${handler.method.name}`;
-        log.code = error.code;
-      }
-      return toConnectError(error, log?.requestId ?? "");
-    };
-    return handler({ ...req, body: checkedBody(req.body, framing, schema, maxBytes, refuse) });
+    return handler({ ...req, body: checkedBody(req.body, framing, schema, maxBytes, (problem) => refusal(handler, req, problem)) });
   };
   return Object.assign(checking, handler);
+}
+
+/** Wraps a unary method's handler so that a JSON body connect-es would decode itself is refused as 4001, unread. */
+export function refuseForeignJson(handler: UniversalHandler): UniversalHandler {
+  if (handler.method.methodKind !== "unary") return handler;
+  const checking = (req: UniversalServerRequest) => {
+    const type = req.header.get("content-type") ?? "";
+    const encoding = req.header.get("content-encoding");
+    const foreign = GRPC_JSON.test(type) || (CONNECT_JSON.test(type) && encoding !== null && encoding !== "identity");
+    if (!foreign) return handler(req);
+    const error = refusal(handler, req, "JSON bodies are taken uncompressed over the Connect protocol (or REST): send this one " +
+      "uncompressed, or as protobuf over gRPC and gRPC-Web");
+    return handler({ ...req, body: refusedBody(error) });
+  };
+  return Object.assign(checking, handler);
+}
+
+/** The refusal of a request's body, noted in its call log. */
+function refusal(handler: UniversalHandler, req: UniversalServerRequest, problem: string): ConnectError {
+  const log = req.contextValues?.get(callLogKey);
+  const error = invalidParameter(problem);
+  if (log) {
+    log.procedure = `/${handler.service.typeName}/${handler.method.name}`;
+    log.code = error.code;
+  }
+  return toConnectError(error, log?.requestId ?? "");
+}
+
+/** A body that fails when read. */
+async function* refusedBody(error: ConnectError): AsyncIterable<Uint8Array> {
+  throw error;
 }
 
 function framingOf(header: Headers): Framing | undefined {
