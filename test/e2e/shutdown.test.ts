@@ -137,9 +137,8 @@ interface KeepAliveTraffic {
 const KEEP_ALIVE_BODY = JSON.stringify({ department_ids: ["111"] });
 
 /** REST calls one after another on one HTTP/1.1 keep-alive connection, until it is closed. */
-async function keepAliveHttp1(port: number, token: string, stop: AbortSignal): Promise<KeepAliveTraffic> {
+async function keepAliveHttp1(port: number, token: string, stop: AbortSignal, traffic: KeepAliveTraffic): Promise<KeepAliveTraffic> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  const traffic: KeepAliveTraffic = { name: "HTTP/1.1 keep-alive", statuses: [], failures: [] };
   let sockets = 0;
   agent.on("free", () => {});
   while (!stop.aborted) {
@@ -178,8 +177,7 @@ async function keepAliveHttp1(port: number, token: string, stop: AbortSignal): P
 }
 
 /** REST calls one after another on one HTTP/2 session, until the server sends GOAWAY. */
-async function keepAliveHttp2(baseUrl: string, token: string, stop: AbortSignal): Promise<KeepAliveTraffic> {
-  const traffic: KeepAliveTraffic = { name: "HTTP/2 session", statuses: [], failures: [] };
+async function keepAliveHttp2(baseUrl: string, token: string, stop: AbortSignal, traffic: KeepAliveTraffic): Promise<KeepAliveTraffic> {
   const session = http2.connect(baseUrl);
   session.on("error", () => {});
   session.once("goaway", (code) => (traffic.goaway = code));
@@ -310,9 +308,11 @@ describe("serve: graceful shutdown on SIGTERM", () => {
     healthz.socket.write("GET /healthz HTTP/1.1\r\nHost: x\r\n");
     // Keep-alive traffic on both protocols, running through the signal.
     const stopTraffic = new AbortController();
-    traffic = Promise.all([keepAliveHttp1(port, token, stopTraffic.signal), keepAliveHttp2(baseUrl, token, stopTraffic.signal)]);
+    const flows: KeepAliveTraffic[] = [{ name: "HTTP/1.1 keep-alive", statuses: [], failures: [] }, { name: "HTTP/2 session", statuses: [], failures: [] }];
+    traffic = Promise.all([keepAliveHttp1(port, token, stopTraffic.signal, flows[0]!), keepAliveHttp2(baseUrl, token, stopTraffic.signal, flows[1]!)]);
     await withTimeout((async () => { while (watched.length === 0) await new Promise((r) => setTimeout(r, 10)); })(), 5_000, "the first Watch status");
-    await new Promise((r) => setTimeout(r, 300)); // the traffic is flowing
+    // The traffic is flowing: some calls answered on each protocol (a count, not a time: a loaded machine answers fewer in 300 ms).
+    await withTimeout((async () => { while (flows.some((flow) => flow.statuses.length < 6)) await new Promise((r) => setTimeout(r, 10)); })(), 10_000, "the keep-alive traffic");
 
     signalledAt = Date.now();
     child.kill("SIGTERM");
