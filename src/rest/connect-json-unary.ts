@@ -84,7 +84,8 @@ function checkCallerTimeout(req: HttpRequest): void {
 
 /** The Connect protocol's unary error: the code's HTTP status, its headers (Retry-After), the JSON error with its details. */
 function writeError(res: HttpResponse, error: ConnectError): void {
-  const body = JSON.stringify(errorToJson(error, undefined));
+  // Field names as the proto spells them (debug.request_id), as connect-es writes them on the other paths (app.ts jsonOptions).
+  const body = JSON.stringify(errorToJson(error, { useProtoFieldName: true }));
   error.metadata.forEach((value, name) => res.setHeader(name, value));
   res.statusCode = codeToHttpStatus(error.code);
   res.setHeader("content-type", "application/json");

@@ -1057,6 +1057,13 @@ describe.each(dialects)("environment config rules (%s)", (dialect) => {
       expect(reply.json.message).toContain("container_image");
       // the RPC transports carry the same number as an error detail
       expect(reply.json.details?.map((d: any) => d.debug?.code)).toStrictEqual([4001]);
+      // Its request id under the proto's field name, as on the paths connect-es answers (a compressed JSON body, refused unread).
+      expect(reply.json.details[0].debug.request_id).toBe(reply.requestId);
+      const compressed = await fetch(`${svc.baseUrl}${RPC}/CreateEnvironmentConfig`, {
+        method: "POST", body: gzipSync(JSON.stringify({ name: uniqueName("connect-gzip") })),
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "content-encoding": "gzip" },
+      });
+      expect((await compressed.json() as any).details[0].debug.request_id).toBe(compressed.headers.get("x-request-id"));
     });
   });
 
