@@ -1,6 +1,7 @@
 // The report's day cache: a scope's groups per day, so a report of months reads one short row a day; an entry serves while its stamp holds.
 import { LRUCache } from "lru-cache";
 import type { PeriodFigures } from "../domain/report-cells.js";
+import { takeTurn } from "./take-turn.js";
 
 /** The memory the entries may take, counted as their bitmaps' bytes plus a fixed cost per group. */
 const MAX_CACHE_BYTES = 64 * 1024 * 1024;
@@ -35,7 +36,7 @@ export class ReportDayCache {
       else missing.push(day);
     }
     for (let at = 0; at < missing.length; at += DAYS_READ_AT_ONCE) {
-      signal.throwIfAborted();
+      await takeTurn(signal);
       const days = missing.slice(at, at + DAYS_READ_AT_ONCE);
       const loaded = await load(days, withMembers);
       for (const day of days) {

@@ -6,6 +6,7 @@ import { BASIC, EVENTS, INPUT, modelAmounts, OUTPUT, PAY_GO, type MemberModelSum
 import { DAY, RollupPeriods, type RollupLayout } from "../domain/usage-rollup.js";
 import type { DirectoryRepository, MemberProfile } from "../storage/directory-repository.js";
 import type { UsageRepository } from "../storage/usage-repository.js";
+import { takeTurn } from "./take-turn.js";
 
 /** Rows per batch handed out (one ExportUsage message). */
 export const EXPORT_BATCH_ROWS = 1_000;
@@ -32,7 +33,7 @@ export async function* exportUsageRows(usage: UsageRepository, directory: Direct
   const members = new MemberOrder();
   const layoutDays = layout?.timeZone === timeZone ? new RollupPeriods(layout, { start, end }) : undefined;
   for (const day of eachBucket(start, end, timeZone, "day")) {
-    signal?.throwIfAborted();
+    if (signal) await takeTurn(signal);
     // Else the raw events: a day of another zone, or cut at the window's edge.
     const wholeDay = layoutDays?.startOf(DAY, day.start) === day.start && layoutDays.endOf(DAY, day.start) === day.end
       && layoutDays.holdsDay(day.start);

@@ -20,6 +20,7 @@ import type { DepartmentRepository } from "../storage/department-repository.js";
 import type { MemberRow, UsageRepository } from "../storage/usage-repository.js";
 import { resolveNamedMembers } from "./named-members.js";
 import { DAYS_READ_AT_ONCE, ReportDayCache, type DayLoader } from "./report-day-cache.js";
+import { takeTurn } from "./take-turn.js";
 
 const { RoaringBitmap32 } = roaring;
 
@@ -159,7 +160,7 @@ export class UsageReports {
     const keep = layout !== undefined && members === undefined && (byModel || wholeSubtreeByDepartment(plan));
     const whole: number[] = [];
     for (const { bucket, from, to } of bucketParts(cells.buckets, start, end)) {
-      signal.throwIfAborted();
+      await takeTurn(signal);
       const b = cells.buckets[bucket]!;
       if ((byModel || keep) && start <= b.start && b.end <= end && b.end - b.start <= COUNTED_SPAN_SECONDS) {
         if (from === b.start) whole.push(bucket);
@@ -181,7 +182,7 @@ export class UsageReports {
     : Promise<PeriodFigures[][]> {
     const models: PeriodFigures[][] = ranges.map(() => []);
     for (let first = 0, last = 1; first < ranges.length; first = last, last = first + 1) {
-      signal.throwIfAborted();
+      await takeTurn(signal);
       while (last < ranges.length && ranges[last]!.start === ranges[last - 1]!.end && ranges[last]!.end - ranges[first]!.start <= COUNTED_SPAN_SECONDS) last++;
       for (const model of await this.usage.modelSums(enterpriseId, ranges.slice(first, last), members)) models[first + model.range]!.push(model);
     }
@@ -193,7 +194,7 @@ export class UsageReports {
     const rangeCells = new ReportCells(ranges, grouping);
     for (const [i, range] of ranges.entries()) {
       for (const { from, to } of bucketParts([range], range.start, range.end)) {
-        signal.throwIfAborted();
+        await takeTurn(signal);
         rangeCells.addPairs(i, await this.usage.memberModelSums(enterpriseId, from, to));
       }
     }
@@ -247,7 +248,7 @@ export class UsageReports {
       bucketOf.get(key)!.buckets.set(start, bucket);
     }
     for (const { grain, alone, buckets } of bucketOf.values()) {
-      signal.throwIfAborted();
+      await takeTurn(signal);
       for (const row of await this.usage.rollups.rows(plan.enterpriseId, grain, [...buckets.keys()], "all", !alone)) {
         cells.addPeriod(buckets.get(row.period)!, row);
       }
@@ -272,7 +273,7 @@ export class UsageReports {
     } else {
       const dayOf = new Map(days.map((day) => [day.start, day]));
       for (let at = 0; at < days.length; at += DAYS_READ_AT_ONCE) {
-        signal.throwIfAborted();
+        await takeTurn(signal);
         const some = days.slice(at, at + DAYS_READ_AT_ONCE).map(({ start }) => start);
         for (const { day, memberSums } of await this.usage.rollups.memberDays(enterpriseId, some)) {
           const { bucket, alone } = dayOf.get(day)!;
@@ -288,7 +289,7 @@ export class UsageReports {
     const { periods: days, raw } = coverBuckets(plan, layout);
     const members = plan.members && [...plan.members].sort((a, b) => a - b);
     for (const { start, bucket } of days) {
-      signal.throwIfAborted();
+      await takeTurn(signal);
       cells.addPairs(bucket, await this.usage.rollups.dayPairs(plan.enterpriseId, start, members));
     }
     return raw;
@@ -314,7 +315,7 @@ export class UsageReports {
       raw = cover.raw;
     }
     for (const { from, to } of raw) {
-      signal.throwIfAborted();
+      await takeTurn(signal);
       for (const { memberKey } of await this.usage.memberModelSums(plan.enterpriseId, from, to, plan.members)) active.add(memberKey);
     }
     return this.usage.membersByKeys(plan.enterpriseId, plan.members?.filter((key) => active.has(key)) ?? active.toArray());
