@@ -63,7 +63,7 @@ export class RollupPeriods {
    * Whether the layout's day from `start` is what its day rows hold: a day whose bounds fall inside a quarter hour (an offset off the
    * quarter hour, such as Africa/Monrovia's -00:44:30 until 1972) shares that quarter with its neighbour, which holds it whole.
    */
-  holdsDay(start: number): boolean {
+  private holdsDay(start: number): boolean {
     return mod(start, QUARTER_SECONDS) === 0 && mod(this.endOf(DAY, start), QUARTER_SECONDS) === 0;
   }
 

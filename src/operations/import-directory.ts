@@ -74,7 +74,9 @@ export async function importDirectory(database: Database, file: DirectoryFile, o
       });
       const named = new Map(file.members.map((m) => [m.user_id, m]));
       const members = (await directory.listMembers(enterpriseId)).sort((a, b) => compareCodePoints(a.user_id, b.user_id));
-      const removedMembers = prune ? members.filter((m) => m.removed_at === null && !named.has(m.user_id)) : [];
+      // Current members the file does not name: removed with --prune, else kept as they are.
+      const unnamed = members.filter((m) => m.removed_at === null && !named.has(m.user_id));
+      const removedMembers = prune ? unnamed : [];
       const restoredMembers = members.filter((m) => m.removed_at !== null && named.has(m.user_id));
       // Removed first, so that a member of the file may take over a removed member's e-mail; so are the
       // file's members whose e-mail changes (the upsert makes them current again at once), so that two
@@ -82,7 +84,7 @@ export async function importDirectory(database: Database, file: DirectoryFile, o
       const changingEmail = members.filter((m) => m.removed_at === null && named.has(m.user_id)
         && foldEmail(named.get(m.user_id)!.email) !== m.email_folded);
       await directory.removeMembers(enterpriseId, [...removedMembers, ...changingEmail].map((m) => m.user_id), now);
-      const kept = prune ? [] : members.filter((m) => m.removed_at === null && !named.has(m.user_id)); // --prune keeps none of them
+      const kept = prune ? [] : unnamed;
       refuseTakenEmails(file, new Map(kept.map((m) => [m.email_folded, m.user_id])));
       await directory.upsertMembers(enterpriseId, file.members);
 

@@ -34,9 +34,9 @@ export async function* exportUsageRows(usage: UsageRepository, directory: Direct
   const layoutDays = layout?.timeZone === timeZone ? new RollupPeriods(layout, { start, end }) : undefined;
   for (const day of eachBucket(start, end, timeZone, "day")) {
     if (signal) await takeTurn(signal);
-    // Else the raw events: a day of another zone, or cut at the window's edge.
-    const wholeDay = layoutDays?.startOf(DAY, day.start) === day.start && layoutDays.endOf(DAY, day.start) === day.end
-      && layoutDays.holdsDay(day.start);
+    // A day the layout's day rows hold whole (one period, nothing raw); else the raw events: a day of another zone, one cut at the
+    // window's edge, or one whose midnight falls inside a quarter hour (RollupPeriods.holdsDay).
+    const wholeDay = layoutDays?.cover(day.start, day.end, [DAY]).raw.length === 0;
     const pairs = wholeDay ? await usage.rollups.dayPairs(enterpriseId, day.start) : await usage.memberModelSums(enterpriseId, day.start, day.end);
     if (pairs.length === 0) continue;
     const unknown = members.unknown(pairs);
