@@ -16,8 +16,8 @@
 //   (3) hour buckets over 31 days in the enterprise's zone, the whole enterprise;
 //   (4) as (1) in the other of UTC and Asia/Kolkata: days of a zone not the enterprise's, read raw
 //       by model (only the rollups' own days have per-model rows);
-//   (5) 180 day buckets in the enterprise's zone, grouped by member and model: the first page (100
-//       members).
+//   (5) 180 day buckets in the enterprise's zone, grouped by member and model: the first page (at
+//       most 100 members: those whose figures fit in the service's bound, REPORT_MAX_FIGURES).
 // Each case's reports run first on a UsageReports of their own, not counted, so that the timed ones
 // run compiled code as a running server does; the case prints the first of those (the code not yet
 // warm for it, no day in the report's day cache, operations/report-day-cache.ts). The timed reports
@@ -81,7 +81,8 @@ interface ReportCase {
   request: (start: number) => Partial<UsageReportRequest> & { startTime: bigint; endTime: bigint };
   /** The window's first second for a day index of the year. */
   start: (day: number) => number;
-  reference: (database: Database, start: number, end: number) => Promise<Answer>;
+  /** `pageMembers`: how many members the service's page showed, when grouped by member. */
+  reference: (database: Database, start: number, end: number, pageMembers: number) => Promise<Answer>;
 }
 
 /** SQL: the start of the local day or hour (`unit` seconds) holding e.ts in a zone `offset` seconds east of UTC. */
@@ -119,12 +120,12 @@ const CASES: ReportCase[] = [
     name: "180 days by member, model, own zone",
     start: (day) => YEAR_START + day * DAY - OWN_OFFSET,
     request: (start) => ({ startTime: BigInt(start), endTime: BigInt(start + 180 * DAY), bucket: "day", groupBy: ["member", "model"] }),
-    // The first page: the window's first 100 members with usage, by user_id in code point order.
-    reference: (database, start) => scan(database, localStart(DAY, OWN_OFFSET), sql`m.user_id || '|' || ${MODEL_GROUP}`, sql`${MODEL_JOIN}
+    // The first page: the window's first members with usage, by user_id in code point order, as many as fit in the server's bound on figures.
+    reference: (database, start, _end, pageMembers) => scan(database, localStart(DAY, OWN_OFFSET), sql`m.user_id || '|' || ${MODEL_GROUP}`, sql`${MODEL_JOIN}
       join member m on m.member_key = e.member_key
       join (select member_key from member where enterprise_id = ${ENTERPRISE_ID} and member_key in (select distinct member_key from usage_event
         where enterprise_id = ${ENTERPRISE_ID} and ts >= ${start} and ts < ${start + 180 * DAY})
-        order by user_id ${database.dialect === "postgres" ? sql`collate "C"` : sql``} limit 100) page on page.member_key = e.member_key`,
+        order by user_id ${database.dialect === "postgres" ? sql`collate "C"` : sql``} limit ${pageMembers}) page on page.member_key = e.member_key`,
     start, start + 180 * DAY),
   },
 ];
@@ -155,23 +156,25 @@ async function scan(database: Database, bucketStart: ReturnType<typeof sql>, gro
  * One report through UsageReports (what the RPC runs), its time, and as an Answer when `compared` (a raw scan checks it): made for every
  * report, the answers' strings would be garbage of the benchmark's own, collected inside later reports' times.
  */
-async function timeReport(reports: UsageReports, request: UsageReportRequest, compared: boolean): Promise<{ ms: number; answer?: Answer }> {
+async function timeReport(reports: UsageReports, request: UsageReportRequest, compared: boolean): Promise<{ ms: number; answer?: Answer; pageMembers?: number }> {
   const t = performance.now();
   const report = await reports.report(ENTERPRISE_ID, request, new AbortController().signal);
   const ms = performance.now() - t;
   if (!compared) return { ms };
   const answer: Answer = new Map();
+  const pageMembers = new Set<string>();
   for (const bucket of report.buckets) {
     for (const g of bucket.groups) {
       const { sums, row, activeMembers } = g.figures;
       if (sums.exact(row, EVENTS) === 0) continue;
       const { userId, modelName, modelType, modelSource, departmentId } = g.label;
+      pageMembers.add(userId);
       const key = modelName !== "" ? `${userId === "" ? "" : `${userId}|`}${modelName}|${modelType}|${modelSource}` : departmentId;
       const [input, output, basic, payGo, events] = [INPUT, OUTPUT, BASIC, PAY_GO, EVENTS].map((i) => sums.exact(row, i));
       answer.set(`${bucket.start}|${key}`, `${events}/${activeMembers}/${input}/${output}/${basic}/${payGo}`);
     }
   }
-  return { ms, answer };
+  return { ms, answer, pageMembers: pageMembers.size };
 }
 
 /** The first entry where two answers differ, or undefined when they are equal. */
@@ -220,25 +223,25 @@ async function timeCases(database: Database) {
     const rand = random(5);
     const starts = Array.from({ length: WARM_UP + queries }, () => c.start(Math.floor(rand() * 180)));
     const service: number[] = [];
-    const answers: Answer[] = [];
+    const answers: Array<{ answer: Answer; pageMembers: number }> = [];
     const spans: Array<{ from: number; ms: number }> = [];
     for (const [q, start] of starts.entries()) {
       const from = performance.now();
       // Kept only for the reports a raw scan checks: kept answers grow the old heap that later reports collect.
-      const { ms, answer } = await timeReport(reports, requestAt(start), q < WARM_UP + scans);
+      const { ms, answer, pageMembers } = await timeReport(reports, requestAt(start), q < WARM_UP + scans);
       if (q >= WARM_UP) {
         service.push(ms);
         spans.push({ from, ms });
       }
-      if (answer) answers.push(answer);
+      if (answer) answers.push({ answer, pageMembers: pageMembers! });
     }
     const raw: number[] = [];
     for (const [q, start] of starts.slice(0, scans === 0 ? 0 : WARM_UP + scans).entries()) {
       const request = c.request(start);
       const t = performance.now();
-      const answer = await c.reference(database, start, Number(request.endTime));
+      const answer = await c.reference(database, start, Number(request.endTime), answers[q]!.pageMembers);
       if (q >= WARM_UP) raw.push(performance.now() - t);
-      const difference = firstDifference(answers[q]!, answer);
+      const difference = firstDifference(answers[q]!.answer, answer);
       if (difference) throw new Error(`${c.name}, report ${q}: the service's answer differs from the raw scan at ${difference}`);
     }
     // The observer hears of a collection a moment after it ends.

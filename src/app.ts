@@ -43,6 +43,8 @@ export interface AppDeps {
   metricsAccess: MetricsAccess;
   /** Browser origins allowed to call the API (CORS); empty: CORS is off. */
   corsAllowedOrigins: readonly string[];
+  /** The most (bucket, group) figures a usage report answers. */
+  reportMaxFigures: number;
 }
 
 export interface App {
@@ -56,8 +58,8 @@ export interface App {
   beginShutdown(): void;
 }
 
-export function createApp({ database, logger, keys, rateLimits: rateLimitSettings, requestTimeoutMs, metrics, metricsAccess, corsAllowedOrigins }: AppDeps): App {
-  const { services, chain, usage } = createBusiness({ database, keys, logger, rateLimits: new RateLimits(rateLimitSettings), ingested: metrics.ingested });
+export function createApp({ database, logger, keys, rateLimits: rateLimitSettings, requestTimeoutMs, metrics, metricsAccess, corsAllowedOrigins, reportMaxFigures }: AppDeps): App {
+  const { services, chain, usage } = createBusiness({ database, keys, logger, rateLimits: new RateLimits(rateLimitSettings), ingested: metrics.ingested, reportMaxFigures });
   metrics.watchIngestions(() => usage.ingestionCount());
   const health = new HealthState(services.map((s) => s.service.typeName));
   const rest = new RestFacade(services, chain);

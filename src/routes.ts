@@ -43,6 +43,8 @@ export interface BusinessDeps {
   rateLimits: RateLimits;
   /** Hears of every committed usage batch (the service's metrics). */
   ingested?: IngestionObserver;
+  /** The most (bucket, group) figures a usage report answers; DEFAULT_REPORT_MAX_FIGURES when not given. */
+  reportMaxFigures?: number;
 }
 
 /** A business service and its implementation, with connect-es's metadata of each method. */
@@ -61,7 +63,7 @@ export interface Business {
 const served = <S extends DescService>(service: S, impl: ServiceImpl<S>): ServedService => ({ service, spec: createServiceImplSpec(service, impl) });
 
 /** What createApp serves on every transport, and what the in-memory tests (test/service) call. */
-export function createBusiness({ database, keys, logger, rateLimits, ingested }: BusinessDeps): Business {
+export function createBusiness({ database, keys, logger, rateLimits, ingested, reportMaxFigures }: BusinessDeps): Business {
   const authRepository = new AuthRepository(database);
   const directory = new DirectoryRepository(database.db);
   const departments = new DepartmentRepository(database.db);
@@ -69,7 +71,7 @@ export function createBusiness({ database, keys, logger, rateLimits, ingested }:
   const services = [
     served(AuthService, authService(new AccessAdmin(authRepository, directory), rateLimits)),
     served(DepartmentService, departmentService(departments)),
-    served(UsageService, usageService(usage, directory, new UsageReports(usage, departments), ingested)),
+    served(UsageService, usageService(usage, directory, new UsageReports(usage, departments, reportMaxFigures), ingested)),
     served(EnvironmentConfigService, environmentService(new EnvironmentConfigs(new EnvironmentConfigRepository(database), keys, logger))),
   ];
   return { services, chain: new CallChain(services, new Authenticator(authRepository), rateLimits, database.faultOf), usage };

@@ -128,6 +128,13 @@ export class ReportCells {
     });
   }
 
+  /** How many (bucket, group) figures the groups of each member have: per member key, -1 for groups of no member. */
+  figuresByMember(): Map<number, number> {
+    const figures = new Map<number, number>();
+    for (const cells of this.cells) cells.forEach(({ key }) => figures.set(key.memberKey, (figures.get(key.memberKey) ?? 0) + 1));
+    return figures;
+  }
+
   /** Unordered; each figure reads its cell's sums, not a copy. */
   groups(bucket: number): GroupFigures[] {
     return this.cells[bucket]!.filter((cell) => cell !== undefined)

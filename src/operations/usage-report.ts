@@ -7,8 +7,8 @@ import { invalidParameter } from "../domain/errors.js";
 import { pushTo } from "../domain/list-maps.js";
 import { dateRangeWindow, zoneOrDefault, type TimeBucket } from "../domain/local-time.js";
 import { decodePageToken, effectivePageSize, encodePageToken } from "../domain/page-token.js";
-import { MAX_REPORT_DAYS } from "../domain/report-limits.js";
-import { ReportCells, type PeriodFigures } from "../domain/report-cells.js";
+import { DEFAULT_REPORT_MAX_FIGURES, MAX_REPORT_DAYS } from "../domain/report-limits.js";
+import { ReportCells, type GroupFigures, type PeriodFigures } from "../domain/report-cells.js";
 import { compareGroups, departmentGroupRanks, groupDimensions, Grouping, ranksOf, type GroupDimension, type GroupKey } from "../domain/report-groups.js";
 import { compareCodePoints, compareModels } from "../domain/usage-event.js";
 import { ExactSums } from "../domain/usage-totals.js";
@@ -59,7 +59,9 @@ export class UsageReports {
   private readonly dayCache = new ReportDayCache();
   private readonly departmentScopes = new LRUCache<string, DepartmentScope>({ max: DEPARTMENT_SCOPES_KEPT });
 
-  constructor(private readonly usage: UsageRepository, private readonly departments: DepartmentRepository) {}
+  /** `maxFigures`: the most (bucket, group) figures a report answers (REPORT_MAX_FIGURES); the daily trend has at most 366. */
+  constructor(private readonly usage: UsageRepository, private readonly departments: DepartmentRepository,
+    private readonly maxFigures = DEFAULT_REPORT_MAX_FIGURES) {}
 
   async report(enterpriseId: string, request: UsageReportRequest, signal: AbortSignal) {
     const kind = bucketKind(request.bucket);
@@ -82,24 +84,30 @@ export class UsageReports {
     const { layout } = settings;
 
     let pageMembers: MemberRow[] | undefined;
-    let nextPageToken = "";
+    let query = "";
+    let more = false;
     if (byMember) {
       // Bound to every field but the page's own (AIP-158: page_size may change between pages), and to the zone used, named or not.
-      const query = JSON.stringify(["usage-report", String(request.startTime), String(request.endTime), zone, kind, dimensions,
+      query = JSON.stringify(["usage-report", String(request.startTime), String(request.endTime), zone, kind, dimensions,
         request.departmentId, request.userIds, request.emails]);
-      const pageSize = effectivePageSize(request.pageSize, { default: 100, max: 1000 });
+      // No more members than would fit with one figure in every bucket: the page's figures are only counted once they are made.
+      const pageSize = Math.min(effectivePageSize(request.pageSize, { default: 100, max: 1000 }), Math.max(1, Math.floor(this.maxFigures / buckets.length)));
       const after = decodePageToken(query, request.pageToken);
       const active = await this.activeMembers({ enterpriseId, layout, start, end, buckets, dimensions, members }, signal);
       const ordered = active.sort((a, b) => compareCodePoints(a.user_id, b.user_id))
         .filter((member) => after === undefined || compareCodePoints(member.user_id, after) > 0);
       pageMembers = ordered.slice(0, pageSize);
-      if (ordered.length > pageSize) nextPageToken = encodePageToken(query, pageMembers[pageMembers.length - 1]!.user_id);
+      more = ordered.length > pageSize;
       members = pageMembers.map((m) => m.member_key);
     }
 
-    const answer = await this.run({ enterpriseId, layout, start, end, buckets, dimensions, members, departments, pageMembers }, signal);
+    const plan = { enterpriseId, layout, start, end, buckets, dimensions, members, departments, pageMembers };
+    const answer = await this.run(plan, signal, this.maxFigures);
+    // The page ends at its last member shown: fewer than asked for when the figures of all of them would not fit.
+    const shown = answer.pageMembers;
+    const nextPageToken = shown && (more || shown.length < pageMembers!.length) ? encodePageToken(query, shown[shown.length - 1]!.user_id) : "";
     return {
-      currency: settings.currency, timeZone: zone, buckets: answer, nextPageToken,
+      currency: settings.currency, timeZone: zone, buckets: answer.buckets, nextPageToken,
       notFoundUserIds: named?.notFoundUserIds ?? [], notFoundEmails: named?.notFoundEmails ?? [],
     };
   }
@@ -110,9 +118,9 @@ export class UsageReports {
     const zone = zoneOrDefault(request.timeZone, settings.time_zone, "time_zone");
     const { start, end, days } = dateRangeWindow(request.startDate, request.endDate, zone, ["start_date", "end_date"]);
     if (days > MAX_REPORT_DAYS) throw invalidParameter(`start_date to end_date: ${days} days > ${MAX_REPORT_DAYS} (both dates count)`);
-    const buckets = await this.run({
+    const { buckets } = await this.run({
       enterpriseId, layout: settings.layout, start, end, buckets: planBuckets(start, end, zone, "day"), dimensions: [], members: undefined,
-    }, signal);
+    }, signal, Infinity);
     return { currency: settings.currency, timeZone: zone, items: buckets.map((b) => ({ date: b.date, ...b.groups[0]!.figures })) };
   }
 
@@ -332,15 +340,17 @@ export class UsageReports {
     for (const { from, to } of raw) await this.addEvents(cells, plan, from, to, signal);
   }
 
-  private async run(plan: ReportPlan, signal: AbortSignal) {
+  /** The buckets' groups, and the page's members shown: those of `plan.pageMembers` whose figures fit in `maxFigures`. */
+  private async run(plan: ReportPlan, signal: AbortSignal, maxFigures: number) {
     const grouping = new Grouping(plan.dimensions, plan.departments?.groupsOf, plan.members);
     const cells = new ReportCells(plan.buckets, grouping);
     await this.addUsage(cells, plan, signal);
+    const pageMembers = fittingFigures(cells.figuresByMember(), plan.pageMembers, maxFigures);
 
     const keys = grouping.byIndex;
     const modelIds = new Set(keys.map((key) => key.modelId).filter((id) => id >= 0));
     const models = await this.usage.modelsById(modelIds);
-    const memberRows = new Map((plan.pageMembers ?? []).map((m) => [m.member_key, m]));
+    const memberRows = new Map((pageMembers ?? []).map((m) => [m.member_key, m]));
     const order = compareGroups(plan.dimensions, {
       models: ranksOf(modelIds, (id) => id, (a, b) => compareModels(models.get(a)!, models.get(b)!)),
       members: ranksOf(memberRows.values(), (m) => m.member_key, (a, b) => compareCodePoints(a.user_id, b.user_id)),
@@ -360,8 +370,9 @@ export class UsageReports {
       };
     };
     const labels = keys.map(labelOf);
-    return plan.buckets.map((bucket, index) => {
-      const figures = cells.groups(index).sort((a, b) => place[a.key.index]! - place[b.key.index]!);
+    const shown = (figures: GroupFigures[]) => (pageMembers ? figures.filter((f) => memberRows.has(f.key.memberKey)) : figures);
+    const buckets = plan.buckets.map((bucket, index) => {
+      const figures = shown(cells.groups(index)).sort((a, b) => place[a.key.index]! - place[b.key.index]!);
       const groups = figures.map((f) => ({ label: labels[f.key.index]!, figures: f }));
       if (plan.dimensions.length === 0 && groups.length === 0) {
         const key = { index: -1, modelId: -1, memberKey: -1, departmentId: "" };
@@ -369,7 +380,31 @@ export class UsageReports {
       }
       return { ...bucket, groups };
     });
+    return { buckets, pageMembers };
   }
+}
+
+/**
+ * The page's first members whose (bucket, group) figures together fit in `maxFigures` (a page may hold fewer than page_size, AIP-158);
+ * without a page, the report's figures must fit. `figures`: per member key, -1 for groups of no member.
+ */
+function fittingFigures(figures: Map<number, number>, page: readonly MemberRow[] | undefined, maxFigures: number): MemberRow[] | undefined {
+  const count = (n: number) => n.toLocaleString("en-US");
+  const advice = `ask for fewer buckets (a shorter window, or bucket "day" or "none") or fewer group_by fields; the usage export gives every (date, member, model) row`;
+  if (!page) {
+    let total = 0;
+    for (const n of figures.values()) total += n;
+    if (total > maxFigures) throw invalidParameter(`the report would hold ${count(total)} (bucket, group) figures, more than this server's ${count(maxFigures)}: ${advice}`);
+    return undefined;
+  }
+  let total = 0;
+  let fit = 0;
+  while (fit < page.length && (total += figures.get(page[fit]!.member_key) ?? 0) <= maxFigures) fit++;
+  if (fit === 0 && page.length > 0) {
+    const first = page[0]!;
+    throw invalidParameter(`member ${JSON.stringify(first.user_id)} alone has ${count(figures.get(first.member_key)!)} (bucket, group) figures in this report, more than this server's ${count(maxFigures)}: ${advice}`);
+  }
+  return page.slice(0, fit);
 }
 
 /** Seconds [from, to). */

@@ -417,6 +417,8 @@ describe.concurrent("the real binary's exit status", () => {
       .toStrictEqual({ code: 2, stdout: "", stderr: 'error: --port/PORT: "abc" is not a port number (0 to 65535)\n' });
     expect(await cliProcess(["token", "list", "--enterprise", "acme", "--db", join(dir, "settings.sqlite")], { SQLITE_CACHE_MIB: "abc" }))
       .toMatchObject({ code: 2, stdout: "", stderr: expect.stringMatching(/^error: SQLITE_CACHE_MIB: "abc" is not a whole number/) });
+    expect(await cliProcess(["serve", "--port", "0", "--db", join(dir, "settings.sqlite")], { REPORT_MAX_FIGURES: "999" }))
+      .toStrictEqual({ code: 2, stdout: "", stderr: 'error: REPORT_MAX_FIGURES: "999" is not a whole number >= 1000\n' });
   });
 
   it("an unreachable PostgreSQL is one line naming the server (no credentials), exit 1", async () => {

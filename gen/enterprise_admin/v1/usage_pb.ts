@@ -412,7 +412,9 @@ export type GetUsageReportRequest = Message<"enterprise_admin.v1.GetUsageReportR
   emails: string[];
 
   /**
-   * Members per page when grouping by member (default 100, at most 1,000).
+   * Members per page when grouping by member (default 100, at most 1,000). A page holds fewer when
+   * their figures would pass the server's bound on an answer (100,000 (bucket, group) figures by
+   * default): read pages until next_page_token is empty.
    *
    * @generated from field: int32 page_size = 9;
    */
