@@ -122,6 +122,12 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
 
     const path = (req.url ?? "/").split("?")[0]!;
     if (isApiPath(path) && cors.handle(req, res)) return;
+    if ((path === "/healthz" || path === "/openapi.json") && req.method !== "GET" && req.method !== "HEAD") {
+      req.resume();
+      log.code = ErrorCode.METHOD_NOT_ALLOWED;
+      writeError(res, requestId, new AppError(ErrorCode.METHOD_NOT_ALLOWED, `method ${req.method} not allowed on ${path}; allowed: GET, HEAD`), { allow: "GET, HEAD" });
+      return;
+    }
     if (path === "/healthz") {
       res.statusCode = draining ? 503 : 200;
       res.setHeader("content-type", "application/json");
@@ -129,7 +135,7 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
       return;
     }
     // The API's description is public, like the health check: it holds no data.
-    if (path === "/openapi.json" && (req.method === "GET" || req.method === "HEAD")) {
+    if (path === "/openapi.json") {
       res.setHeader("content-type", "application/json; charset=utf-8");
       endWithBody(res, openApi);
       return;

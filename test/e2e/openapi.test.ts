@@ -127,6 +127,17 @@ describe.each(dialects)("the OpenAPI document (%s)", (dialect) => {
     expect(head.headers.get("content-length")).toBe(String(Buffer.byteLength(text)));
   });
 
+  it("it and /healthz answer GET and HEAD; any other method is 405 with Allow: GET, HEAD, as /metrics and the REST routes do", async () => {
+    for (const path of ["/openapi.json", "/healthz"]) {
+      expect((await fetch(svc.baseUrl + path, { method: "HEAD" })).status, path).toBe(200);
+      for (const method of ["POST", "PUT", "DELETE"]) {
+        const response = await fetch(svc.baseUrl + path, { method, headers: { "content-type": "application/json" }, body: "{}" });
+        expect([path, method, response.status, response.headers.get("allow")]).toStrictEqual([path, method, 405, "GET, HEAD"]);
+        expect(await response.json()).toMatchObject({ code: 4005, message: `method ${method} not allowed on ${path}; allowed: GET, HEAD`, data: null });
+      }
+    }
+  });
+
   it("is valid OpenAPI 3.1 by @seriousme/openapi-schema-validator (every $ref resolving)", async () => {
     const validator = new Validator();
     const result = await validator.validate(structuredClone(doc));
