@@ -53,17 +53,18 @@ export class AccessAdmin {
       throw invalidParameter(`expires_in: ${ttlSeconds} s is not a whole number of seconds from 1 to the cap of ${MAX_ACCESS_TOKEN_TTL_SECONDS} (90 days)`);
     }
     await this.requireEnterprise(enterpriseId);
-    return this.issueToken(enterpriseId, null, formatPermissions(permissions), ttlSeconds);
+    return (await this.issueToken(enterpriseId, null, formatPermissions(permissions), ttlSeconds))!; // no app: always stored
   }
 
   /** The token exchange: a live app's id and secret for an access token carrying its permissions. */
   async exchange(appId: string, appSecret: string) {
+    const invalid = () => new AppError(ErrorCode.INVALID_APP_CREDENTIALS, "invalid app_id or app_secret");
     const app = await this.auth.findApp(appId);
-    if (!app || app.revoked_at !== null || !credentialMatches(appSecret, app.secret_hash)) {
-      throw new AppError(ErrorCode.INVALID_APP_CREDENTIALS, "invalid app_id or app_secret");
-    }
-    const { accessToken, expire } = await this.issueToken(app.enterprise_id, app.app_id, app.permissions, ACCESS_TOKEN_TTL_SECONDS);
-    return { accessToken, expire };
+    if (!app || app.revoked_at !== null || !credentialMatches(appSecret, app.secret_hash)) throw invalid();
+    // The app is checked again as the token is stored: a revoke may have come in between.
+    const issued = await this.issueToken(app.enterprise_id, app.app_id, app.permissions, ACCESS_TOKEN_TTL_SECONDS);
+    if (!issued) throw invalid();
+    return { accessToken: issued.accessToken, expire: issued.expire };
   }
 
   /** What the calling token is (whoami): everything the authenticator found, and the enterprise's name; never the token. */
@@ -99,10 +100,11 @@ export class AccessAdmin {
     const token = newAccessToken();
     const tokenId = newTokenId();
     const now = nowSeconds();
-    await this.auth.insertToken({
+    const stored = await this.auth.insertToken({
       token_hash: hashCredential(token), token_id: tokenId, app_id: appId, enterprise_id: enterpriseId, permissions,
       created_at: now, expires_at: now + ttlSeconds, revoked_at: null,
     });
+    if (!stored) return undefined;
     // Best effort, after the token is stored: a failed purge (a lock wait, say) must not fail the
     // exchange, and the next token issued tries again.
     await this.auth.purgeEndedTokens(now - ENDED_TOKEN_RETENTION_SECONDS).catch(() => {});

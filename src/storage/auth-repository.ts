@@ -54,8 +54,19 @@ export class AuthRepository {
     });
   }
 
-  async insertToken(row: AccessTokenRow): Promise<void> {
-    await this.writeTransaction((trx) => trx.insertInto("access_token").values(row).execute());
+  /**
+   * Stores a token; an app's only while the app is live, checked under the write lock that revokeApp takes too, so that no token is
+   * stored after its app's revoke. False when the app is revoked (or gone).
+   */
+  async insertToken(row: AccessTokenRow): Promise<boolean> {
+    return this.writeTransaction(async (trx) => {
+      if (row.app_id !== null) {
+        const live = await trx.selectFrom("app").select("app_id").where("app_id", "=", row.app_id).where("revoked_at", "is", null).executeTakeFirst();
+        if (!live) return false;
+      }
+      await trx.insertInto("access_token").values(row).execute();
+      return true;
+    });
   }
 
   /** Deletes the tokens that ended (expired or revoked) before `before`: a statement of its own. */
