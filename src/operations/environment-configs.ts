@@ -88,7 +88,7 @@ export class EnvironmentConfigs {
 
   async update(enterpriseId: string, id: string, changes: EnvironmentChanges): Promise<EnvironmentView> {
     return this.nameGuarded(changes.name ?? "", () => this.repository.transaction(async (tx) => {
-      const stored = await tx.find(enterpriseId, id);
+      const stored = await tx.find(enterpriseId, id, "update");
       if (!stored) throw notFound(id);
       if (changes.etag !== undefined && changes.etag !== "" && changes.etag !== stored.etag) throw staleEtag();
 

@@ -1,6 +1,6 @@
 // Enterprise apps and access tokens. Only hashes of secrets and tokens are stored or looked up.
 import type { Kysely, Selectable } from "kysely";
-import type { Database, WriteTransaction } from "./database.js";
+import { lockingRows, type Database, type WriteTransaction } from "./database.js";
 import { reusedQuery } from "./reused-query.js";
 import type { AccessTokenTable, AppTable, Schema } from "./schema.js";
 
@@ -61,7 +61,8 @@ export class AuthRepository {
   async insertToken(row: AccessTokenRow): Promise<boolean> {
     return this.writeTransaction(async (trx) => {
       if (row.app_id !== null) {
-        const live = await trx.selectFrom("app").select("app_id").where("app_id", "=", row.app_id).where("revoked_at", "is", null).executeTakeFirst();
+        const app = trx.selectFrom("app").select("app_id").where("app_id", "=", row.app_id).where("revoked_at", "is", null);
+        const live = await lockingRows(trx, app, "share").executeTakeFirst();
         if (!live) return false;
       }
       await trx.insertInto("access_token").values(row).execute();

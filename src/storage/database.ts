@@ -7,7 +7,7 @@ import { Worker } from "node:worker_threads";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import SqliteDatabase from "better-sqlite3";
-import { DEFAULT_MIGRATION_TABLE, Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type MigrationProvider } from "kysely";
+import { DEFAULT_MIGRATION_TABLE, Kysely, Migrator, PostgresAdapter, PostgresDialect, SqliteDialect, sql, type MigrationProvider } from "kysely";
 import pg from "pg";
 import { envNumber } from "../env-number.js";
 import { migrations } from "./migrations/index.js";
@@ -24,11 +24,13 @@ export interface Database {
   /** SQLite: the directories that opening created for the file, outermost first (none when they all existed). */
   readonly createdDirectories: readonly string[];
   /**
-   * Runs `work` in a transaction that holds the store's write lock from its start (SQLite: BEGIN
-   * IMMEDIATE, so no read inside can fail to upgrade), waiting for the lock at most the busy timeout
-   * (STORE_BUSY_TIMEOUT_MS), else throwing a busy StoreFault before `work` runs; `unbounded` waits as
-   * long as it takes. On an error the first one is thrown: a ROLLBACK after SQLite rolled back by
-   * itself (a full disk) is not run, and a failing one never replaces it.
+   * Runs `work` in a transaction. On SQLite it holds the store's one write lock from its start (BEGIN
+   * IMMEDIATE, so no read inside can fail to upgrade), waiting for it at most the busy timeout
+   * (STORE_BUSY_TIMEOUT_MS), else throwing a busy StoreFault before `work` runs. On PostgreSQL it holds
+   * no lock of the whole store: a transaction that reads what it then writes locks those rows
+   * (`lockingRows`), and any lock wait inside is bounded by the busy timeout. `unbounded` waits as long
+   * as it takes. On an error the first one is thrown: a ROLLBACK after SQLite rolled back by itself (a
+   * full disk) is not run, and a failing one never replaces it.
    */
   writeTransaction<T>(work: (trx: Kysely<Schema>) => Promise<T>, options?: { unbounded?: boolean }): Promise<T>;
   /** The busy or full fault `error` is, if it is one (see store-faults.ts). */
@@ -40,6 +42,18 @@ export interface Database {
 
 /** Database.writeTransaction, for a repository that writes. */
 export type WriteTransaction = Database["writeTransaction"];
+
+export const isPostgres = (db: Kysely<Schema>) => db.getExecutor().adapter instanceof PostgresAdapter;
+
+/**
+ * `query`, locking the rows it reads until the transaction ends on PostgreSQL (`share`: beside other such readers; `update`: alone),
+ * where a writeTransaction locks nothing else; a lock held by a writer is waited for, and the rows read as it committed them. SQLite
+ * needs none: its writeTransaction holds the store's one write lock.
+ */
+export function lockingRows<Q extends { forShare(): Q; forUpdate(): Q }>(db: Kysely<Schema>, query: Q, mode: "share" | "update"): Q {
+  if (!isPostgres(db)) return query;
+  return mode === "share" ? query.forShare() : query.forUpdate();
+}
 
 /** What the store reports of its waits, for the service's metrics. */
 export interface StoreObserver {

@@ -1,8 +1,8 @@
 // Environment configurations of one enterprise, their sealed secrets and wrapped data keys, and the
 // master key ring's state (which master key wraps new data keys). Rows hold only ciphertexts; sealing
 // and opening happen above (operations/environment-configs.ts).
-import { PostgresAdapter, sql, type Kysely, type Selectable } from "kysely";
-import type { WriteTransaction } from "./database.js";
+import { sql, type Kysely, type Selectable } from "kysely";
+import { isPostgres, lockingRows, type WriteTransaction } from "./database.js";
 import type { EnvironmentConfigTable, MasterKeyTable, Schema } from "./schema.js";
 
 export type EnvironmentConfigRow = Selectable<EnvironmentConfigTable>;
@@ -53,7 +53,7 @@ export class EnvironmentConfigRepository {
    * the write lock while it waits for readers, and servers' writes then time out.)
    */
   async durableTransaction<T>(work: (tx: EnvironmentConfigRepository) => Promise<T>): Promise<T> {
-    if (this.#isPostgres()) {
+    if (isPostgres(this.db)) {
       return this.transaction(async (tx) => {
         await sql`set local synchronous_commit = on`.execute(tx.db);
         return work(tx);
@@ -69,9 +69,10 @@ export class EnvironmentConfigRepository {
     }
   }
 
-  async find(enterpriseId: string, id: string): Promise<EnvironmentConfigRow | undefined> {
-    return this.db.selectFrom("environment_config").selectAll()
-      .where("enterprise_id", "=", enterpriseId).where("id", "=", id).executeTakeFirst();
+  /** `lock`: in a transaction, the row stays as read until it ends (an update's read: another writer waits, and this one reads its commit). */
+  async find(enterpriseId: string, id: string, lock?: "update"): Promise<EnvironmentConfigRow | undefined> {
+    const query = this.db.selectFrom("environment_config").selectAll().where("enterprise_id", "=", enterpriseId).where("id", "=", id);
+    return (lock ? lockingRows(this.db, query, lock) : query).executeTakeFirst();
   }
 
   async nameTaken(enterpriseId: string, name: string, exceptId?: string): Promise<boolean> {
@@ -188,9 +189,8 @@ export class EnvironmentConfigRepository {
   async lockCurrentMasterKey(initialKeyId: string, mode: "share" | "update"): Promise<string> {
     await this.db.insertInto("master_key_ring").values({ id: 1, current_master_key_id: initialKeyId })
       .onConflict((oc) => oc.column("id").doNothing()).execute();
-    let query = this.db.selectFrom("master_key_ring").select("current_master_key_id").where("id", "=", 1);
-    if (this.#isPostgres()) query = mode === "share" ? query.forShare() : query.forUpdate();
-    return (await query.executeTakeFirstOrThrow()).current_master_key_id;
+    const query = this.db.selectFrom("master_key_ring").select("current_master_key_id").where("id", "=", 1);
+    return (await lockingRows(this.db, query, mode).executeTakeFirstOrThrow()).current_master_key_id;
   }
 
   /** The current master key without locking or filling the ring: for reports. */
@@ -226,10 +226,6 @@ export class EnvironmentConfigRepository {
   async markMasterKeysRemoved(masterKeyIds: readonly string[], nowMs: number): Promise<void> {
     if (masterKeyIds.length === 0) return;
     await this.db.updateTable("master_key").set({ removed_at_ms: nowMs }).where("id", "in", masterKeyIds).execute();
-  }
-
-  #isPostgres(): boolean {
-    return this.db.getExecutor().adapter instanceof PostgresAdapter;
   }
 
   async replaceDataKey(environmentId: string, masterKeyId: string, wrapped: Buffer): Promise<void> {

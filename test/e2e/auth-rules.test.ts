@@ -172,14 +172,15 @@ describe.each(dialects)("auth rules (%s)", (dialect) => {
     it("exchanges that read the app before its revoke committed, and store their token after, get 1001, and no token of theirs works", async () => {
       const app = await svc.access.createApp("acme", ["departments:read"], "revoked-during-exchange");
       const credentials = { app_id: app.app_id, app_secret: app.app_secret };
-      // The revoke holds the write lock while the exchanges start: they read the app as live, then wait for the lock to store their token.
+      // The revoke's transaction (app revoke's statements) stays open while the exchanges start: they read the app as it was committed, live,
+      // then store their token. SQLite: they wait for its write lock; PostgreSQL: for the app row it updated.
       let exchanges: Promise<Reply>[] = [];
       await svc.database.writeTransaction(async (trx) => {
-        exchanges = Array.from({ length: 8 }, () => exchange(credentials));
-        await sleep(300);
         const now = Math.floor(Date.now() / 1000);
         await trx.updateTable("app").set({ revoked_at: now }).where("app_id", "=", app.app_id).execute();
         await trx.updateTable("access_token").set({ revoked_at: now }).where("app_id", "=", app.app_id).where("revoked_at", "is", null).execute();
+        exchanges = Array.from({ length: 8 }, () => exchange(credentials));
+        await sleep(300);
       });
       const replies = await Promise.all(exchanges);
       expect(replies.map((r) => [r.status, r.json.code])).toStrictEqual(Array.from({ length: 8 }, () => [401, 1001]));

@@ -691,6 +691,21 @@ describe.each(dialects)("environment config rules (%s)", (dialect) => {
       expect(new Set([data.etag, first.etag, second.etag, third.etag]).size).toBe(4);
     });
 
+    it("an update without an etag that meets another writer's open transaction waits for it and applies after it (not 409)", async () => {
+      const { data } = await base();
+      let patched: Promise<Reply> | undefined;
+      // Another writer's update of the row, not yet committed, when the PATCH reads it: on PostgreSQL the PATCH read the revision
+      // before it, and its update then found the revision moved.
+      await svc.database.writeTransaction(async (trx) => {
+        await trx.updateTable("environment_config").set((eb) => ({ revision: eb("revision", "+", 1) })).where("id", "=", data.id).execute();
+        patched = patchReply(data.id, { description: "after the other writer" });
+        await sleep(300);
+      });
+      const reply = await patched!;
+      expect(reply.json, JSON.stringify(reply.json)).toMatchObject({ code: 0, data: { description: "after the other writer" } });
+      expect((await get(data.id)).description).toBe("after the other writer");
+    });
+
     it("an update of an unknown id is 404 4041", async () => {
       const reply = await patchReply("env_missing", { description: "x" });
       expect(reply.status).toBe(404);
