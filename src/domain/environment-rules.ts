@@ -3,7 +3,7 @@
 // limit, and never contain a secret's value.
 import { invalidParameter } from "./errors.js";
 import { RUNTIME_CATALOGUE, type Packages } from "./runtime-versions.js";
-import { characters } from "./text-rules.js";
+import { characters, nameProblem } from "./text-rules.js";
 
 export const LIMITS = {
   nameCharacters: 64,
@@ -68,6 +68,8 @@ export function checkEnvironmentDraft(draft: EnvironmentDraft): void {
 export function checkName(name: string): void {
   if (name.trim() === "") throw invalidParameter(`name: required, 1 to ${LIMITS.nameCharacters} characters`);
   if (characters(name) > LIMITS.nameCharacters) throw invalidParameter(`name: ${characters(name)} characters > ${LIMITS.nameCharacters}`);
+  const problem = nameProblem(name);
+  if (problem) throw invalidParameter(`name: ${problem}`);
 }
 
 function checkPackages(packages: Packages): void {
@@ -91,6 +93,9 @@ function checkRuntime(runtime: RuntimeConfig): void {
   runtime.terminals.forEach((terminal, i) => {
     const at = `runtime_config.terminals[${i}]`;
     if (terminal.name.trim() === "") throw invalidParameter(`${at}.name: required (a non-empty name)`);
+    const problem = nameProblem(terminal.name);
+    if (problem) throw invalidParameter(`${at}.name: ${problem}`);
+    if (terminal.command.trim() === "") throw invalidParameter(`${at}.command: required (the command the terminal runs)`);
     if (names.has(terminal.name)) throw invalidParameter(`${at}.name: ${JSON.stringify(terminal.name)} is used by another terminal; names are unique`);
     names.add(terminal.name);
     const size = bytes(terminal.command);

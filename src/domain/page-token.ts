@@ -4,6 +4,7 @@
 // goes on (every query still filters by the caller's enterprise).
 import { createHash } from "node:crypto";
 import { invalidParameter } from "./errors.js";
+import { textProblem } from "./text-rules.js";
 
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 100;
@@ -25,7 +26,8 @@ export function decodePageToken(query: string, token: string): string | undefine
   if (token === "") return undefined;
   try {
     const parsed = JSON.parse(Buffer.from(token, "base64url").toString("utf8"));
-    if (parsed && parsed.q === fingerprint(query) && typeof parsed.a === "string") return parsed.a;
+    // A token made by hand may carry text no database can compare (U+0000 on PostgreSQL).
+    if (parsed && parsed.q === fingerprint(query) && typeof parsed.a === "string" && textProblem(parsed.a) === undefined) return parsed.a;
   } catch {
     // fall through to the error below
   }

@@ -12,5 +12,12 @@ export function textProblem(text: string): string | undefined {
   return undefined;
 }
 
+/** Why `name` (a name people read and tell apart) is refused: control characters, or white space at either end; undefined when fine. */
+export function nameProblem(name: string): string | undefined {
+  if (/\p{Cc}/u.test(name)) return "must not contain control characters (U+0000 to U+001F, U+007F to U+009F)";
+  if (name.trim() !== name) return "must not begin or end with white space";
+  return undefined;
+}
+
 /** Its length in characters (code points), as the proto's length rules count: an emoji is one, not two UTF-16 units. */
 export const characters = (text: string) => [...text].length;

@@ -4,6 +4,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { checkEnvironmentDraft, type EnvironmentDraft, type RuntimeConfig } from "../domain/environment-rules.js";
 import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
+import { textProblem } from "../domain/text-rules.js";
 import { decodePageToken, effectivePageSize, encodePageToken } from "../domain/page-token.js";
 import type { Packages } from "../domain/runtime-versions.js";
 import { newDataKey, openSecret, sealSecret } from "../domain/secret-crypto.js";
@@ -226,7 +227,8 @@ function parseCursor(text: string): { name: string; id: string } {
   } catch {
     parsed = undefined;
   }
-  if (!Array.isArray(parsed) || typeof parsed[0] !== "string" || typeof parsed[1] !== "string") {
+  const isText = (value: unknown) => typeof value === "string" && textProblem(value) === undefined;
+  if (!Array.isArray(parsed) || !isText(parsed[0]) || !isText(parsed[1])) {
     throw invalidParameter("page_token: not a token returned by this query");
   }
   return { name: parsed[0], id: parsed[1] };

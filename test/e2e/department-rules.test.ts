@@ -314,6 +314,26 @@ describe.each(dialects)("department rules (%s)", (dialect) => {
       expect(second.json).toStrictEqual(success({ items: [MOBILE], next_page_token: "" }));
     });
 
+    it("pages on past departments whose ids are 128 four-byte characters: every token issued is taken back", async () => {
+      const ids = ["𝔞", "𝔟", "𝔠"].map((letter) => letter.repeat(128));
+      await importDirectory(svc.database, {
+        enterprise: { enterprise_id: "long-ids", name: "Long ids", currency: "USD" },
+        departments: [{ department_id: "r", parent_department_id: "0", name: "Root" },
+          ...ids.map((department_id) => ({ department_id, parent_department_id: "r", name: department_id.slice(0, 4) }))],
+        members: [],
+      });
+      const token = await svc.token(["departments:read"], "long-ids");
+      const seen: string[] = [];
+      let pageToken = "";
+      do {
+        const reply = await children("r", `?page_size=1&page_token=${encodeURIComponent(pageToken)}`, token);
+        expect(reply.json.code, reply.json.message).toBe(0);
+        seen.push(...reply.json.data.items.map((item: any) => item.department_id));
+        pageToken = reply.json.data.next_page_token;
+      } while (pageToken !== "" && seen.length < 5);
+      expect(seen).toStrictEqual(ids);
+    });
+
     it("rejects a page_token from another query with 4001", async () => {
       const other = await children("100", "?page_size=1");
       const foreign = other.json.data.next_page_token as string;

@@ -362,6 +362,19 @@ describe.each(dialects)("environment config rules (%s)", (dialect) => {
       await expectCreateInvalid({ description: "no name" }, "name: required, 1 to 64 characters");
     });
 
+    it("a name, or a terminal's, with a control character or white space at an end is 4001; a terminal without a command is 4001", async () => {
+      const control = "name: must not contain control characters (U+0000 to U+001F, U+007F to U+009F)";
+      for (const name of ["a\nb", "\u001f".repeat(8), "tab\there", "c1\u0085"]) await expectCreateInvalid({ name }, control);
+      for (const name of [" padded", "padded ", "\u00a0nbsp"]) await expectCreateInvalid({ name }, "name: must not begin or end with white space");
+      const terminal = (fields: Record<string, string>) => ({ name: uniqueName("terminal-rules"), runtime_config: { terminals: [{ name: "t", command: "run", ...fields }] } });
+      await expectCreateInvalid(terminal({ name: "t\r" }), `runtime_config.terminals[0].${control}`);
+      await expectCreateInvalid(terminal({ name: "t " }), "runtime_config.terminals[0].name: must not begin or end with white space");
+      await expectCreateInvalid(terminal({ command: "" }), "runtime_config.terminals[0].command: required (the command the terminal runs)");
+      await expectCreateInvalid(terminal({ command: "  " }), "runtime_config.terminals[0].command: required (the command the terminal runs)");
+      // Inside a name, spaces and joined emoji stay.
+      expect((await expectCreated({ name: "two words 👨‍👩‍👧" })).name).toBe("two words 👨‍👩‍👧");
+    });
+
     it("a rename is held to the same name rules", async () => {
       const data = await create({ name: uniqueName("rename-rules") });
       expect((await patchReply(data.id, { name: "r".repeat(65) })).json).toStrictEqual(failure(4001, "name: 65 characters > 64"));
@@ -571,6 +584,16 @@ describe.each(dialects)("environment config rules (%s)", (dialect) => {
         expect(reply.status).toBe(400);
         expect(reply.json).toStrictEqual(failure(4001, "page_token: not a token returned by this query"));
       }
+    });
+
+    it("a page token made by hand with U+0000 in its cursor is 4001, also for departments' children (PostgreSQL cannot compare it)", async () => {
+      const token = (query: string, after: string) =>
+        Buffer.from(JSON.stringify({ q: createHash("sha256").update(query).digest("base64url").slice(0, 12), a: after })).toString("base64url");
+      const list = await listReply(`?page_token=${token("environment-configs", JSON.stringify(["\u0000", ""]))}`, initechToken);
+      expect(list.json).toStrictEqual(failure(4001, "page_token: not a token returned by this query"));
+      const children = await send("GET", `/openapi/v1/departments/100/children?page_token=${token("children:100", "\u0000")}`,
+        { token: await svc.token(["departments:read"]) });
+      expect(children.json).toStrictEqual(failure(4001, "page_token: not a token returned by this query"));
     });
 
     it("a negative page_size is 4001", async () => {
