@@ -12,11 +12,16 @@ import {
   type StartupPlanSchema,
   type StartupStepSchema,
   type RuntimeConfig as RuntimeConfigMessage,
+  UpdateEnvironmentConfigRequestSchema,
 } from "../../gen/enterprise_admin/v1/environment_pb.js";
+import { invalidParameter } from "../domain/errors.js";
 import { checkNetworkPolicy, NETWORK_POLICY, type RuntimeConfig } from "../domain/environment-rules.js";
 import { RUNTIME_CATALOGUE, latestVersion, resolvePackages, type PackageField, type Packages } from "../domain/runtime-versions.js";
 import { principalOf } from "../interceptors/auth.js";
 import { fromRow, type EnvironmentChanges, type EnvironmentConfigs, type EnvironmentView } from "../operations/environment-configs.js";
+
+/** The fields an update_mask may name: the request's own, but the id and the mask (REST infers the mask from every field of its body). */
+const MASKABLE = UpdateEnvironmentConfigRequestSchema.fields.map((f) => f.name).filter((name) => name !== "id" && name !== "update_mask");
 
 export function environmentService(configs: EnvironmentConfigs): ServiceImpl<typeof EnvironmentConfigService> {
   return {
@@ -46,6 +51,9 @@ export function environmentService(configs: EnvironmentConfigs): ServiceImpl<typ
       if (request.networkPolicy) checkNetworkPolicy(request.networkPolicy);
       // REST fills update_mask from the body's keys; an RPC caller without a mask updates what it set.
       const paths = new Set(request.updateMask?.paths ?? []);
+      for (const path of paths) {
+        if (!MASKABLE.includes(path)) throw invalidParameter(`update_mask: ${JSON.stringify(path)} is not a field of the update (one of ${MASKABLE.join(", ")})`);
+      }
       const given = (field: string, set: boolean) => (paths.size > 0 ? paths.has(field) : set);
       const changes: EnvironmentChanges = { etag: request.etag };
       if (given("name", request.name !== undefined)) changes.name = request.name ?? "";

@@ -729,6 +729,27 @@ describe.each(dialects)("environment config rules (%s)", (dialect) => {
       expect((await get(data.id)).description).toBe("after the other writer");
     });
 
+    it("an update_mask path that is no field of the update is 4001 naming it, over REST and Connect; nothing changes", async () => {
+      const { data } = await base();
+      const rest = await patchReply(data.id, { update_mask: "bogus", description: "zz" });
+      expect(rest.json).toStrictEqual(failure(4001, expect.stringContaining('update_mask: "bogus" is not a field of the update')));
+      const connect = await send("POST", `${RPC}/UpdateEnvironmentConfig`, { body: { id: data.id, description: "zz", updateMask: "descripton" } });
+      expect(connect.status).toBe(400);
+      expect(connect.json.message).toContain('update_mask: "descripton" is not a field of the update');
+      expect(await get(data.id)).toStrictEqual(data);
+    });
+
+    it("an id in a PATCH body beside the path's is 4001; a DELETE with a body (an etag, say) is 4001 and deletes nothing", async () => {
+      const { data } = await base();
+      const other = await create({ name: uniqueName("other-id") });
+      const renamed = await patchReply(data.id, { id: other.id, description: "which one?" });
+      expect(renamed.json).toStrictEqual(failure(4001, "id: given in the path and in the body; send it in the path only"));
+      const deleted = await send("DELETE", `${BASE}/${encodeURIComponent(data.id)}`, { body: { etag: "stale" } });
+      expect(deleted.json).toStrictEqual(failure(4001, expect.stringContaining("body: DELETE takes no body")));
+      expect(await get(data.id)).toStrictEqual(data);
+      expect(await get(other.id)).toStrictEqual(other);
+    });
+
     it("an update of an unknown id is 404 4041", async () => {
       const reply = await patchReply("env_missing", { description: "x" });
       expect(reply.status).toBe(404);
