@@ -27,7 +27,7 @@ async function* validated<Desc extends DescMessage>(schema: Desc, messages: Asyn
 }
 
 export function validateRequest<Desc extends DescMessage>(schema: Desc, message: MessageShape<Desc>): void {
-  rejectUnstorableText(schema, message as unknown as Record<string, unknown>);
+  rejectUnreadable(schema, message as unknown as Record<string, unknown>);
   const result = validator.validate(schema, message);
   if (result.kind === "valid") return;
   if (result.kind === "invalid") {
@@ -38,11 +38,12 @@ export function validateRequest<Desc extends DescMessage>(schema: Desc, message:
 }
 
 /**
- * No string may hold U+0000 or a lone surrogate (see text-rules.ts). Checked here for every
- * transport, so SQLite and PostgreSQL accept exactly the same input and return it unchanged.
+ * No string may hold U+0000 or a lone surrogate (see text-rules.ts), checked here for every transport, so SQLite and PostgreSQL
+ * accept exactly the same input and return it unchanged. No message may carry a field the schema lacks: JSON readers refuse one,
+ * and protobuf's binary decoder keeps it aside (`$unknown`), where it would be dropped unread.
  */
-function rejectUnstorableText(schema: DescMessage, message: Record<string, unknown>): void {
-  const found = unstorableText(schema, message);
+function rejectUnreadable(schema: DescMessage, message: Record<string, unknown>): void {
+  const found = unreadable(schema, message);
   if (found !== undefined) throw invalidParameter(`${found.path}: ${found.problem}`);
 }
 
@@ -52,28 +53,30 @@ interface Found {
 }
 
 /**
- * The first string in `message` that cannot be stored, if any. A list item's path is spelled out
- * only when one is found: a batch of 1,000 events has 10,000 strings.
+ * The first unknown field or string that cannot be stored in `message`, if any. A list item's path is spelled out only when one is
+ * found: a batch of 1,000 events has 10,000 strings.
  */
-function unstorableText(schema: DescMessage, message: Record<string, unknown>): Found | undefined {
+function unreadable(schema: DescMessage, message: Record<string, unknown>): Found | undefined {
+  const unknown = (message.$unknown as Array<{ no: number }> | undefined)?.[0];
+  if (unknown) return { path: `field number ${unknown.no}`, problem: `not a field of ${schema.name} in this service's schema; unknown fields are refused` };
   for (const field of schema.fields) {
     const value = message[field.localName];
     let found: Found | undefined;
     if (field.fieldKind === "scalar") {
       if (field.scalar === ScalarType.STRING) found = checkText(value, field.name);
     } else if (field.fieldKind === "message") {
-      if (value) found = inside(unstorableText(field.message, value as Record<string, unknown>), field.name);
+      if (value) found = inside(unreadable(field.message, value as Record<string, unknown>), field.name);
     } else if (field.fieldKind === "list") {
       const items = value as unknown[];
       for (let i = 0; i < items.length && !found; i++) {
-        if (field.listKind === "message") found = inside(unstorableText(field.message, items[i] as Record<string, unknown>), `${field.name}[${i}]`);
+        if (field.listKind === "message") found = inside(unreadable(field.message, items[i] as Record<string, unknown>), `${field.name}[${i}]`);
         else if (field.scalar === ScalarType.STRING) found = checkText(items[i], field.name, i);
       }
     } else if (field.fieldKind === "map") {
       for (const [key, item] of Object.entries(value as Record<string, unknown>)) {
         found = checkText(key, `${field.name} key ${JSON.stringify(key)}`);
         if (!found && field.mapKind === "scalar" && field.scalar === ScalarType.STRING) found = checkText(item, `${field.name}.${key}`);
-        if (!found && field.mapKind === "message") found = inside(unstorableText(field.message, item as Record<string, unknown>), `${field.name}.${key}`);
+        if (!found && field.mapKind === "message") found = inside(unreadable(field.message, item as Record<string, unknown>), `${field.name}.${key}`);
         if (found) break;
       }
     }

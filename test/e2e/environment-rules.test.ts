@@ -10,7 +10,8 @@ import { join } from "node:path";
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EnvironmentConfigService } from "../../gen/enterprise_admin/v1/environment_pb.js";
+import { create as createMessage, toBinary } from "@bufbuild/protobuf";
+import { CreateEnvironmentConfigRequestSchema, EnvironmentConfigService } from "../../gen/enterprise_admin/v1/environment_pb.js";
 import { ErrorDetailSchema } from "../../gen/enterprise_admin/v1/errors_pb.js";
 import type { DirectoryFile } from "../../src/domain/directory-file.js";
 import { loadLocalKeyProvider } from "../../src/keys/local-key-provider.js";
@@ -1090,6 +1091,25 @@ describe.each(dialects)("environment config rules (%s)", (dialect) => {
       expect((await client().getEnvironmentConfig({ id: created.id }, auth(readToken))).name).toBe(name);
       await client().deleteEnvironmentConfig({ id: created.id }, auth());
       expect((await failureOf(client().getEnvironmentConfig({ id: created.id }, auth()))).code).toBe(Code.NotFound);
+    });
+
+    it("an unknown field in a binary protobuf body is 4001 naming its number, as an unknown JSON field is; nothing is created", async () => {
+      const name = uniqueName("binary-unknown");
+      const known = toBinary(CreateEnvironmentConfigRequestSchema, createMessage(CreateEnvironmentConfigRequestSchema, { name }));
+      const cases: Array<[Buffer, string]> = [
+        // Field 99, varint 1, at the top level.
+        [Buffer.from([0x98, 0x06, 0x01]), "field number 99: not a field of CreateEnvironmentConfigRequest"],
+        // runtime_config (field 4, 3 bytes) holding field 15, varint 1.
+        [Buffer.from([0x22, 0x02, 0x78, 0x01]), "runtime_config.field number 15: not a field of RuntimeConfig"],
+      ];
+      for (const [extra, named] of cases) {
+        const res = await fetch(`${svc.baseUrl}${RPC}/CreateEnvironmentConfig`, {
+          method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/proto" }, body: Buffer.concat([known, extra]),
+        });
+        expect(res.status).toBe(400);
+        expect(((await res.json()) as { message: string }).message).toBe(`${named} in this service's schema; unknown fields are refused`);
+      }
+      expect((await listReply("?page_size=100")).json.data.items.map((item: any) => item.name)).not.toContain(name);
     });
 
     it("supported versions and the startup plan", async () => {
