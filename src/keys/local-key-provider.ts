@@ -270,6 +270,10 @@ function parseKeyFile(parsed: unknown, path: string): { keys: MasterKey[]; curre
     }
     if (keys.some((k) => k.id === entry.id)) throw bad(`master key id "${entry.id}" appears twice`);
     const key = decodeKey(entry.key, `key file ${path}: master key "${entry.id}"`);
+    // An id made here names its key's hash: one whose bytes were swapped or damaged would wrap data keys no copy of the file opens.
+    if (/^local-[0-9a-f]{12}$/.test(entry.id) && keyId("local", key) !== entry.id) {
+      throw new Error(`key file ${path}: master key "${entry.id}" is not the key of that id (an id local-… is the first 12 hex digits of its key's SHA-256): the key was changed or damaged; restore the file from a backup`);
+    }
     keys.push({ id: entry.id, key, ...(typeof entry.created === "string" ? { created: entry.created } : {}) });
   }
   if (!keys.some((k) => k.id === file.current)) throw bad(`"current" names "${file.current}", which is not in "keys"`);

@@ -1,3 +1,4 @@
+import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -419,6 +420,18 @@ describe.concurrent("the real binary's exit status", () => {
       .toMatchObject({ code: 2, stdout: "", stderr: expect.stringMatching(/^error: SQLITE_CACHE_MIB: "abc" is not a whole number/) });
     expect(await cliProcess(["serve", "--port", "0", "--db", join(dir, "settings.sqlite")], { REPORT_MAX_FIGURES: "999" }))
       .toStrictEqual({ code: 2, stdout: "", stderr: 'error: REPORT_MAX_FIGURES: "999" is not a whole number >= 1000\n' });
+  });
+
+  it("a key file whose key bytes are not those of their local- id is refused, naming the id, never the key", async () => {
+    const [named, swapped] = [randomBytes(32), randomBytes(32)];
+    const id = `local-${createHash("sha256").update(named).digest("hex").slice(0, 12)}`;
+    const keyFile = join(dir, "swapped.key");
+    writeFileSync(keyFile, JSON.stringify({ current: id, keys: [{ id, key: swapped.toString("base64") }] }), { mode: 0o600 });
+    const result = await cliProcess(["keys", "status", "--db", join(dir, "swapped.sqlite")], { ENTERPRISE_ADMIN_MASTER_KEY_FILE: keyFile });
+    expect(result).toMatchObject({ code: 1, stdout: "" });
+    expect(result.stderr).toBe(`error: key file ${keyFile}: master key "${id}" is not the key of that id (an id local-… is the first 12 hex digits ` +
+      "of its key's SHA-256): the key was changed or damaged; restore the file from a backup\n");
+    expect(result.stderr).not.toContain(swapped.toString("base64"));
   });
 
   it("an unreachable PostgreSQL is one line naming the server (no credentials), exit 1", async () => {
