@@ -70,8 +70,10 @@ export class DepartmentRepository {
     const { rows } = await sql<SubtreeMemberRow>`with recursive tree(group_id, department_id) as (
         select department_id, department_id from department where enterprise_id = ${enterpriseId} and parent_department_id = ${departmentId}
         union all
-        select tree.group_id, d.department_id from department d join tree on d.parent_department_id = tree.department_id
-        where d.enterprise_id = ${enterpriseId}
+        -- tree first, so that SQLite seeks each row's children by (enterprise, parent): joined the other way it scanned every
+        -- department of the enterprise for each row of the tree (CROSS JOIN keeps SQLite's order; PostgreSQL plans it as any join)
+        select tree.group_id, d.department_id from tree cross join department d
+        where d.enterprise_id = ${enterpriseId} and d.parent_department_id = tree.department_id
       )
       select tree.group_id, m.member_key from tree
         join member_department md on md.enterprise_id = ${enterpriseId} and md.department_id = tree.department_id
