@@ -3,6 +3,8 @@
 import { invalidParameter } from "./errors.js";
 
 export const ROOT_PARENT_ID = "0";
+/** Levels of a tree, the root's included: every full_path then stays within 100 names. */
+export const MAX_DEPARTMENT_LEVELS = 100;
 
 export interface DepartmentNode {
   department_id: string;
@@ -31,27 +33,35 @@ export function placeDepartments(nodes: Iterable<DepartmentNode>): Map<string, P
   if (byId.has(ROOT_PARENT_ID)) throw invalidParameter(`departments: "0" is reserved for the root and cannot be a department_id`);
 
   const placed = new Map<string, PlacedDepartment>();
-  const place = (id: string, trail: string[]): PlacedDepartment => {
-    const done = placed.get(id);
-    if (done) return done;
-    const node = byId.get(id)!;
-    if (node.parent_department_id === ROOT_PARENT_ID) {
-      const root = { ...node, full_path: node.name, depth: 0 };
-      placed.set(id, root);
-      return root;
+  for (const start of byId.keys()) {
+    // Up from `start` to a department already placed (or the root), then placed on the way back down: a loop, not a recursion, so
+    // that a deep chain cannot exhaust the stack before the depth rule names it.
+    const chain: DepartmentNode[] = [];
+    const onChain = new Set<string>();
+    let above: PlacedDepartment | undefined;
+    for (let id = start; !(above = placed.get(id));) {
+      if (onChain.has(id)) {
+        const ids = chain.map((n) => n.department_id);
+        throw invalidParameter(`departments: cycle through ${[...ids.slice(ids.indexOf(id)), id].join(" -> ")}`);
+      }
+      const node = byId.get(id)!;
+      chain.push(node);
+      onChain.add(id);
+      if (node.parent_department_id === ROOT_PARENT_ID) break;
+      if (!byId.has(node.parent_department_id)) {
+        throw invalidParameter(`department ${id}: parent_department_id "${node.parent_department_id}" does not exist`);
+      }
+      id = node.parent_department_id;
     }
-    if (trail.includes(id)) {
-      throw invalidParameter(`departments: cycle through ${[...trail.slice(trail.indexOf(id)), id].join(" -> ")}`);
+    for (const node of chain.reverse()) {
+      const depth = above ? above.depth + 1 : 0;
+      if (depth >= MAX_DEPARTMENT_LEVELS) {
+        throw invalidParameter(`department ${node.department_id}: ${depth + 1} levels from the root down; a tree has at most ${MAX_DEPARTMENT_LEVELS}`);
+      }
+      const here: PlacedDepartment = { ...node, full_path: above ? `${above.full_path}/${node.name}` : node.name, depth };
+      placed.set(node.department_id, here);
+      above = here;
     }
-    const parent = byId.get(node.parent_department_id);
-    if (!parent) {
-      throw invalidParameter(`department ${id}: parent_department_id "${node.parent_department_id}" does not exist`);
-    }
-    const parentPlaced = place(parent.department_id, [...trail, id]);
-    const result = { ...node, full_path: `${parentPlaced.full_path}/${node.name}`, depth: parentPlaced.depth + 1 };
-    placed.set(id, result);
-    return result;
-  };
-  for (const id of byId.keys()) place(id, []);
+  }
   return placed;
 }

@@ -88,7 +88,8 @@ export class DirectoryRepository {
         .execute();
       const memberships = chunk.flatMap((m) => [...new Set(m.department_ids)].map((department_id) =>
         ({ enterprise_id: enterpriseId, user_id: m.user_id, department_id })));
-      if (memberships.length > 0) await this.db.insertInto("member_department").values(memberships).execute();
+      // Statements of at most 500 rows (1,500 parameters), however many departments the chunk's members have.
+      for (let j = 0; j < memberships.length; j += 500) await this.db.insertInto("member_department").values(memberships.slice(j, j + 500)).execute();
     }
   }
 

@@ -97,6 +97,33 @@ describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
     expect(await database.db.selectFrom("department").selectAll().execute()).toEqual([]);
   });
 
+  it("import directory refuses a tree deeper than 100 levels naming the department, and a cycle of 10,000 naming it (no stack overflow); applies nothing", async () => {
+    const chain = (n: number, top: string) => Array.from({ length: n }, (_, i) => ({ department_id: `c${i}`, parent_department_id: i === 0 ? top : `c${i - 1}`, name: `C${i}` }));
+    const enterprise = { enterprise_id: "deep", name: "Deep", currency: "USD" };
+    // Leaf first: each department's parent comes later in the file.
+    const deep = file("deep.json", JSON.stringify({ enterprise, departments: chain(10_000, "0").reverse(), members: [] }));
+    const refused = await cli(["import", "directory", deep, "--db", testDb.url]);
+    expect([refused.code, refused.stderr]).toStrictEqual([2, "error: department c100: 101 levels from the root down; a tree has at most 100\n"]);
+    const cycle = chain(10_000, "c9999");
+    const looped = await cli(["import", "directory", file("cycle.json", JSON.stringify({ enterprise, departments: [{ department_id: "r", parent_department_id: "0", name: "R" }, ...cycle], members: [] })), "--db", testDb.url]);
+    expect(looped.code).toBe(2);
+    expect(looped.stderr).toMatch(/^error: departments: cycle through c0 -> c9999 -> c9998 -> .* -> c1 -> c0\n$/);
+    expect(await database.db.selectFrom("department").selectAll().where("enterprise_id", "=", "deep").execute()).toEqual([]);
+    const fits = await cli(["import", "directory", file("fits.json", JSON.stringify({ enterprise, departments: chain(100, "0"), members: [] })), "--db", testDb.url]);
+    expect(fits.code, fits.stderr).toBe(0);
+    expect((await database.db.selectFrom("department").select("depth").where("department_id", "=", "c99").executeTakeFirstOrThrow()).depth).toBe(99);
+  });
+
+  it("import directory writes 500 members each in 45 departments (22,500 placements, past any statement's parameters)", async () => {
+    const departments = [{ department_id: "root", parent_department_id: "0", name: "Root" },
+      ...Array.from({ length: 45 }, (_, i) => ({ department_id: `d${i}`, parent_department_id: "root", name: `D${i}` }))];
+    const members = Array.from({ length: 500 }, (_, i) => ({ user_id: `u${i}`, email: `u${i}@example.com`, account_type: 1, department_ids: departments.slice(1).map((d) => d.department_id) }));
+    const result = await cli(["import", "directory", file("placed.json", JSON.stringify({ enterprise: { enterprise_id: "placed", name: "Placed", currency: "USD" }, departments, members })), "--db", testDb.url]);
+    expect(result.code, result.stderr).toBe(0);
+    const { n } = await database.db.selectFrom("member_department").select((eb) => eb.fn.countAll<string>().as("n")).where("enterprise_id", "=", "placed").executeTakeFirstOrThrow();
+    expect(Number(n)).toBe(22_500);
+  });
+
   it("import directory reads a file that begins with a byte order mark", async () => {
     const result = await cli(["import", "directory", file("bom.json", `\uFEFF${JSON.stringify(acme)}`), "--dry-run", "--db", testDb.url]);
     expect(result.stderr).toBe("");
