@@ -5,6 +5,7 @@
 // only its environment, so the command line runs in-process as well as in its own process.
 import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { decodeUtf8Body } from "../rest/utf8-body.js";
 import { Command, Option } from "commander";
 import { loadConfig, loadServeConfig, usageImportTuning } from "../config.js";
 import { MAX_ACCESS_TOKEN_TTL_SECONDS, parseDuration } from "../domain/credentials.js";
@@ -148,8 +149,8 @@ export function buildProgram(io: CliIo = processIo()): Command {
     .option("--dry-run", "print what the import would do (removals included), write nothing")
     .addOption(dbOption())
     .action(async (file: string, opts, command: Command) => {
-      const text = await readFile(file, "utf8");
-      const parsed = parseDirectoryFile(text);
+      // Bytes that are not UTF-8 become lone surrogates, which the file's rules refuse by field, rather than U+FFFD stored in their place.
+      const parsed = parseDirectoryFile(decodeUtf8Body(await readFile(file)));
       const summary = await withDatabase(io, opts.db, (database) => importDirectory(database, parsed, { prune: opts.prune, dryRun: opts.dryRun }));
       outputOf(command, io.stdout).result(summary);
     });

@@ -4,18 +4,19 @@ import { IANAZone } from "luxon";
 import { z } from "zod";
 import { regexes } from "zod/v4/core";
 import { foldEmail } from "./email-match.js";
-import { characters } from "./text-rules.js";
+import { characters, textProblem } from "./text-rules.js";
 import { invalidParameter } from "./errors.js";
 import { describeJsonError } from "./json-errors.js";
 
-/** Required text of at most `max` characters (code points, as the API's limits count). */
-const textOf = (max: number) => z.string().min(1).refine((text) => characters(text) <= max, `longer than ${max} characters`);
+/** Required text of at most `max` characters (code points, as the API's limits count), storable as sent (text-rules.ts). */
+const textOf = (max: number) => z.string().min(1).refine((text) => characters(text) <= max, `longer than ${max} characters`)
+  .refine((text) => textProblem(text) === undefined, "must not contain U+0000, a lone surrogate or bytes that are not UTF-8");
 const id = textOf(128);
 
 /** Internationalized addresses too (RFC 6531: `élodie@x.example`), where zod's `email()` takes ASCII alone. */
 const EMAIL_RULE = "not an e-mail address (a local part of 1 to 64 characters, \"@\", a domain of 1 to 255; no spaces, quotes or control characters)";
 // At most 64 + 1 + 255 = 320 characters.
-const email = z.string().regex(regexes.unicodeEmail, EMAIL_RULE).refine((text) => !/\p{Cc}/u.test(text), EMAIL_RULE);
+const email = z.string().regex(regexes.unicodeEmail, EMAIL_RULE).refine((text) => !/\p{Cc}/u.test(text) && textProblem(text) === undefined, EMAIL_RULE);
 
 const directoryFile = z.object({
   enterprise: z.object({

@@ -124,6 +124,18 @@ describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
     expect(Number(n)).toBe(22_500);
   });
 
+  it("import directory refuses bytes that are not UTF-8, U+0000 and lone surrogates, naming the field; applies nothing", async () => {
+    const enterprise = { enterprise_id: "latin", name: "Latin", currency: "USD" };
+    const withName = (name: string) => JSON.stringify({ enterprise, departments: [{ department_id: "r", parent_department_id: "0", name }], members: [] });
+    const latin1 = join(dir, "latin1.json");
+    writeFileSync(latin1, Buffer.from(withName("\u00c4rger"), "latin1")); // Ä as the single byte 0xC4
+    for (const path of [latin1, file("nul.json", withName("a\u0000b")), file("surrogate.json", withName("a\ud800b"))]) {
+      const result = await cli(["import", "directory", path, "--db", testDb.url]);
+      expect([result.code, result.stderr]).toStrictEqual([2, expect.stringContaining("departments[0].name: must not contain U+0000, a lone surrogate or bytes that are not UTF-8")]);
+    }
+    expect(await database.db.selectFrom("enterprise").selectAll().where("enterprise_id", "=", "latin").execute()).toEqual([]);
+  });
+
   it("import directory reads a file that begins with a byte order mark", async () => {
     const result = await cli(["import", "directory", file("bom.json", `\uFEFF${JSON.stringify(acme)}`), "--dry-run", "--db", testDb.url]);
     expect(result.stderr).toBe("");
