@@ -126,7 +126,7 @@ export class UsageReports {
 
   /** Kept per directory version, read before the scope is made: a scope kept under a version is never older than it. */
   private async departmentScope(enterpriseId: string, departmentId: string, directoryVersion: number): Promise<DepartmentScope> {
-    const key = `${enterpriseId}\n${departmentId}\n${directoryVersion}`;
+    const key = JSON.stringify([enterpriseId, departmentId, directoryVersion]); // ids may hold any character: no separator is safe
     let scope = this.departmentScopes.get(key);
     if (!scope) this.departmentScopes.set(key, (scope = await this.readDepartmentScope(enterpriseId, departmentId)));
     return scope;
@@ -223,7 +223,7 @@ export class UsageReports {
     const keyOf = (range: TimeBucket) => `${range.start}+${range.end - range.start}`;
     const stamps = new Map(ranges.map((range, i) => [keyOf(range), daysOf[i]!.map((day) => dayStamps.get(day) ?? "").join(";")]));
     const rangeOf = new Map(ranges.map((range) => [keyOf(range), range]));
-    const kept = await this.dayCache.days(`${enterpriseId}\n${scope}`, stamps, false, async (keys) => {
+    const kept = await this.dayCache.days(JSON.stringify([enterpriseId, scope]), stamps, false, async (keys) => {
       const summed = await sum(keys.map((key) => rangeOf.get(key)!));
       return new Map(keys.map((key, i) => [key, summed[i]!]));
     }, signal);
@@ -307,7 +307,7 @@ export class UsageReports {
   private async addKeptDays(cells: ReportCells, enterpriseId: string, scope: string, days: readonly CoveredPeriod[], load: DayLoader,
     signal: AbortSignal): Promise<void> {
     const stamps = await this.dayStamps(enterpriseId, days.map(({ start }) => start));
-    const kept = await this.dayCache.days(`${enterpriseId}\n${scope}`, stamps, days.some(({ alone }) => !alone), load, signal);
+    const kept = await this.dayCache.days(JSON.stringify([enterpriseId, scope]), stamps, days.some(({ alone }) => !alone), load, signal);
     for (const { start, bucket } of days) for (const period of kept.get(start) ?? []) cells.addPeriod(bucket, period);
   }
 

@@ -462,6 +462,24 @@ describe.each(dialects)("usage report (%s)", (dialect) => {
       expect(longestGap).toBeLessThan(1000);
     }, 60_000);
 
+    it("the department scopes kept in memory are told apart whatever the ids hold: enterprise \"x\\ny\" department \"z\" is not enterprise \"x\" department \"y\\nz\"", async () => {
+      const tenantOf = async (enterpriseId: string, departmentId: string, userId: string) => {
+        await importDirectory(svc.database, {
+          enterprise: { enterprise_id: enterpriseId, name: "Newline", currency: "USD" },
+          departments: [{ department_id: "top", parent_department_id: "0", name: "Top" }, { department_id: departmentId, parent_department_id: "top", name: "Child" }],
+          members: [{ user_id: userId, email: `${userId}@example.com`, account_type: 1, department_ids: [departmentId] }],
+        });
+        return svc.token(undefined, enterpriseId);
+      };
+      const first = await tenantOf(`x-${dialect}\ny`, "z", "n1");
+      const second = await tenantOf(`x-${dialect}`, "y\nz", "n2");
+      await write(second, [ev("n2", D0 + 60, 3n)]);
+      const body = { start_time: D0, end_time: D0 + DAY, time_zone: "UTC", bucket: "none", group_by: ["department"] };
+      expect((await report(first, { ...body, department_id: "z" })).buckets[0].groups).toStrictEqual([]);
+      const groups = (await report(second, { ...body, department_id: "y\nz" })).buckets[0].groups;
+      expect(groups.map((g: any) => [g.department_id, g.events])).toStrictEqual([["y\nz", 1]]);
+    });
+
     it("groups are the root itself (its direct members) then its children by name, then id; a member in two sibling subtrees counts in both", async () => {
       const data = await report(t.token, { start_time: D0, end_time: D0 + 3 * DAY, time_zone: "UTC", group_by: ["department"] });
       expect(data.buckets).toHaveLength(3);
