@@ -8,6 +8,7 @@ import * as rollupMembers from "./20261129T100000-rollup-members.js";
 import * as unframeRunningTotals from "./20261130T090000-unframe-running-totals.js";
 import * as usageLayout from "./20261201T090000-usage-layout.js";
 import * as pendingRollups from "./20261202T090000-pending-rollups.js";
+import * as placementsByDepartment from "./20261203T090000-index-placements-by-department.js";
 
 export const migrations: Record<string, Migration> = {
   "20261126T080000-baseline": baseline,
@@ -18,4 +19,5 @@ export const migrations: Record<string, Migration> = {
   "20261130T090000-unframe-running-totals": unframeRunningTotals,
   "20261201T090000-usage-layout": usageLayout,
   "20261202T090000-pending-rollups": pendingRollups,
+  "20261203T090000-index-placements-by-department": placementsByDepartment,
 };
