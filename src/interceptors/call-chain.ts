@@ -6,8 +6,8 @@
 // (connect-es marks those two functions internal to its protocol handlers: package.json pins its
 // version exactly, and test/e2e checks every transport against the same answers.)
 import type { DescMethod, DescMethodServerStreaming, DescMethodUnary, Message } from "@bufbuild/protobuf";
-import { ConnectError, createContextValues, type HandlerContext, type Interceptor, type MethodImplSpec } from "@connectrpc/connect";
-import { createAsyncIterable, invokeUnaryImplementation, transformInvokeImplementation } from "@connectrpc/connect/protocol";
+import { ConnectError, createContextValues, type ContextValues, type HandlerContext, type Interceptor, type MethodImplSpec } from "@connectrpc/connect";
+import { createAsyncIterable, invokeUnaryImplementation, transformInvokeImplementation, type UniversalHandler, type UniversalServerRequest } from "@connectrpc/connect/protocol";
 import type { RateLimits } from "../domain/rate-limits.js";
 import type { ServedService } from "../routes.js";
 import type { StoreFault } from "../storage/store-faults.js";
@@ -48,6 +48,25 @@ export class CallChain {
     for (const { spec } of services) for (const method of Object.values(spec.methods)) this.specs.set(method.method, method);
   }
 
+  serves(method: DescMethod): boolean {
+    return this.specs.has(method);
+  }
+
+  /**
+   * Authorizes a call from its headers before its body is read (authorizingFirst); the chain then skips this step. The caller's
+   * ConnectError, recorded in the call's log, or undefined when the call may go on.
+   */
+  async authorizeFirst(method: DescMethod, header: Headers, values: ContextValues): Promise<ConnectError | undefined> {
+    try {
+      await this.authorizer.authorize(method, header, values);
+      return undefined;
+    } catch (error) {
+      const log = values.get(callLogKey)!; // the adapter's context values carry it (app.ts)
+      log.procedure = procedureOf(method);
+      return this.outcome.failure(error, log);
+    }
+  }
+
   /**
    * A call of a business method, to run in process. Its context is the transport's call as it is: its
    * signal is the call's (it ends at the deadline or when the caller goes away, call-signal.ts), so a
@@ -73,6 +92,26 @@ export class CallChain {
     };
     return new LocalCall(spec, context, init.log, this.interceptors, this.authorizer, this.outcome);
   }
+}
+
+/**
+ * Wraps the handler of a business method that connect-es serves (every RPC protocol but uncompressed Connect JSON) so that the call
+ * is authorized from its headers before connect-es reads and decodes its body, as the in-process transports do: a caller without a
+ * valid token gets its error with the body unread. `checked` runs an authorized call; `raw` answers a refused one, its body an error
+ * (the checks of `checked` would read it). Other handlers (reflection, health) are returned as they are.
+ */
+export function authorizingFirst(chain: CallChain, checked: UniversalHandler, raw: UniversalHandler): UniversalHandler {
+  if (!chain.serves(raw.method)) return checked;
+  const authorizing = async (req: UniversalServerRequest) => {
+    const refused = await chain.authorizeFirst(raw.method, req.header, req.contextValues!);
+    return refused ? raw({ ...req, body: failingBody(refused) }) : checked(req);
+  };
+  return Object.assign(authorizing, checked);
+}
+
+/** A body that fails when read: connect-es answers with its error in the caller's protocol. */
+async function* failingBody(error: ConnectError): AsyncIterable<Uint8Array> {
+  throw error;
 }
 
 /** The call's deadline is its signal's (the transport's); connect-es's own timeout is not used in process. */

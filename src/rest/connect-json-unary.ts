@@ -50,9 +50,8 @@ export class ConnectJsonUnary {
     });
     let response;
     try {
-      checkCallerTimeout(req);
-      // Authentication comes first: without a valid token the body is drained, never parsed.
-      await call.authorize().catch((error: unknown) => {
+      // Authentication comes first, then the call's headers: without a valid token the body is drained, never parsed.
+      await call.authorize().then(() => checkCallerTimeout(req)).catch((error: unknown) => {
         req.resume();
         throw error;
       });

@@ -2,6 +2,7 @@
 // access-token checks every business call makes, and that no credential reaches a response or a log line.
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
+import { connect } from "node:http2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AuthService } from "../../gen/enterprise_admin/v1/auth_pb.js";
 import { DepartmentService } from "../../gen/enterprise_admin/v1/department_pb.js";
@@ -302,6 +303,60 @@ describe.each(dialects)("auth rules (%s)", (dialect) => {
       expect(error?.code).toBe(Code.PermissionDenied);
       expect(details(error)).toStrictEqual([30017]);
       expect(error?.rawMessage).toContain("departments:read");
+    });
+  });
+
+  describe("on every RPC protocol, the token before the body", () => {
+    const BATCH_GET_RPC = "/enterprise_admin.v1.DepartmentService/BatchGetDepartments";
+    /** One HTTP/2 request whose body is sent, then left open: the answer's status and code, from headers or trailers. */
+    async function h2Call(headers: Record<string, string>, body: Buffer, endBody: boolean): Promise<{ status: number; code: string }> {
+      const session = connect(svc.baseUrl);
+      try {
+        const stream = session.request({ ":method": "POST", ":path": BATCH_GET_RPC, ...headers });
+        stream.write(body);
+        if (endBody) stream.end();
+        return await new Promise((resolve, reject) => {
+          let status = 0;
+          let code = "";
+          stream.on("response", (h) => {
+            status = Number(h[":status"]);
+            code = String(h["grpc-status"] ?? "");
+          });
+          stream.on("trailers", (t) => (code = String(t["grpc-status"] ?? code)));
+          let text = "";
+          stream.on("data", (chunk: Buffer) => (text += chunk.toString("latin1")));
+          const timer = setTimeout(() => reject(new Error("no answer while the body is still open")), 3_000);
+          stream.on("end", () => {
+            clearTimeout(timer);
+            // gRPC's code is in the headers or trailers, gRPC-Web's in a trailer frame of the body, a Connect error's in its JSON body.
+            resolve({ status, code: code || (/grpc-status:\s*(\d+)/.exec(text) ?? /"code":"([a-z_]+)"/.exec(text))?.[1] || "" });
+          });
+          stream.on("error", reject);
+        });
+      } finally {
+        session.close();
+      }
+    }
+    // A gRPC frame declaring 100 bytes of which 2 are sent: the message never completes.
+    const partialFrame = Buffer.from([0, 0, 0, 0, 100, 0x0a, 0x01]);
+
+    it("a call without a valid token is unauthenticated while its body is still open, and a malformed body does not change it", async () => {
+      for (const [contentType, body] of [
+        ["application/grpc", partialFrame], ["application/grpc-web+proto", partialFrame], ["application/proto", Buffer.from([0x0a, 0xff])],
+      ] as const) {
+        for (const authorization of [undefined, "Bearer eat_not-a-token"]) {
+          const headers = { "content-type": contentType, te: "trailers", ...(authorization ? { authorization } : {}) };
+          const open = await h2Call(headers, body, false);
+          expect([contentType, authorization, open], "with the body left open").toStrictEqual([contentType, authorization,
+            contentType === "application/proto" ? { status: 401, code: "unauthenticated" } : { status: 200, code: "16" }]);
+          // A complete but malformed body: still the token's answer, not invalid_argument.
+          const malformed = await h2Call(headers, contentType === "application/proto" ? body : Buffer.from([0, 0, 0, 0, 2, 0x0a, 0xff]), true);
+          expect(malformed.code).toBe(contentType === "application/proto" ? "unauthenticated" : "16");
+        }
+      }
+      // Connect JSON, with a header it cannot read: the token is still checked first.
+      const json = await fetch(svc.baseUrl + BATCH_GET_RPC, { method: "POST", headers: { "content-type": "application/json", "connect-timeout-ms": "abc" }, body: "{}" });
+      expect([json.status, ((await json.json()) as { code: string }).code]).toStrictEqual([401, "unauthenticated"]);
     });
   });
 });
