@@ -1,8 +1,19 @@
-// Exact usage sums. A stored total is at most 2^64 - 1 (the API's uint64), so every window's answer fits.
+// Exact usage sums. A member's stored total is at most 2^64 - 1 (the API's uint64), so every answer of one member's fits; a sum over
+// members may pass it (answerCount).
+import { invalidParameter } from "./errors.js";
 import { formatMicros } from "./money.js";
 import { grown } from "./typed-arrays.js";
 
 export const SUM_LIMIT = 2n ** 64n - 1n;
+
+/** A count as the API answers it, a uint64: past 2^64 - 1 (a sum over many members can be), a 4001 naming the field and the limit. */
+export function answerCount(value: number | bigint, field: string): bigint {
+  const count = BigInt(value);
+  if (count > SUM_LIMIT) {
+    throw invalidParameter(`${field}: the sum ${count} is past ${SUM_LIMIT}, the largest an answer holds; ask for shorter buckets or group by member`);
+  }
+  return count;
+}
 /** Input tokens, output tokens, basic micros, pay-go micros, and events (which tell no events from events of zeros). */
 export const SUMS = 5;
 export const INPUT = 0;

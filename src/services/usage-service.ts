@@ -15,7 +15,7 @@ import { exportUsageRows } from "../operations/usage-export.js";
 import type { UsageReports } from "../operations/usage-report.js";
 import type { UsageRepository } from "../storage/usage-repository.js";
 import type { DirectoryRepository } from "../storage/directory-repository.js";
-import { BASIC, EVENTS, exactSum, INPUT, modelAmounts, OUTPUT, PAY_GO } from "../domain/usage-totals.js";
+import { answerCount, BASIC, EVENTS, exactSum, INPUT, modelAmounts, OUTPUT, PAY_GO } from "../domain/usage-totals.js";
 import type { WindowSums } from "../domain/usage-window-sums.js";
 
 /** `ingested` hears of every committed RecordUsageEvents batch (the service's metrics). */
@@ -110,8 +110,9 @@ function figures({ sums, row, activeMembers }: GroupFigures) {
   const basic = sums.exact(row, BASIC);
   const payGo = sums.exact(row, PAY_GO);
   return {
-    events: BigInt(sums.exact(row, EVENTS)), activeMembers: BigInt(activeMembers), inputTokens: BigInt(sums.exact(row, INPUT)),
-    outputTokens: BigInt(sums.exact(row, OUTPUT)), basicAmount: formatMicros(basic), payGoAmount: formatMicros(payGo),
+    events: answerCount(sums.exact(row, EVENTS), "events"), activeMembers: BigInt(activeMembers),
+    inputTokens: answerCount(sums.exact(row, INPUT), "input_tokens"), outputTokens: answerCount(sums.exact(row, OUTPUT), "output_tokens"),
+    basicAmount: formatMicros(basic), payGoAmount: formatMicros(payGo),
     totalAmount: formatMicros(exactSum(basic, payGo)),
   };
 }
