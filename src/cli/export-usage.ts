@@ -1,7 +1,7 @@
 // `export usage`: the export's rows as CSV or NDJSON; --out is renamed into place when complete, so a failed export leaves no partial file.
 import { once } from "node:events";
-import { createWriteStream, type WriteStream } from "node:fs";
-import { rename, rm, stat } from "node:fs/promises";
+import { constants, createWriteStream, type WriteStream } from "node:fs";
+import { access, lstat, rename, rm, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { Readable, type Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -75,10 +75,18 @@ export async function exportUsageFile(database: Database, options: UsageExportOp
   return { enterprise_id: options.enterprise, from: options.from, to: options.to, time_zone: timeZone, rows, out: options.out ?? "-" };
 }
 
-/** A new file, opened before any work starts, or a one-line error naming --out. */
+/**
+ * A new file, opened before any work starts, or a one-line error naming --out. The export is renamed over `named` when done, so `named`
+ * must be new or a regular file this process may write: a rename would replace a device, a link or a read-only file.
+ */
 async function openNew(path: string, named: string): Promise<WriteStream> {
   const isDirectory = async (at: string) => (await stat(at).catch(() => undefined))?.isDirectory() ?? false;
   if (await isDirectory(named)) throw invalidParameter(`--out: cannot write ${named}: it is a directory`);
+  const existing = await lstat(named).catch(() => undefined);
+  if (existing && !existing.isFile()) throw invalidParameter(`--out: cannot write ${named}: it is not a regular file (a device, a link or a pipe); name a new file`);
+  if (existing && !(await access(named, constants.W_OK).then(() => true, () => false))) {
+    throw invalidParameter(`--out: cannot write ${named}: permission denied`);
+  }
   const file = createWriteStream(path, { flags: "wx" });
   try {
     await once(file, "open");

@@ -2,7 +2,8 @@
 // Connect and gRPC, and `export usage` of the real CLI) against the real service. Expected rows are
 // computed here from the events sent, with the platform's Intl time zone data for the local dates
 // (the service uses luxon), and checked against user-model-usage over the same window.
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { toJson } from "@bufbuild/protobuf";
@@ -520,6 +521,23 @@ describe.each(dialects)("usage export (%s)", (dialect) => {
         await holder.end();
       }
     }, 90_000);
+
+    it("refuses an --out that is a link, and leaves the link and its target as they were (the export is renamed over --out)", async () => {
+      const target = join(dir, "link-target.txt");
+      writeFileSync(target, "kept\n");
+      const link = join(dir, "link.csv");
+      symlinkSync(target, link);
+      const run = await cli([...base(), "--out", link]);
+      expect([run.code, run.stderr.trim()]).toStrictEqual([2, `error: --out: cannot write ${link}: it is not a regular file (a device, a link or a pipe); name a new file`]);
+      expect(lstatSync(link).isSymbolicLink()).toBe(true);
+      expect(readFileSync(target, "utf8")).toBe("kept\n");
+      // A pipe (as a device would be) is refused the same way, and stays a pipe.
+      const pipe = join(dir, "pipe.csv");
+      execFileSync("mkfifo", [pipe]);
+      const piped = await cli([...base(), "--out", pipe]);
+      expect([piped.code, piped.stderr.trim()]).toStrictEqual([2, `error: --out: cannot write ${pipe}: it is not a regular file (a device, a link or a pipe); name a new file`]);
+      expect(lstatSync(pipe).isFIFO()).toBe(true);
+    });
 
     it.each([
       ["an unknown enterprise", ["--enterprise", "nope"], /^error: --enterprise: enterprise "nope" does not exist/],
