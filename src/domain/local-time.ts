@@ -87,10 +87,20 @@ export class ZoneOffsets {
     return low;
   }
 
-  /** A unit later when `start` is on the local boundary (a day begun after a jump over midnight is not) and the offset holds. */
+  /**
+   * A unit later when `start` is on the local boundary (a day begun after a jump over midnight is not) and the offset holds. An hour
+   * ends at the next local hour under the offset at its start, or where the offset changes first: the clock jumps there, into another
+   * hour (Chatham's fall from 03:45 +13:45 to 02:45 +12:45 is inside a UTC hour, and its hour boundaries are not).
+   */
   nextStart(start: number, unit: "day" | "hour"): number {
     const next = start + UNIT_SECONDS[unit];
     if (this.constantOver(start, next) && mod(start + this.offsetAt(start), UNIT_SECONDS[unit]) === 0) return next;
+    if (unit === "hour" && start >= this.from && start < this.to) {
+      const segment = this.segmentOf(start);
+      const onTheHour = start + HOUR_SECONDS - mod(start + this.offsets[segment]!, HOUR_SECONDS);
+      const change = this.starts[segment + 1];
+      return change !== undefined && change < onTheHour ? change : onTheHour;
+    }
     return nextStart(DateTime.fromSeconds(start, { zone: this.zone }), unit).toSeconds();
   }
 

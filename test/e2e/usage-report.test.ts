@@ -278,6 +278,24 @@ describe.each(dialects)("usage report (%s)", (dialect) => {
       expect(data.buckets[3].groups).toStrictEqual([{ ...EMPTY_KEYS, ...figuresOf(events.slice(2)) }]);
     });
 
+    it("hour buckets hold one local hour each where the clock jumps inside a UTC hour (Pacific/Chatham, +13:45/+12:45) and by half an hour (Lord_Howe)", async () => {
+      const t = await tenant({ departments: [], members: plainMembers(["1"]) });
+      // An event each quarter hour around Chatham's fall-back (2024-04-07 03:45 +13:45 -> 02:45 +12:45, 04-06 14:00 UTC) and spring-forward
+      // (2024-09-29 02:45 +12:45 -> 03:45 +13:45, 09-28 14:00 UTC), and Lord_Howe's fall-back (2024-04-07 02:00 +11 -> 01:30 +10:30, 04-06 15:00 UTC).
+      const windows = [[at("2024-04-06T11:00:00Z"), "Pacific/Chatham"], [at("2024-09-28T11:00:00Z"), "Pacific/Chatham"], [at("2024-04-06T12:00:00Z"), "Australia/Lord_Howe"]] as const;
+      const events = windows.flatMap(([start]) => Array.from({ length: 24 }, (_, q) => ev("1", start + q * 900 + 1, 1n)));
+      await write(t.token, events);
+      const localHour = (ts: number, zone: string) =>
+        new Intl.DateTimeFormat("en-US", { timeZone: zone, hour: "2-digit", hourCycle: "h23", timeZoneName: "longOffset" }).format(ts * 1000);
+      for (const [start, zone] of windows) {
+        const data = await report(t.token, { start_time: start, end_time: start + 6 * HOUR, time_zone: zone, bucket: "hour" });
+        for (const b of data.buckets) expect(localHour(b.end_time - 1, zone), `${zone} bucket ${b.start_time}..${b.end_time}`).toBe(localHour(b.start_time, zone));
+        const cut = start === at("2024-04-06T12:00:00Z") ? at("2024-04-06T15:00:00Z") : start + 3 * HOUR;
+        expect(data.buckets.some((b: any) => b.start_time === cut), `${zone}: a bucket starts at the jump`).toBe(true);
+        expect(data.buckets.reduce((n: number, b: any) => n + Number(b.groups[0].events), 0)).toBe(events.filter((e) => e.ts >= start && e.ts < start + 6 * HOUR).length);
+      }
+    });
+
     it('bucket "none" is one bucket over the whole window; the default zone is the enterprise\'s', async () => {
       const t = await tenant({ time_zone: "Asia/Kathmandu", currency: "USD", departments: [], members: plainMembers(["1"]) });
       const events = [ev("1", 1_000_000, 3n, 5n), ev("1", 1_000_000 + 40 * DAY, 7n, 11n)];
