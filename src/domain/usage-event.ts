@@ -106,9 +106,12 @@ function oneOf<T extends string>(value: unknown, field: string, where: string, e
   throw invalidParameter(`${eventLabel(where, eventId)}: ${field}: must be one of ${allowed.join(", ")} (got ${JSON.stringify(value ?? null)})`);
 }
 
-/** The mistake behind most timestamps past 9999: milliseconds where Unix seconds are wanted. Said so, with the seconds it likely meant. */
+/**
+ * The mistake behind most timestamps past 9999: milliseconds where Unix seconds are wanted. Said so, with the seconds it likely meant,
+ * for counts of milliseconds from 2001 on (10^12); a smaller one, just past the limit, is no such mistake.
+ */
 function millisecondsHint(n: bigint): string | undefined {
-  return n <= BigInt(MAX_TIMESTAMP) * 1000n ? `must be Unix seconds; ${n} looks like milliseconds (${n / 1000n} in seconds)` : undefined;
+  return n >= 10n ** 12n && n <= BigInt(MAX_TIMESTAMP) * 1000n ? `must be Unix seconds; ${n} looks like milliseconds (${n / 1000n} in seconds)` : undefined;
 }
 
 function integer(value: unknown, field: string, where: string, eventId: string, min: number, max: number, required: boolean,

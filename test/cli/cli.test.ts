@@ -221,6 +221,8 @@ describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
         'line 2 (event_id "b-2"): user_id: a number must be an integer from 0 to 9007199254740991 (2^53 - 1); send other ids as strings'],
       ["a timestamp in milliseconds", ev("b-2", { timestamp: 1_730_077_200_123 }),
         'line 2 (event_id "b-2"): timestamp: must be Unix seconds; 1730077200123 looks like milliseconds (1730077200 in seconds)'],
+      // One second past the last accepted is no millisecond count (that would be 1978): its limit is named, no hint.
+      ["a timestamp one second past 9999", ev("b-2", { timestamp: 253_402_300_800 }), 'line 2 (event_id "b-2"): timestamp: must be <= 253402300799 (got 253402300800)'],
     ])("rejects %s naming the line and the field, and records none of the file", async (_name, line, message) => {
       const before = await stored();
       const path = file("bad.ndjson", [ev("b-1"), line, ev("b-3")].join("\n"));
