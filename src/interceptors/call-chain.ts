@@ -48,6 +48,7 @@ export class CallChain {
     for (const { spec } of services) for (const method of Object.values(spec.methods)) this.specs.set(method.method, method);
   }
 
+  /** Whether `method` is a business method, which the chain runs (reflection and health are not). */
   serves(method: DescMethod): boolean {
     return this.specs.has(method);
   }
