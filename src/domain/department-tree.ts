@@ -42,7 +42,7 @@ export function placeDepartments(nodes: Iterable<DepartmentNode>): Map<string, P
     for (let id = start; !(above = placed.get(id));) {
       if (onChain.has(id)) {
         const ids = chain.map((n) => n.department_id);
-        throw invalidParameter(`departments: cycle through ${[...ids.slice(ids.indexOf(id)), id].join(" -> ")}`);
+        throw invalidParameter(`departments: cycle through ${cycleText([...ids.slice(ids.indexOf(id)), id])}`);
       }
       const node = byId.get(id)!;
       chain.push(node);
@@ -64,4 +64,10 @@ export function placeDepartments(nodes: Iterable<DepartmentNode>): Map<string, P
     }
   }
   return placed;
+}
+
+/** A cycle's ids joined by arrows; a long one by its first five and last three, with the count between, so the message stays one short line. */
+function cycleText(ids: readonly string[]): string {
+  if (ids.length <= 10) return ids.join(" -> ");
+  return `${ids.slice(0, 5).join(" -> ")} -> … ${(ids.length - 8).toLocaleString("en-US")} more … -> ${ids.slice(-3).join(" -> ")}`;
 }

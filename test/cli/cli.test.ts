@@ -107,7 +107,7 @@ describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
     const cycle = chain(10_000, "c9999");
     const looped = await cli(["import", "directory", file("cycle.json", JSON.stringify({ enterprise, departments: [{ department_id: "r", parent_department_id: "0", name: "R" }, ...cycle], members: [] })), "--db", testDb.url]);
     expect(looped.code).toBe(2);
-    expect(looped.stderr).toMatch(/^error: departments: cycle through c0 -> c9999 -> c9998 -> .* -> c1 -> c0\n$/);
+    expect(looped.stderr).toBe("error: departments: cycle through c0 -> c9999 -> c9998 -> c9997 -> c9996 -> … 9,993 more … -> c2 -> c1 -> c0\n");
     expect(await database.db.selectFrom("department").selectAll().where("enterprise_id", "=", "deep").execute()).toEqual([]);
     const fits = await cli(["import", "directory", file("fits.json", JSON.stringify({ enterprise, departments: chain(100, "0"), members: [] })), "--db", testDb.url]);
     expect(fits.code, fits.stderr).toBe(0);
