@@ -18,6 +18,7 @@ export class AppError extends Error {
 }
 
 export const invalidParameter = (message: string) => new AppError(ErrorCode.INVALID_PARAMETER, message);
+export const bodyTooLarge = (limit: number) => new AppError(ErrorCode.BODY_TOO_LARGE, `body: larger than the limit of ${limit} bytes`);
 export const invalidToken = (message = "access token missing, invalid or expired") =>
   new AppError(ErrorCode.INVALID_ACCESS_TOKEN, message);
 export const permissionDenied = (permission: string) =>

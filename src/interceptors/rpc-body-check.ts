@@ -6,13 +6,14 @@
 // - a JSON body connect-es would decode itself: its errors quote the offending value (a mistyped
 //   secret) and carry no ErrorDetail. Uncompressed Connect JSON is read by the service's own reader
 //   (rest/connect-json-unary.ts); compressed Connect JSON and gRPC or gRPC-Web with the JSON codec are
-//   refused.
+//   refused;
+// - an uncompressed binary body past the size limit: 4130 resource_exhausted, as on REST.
 import { isUtf8 } from "node:buffer";
 import { fromBinary, ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
-import { invalidParameter } from "../domain/errors.js";
+import { bodyTooLarge, invalidParameter, type AppError } from "../domain/errors.js";
 import { callLogKey } from "./call-log.js";
 import { toConnectError } from "./connect-errors.js";
 
@@ -28,14 +29,24 @@ const CONNECT_JSON = /^application\/json/i;
 const ENVELOPE_COMPRESSED = 0b1;
 const ENVELOPE_TRAILER = 0b1000_0000;
 
-/** Wraps a unary or server-streaming method's handler (one request message) so that a malformed binary body is refused as 4001. */
+/**
+ * Wraps a unary or server-streaming method's handler (one request message) so that a malformed binary body is refused as 4001, and
+ * one past `maxBytes` as 4130.
+ */
 export function refuseMalformedProtobuf(handler: UniversalHandler, maxBytes: number): UniversalHandler {
   if (handler.method.methodKind !== "unary" && handler.method.methodKind !== "server_streaming") return handler;
   const schema = handler.method.input;
   const checking = (req: UniversalServerRequest) => {
     const framing = framingOf(req.header);
     if (framing === undefined || !isByteStream(req.body)) return handler(req);
-    return handler({ ...req, body: checkedBody(req.body, framing, schema, maxBytes, (problem) => refusal(handler, req, problem)) });
+    const refuse = (error: AppError) => refusal(handler, req, error);
+    if (Number(req.header.get("content-length")) > bodyLimit(framing, maxBytes)) {
+      // Refused unread, and without the length, which connect-es would refuse by itself without the service's error detail.
+      const header = new Headers(req.header);
+      header.delete("content-length");
+      return handler({ ...req, header, body: refusedBody(refuse(bodyTooLarge(maxBytes))) });
+    }
+    return handler({ ...req, body: checkedBody(req.body, framing, schema, maxBytes, refuse) });
   };
   return Object.assign(checking, handler);
 }
@@ -48,17 +59,16 @@ export function refuseForeignJson(handler: UniversalHandler): UniversalHandler {
     const encoding = req.header.get("content-encoding");
     const foreign = GRPC_JSON.test(type) || (CONNECT_JSON.test(type) && encoding !== null && encoding !== "identity");
     if (!foreign) return handler(req);
-    const error = refusal(handler, req, "JSON bodies are taken uncompressed over the Connect protocol (or REST): send this one " +
-      "uncompressed, or as protobuf over gRPC and gRPC-Web");
+    const error = refusal(handler, req, invalidParameter("JSON bodies are taken uncompressed over the Connect protocol (or REST): send this one " +
+      "uncompressed, or as protobuf over gRPC and gRPC-Web"));
     return handler({ ...req, body: refusedBody(error) });
   };
   return Object.assign(checking, handler);
 }
 
 /** The refusal of a request's body, noted in its call log. */
-function refusal(handler: UniversalHandler, req: UniversalServerRequest, problem: string): ConnectError {
+function refusal(handler: UniversalHandler, req: UniversalServerRequest, error: AppError): ConnectError {
   const log = req.contextValues?.get(callLogKey);
-  const error = invalidParameter(problem);
   if (log) {
     log.procedure = `/${handler.service.typeName}/${handler.method.name}`;
     log.code = error.code;
@@ -70,6 +80,9 @@ function refusal(handler: UniversalHandler, req: UniversalServerRequest, problem
 async function* refusedBody(error: ConnectError): AsyncIterable<Uint8Array> {
   throw error;
 }
+
+/** The most bytes of a body whose message is at most `maxBytes`: gRPC's envelope adds a 5-byte header. */
+const bodyLimit = (framing: Framing, maxBytes: number) => maxBytes + (framing === "enveloped" ? 5 : 0);
 
 function framingOf(header: Headers): Framing | undefined {
   const type = header.get("content-type") ?? "";
@@ -84,28 +97,24 @@ const isByteStream = (body: unknown): body is AsyncIterable<Uint8Array> =>
   typeof body === "object" && body !== null && Symbol.asyncIterator in body;
 
 /**
- * The body as it came, after its messages were checked. Past `maxBytes` (plus an envelope header) it
- * is passed on unchecked: connect-es refuses it by its own size limit.
+ * The body as it came, after its messages were checked. Past `maxBytes` (plus an envelope header) it is refused unread further, as
+ * REST refuses one (4130, where connect-es's own limit answers without the service's error detail).
  */
 async function* checkedBody(body: AsyncIterable<Uint8Array>, framing: Framing, schema: DescMessage, maxBytes: number,
-  refuse: (problem: string) => ConnectError): AsyncIterable<Uint8Array> {
+  refuse: (error: AppError) => ConnectError): AsyncIterable<Uint8Array> {
   const chunks: Uint8Array[] = [];
   let size = 0;
   const it = body[Symbol.asyncIterator]();
   for (let next = await it.next(); !next.done; next = await it.next()) {
     chunks.push(next.value);
     size += next.value.byteLength;
-    if (size > maxBytes + 5) {
-      yield* chunks;
-      yield* { [Symbol.asyncIterator]: () => it };
-      return;
-    }
+    if (size > bodyLimit(framing, maxBytes)) throw refuse(bodyTooLarge(maxBytes));
   }
   const bytes = Buffer.concat(chunks);
   const messages = framing === "whole" ? [bytes] : uncompressedMessages(bytes);
   for (const message of messages) {
     const problem = messageProblem(schema, message);
-    if (problem !== undefined) throw refuse(problem);
+    if (problem !== undefined) throw refuse(invalidParameter(problem));
   }
   yield bytes;
 }

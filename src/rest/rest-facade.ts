@@ -8,7 +8,7 @@ import { pipeline as pipeStreams } from "node:stream/promises";
 import { create, type DescField, type DescMethodServerStreaming, type Message } from "@bufbuild/protobuf";
 import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import { describeJsonError } from "../domain/json-errors.js";
-import { AppError, ErrorCode, invalidParameter, invalidToken } from "../domain/errors.js";
+import { AppError, bodyTooLarge, ErrorCode, invalidParameter, invalidToken } from "../domain/errors.js";
 import type { CallChain, LocalCall, ServedMethod } from "../interceptors/call-chain.js";
 import type { CallLog } from "../interceptors/call-log.js";
 import { untilAborted, type CallDeadline } from "../interceptors/call-signal.js";
@@ -181,7 +181,7 @@ export async function readJsonBody(req: HttpRequest): Promise<unknown> {
   const declared = Number(req.headers["content-length"] ?? 0);
   if (declared > MAX_BODY_BYTES) {
     req.resume();
-    throw tooLarge();
+    throw bodyTooLarge(MAX_BODY_BYTES);
   }
   const chunks: Buffer[] = [];
   let size = 0;
@@ -189,7 +189,7 @@ export async function readJsonBody(req: HttpRequest): Promise<unknown> {
     size += chunk.length;
     if (size > MAX_BODY_BYTES) {
       req.resume();
-      throw tooLarge();
+      throw bodyTooLarge(MAX_BODY_BYTES);
     }
     chunks.push(chunk);
   }
@@ -204,7 +204,6 @@ export async function readJsonBody(req: HttpRequest): Promise<unknown> {
   }
 }
 
-const tooLarge = () => new AppError(ErrorCode.BODY_TOO_LARGE, `body: larger than the limit of ${MAX_BODY_BYTES} bytes`);
 
 /**
  * AIP-134 partial update over REST: when a PATCH request message has a FieldMask `update_mask` and the

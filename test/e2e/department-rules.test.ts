@@ -2,7 +2,7 @@
 // service over plain fetch (REST) and, for a representative subset, the Connect client.
 import { gzipSync } from "node:zlib";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
+import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DepartmentService, type Department } from "../../gen/enterprise_admin/v1/department_pb.js";
 import { ErrorDetailSchema } from "../../gen/enterprise_admin/v1/errors_pb.js";
@@ -280,6 +280,24 @@ describe.each(dialects)("department rules (%s)", (dialect) => {
       const reply = await send("POST", BATCH_GET, { body: stream });
       expect(reply.status).toBe(413);
       expect(reply.json).toStrictEqual(failure(4130, expect.any(String)));
+      await expectStillServing();
+    });
+
+    it("over Connect protobuf and gRPC, a message over 1 MiB is resource_exhausted with the ErrorDetail 4130, as REST's 413", async () => {
+      const request = { departmentIds: ["x".repeat(1024 * 1024)] };
+      for (const transport of [createConnectTransport({ baseUrl: svc.baseUrl, httpVersion: "1.1", useBinaryFormat: true }), createGrpcTransport({ baseUrl: svc.baseUrl })]) {
+        const failure = await createClient(DepartmentService, transport).batchGetDepartments(request, { headers: { authorization: `Bearer ${acmeToken}` } })
+          .then(() => undefined, (e: unknown) => ConnectError.from(e));
+        expect(failure?.code).toBe(Code.ResourceExhausted);
+        expect(failure?.findDetails(ErrorDetailSchema).map((d) => d.code)).toStrictEqual([4130]);
+        expect(failure?.rawMessage).toBe("body: larger than the limit of 1048576 bytes");
+      }
+      // With its Content-Length stated, refused by it unread.
+      const declared = await fetch(`${svc.baseUrl}/enterprise_admin.v1.DepartmentService/BatchGetDepartments`, {
+        method: "POST", headers: { authorization: `Bearer ${acmeToken}`, "content-type": "application/proto" }, body: Buffer.alloc(1024 * 1024 + 1),
+      });
+      const answer = (await declared.json()) as { code: string; message: string; details?: unknown[] };
+      expect([answer.code, answer.message, answer.details?.length]).toStrictEqual(["resource_exhausted", "body: larger than the limit of 1048576 bytes", 1]);
       await expectStillServing();
     });
 
