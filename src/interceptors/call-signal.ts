@@ -101,6 +101,9 @@ export function endIncompleteBodyAtDeadline(req: HttpRequest, signal: AbortSigna
     if (req.complete) return;
     const error = abortError(signal.reason);
     log.code = error.code;
+    // A reader of the body gets the error from the stream. Before there is one (the call is still being authorized), it must not
+    // reach the process as an unheard 'error' event, which would end it.
+    req.once("error", () => {});
     req.destroy(toConnectError(error, log.requestId));
   };
   signal.addEventListener("abort", onAbort, { once: true });
