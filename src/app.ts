@@ -4,7 +4,7 @@ import { performance } from "node:perf_hooks";
 import { createContextValues } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip, connectNodeAdapter } from "@connectrpc/connect-node";
 import { ConsoleAssets } from "./console-assets.js";
-import { AppError, ErrorCode } from "./domain/errors.js";
+import { AppError, ErrorCode, methodNotAllowed } from "./domain/errors.js";
 import { COMPRESS_MIN_BYTES, endWithBody } from "./http/compression.js";
 import { CorsPolicy } from "./http/cors.js";
 import { AccessLog } from "./interceptors/access-log.js";
@@ -127,7 +127,7 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
     if ((path === "/healthz" || path === "/openapi.json") && req.method !== "GET" && req.method !== "HEAD") {
       req.resume();
       log.code = ErrorCode.METHOD_NOT_ALLOWED;
-      writeError(res, requestId, new AppError(ErrorCode.METHOD_NOT_ALLOWED, `method ${req.method} not allowed on ${path}; allowed: GET, HEAD`), { allow: "GET, HEAD" });
+      writeError(res, requestId, methodNotAllowed(req.method, path, "GET, HEAD"), { allow: "GET, HEAD" });
       return;
     }
     if (path === "/healthz") {

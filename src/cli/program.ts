@@ -5,7 +5,6 @@
 // only its environment, so the command line runs in-process as well as in its own process.
 import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { decodeUtf8Body } from "../rest/utf8-body.js";
 import { Command, Option } from "commander";
 import { loadConfig, loadServeConfig, usageImportTuning } from "../config.js";
 import { MAX_ACCESS_TOKEN_TTL_SECONDS, parseDuration } from "../domain/credentials.js";
@@ -24,6 +23,7 @@ import { UsageRepository } from "../storage/usage-repository.js";
 import { EXPORT_BAR, IMPORT_BAR, progressBar, REBUILD_BAR } from "./progress-bar.js";
 import { exportUsageFile } from "./export-usage.js";
 import { RECORD_FORMATS } from "../rest/record-formats.js";
+import { decodeUtf8Body } from "../rest/utf8-body.js";
 import { AuthRepository } from "../storage/auth-repository.js";
 import { migrateToLatest, openDatabase, type Database } from "../storage/database.js";
 import { DirectoryRepository } from "../storage/directory-repository.js";

@@ -18,6 +18,8 @@ export class AppError extends Error {
 }
 
 export const invalidParameter = (message: string) => new AppError(ErrorCode.INVALID_PARAMETER, message);
+export const methodNotAllowed = (method: string | undefined, path: string, allow: string) =>
+  new AppError(ErrorCode.METHOD_NOT_ALLOWED, `method ${method} not allowed on ${path}; allowed: ${allow}`);
 export const bodyTooLarge = (limit: number) => new AppError(ErrorCode.BODY_TOO_LARGE, `body: larger than the limit of ${limit} bytes`);
 export const invalidToken = (message = "access token missing, invalid or expired") =>
   new AppError(ErrorCode.INVALID_ACCESS_TOKEN, message);

@@ -14,6 +14,7 @@ export function answerCount(value: number | bigint, field: string): bigint {
   }
   return count;
 }
+
 /** Input tokens, output tokens, basic micros, pay-go micros, and events (which tell no events from events of zeros). */
 export const SUMS = 5;
 export const INPUT = 0;

@@ -15,6 +15,7 @@ import { CallAuthorizer, type Authenticator } from "./auth.js";
 import { callLogKey, procedureOf, type CallLog } from "./call-log.js";
 import { CallOutcome } from "./call-outcome.js";
 import { callDeadlineKey, callSignalKey, type CallDeadline } from "./call-signal.js";
+import { refusedBody } from "./rpc-body-check.js";
 import { validationInterceptor } from "./validation.js";
 
 /** The methods a business service serves: unary and server-streaming. */
@@ -105,14 +106,9 @@ export function authorizingFirst(chain: CallChain, checked: UniversalHandler, ra
   if (!chain.serves(raw.method)) return checked;
   const authorizing = async (req: UniversalServerRequest) => {
     const refused = await chain.authorizeFirst(raw.method, req.header, req.contextValues!);
-    return refused ? raw({ ...req, body: failingBody(refused) }) : checked(req);
+    return refused ? raw({ ...req, body: refusedBody(refused) }) : checked(req);
   };
   return Object.assign(authorizing, checked);
-}
-
-/** A body that fails when read: connect-es answers with its error in the caller's protocol. */
-async function* failingBody(error: ConnectError): AsyncIterable<Uint8Array> {
-  throw error;
 }
 
 /** The call's deadline is its signal's (the transport's); connect-es's own timeout is not used in process. */

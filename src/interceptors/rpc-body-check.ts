@@ -14,7 +14,7 @@ import type { ConnectError } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
 import { bodyTooLarge, invalidParameter, type AppError } from "../domain/errors.js";
-import { callLogKey } from "./call-log.js";
+import { callLogKey, procedureOf } from "./call-log.js";
 import { toConnectError } from "./connect-errors.js";
 
 /** How a protocol carries the request message: the whole body, or gRPC length-prefixed envelopes. */
@@ -70,14 +70,14 @@ export function refuseForeignJson(handler: UniversalHandler): UniversalHandler {
 function refusal(handler: UniversalHandler, req: UniversalServerRequest, error: AppError): ConnectError {
   const log = req.contextValues?.get(callLogKey);
   if (log) {
-    log.procedure = `/${handler.service.typeName}/${handler.method.name}`;
+    log.procedure = procedureOf(handler.method);
     log.code = error.code;
   }
   return toConnectError(error, log?.requestId ?? "");
 }
 
-/** A body that fails when read. */
-async function* refusedBody(error: ConnectError): AsyncIterable<Uint8Array> {
+/** A body that fails when read: connect-es answers with its error in the caller's protocol. */
+export async function* refusedBody(error: ConnectError): AsyncIterable<Uint8Array> {
   throw error;
 }
 

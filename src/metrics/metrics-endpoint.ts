@@ -2,7 +2,7 @@
 // behind a bearer token (METRICS, METRICS_TOKEN in config.ts). Off, the path is an unknown route.
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { MetricsAccess } from "../config.js";
-import { AppError, ErrorCode, invalidToken } from "../domain/errors.js";
+import { AppError, ErrorCode, invalidToken, methodNotAllowed } from "../domain/errors.js";
 import { endWithBody } from "../http/compression.js";
 import type { CallLog } from "../interceptors/call-log.js";
 import { writeError, type HttpRequest, type HttpResponse } from "../rest/envelope.js";
@@ -23,7 +23,7 @@ export class MetricsEndpoint {
     if (this.access.mode === "off" || (req.url ?? "").split("?")[0] !== METRICS_PATH) return false;
     req.resume();
     if (req.method !== "GET") {
-      this.fail(res, log, new AppError(ErrorCode.METHOD_NOT_ALLOWED, `method ${req.method} not allowed on ${METRICS_PATH}; allowed: GET`), { allow: "GET" });
+      this.fail(res, log, methodNotAllowed(req.method, METRICS_PATH, "GET"), { allow: "GET" });
       return true;
     }
     if (!this.admits(req.headers.authorization)) {

@@ -8,7 +8,7 @@ import { pipeline as pipeStreams } from "node:stream/promises";
 import { create, type DescField, type DescMethodServerStreaming, type Message } from "@bufbuild/protobuf";
 import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import { describeJsonError } from "../domain/json-errors.js";
-import { AppError, bodyTooLarge, ErrorCode, invalidParameter, invalidToken } from "../domain/errors.js";
+import { AppError, bodyTooLarge, ErrorCode, invalidParameter, invalidToken, methodNotAllowed } from "../domain/errors.js";
 import type { CallChain, LocalCall, ServedMethod } from "../interceptors/call-chain.js";
 import type { CallLog } from "../interceptors/call-log.js";
 import { untilAborted, type CallDeadline } from "../interceptors/call-signal.js";
@@ -51,7 +51,8 @@ export class RestFacade {
       return true;
     }
     if (match.kind === "wrong-method") {
-      this.fail(res, log, new AppError(ErrorCode.METHOD_NOT_ALLOWED, `method ${req.method} not allowed on ${path}; allowed: ${match.allow.join(", ")}`), { allow: match.allow.join(", ") });
+      const allow = match.allow.join(", ");
+      this.fail(res, log, methodNotAllowed(req.method, path, allow), { allow });
       req.resume();
       return true;
     }
@@ -203,7 +204,6 @@ export async function readJsonBody(req: HttpRequest): Promise<unknown> {
     throw invalidParameter(`body: not valid JSON (${describeJsonError(text, error)})`);
   }
 }
-
 
 /**
  * AIP-134 partial update over REST: when a PATCH request message has a FieldMask `update_mask` and the
