@@ -16,6 +16,7 @@ import { refuseForeignJson, refuseMalformedProtobuf } from "./interceptors/rpc-b
 import { attachCallSignal, callDeadline, callDeadlineKey, callDeadlineOf, callerTimeoutMs, callSignalKey, callSignalOf, closeAfterAnswer, endIncompleteBodyAtDeadline, responseSignal } from "./interceptors/call-signal.js";
 import type { Logger } from "./interceptors/logging.js";
 import { RateLimits, type RateLimitSettings } from "./domain/rate-limits.js";
+import type { ReportLimits } from "./domain/report-limits.js";
 import { resolveRequestId } from "./interceptors/request-id.js";
 import { parseTraceparent } from "./interceptors/trace-context.js";
 import type { KeyProvider } from "./keys/key-provider.js";
@@ -44,8 +45,8 @@ export interface AppDeps {
   metricsAccess: MetricsAccess;
   /** Browser origins allowed to call the API (CORS); empty: CORS is off. */
   corsAllowedOrigins: readonly string[];
-  /** The most (bucket, group) figures a usage report answers. */
-  reportMaxFigures: number;
+  /** What the usage reports may hold and how many run at once. */
+  reportLimits: ReportLimits;
 }
 
 export interface App {
@@ -59,9 +60,10 @@ export interface App {
   beginShutdown(): void;
 }
 
-export function createApp({ database, logger, keys, rateLimits: rateLimitSettings, requestTimeoutMs, metrics, metricsAccess, corsAllowedOrigins, reportMaxFigures }: AppDeps): App {
-  const { services, chain, usage } = createBusiness({ database, keys, logger, rateLimits: new RateLimits(rateLimitSettings), ingested: metrics.ingested, reportMaxFigures });
+export function createApp({ database, logger, keys, rateLimits: rateLimitSettings, requestTimeoutMs, metrics, metricsAccess, corsAllowedOrigins, reportLimits }: AppDeps): App {
+  const { services, chain, usage, reports } = createBusiness({ database, keys, logger, rateLimits: new RateLimits(rateLimitSettings), ingested: metrics.ingested, reportLimits });
   metrics.watchIngestions(() => usage.ingestionCount());
+  metrics.watchReports(() => reports.load());
   const health = new HealthState(services.map((s) => s.service.typeName));
   const rest = new RestFacade(services, chain);
   const connectJson = new ConnectJsonUnary(services, chain);

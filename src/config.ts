@@ -1,6 +1,6 @@
 // One typed configuration from flags and environment: flag, else environment variable, else default.
 import { DEFAULT_RATE_LIMITS, type RateLimitSettings } from "./domain/rate-limits.js";
-import { DEFAULT_REPORT_MAX_FIGURES, MIN_REPORT_MAX_FIGURES } from "./domain/report-limits.js";
+import { DEFAULT_REPORT_LIMITS, MIN_REPORT_MAX_FIGURES, type ReportLimits } from "./domain/report-limits.js";
 import { BadSetting, envNumber } from "./env-number.js";
 import { DEFAULT_DATABASE_URL } from "./storage/database.js";
 import { DEFAULT_TUNING, type UsageFileTuning } from "./operations/usage-file-worker.js";
@@ -19,8 +19,8 @@ export interface ServeConfig extends Config {
   metrics: MetricsAccess;
   /** The browser origins allowed to call the API from their pages (CORS); empty: CORS is off. */
   corsAllowedOrigins: readonly string[];
-  /** The most (bucket, group) figures a usage report answers (REPORT_MAX_FIGURES). */
-  reportMaxFigures: number;
+  /** REPORT_MAX_FIGURES and REPORT_MAX_RUNNING. */
+  reportLimits: ReportLimits;
 }
 
 /** Who may read `GET /metrics`: nobody (404), anyone who reaches the port, or a bearer of METRICS_TOKEN. */
@@ -91,7 +91,10 @@ export function loadConfig(flags: { port?: string; host?: string; db?: string } 
 export function loadServeConfig(flags: { port?: string; host?: string; db?: string } = {}, env = process.env): ServeConfig {
   return { ...loadConfig(flags, env), rateLimits: loadRateLimits(env), limits: loadLimits(env), metrics: loadMetricsAccess(env),
     corsAllowedOrigins: loadCorsAllowedOrigins(env),
-    reportMaxFigures: envNumber(env, "REPORT_MAX_FIGURES", { fallback: DEFAULT_REPORT_MAX_FIGURES, min: MIN_REPORT_MAX_FIGURES }) };
+    reportLimits: {
+      maxFigures: envNumber(env, "REPORT_MAX_FIGURES", { fallback: DEFAULT_REPORT_LIMITS.maxFigures, min: MIN_REPORT_MAX_FIGURES }),
+      maxRunning: envNumber(env, "REPORT_MAX_RUNNING", { fallback: DEFAULT_REPORT_LIMITS.maxRunning, min: 1, max: 1000 }),
+    } };
 }
 
 /**

@@ -24,7 +24,7 @@ export async function startService(config: ServeConfig, logger: Logger = createL
   try {
     const keys = await loadLocalKeyProvider({ databaseUrl: config.databaseUrl, env });
     const app = createApp({ database, logger, keys, rateLimits: config.rateLimits, requestTimeoutMs: config.limits.requestTimeoutMs,
-      metrics, metricsAccess: config.metrics, corsAllowedOrigins: config.corsAllowedOrigins, reportMaxFigures: config.reportMaxFigures });
+      metrics, metricsAccess: config.metrics, corsAllowedOrigins: config.corsAllowedOrigins, reportLimits: config.reportLimits });
     const listener = await listen(app, config.port, config.host, config.limits);
     logger.info({ port: listener.port, host: config.host, database: database.dialect }, "listening");
     return {

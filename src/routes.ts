@@ -19,6 +19,7 @@ import { usageService } from "./services/usage-service.js";
 import { environmentService } from "./services/environment-service.js";
 import { EnvironmentConfigs } from "./operations/environment-configs.js";
 import { UsageReports } from "./operations/usage-report.js";
+import type { ReportLimits } from "./domain/report-limits.js";
 import { registerHealth, type HealthState } from "./services/health-service.js";
 import { registerReflection } from "./services/reflection-service.js";
 import { AuthRepository } from "./storage/auth-repository.js";
@@ -43,8 +44,8 @@ export interface BusinessDeps {
   rateLimits: RateLimits;
   /** Hears of every committed usage batch (the service's metrics). */
   ingested?: IngestionObserver;
-  /** The most (bucket, group) figures a usage report answers; DEFAULT_REPORT_MAX_FIGURES when not given. */
-  reportMaxFigures?: number;
+  /** What the usage reports may hold and how many run at once; DEFAULT_REPORT_LIMITS when not given. */
+  reportLimits?: ReportLimits;
 }
 
 /** A business service and its implementation, with connect-es's metadata of each method. */
@@ -58,23 +59,25 @@ export interface Business {
   services: ServedService[];
   chain: CallChain;
   usage: UsageRepository;
+  reports: UsageReports;
 }
 
 const served = <S extends DescService>(service: S, impl: ServiceImpl<S>): ServedService => ({ service, spec: createServiceImplSpec(service, impl) });
 
 /** What createApp serves on every transport, and what the in-memory tests (test/service) call. */
-export function createBusiness({ database, keys, logger, rateLimits, ingested, reportMaxFigures }: BusinessDeps): Business {
+export function createBusiness({ database, keys, logger, rateLimits, ingested, reportLimits }: BusinessDeps): Business {
   const authRepository = new AuthRepository(database);
   const directory = new DirectoryRepository(database.db);
   const departments = new DepartmentRepository(database.db);
   const usage = new UsageRepository(database);
+  const reports = new UsageReports(usage, departments, reportLimits);
   const services = [
     served(AuthService, authService(new AccessAdmin(authRepository, directory), rateLimits)),
     served(DepartmentService, departmentService(departments)),
-    served(UsageService, usageService(usage, directory, new UsageReports(usage, departments, reportMaxFigures), ingested)),
+    served(UsageService, usageService(usage, directory, reports, ingested)),
     served(EnvironmentConfigService, environmentService(new EnvironmentConfigs(new EnvironmentConfigRepository(database), keys, logger))),
   ];
-  return { services, chain: new CallChain(services, new Authenticator(authRepository), rateLimits, database.faultOf), usage };
+  return { services, chain: new CallChain(services, new Authenticator(authRepository), rateLimits, database.faultOf), usage, reports };
 }
 
 /** `interceptors`: the business calls' chain (CallChain); reflection and health run without it. */

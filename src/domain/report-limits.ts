@@ -5,3 +5,15 @@ export const MAX_HOUR_REPORT_DAYS = 31;
 export const DEFAULT_REPORT_MAX_FIGURES = 100_000;
 /** The least REPORT_MAX_FIGURES: every report without groups fits (at most 744 hour buckets). */
 export const MIN_REPORT_MAX_FIGURES = 1_000;
+/** Usage reports worked on at once by one server unless REPORT_MAX_RUNNING says otherwise: one of members takes hundreds of MB while it runs. */
+export const DEFAULT_REPORT_MAX_RUNNING = 2;
+
+/** What one server allows its usage reports (REPORT_MAX_FIGURES, REPORT_MAX_RUNNING). */
+export interface ReportLimits {
+  /** The most (bucket, group) figures an answer holds. */
+  maxFigures: number;
+  /** The most reports worked on at once; later ones wait their turn, in arrival order, while their call lasts. */
+  maxRunning: number;
+}
+
+export const DEFAULT_REPORT_LIMITS: ReportLimits = { maxFigures: DEFAULT_REPORT_MAX_FIGURES, maxRunning: DEFAULT_REPORT_MAX_RUNNING };

@@ -87,6 +87,15 @@ export class ServiceMetrics implements StoreObserver {
     this.lockWaitSeconds.observe(seconds);
   }
 
+  /** The usage reports of this process being worked on and waiting their turn (REPORT_MAX_RUNNING), read at each scrape. */
+  watchReports(read: () => { running: number; waiting: number }): void {
+    const registers = [this.registry];
+    new Gauge({ name: "enterprise_admin_usage_reports_running", help: "Usage reports this process is working on (at most REPORT_MAX_RUNNING).",
+      registers, collect() { this.set(read().running); } });
+    new Gauge({ name: "enterprise_admin_usage_reports_waiting", help: "Usage reports waiting for their turn, REPORT_MAX_RUNNING being worked on.",
+      registers, collect() { this.set(read().waiting); } });
+  }
+
   /**
    * The store's count of committed ingestions, read at each scrape (`read`): it moves with every
    * writer of the store, each chunk of a CLI import included. When the read fails there is no sample.

@@ -1,18 +1,19 @@
 // The usage report and the daily trend, one engine for both (docs/architecture.md, Usage analytics).
 import { createHash } from "node:crypto";
 import { LRUCache } from "lru-cache";
+import PQueue from "p-queue";
 import roaring from "roaring";
 import type { GetUsageReportRequest } from "../../gen/enterprise_admin/v1/usage_pb.js";
 import { invalidParameter } from "../domain/errors.js";
 import { pushTo } from "../domain/list-maps.js";
 import { dateRangeWindow, zoneOrDefault, type TimeBucket } from "../domain/local-time.js";
 import { decodePageToken, effectivePageSize, encodePageToken } from "../domain/page-token.js";
-import { DEFAULT_REPORT_MAX_FIGURES, MAX_REPORT_DAYS } from "../domain/report-limits.js";
+import { DEFAULT_REPORT_LIMITS, MAX_REPORT_DAYS, type ReportLimits } from "../domain/report-limits.js";
 import { ReportCells, type GroupFigures, type PeriodFigures } from "../domain/report-cells.js";
 import { compareGroups, departmentGroupRanks, groupDimensions, Grouping, ranksOf, type GroupDimension, type GroupKey } from "../domain/report-groups.js";
 import { compareCodePoints, compareModels } from "../domain/usage-event.js";
 import { ExactSums } from "../domain/usage-totals.js";
-import { bucketKind, bucketParts, checkReportWindow, planBuckets } from "../domain/usage-window.js";
+import { bucketKind, bucketParts, checkReportWindow, planBuckets, type BucketKind } from "../domain/usage-window.js";
 import { ROOT_PARENT_ID } from "../domain/department-tree.js";
 import { DAY, encodeSums, HOUR, QUARTER, RollupPeriods, type Grain, type RollupLayout } from "../domain/usage-rollup.js";
 import { decodeMemberSums } from "../storage/member-day-sums.js";
@@ -59,16 +60,34 @@ export class UsageReports {
   private readonly dayCache = new ReportDayCache();
   private readonly departmentScopes = new LRUCache<string, DepartmentScope>({ max: DEPARTMENT_SCOPES_KEPT });
 
-  /** `maxFigures`: the most (bucket, group) figures a report answers (REPORT_MAX_FIGURES); the daily trend has at most 366. */
-  constructor(private readonly usage: UsageRepository, private readonly departments: DepartmentRepository,
-    private readonly maxFigures = DEFAULT_REPORT_MAX_FIGURES) {}
+  private readonly maxFigures: number;
+  /** The reports being worked on (at most `limits.maxRunning`) and those waiting their turn; a waiting call that ends leaves the line. */
+  private readonly running: PQueue;
 
+  /** `limits.maxFigures` bounds a report's answer (REPORT_MAX_FIGURES); the daily trend has at most 366 figures and is not bounded. */
+  constructor(private readonly usage: UsageRepository, private readonly departments: DepartmentRepository, limits: ReportLimits = DEFAULT_REPORT_LIMITS) {
+    this.maxFigures = limits.maxFigures;
+    this.running = new PQueue({ concurrency: limits.maxRunning });
+  }
+
+  /** Reports being worked on, and reports waiting for their turn (the service's metrics). */
+  load(): { running: number; waiting: number } {
+    return { running: this.running.pending, waiting: this.running.size };
+  }
+
+  /** Checked at once; worked on in its turn (REPORT_MAX_RUNNING at a time). */
   async report(enterpriseId: string, request: UsageReportRequest, signal: AbortSignal) {
     const kind = bucketKind(request.bucket);
-    const { start, end } = checkReportWindow(request.startTime, request.endTime, kind);
+    const window = checkReportWindow(request.startTime, request.endTime, kind);
     const dimensions = groupDimensions(request.groupBy);
+    if (!dimensions.includes("member") && request.pageToken !== "") throw invalidParameter(`page_token: pages exist only when group_by includes "member"`);
+    return this.running.add(() => this.reportInTurn(enterpriseId, request, kind, window, dimensions, signal), { signal });
+  }
+
+  private async reportInTurn(enterpriseId: string, request: UsageReportRequest, kind: BucketKind, { start, end }: { start: number; end: number },
+    dimensions: GroupDimension[], signal: AbortSignal) {
+    signal.throwIfAborted();
     const byMember = dimensions.includes("member");
-    if (!byMember && request.pageToken !== "") throw invalidParameter(`page_token: pages exist only when group_by includes "member"`);
     const settings = await this.usage.settingsWithRollups(enterpriseId);
     const zone = zoneOrDefault(request.timeZone, settings.time_zone, "time_zone");
 

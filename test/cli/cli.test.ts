@@ -459,8 +459,13 @@ describe.concurrent("the real binary's exit status", () => {
       .toStrictEqual({ code: 2, stdout: "", stderr: 'error: --port/PORT: "abc" is not a port number (0 to 65535)\n' });
     expect(await cliProcess(["token", "list", "--enterprise", "acme", "--db", join(dir, "settings.sqlite")], { SQLITE_CACHE_MIB: "abc" }))
       .toMatchObject({ code: 2, stdout: "", stderr: expect.stringMatching(/^error: SQLITE_CACHE_MIB: "abc" is not a whole number/) });
+  });
+
+  it("a report setting out of range stops serve, naming it, exit 2", async () => {
     expect(await cliProcess(["serve", "--port", "0", "--db", join(dir, "settings.sqlite")], { REPORT_MAX_FIGURES: "999" }))
       .toStrictEqual({ code: 2, stdout: "", stderr: 'error: REPORT_MAX_FIGURES: "999" is not a whole number >= 1000\n' });
+    expect(await cliProcess(["serve", "--port", "0", "--db", join(dir, "settings.sqlite")], { REPORT_MAX_RUNNING: "0" }))
+      .toStrictEqual({ code: 2, stdout: "", stderr: 'error: REPORT_MAX_RUNNING: "0" is not a whole number from 1 to 1000\n' });
   });
 
   it("a key file whose key bytes are not those of their local- id is refused, naming the id, never the key", async () => {

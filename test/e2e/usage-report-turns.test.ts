@@ -1,0 +1,90 @@
+// End to end: one server works on at most REPORT_MAX_RUNNING usage reports at once (set here to 1); later ones wait their turn in
+// arrival order while their call lasts, /metrics shows how many run and wait, a waiting call whose deadline passes leaves the line
+// with 5040, and a request the server can refuse without the store is refused at once, turn or not. Without the cap, six reports of
+// members over a year held 3.3 GB at once on a 10M-event store. To hold the first report in its turn, API batches leave rollups
+// pending and another writer holds the store's write lock: the report waits for it (up to STORE_BUSY_TIMEOUT_MS) to add them.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { dialects } from "../helpers/databases.js";
+import { startTestService, type TestService } from "../helpers/service.js";
+import { parseJsonBig } from "../helpers/usage-reference.js";
+import { holdWriteLock } from "../helpers/write-lock.js";
+
+const RECORD = "/openapi/v1/usage/events/batch-record";
+const REPORT = "/openapi/v1/statistics/usage-report";
+const CONNECT_REPORT = "/enterprise_admin.v1.UsageService/GetUsageReport";
+const D0 = 1_740_787_200; // 2025-03-01T00:00:00Z
+const DAY = 86_400;
+const WINDOW = { start_time: D0, end_time: D0 + 3 * DAY, time_zone: "UTC", bucket: "day", group_by: ["model"] };
+
+describe.each(dialects)("usage reports take turns (%s)", (dialect) => {
+  let svc: TestService;
+  let token: string;
+
+  const post = async (path: string, body: unknown, headers: Record<string, string> = {}) => {
+    const reply = await fetch(svc.baseUrl + path, {
+      method: "POST", body: JSON.stringify(body), headers: { authorization: `Bearer ${token}`, "content-type": "application/json", ...headers },
+    });
+    return { status: reply.status, json: parseJsonBig(await reply.text()) };
+  };
+  const load = async () => {
+    const text = await (await fetch(`${svc.baseUrl}/metrics`)).text();
+    const gauge = (name: string) => Number(/^(\S+) (\d+)$/m.exec(text.split("\n").filter((line) => line.startsWith(`${name} `)).join("\n"))?.[2]);
+    return { running: gauge("enterprise_admin_usage_reports_running"), waiting: gauge("enterprise_admin_usage_reports_waiting") };
+  };
+  /** Polls /metrics until it shows `expected` (the calls in flight reach the server in their own time). */
+  const loadBecomes = async (expected: { running: number; waiting: number }) => {
+    let seen = await load();
+    for (let tries = 0; tries < 200 && (seen.running !== expected.running || seen.waiting !== expected.waiting); tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+      seen = await load();
+    }
+    return seen;
+  };
+
+  beforeAll(async () => {
+    svc = await startTestService(dialect, { REPORT_MAX_RUNNING: "1", STORE_BUSY_TIMEOUT_MS: "20000" });
+    token = await svc.token(["usage:write", "statistics:read"]);
+    const events = Array.from({ length: 30 }, (_, i) => ({
+      event_id: `turn-${i}`, user_id: "7001", model_name: i % 2 ? "atlas" : "boreas", model_type: "Chat", model_source: "Builtin",
+      timestamp: D0 + i * 7200, input_tokens: 100 + i, output_tokens: 3, basic_amount: "0.001001", pay_go_amount: "0.000000",
+    }));
+    expect((await post(RECORD, { events })).status).toBe(200);
+  });
+
+  afterAll(async () => {
+    await svc?.close();
+  });
+
+  it("one report runs while the next waits; a waiting call whose deadline passes leaves the line; bad input is refused at once", async () => {
+    expect(await load()).toStrictEqual({ running: 0, waiting: 0 });
+    const release = await holdWriteLock(dialect, svc.databaseUrl);
+    let first: Promise<{ status: number; json: any }> | undefined;
+    let second: typeof first;
+    try {
+      // The first report waits in its turn for the write lock, to add the batch's pending rollups.
+      first = post(REPORT, WINDOW);
+      expect(await loadBecomes({ running: 1, waiting: 0 })).toStrictEqual({ running: 1, waiting: 0 });
+      second = post(REPORT, { ...WINDOW, group_by: [] });
+      expect(await loadBecomes({ running: 1, waiting: 1 })).toStrictEqual({ running: 1, waiting: 1 });
+
+      const started = performance.now();
+      const late = await post(CONNECT_REPORT, WINDOW, { "connect-timeout-ms": "300" });
+      expect(late.status).toBe(504);
+      expect(late.json.code).toBe("deadline_exceeded");
+      expect(performance.now() - started).toBeLessThan(5000);
+      expect(await loadBecomes({ running: 1, waiting: 1 })).toStrictEqual({ running: 1, waiting: 1 });
+
+      const bad = await post(REPORT, { ...WINDOW, end_time: D0 + 400 * DAY });
+      expect([bad.status, bad.json.code]).toStrictEqual([400, 4001]);
+      expect(bad.json.message).toContain("366");
+    } finally {
+      await release();
+    }
+    const [a, b] = await Promise.all([first!, second!]);
+    expect([a.status, a.json.code, b.status, b.json.code]).toStrictEqual([200, 0, 200, 0]);
+    const totals = (data: any) => data.buckets.map((bucket: any) => bucket.groups.reduce((n: bigint, g: any) => n + BigInt(g.events), 0n));
+    expect(totals(a.json.data)).toStrictEqual([12n, 12n, 6n]);
+    expect(totals(b.json.data)).toStrictEqual([12n, 12n, 6n]);
+    expect(await load()).toStrictEqual({ running: 0, waiting: 0 });
+  }, 60_000);
+});
