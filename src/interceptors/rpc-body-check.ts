@@ -4,25 +4,30 @@
 //   server were at fault), naming the field when a string is not UTF-8; compressed ones are left to
 //   connect-es;
 // - a JSON body connect-es would decode itself: its errors quote the offending value (a mistyped
-//   secret) and carry no ErrorDetail. Uncompressed Connect JSON is read by the service's own reader
-//   (rest/connect-json-unary.ts); compressed Connect JSON and gRPC or gRPC-Web with the JSON codec are
-//   refused;
+//   secret) and carry no ErrorDetail, and it rounds integers past 2^53. Uncompressed Connect JSON is
+//   read by the service's own reader, as REST's: a unary call's by rest/connect-json-unary.ts, a
+//   streaming call's message here, handed on re-encoded as that reader read it. Compressed Connect
+//   JSON and gRPC or gRPC-Web with the JSON codec are refused;
 // - an uncompressed binary body past the size limit: 4130 resource_exhausted, as on REST.
 import { isUtf8 } from "node:buffer";
-import { fromBinary, ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
+import { fromBinary, ScalarType, toJsonString, type DescField, type DescMessage } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
-import { bodyTooLarge, invalidParameter, type AppError } from "../domain/errors.js";
+import { AppError, bodyTooLarge, invalidParameter } from "../domain/errors.js";
+import { parseJsonBody } from "../rest/exact-json.js";
+import { messageFromRestJson } from "../rest/rest-json.js";
 import { callLogKey, procedureOf } from "./call-log.js";
 import { toConnectError } from "./connect-errors.js";
 
 /** How a protocol carries the request message: the whole body, or gRPC length-prefixed envelopes. */
 type Framing = "whole" | "enveloped";
+type Codec = "proto" | "json";
 
 const CONNECT_PROTO = /^application\/proto$/i;
 /** Connect's streaming protocol: its request message is enveloped as gRPC's is. */
 const CONNECT_STREAM_PROTO = /^application\/connect\+proto$/i;
+const CONNECT_STREAM_JSON = /^application\/connect\+json$/i;
 const GRPC_PROTO = /^application\/grpc(-web)?(\+proto)?$/i;
 const GRPC_JSON = /^application\/grpc(-web)?\+json/i;
 const CONNECT_JSON = /^application\/json/i;
@@ -37,8 +42,8 @@ export function refuseMalformedProtobuf(handler: UniversalHandler, maxBytes: num
   if (handler.method.methodKind !== "unary" && handler.method.methodKind !== "server_streaming") return handler;
   const schema = handler.method.input;
   const checking = (req: UniversalServerRequest) => {
-    const framing = framingOf(req.header);
-    if (framing === undefined || !isByteStream(req.body)) return handler(req);
+    const { framing, codec } = framingOf(req.header) ?? {};
+    if (framing === undefined || codec === undefined || !isByteStream(req.body)) return handler(req);
     const refuse = (error: AppError) => refusal(handler, req, error);
     if (Number(req.header.get("content-length")) > bodyLimit(framing, maxBytes)) {
       // Refused unread, and without the length, which connect-es would refuse by itself without the service's error detail.
@@ -46,18 +51,19 @@ export function refuseMalformedProtobuf(handler: UniversalHandler, maxBytes: num
       header.delete("content-length");
       return handler({ ...req, header, body: refusedBody(refuse(bodyTooLarge(maxBytes))) });
     }
-    return handler({ ...req, body: checkedBody(req.body, framing, schema, maxBytes, refuse) });
+    return handler({ ...req, body: checkedBody(req.body, framing, codec, schema, maxBytes, refuse) });
   };
   return Object.assign(checking, handler);
 }
 
-/** Wraps a unary method's handler so that a JSON body connect-es would decode itself is refused as 4001, unread. */
+/** Wraps a unary or server-streaming method's handler so that a JSON body connect-es would decode itself is refused as 4001, unread. */
 export function refuseForeignJson(handler: UniversalHandler): UniversalHandler {
-  if (handler.method.methodKind !== "unary") return handler;
+  if (handler.method.methodKind !== "unary" && handler.method.methodKind !== "server_streaming") return handler;
   const checking = (req: UniversalServerRequest) => {
     const type = req.header.get("content-type") ?? "";
-    const encoding = req.header.get("content-encoding");
-    const foreign = GRPC_JSON.test(type) || (CONNECT_JSON.test(type) && encoding !== null && encoding !== "identity");
+    const compressed = (name: string) => (req.header.get(name) ?? "identity") !== "identity";
+    const foreign = GRPC_JSON.test(type) || (CONNECT_JSON.test(type) && compressed("content-encoding"))
+      || (CONNECT_STREAM_JSON.test(type) && compressed("connect-content-encoding"));
     if (!foreign) return handler(req);
     const error = refusal(handler, req, invalidParameter("JSON bodies are taken uncompressed over the Connect protocol (or REST): send this one " +
       "uncompressed, or as protobuf over gRPC and gRPC-Web"));
@@ -84,13 +90,14 @@ export async function* refusedBody(error: ConnectError): AsyncIterable<Uint8Arra
 /** The most bytes of a body whose message is at most `maxBytes`: gRPC's envelope adds a 5-byte header. */
 const bodyLimit = (framing: Framing, maxBytes: number) => maxBytes + (framing === "enveloped" ? 5 : 0);
 
-function framingOf(header: Headers): Framing | undefined {
+function framingOf(header: Headers): { framing: Framing; codec: Codec } | undefined {
   const type = header.get("content-type") ?? "";
   if (CONNECT_PROTO.test(type)) {
     const encoding = header.get("content-encoding");
-    return encoding === null || encoding === "identity" ? "whole" : undefined;
+    return encoding === null || encoding === "identity" ? { framing: "whole", codec: "proto" } : undefined;
   }
-  return GRPC_PROTO.test(type) || CONNECT_STREAM_PROTO.test(type) ? "enveloped" : undefined;
+  if (CONNECT_STREAM_JSON.test(type)) return { framing: "enveloped", codec: "json" };
+  return GRPC_PROTO.test(type) || CONNECT_STREAM_PROTO.test(type) ? { framing: "enveloped", codec: "proto" } : undefined;
 }
 
 const isByteStream = (body: unknown): body is AsyncIterable<Uint8Array> =>
@@ -100,7 +107,7 @@ const isByteStream = (body: unknown): body is AsyncIterable<Uint8Array> =>
  * The body as it came, after its messages were checked. Past `maxBytes` (plus an envelope header) it is refused unread further, as
  * REST refuses one (4130, where connect-es's own limit answers without the service's error detail).
  */
-async function* checkedBody(body: AsyncIterable<Uint8Array>, framing: Framing, schema: DescMessage, maxBytes: number,
+async function* checkedBody(body: AsyncIterable<Uint8Array>, framing: Framing, codec: Codec, schema: DescMessage, maxBytes: number,
   refuse: (error: AppError) => ConnectError): AsyncIterable<Uint8Array> {
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -112,11 +119,30 @@ async function* checkedBody(body: AsyncIterable<Uint8Array>, framing: Framing, s
   }
   const bytes = Buffer.concat(chunks);
   const messages = framing === "whole" ? [bytes] : uncompressedMessages(bytes);
+  if (codec === "json") {
+    // Every envelope of a Connect JSON stream is uncompressed (refuseForeignJson): each goes on as the service's reader read it.
+    yield Buffer.concat(messages.map((message) => enveloped(Buffer.from(toJsonString(schema, jsonMessage(schema, message, refuse))))));
+    return;
+  }
   for (const message of messages) {
     const problem = messageProblem(schema, message);
     if (problem !== undefined) throw refuse(invalidParameter(problem));
   }
   yield bytes;
+}
+
+function jsonMessage(schema: DescMessage, bytes: Buffer, refuse: (error: AppError) => ConnectError) {
+  try {
+    return messageFromRestJson(schema, parseJsonBody(bytes));
+  } catch (error) {
+    throw error instanceof AppError ? refuse(error) : error;
+  }
+}
+
+function enveloped(message: Buffer): Buffer {
+  const header = Buffer.alloc(5);
+  header.writeUInt32BE(message.length, 1);
+  return Buffer.concat([header, message]);
 }
 
 /** The uncompressed data messages of a complete envelope stream (an incomplete one is connect-es's to report). */

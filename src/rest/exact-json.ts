@@ -7,7 +7,9 @@
 //   (and is refused later anyway: no string may hold U+0000). Keys and other strings stay as sent, so
 //   messages quote them as the caller wrote them.
 // One linear scan does all three; the text is parsed by JSON.parse, rewritten only when needed.
-import { invalidParameter } from "../domain/errors.js";
+import { AppError, invalidParameter } from "../domain/errors.js";
+import { describeJsonError } from "../domain/json-errors.js";
+import { decodeUtf8Body } from "./utf8-body.js";
 
 export const MAX_JSON_DEPTH = 64;
 
@@ -119,4 +121,17 @@ function pathOf(open: Container[], key: string): string {
     path += container.isObject ? `${path === "" ? "" : "."}${container.lastKey}` : `[${container.index}]`;
   }
   return path === "" ? key : `${path}.${key}`;
+}
+
+/** A request body's JSON (REST, Connect JSON): UTF-8, not empty, read by parseJsonExact; refused as 4001 naming the place, never quoting the text. */
+export function parseJsonBody(bytes: Buffer): unknown {
+  const text = decodeUtf8Body(bytes);
+  if (text.trim() === "") throw invalidParameter("body: expected a JSON object, got an empty body");
+  try {
+    return parseJsonExact(text);
+  } catch (error) {
+    if (error instanceof AppError) throw error;
+    // The parser's own message quotes the text around the error, which may be a secret: give the place only.
+    throw invalidParameter(`body: not valid JSON (${describeJsonError(text, error)})`);
+  }
 }

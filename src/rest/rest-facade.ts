@@ -7,7 +7,6 @@ import { Readable } from "node:stream";
 import { pipeline as pipeStreams } from "node:stream/promises";
 import { create, type DescField, type DescMethodServerStreaming, type Message } from "@bufbuild/protobuf";
 import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
-import { describeJsonError } from "../domain/json-errors.js";
 import { AppError, bodyTooLarge, ErrorCode, invalidParameter, invalidToken, methodNotAllowed } from "../domain/errors.js";
 import type { CallChain, LocalCall, ServedMethod } from "../interceptors/call-chain.js";
 import type { CallLog } from "../interceptors/call-log.js";
@@ -16,11 +15,10 @@ import { appErrorOf } from "../interceptors/connect-errors.js";
 import type { ServedService } from "../routes.js";
 import { streamEncoder } from "../http/compression.js";
 import { writeError, writeInternalError, writeSuccess, type HttpRequest, type HttpResponse } from "./envelope.js";
-import { parseJsonExact } from "./exact-json.js";
+import { parseJsonBody } from "./exact-json.js";
 import { RestRouter, type RestRoute } from "./http-rules.js";
 import { CONTENT_TYPES, RECORD_FORMATS, recordEncoder, recordsField, type RecordFormat } from "./record-formats.js";
 import { acceptsInteger, findField, messageFromRestJson, messageToRestJson, readScalar } from "./rest-json.js";
-import { decodeUtf8Body } from "./utf8-body.js";
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -194,15 +192,7 @@ export async function readJsonBody(req: HttpRequest): Promise<unknown> {
     }
     chunks.push(chunk);
   }
-  const text = decodeUtf8Body(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
-  if (text.trim() === "") throw invalidParameter("body: expected a JSON object, got an empty body");
-  try {
-    return parseJsonExact(text);
-  } catch (error) {
-    if (error instanceof AppError) throw error;
-    // The parser's own message quotes the text around the error, which may be a secret: give the place only.
-    throw invalidParameter(`body: not valid JSON (${describeJsonError(text, error)})`);
-  }
+  return parseJsonBody(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
 }
 
 /**

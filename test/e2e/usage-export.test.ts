@@ -457,6 +457,29 @@ describe.each(dialects)("usage export (%s)", (dialect) => {
       expect([res.status, JSON.parse(res.text)]).toEqual([400, envelope(4001, expect.stringContaining("past 9999-12-31"))]);
     });
 
+    it("a Connect JSON stream's bad request is read as REST's: 4001 naming the field, with the ErrorDetail, its value not echoed", async () => {
+      const stream = async (json: string, headers: Record<string, string> = {}) => {
+        const message = Buffer.from(json);
+        const body = Buffer.concat([Buffer.from([0, 0, 0, 0, 0]), message]);
+        body.writeUInt32BE(message.length, 1);
+        const res = await fetch(`${svc.baseUrl}/enterprise_admin.v1.UsageService/ExportUsage`, {
+          method: "POST", body, headers: { authorization: `Bearer ${token}`, "content-type": "application/connect+json", ...headers },
+        });
+        const bytes = Buffer.from(await res.arrayBuffer());
+        return JSON.parse(bytes.subarray(5).toString()) as { error?: { code: string; message: string; details?: { debug: { code: number } }[] } };
+      };
+      const typo = await stream(`{"start_time":"1740787200x-secret","end_time":${WINDOW.end}}`);
+      expect(typo.error).toMatchObject({ code: "invalid_argument", message: "start_time: expected an integer", details: [{ debug: { code: 4001 } }] });
+      expect(JSON.stringify(typo)).not.toContain("x-secret");
+      const unknown = await stream(`{"start_time":${WINDOW.start},"end_time":${WINDOW.end},"zone":"UTC"}`);
+      expect(unknown.error).toMatchObject({ code: "invalid_argument", message: expect.stringContaining("zone"), details: [{ debug: { code: 4001 } }] });
+      const gzipped = await stream(`{"start_time":${WINDOW.start},"end_time":${WINDOW.end}}`, { "connect-content-encoding": "gzip" });
+      expect(gzipped.error).toMatchObject({ code: "invalid_argument", message: expect.stringContaining("JSON bodies are taken uncompressed") });
+      // A 64-bit integer past 2^53 is read exactly, as REST reads it (JSON.parse would make it ...992): the window's length says so.
+      const exact = await stream(`{"start_time":${WINDOW.start},"end_time":9007199254740993}`);
+      expect(exact.error?.message).toContain(`end_time - start_time: ${9007199254740993n - BigInt(WINDOW.start)} seconds`);
+    });
+
     it("over gRPC a bad window is INVALID_ARGUMENT before any row", async () => {
       const error = await (async () => {
         for await (const _ of grpc().exportUsage({ startTime: 0n, endTime: BigInt(400 * 86_400) }, { headers: { authorization: `Bearer ${token}` } })) void _;
