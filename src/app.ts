@@ -4,7 +4,7 @@ import { performance } from "node:perf_hooks";
 import { createContextValues } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip, connectNodeAdapter } from "@connectrpc/connect-node";
 import { ConsoleAssets } from "./console-assets.js";
-import { AppError, ErrorCode, methodNotAllowed } from "./domain/errors.js";
+import { ErrorCode, methodNotAllowed, routeNotFound } from "./domain/errors.js";
 import { COMPRESS_MIN_BYTES, endWithBody } from "./http/compression.js";
 import { CorsPolicy } from "./http/cors.js";
 import { AccessLog } from "./interceptors/access-log.js";
@@ -91,7 +91,7 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
     fallback: (req, res) => {
       const log = callLogOf(req);
       log.code = ErrorCode.ROUTE_NOT_FOUND;
-      writeError(res as HttpResponse, log.requestId, new AppError(ErrorCode.ROUTE_NOT_FOUND, `no route for ${req.method} ${(req.url ?? "").split("?")[0]}`));
+      writeError(res as HttpResponse, log.requestId, routeNotFound(req.method, (req.url ?? "").split("?")[0]!));
     },
   });
   const consoleAssets = new ConsoleAssets();

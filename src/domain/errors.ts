@@ -1,6 +1,7 @@
 // The typed error every layer throws. Its code is a number from the proto ErrorCode table; the
 // transports (REST envelope, Connect/gRPC detail) turn it into their own shapes in one place each.
 import { ErrorCode } from "../../gen/enterprise_admin/v1/errors_pb.js";
+import { shown } from "./text-rules.js";
 
 export { ErrorCode };
 
@@ -19,7 +20,9 @@ export class AppError extends Error {
 
 export const invalidParameter = (message: string) => new AppError(ErrorCode.INVALID_PARAMETER, message);
 export const methodNotAllowed = (method: string | undefined, path: string, allow: string) =>
-  new AppError(ErrorCode.METHOD_NOT_ALLOWED, `method ${method} not allowed on ${path}; allowed: ${allow}`);
+  new AppError(ErrorCode.METHOD_NOT_ALLOWED, `method ${shown(method)} not allowed on ${shown(path)}; allowed: ${allow}`);
+export const routeNotFound = (method: string | undefined, path: string) =>
+  new AppError(ErrorCode.ROUTE_NOT_FOUND, `no route for ${shown(method)} ${shown(path)}`);
 export const bodyTooLarge = (limit: number) => new AppError(ErrorCode.BODY_TOO_LARGE, `body: larger than the limit of ${limit} bytes`);
 export const invalidToken = (message = "access token missing, invalid or expired") =>
   new AppError(ErrorCode.INVALID_ACCESS_TOKEN, message);

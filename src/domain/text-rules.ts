@@ -21,3 +21,13 @@ export function nameProblem(name: string): string | undefined {
 
 /** Its length in characters (code points), as the proto's length rules count: an emoji is one, not two UTF-16 units. */
 export const characters = (text: string) => [...text].length;
+
+/** The most characters of a caller's method or path that an answer or a log line repeats: HTTP/2 lets one be tens of KB. */
+export const SHOWN_CHARACTERS = 512;
+
+/** `text` as an answer or a log line repeats it: past SHOWN_CHARACTERS cut, saying how long it was. */
+export function shown(text: string | undefined): string | undefined {
+  if (text === undefined || text.length <= SHOWN_CHARACTERS) return text;
+  const points = [...text];
+  return points.length <= SHOWN_CHARACTERS ? text : `${points.slice(0, SHOWN_CHARACTERS).join("")}… (${points.length} characters)`;
+}

@@ -3,6 +3,7 @@
 // CANCELED_LINES_PER_SECOND of them a second: a reset flood must not fill the disk. The lines left out
 // are counted and reported as one "cancelled calls not logged" line per SUPPRESSED_REPORT_MS.
 import { ErrorCode } from "../domain/errors.js";
+import { shown } from "../domain/text-rules.js";
 import type { HttpRequest, HttpResponse } from "../rest/envelope.js";
 import type { CallLog } from "./call-log.js";
 import { wasAnswered } from "./call-signal.js";
@@ -35,8 +36,8 @@ export class AccessLog {
       request_id: log.requestId,
       trace_id: log.trace?.traceId,
       parent_id: log.trace?.parentId,
-      method: req.method,
-      path: (req.url ?? "").split("?")[0],
+      method: shown(req.method),
+      path: shown((req.url ?? "").split("?")[0]),
       // 499 (nginx's "client closed request"): the caller went away before the answer was written.
       status: answered ? res.statusCode : 499,
       duration_ms: Math.round(durationMs * 100) / 100,

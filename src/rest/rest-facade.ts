@@ -7,7 +7,7 @@ import { Readable } from "node:stream";
 import { pipeline as pipeStreams } from "node:stream/promises";
 import { create, type DescField, type DescMethodServerStreaming, type Message } from "@bufbuild/protobuf";
 import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
-import { AppError, bodyTooLarge, ErrorCode, invalidParameter, invalidToken, methodNotAllowed } from "../domain/errors.js";
+import { AppError, bodyTooLarge, ErrorCode, invalidParameter, invalidToken, methodNotAllowed, routeNotFound } from "../domain/errors.js";
 import type { CallChain, LocalCall, ServedMethod } from "../interceptors/call-chain.js";
 import type { CallLog } from "../interceptors/call-log.js";
 import { untilAborted, type CallDeadline } from "../interceptors/call-signal.js";
@@ -45,7 +45,7 @@ export class RestFacade {
     const match = this.router.match(req.method ?? "GET", path);
     if (match.kind === "none") {
       if (!isRestPath(path)) return false;
-      this.fail(res, log, new AppError(ErrorCode.ROUTE_NOT_FOUND, `no route for ${req.method} ${path}`));
+      this.fail(res, log, routeNotFound(req.method, path));
       return true;
     }
     if (match.kind === "wrong-method") {

@@ -111,3 +111,42 @@ describe.each(dialects)("HTTP/2 rapid-reset flood (%s)", (dialect) => {
     expect(healthy.slowestMs).toBeLessThan(2_000);
   });
 });
+
+describe.each(dialects)("an HTTP/2 :method or :path of tens of KB (%s)", (dialect) => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startTestService(dialect);
+  });
+  afterAll(async () => svc?.close());
+
+  /** One request on its own session: the status and the answer's text. */
+  const send = (headers: http2.OutgoingHttpHeaders) => new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const session = http2.connect(svc.baseUrl);
+    session.on("error", reject);
+    const stream = session.request(headers);
+    let body = "";
+    let status = 0;
+    stream.once("response", (h) => (status = Number(h[":status"])));
+    stream.on("data", (chunk: Buffer) => (body += chunk));
+    stream.once("end", () => {
+      session.close();
+      resolve({ status, body });
+    });
+    stream.end();
+  });
+
+  it("is answered and logged cut to 512 characters with its length, not repeated whole (without a token)", async () => {
+    const logsBefore = svc.logs.length;
+    const method = await send({ ":method": "M".repeat(30_000), ":path": "/healthz" });
+    expect(method.status).toBe(405);
+    expect(JSON.parse(method.body).message).toBe(`method ${"M".repeat(512)}… (30000 characters) not allowed on /healthz; allowed: GET, HEAD`);
+    const path = await send({ ":method": "GET", ":path": `/${"p".repeat(60_000)}` });
+    expect(path.status).toBe(404);
+    expect(JSON.parse(path.body).message).toBe(`no route for GET /${"p".repeat(511)}… (60001 characters)`);
+    await new Promise((resolve) => setTimeout(resolve, 100)); // the access log line is written as the response closes
+    const lines = svc.logs.slice(logsBefore);
+    expect(lines.map((line) => line.length <= 2_000)).toStrictEqual(lines.map(() => true));
+    expect(accessLines(lines).map((line) => [line.status, String(line.method).length, String(line.path).length]))
+      .toStrictEqual([[405, 512 + "… (30000 characters)".length, 8], [404, 3, 512 + "… (60001 characters)".length]]);
+  });
+});
