@@ -11,6 +11,7 @@ import { AccessLog } from "./interceptors/access-log.js";
 import { recordCall, rpcTransportOf } from "./interceptors/call-metrics.js";
 import { attachCallLog, callLogKey, callLogOf, type CallLog } from "./interceptors/call-log.js";
 import { authorizingFirst } from "./interceptors/call-chain.js";
+import { notingProtocolRefusals } from "./interceptors/protocol-refusals.js";
 import { encodeGrpcMessageBySpec } from "./interceptors/grpc-message-encoding.js";
 import { refuseForeignJson, refuseMalformedProtobuf } from "./interceptors/rpc-body-check.js";
 import { attachCallSignal, callDeadline, callDeadlineKey, callDeadlineOf, callerTimeoutMs, callSignalKey, callSignalOf, closeAfterAnswer, endIncompleteBodyAtDeadline, responseSignal } from "./interceptors/call-signal.js";
@@ -76,7 +77,7 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
       // connect-es decodes RPC bodies and encodes grpc-message itself; these wrappers correct both.
       router.handlers.forEach((handler, i) => {
         const checked = refuseForeignJson(refuseMalformedProtobuf(handler, MAX_BODY_BYTES));
-        router.handlers[i] = encodeGrpcMessageBySpec(authorizingFirst(chain, checked, handler));
+        router.handlers[i] = notingProtocolRefusals(encodeGrpcMessageBySpec(authorizingFirst(chain, checked, handler)));
         rpcPaths.add(handler.requestPath);
       });
     },

@@ -162,6 +162,41 @@ describe.each(dialects)("metrics behind a token on %s", (dialect: DialectName) =
     expect(moved("enterprise_admin_call_duration_seconds_sum", { procedure: BATCH_GET, transport: "rest" })).toBeGreaterThan(0);
   });
 
+  it("calls connect-es refuses before any handler runs count, and log, with the error table's code, never as successes", async () => {
+    const token = await svc.token(["departments:read"]);
+    const before = await samplesOf(svc.baseUrl);
+    const logsBefore = svc.logs.length;
+    const envelope = (flags: number, declared: number, data: Buffer) => Buffer.concat([Buffer.from([flags, 0, 0, 0, declared]), data]);
+    const post = (contentType: string, body: Buffer, extra: Record<string, string> = {}) => fetch(`${svc.baseUrl}${BATCH_GET}`, {
+      method: "POST", body, headers: { authorization: `Bearer ${token}`, "content-type": contentType, ...extra },
+    }).then(async (reply) => ({ status: reply.status, text: Buffer.from(await reply.arrayBuffer()).toString("latin1") }));
+
+    // Connect GET of a method that is not idempotent: 405.
+    const get = await fetch(`${svc.baseUrl}${BATCH_GET}?connect=v1&encoding=json&message=%7B%7D`, { headers: { authorization: `Bearer ${token}` } });
+    expect(get.status).toBe(405);
+    // gRPC-Web: an envelope that says 16 bytes and brings 3; a grpc-timeout that is not a timeout.
+    expect((await post("application/grpc-web+proto", envelope(0, 16, Buffer.from("abc")))).text).toMatch(/grpc-status: ?3/);
+    expect((await post("application/grpc-web+proto", envelope(0, 0, Buffer.alloc(0)), { "grpc-timeout": "abc" })).text).toMatch(/grpc-status: ?3/);
+    // A Connect stream's incomplete envelope, on a server-streaming method.
+    const exported = await fetch(`${svc.baseUrl}/enterprise_admin.v1.UsageService/ExportUsage`, {
+      method: "POST", body: envelope(0, 16, Buffer.from("abc")),
+      headers: { authorization: `Bearer ${await svc.token(["statistics:read"])}`, "content-type": "application/connect+proto" },
+    });
+    expect(Buffer.from(await exported.arrayBuffer()).toString("latin1")).toContain("invalid_argument");
+
+    const after = await samplesOf(svc.baseUrl);
+    const moved = (labels: Labels) => total(after, "enterprise_admin_calls_total", labels) - total(before, "enterprise_admin_calls_total", labels);
+    expect({
+      connect405: moved({ procedure: BATCH_GET, transport: "connect", code: "4005" }),
+      grpcWeb4001: moved({ procedure: BATCH_GET, transport: "grpc-web", code: "4001" }),
+      stream4001: moved({ procedure: "/enterprise_admin.v1.UsageService/ExportUsage", transport: "connect", code: "4001" }),
+      successes: moved({ code: "0" }),
+    }).toEqual({ connect405: 1, grpcWeb4001: 2, stream4001: 1, successes: 0 });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const logged = svc.logs.slice(logsBefore).map((line) => JSON.parse(line) as { procedure?: string; code?: number }).filter((line) => line.procedure);
+    expect(logged.map((line) => line.code)).toEqual([4005, 4001, 4001, 4001]);
+  });
+
   it("usage ingestion counts recorded and duplicate events, and the store's ingestions move by the batches", async () => {
     const token = await svc.token(["usage:write"]);
     const before = await samplesOf(svc.baseUrl);
