@@ -198,11 +198,13 @@ export async function readJsonBody(req: HttpRequest): Promise<unknown> {
 /**
  * AIP-134 partial update over REST: when a PATCH request message has a FieldMask `update_mask` and the
  * body does not send one, the mask is the body's own fields (the fields present are the ones updated).
+ * A `null` is a field not set (api-rules.md), so not in the mask: a client that sends its unset fields
+ * as null must not empty them.
  */
 function inferUpdateMask(method: ServedMethod, request: Record<string, unknown>, body: unknown): void {
   const maskField = findField(method.input, "update_mask");
   if (!maskField || maskField.fieldKind !== "message" || maskField.message.typeName !== "google.protobuf.FieldMask") return;
-  const sent = Object.keys(body as object);
+  const sent = Object.entries(body as object).filter(([, value]) => value !== null).map(([key]) => key);
   if (sent.some((key) => findField(method.input, key) === maskField)) return;
   const paths = sent.map((key) => findField(method.input, key)!.name);
   request[maskField.localName] = create(FieldMaskSchema, { paths });

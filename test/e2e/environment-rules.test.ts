@@ -751,6 +751,20 @@ describe.each(dialects)("environment config rules (%s)", (dialect) => {
       expect(await get(other.id)).toStrictEqual(other);
     });
 
+    it("a null in a PATCH body is a field not set: the field keeps its value, as over Connect (without a mask)", async () => {
+      const data = await create({ name: uniqueName("nulls"), description: "keep me", runtime_config: { install: "make deps" }, environment_variables: { A: "1" } });
+      const nulls = { description: null, runtime_config: null, environment_variables: null, secrets: null };
+      const rest = await patchReply(data.id, { ...nulls, etag: data.etag });
+      expect(rest.json, JSON.stringify(rest.json)).toMatchObject({ code: 0, data: { description: "keep me", runtime_config: { install: "make deps" }, environment_variables: { A: "1" } } });
+      const connect = await send("POST", `${RPC}/UpdateEnvironmentConfig`, { body: { id: data.id, ...nulls } });
+      expect(connect.status).toBe(200);
+      const now = await get(data.id);
+      expect([now.description, now.runtime_config.install, now.environment_variables]).toStrictEqual(["keep me", "make deps", { A: "1" }]);
+      // Beside a field that is set, only that field changes.
+      const one = await patchReply(data.id, { ...nulls, description: "changed" });
+      expect(one.json).toMatchObject({ code: 0, data: { description: "changed", runtime_config: { install: "make deps" }, environment_variables: { A: "1" } } });
+    });
+
     it("an update of an unknown id is 404 4041", async () => {
       const reply = await patchReply("env_missing", { description: "x" });
       expect(reply.status).toBe(404);
