@@ -54,8 +54,7 @@ so give others as absolute paths, or run \`bin/enterprise-admin.mjs\` itself.
 
 | option | description |
 |---|---|
-${program.options.map((o) => `| \`${cellText(o.flags)}\` | ${cellText(o.description)} |`).join("\n")}
-| \`-h, --help\` | print the help of the program or of a command |
+${program.createHelp().visibleOptions(program).map((o) => `| \`${cellText(o.flags)}\` | ${cellText(o.description)} |`).join("\n")}
 
 Global options may come before or after the command: \`enterprise-admin app list --enterprise demo --json\`.
 
@@ -94,7 +93,7 @@ command's help, exit 1.
 
 ## Database
 
-Every command but \`serve\` opens the database of \`--db\`, else \`DATABASE_URL\`, else
+Every command, \`serve\` too, opens the database of \`--db\`, else \`DATABASE_URL\`, else
 \`./data/enterprise-admin.sqlite\` (a file path or \`file:\` URL is SQLite, \`postgres://…\` PostgreSQL),
 applies pending migrations, then does its job. Opening a SQLite file in a directory that does not exist
 creates it and says so on stderr (\`created directories ./data, ./data/new for the database

@@ -93,6 +93,7 @@ export function buildProgram(io: CliIo = processIo()): Command {
     .configureOutput({ writeOut: (text) => io.stdout.write(text), writeErr: (text) => io.stderr.write(text) })
     .description("Enterprise Admin Service: serve the API and administer its data")
     .version(packageVersion(), "-V, --version", "print the version (package.json) and exit")
+    .helpOption("-h, --help", "print the help of the program or of a command")
     .option("--json", "print results as JSON (the default when stdout is not a terminal; else tables)")
     .configureHelp({ showGlobalOptions: true })
     .showHelpAfterError();
