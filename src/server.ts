@@ -7,6 +7,7 @@ import http2 from "node:http2";
 import net from "node:net";
 import type { App } from "./app.js";
 import type { ServerLimits } from "./config.js";
+import { BadSetting } from "./env-number.js";
 import { PeerCooldown } from "./peer-cooldown.js";
 
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
@@ -18,6 +19,9 @@ export interface Listener {
   /** Stops accepting, lets in-flight calls finish (up to the shutdown grace), then closes every connection. */
   close(): Promise<void>;
 }
+
+/** Why a listen fails for its host: a name that does not resolve, or an address that is not this machine's. */
+const UNLISTENABLE_HOSTS = new Set(["ENOTFOUND", "EAI_AGAIN", "EAI_NONAME", "EADDRNOTAVAIL"]);
 
 export async function listen(app: App, port: number, host: string, limits: ServerLimits): Promise<Listener> {
   const h1 = http.createServer({
@@ -69,7 +73,8 @@ export async function listen(app: App, port: number, host: string, limits: Serve
   });
   server.maxConnections = limits.maxConnections;
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
+    server.once("error", (error: NodeJS.ErrnoException) => reject(UNLISTENABLE_HOSTS.has(error.code ?? "")
+      ? new BadSetting(`--host/HOST: ${JSON.stringify(host)} is no address of this machine to listen on (${error.code})`) : error));
     server.listen(port, host, () => resolve());
   });
   // After start-up an accept error (EMFILE, say) is not fatal: the connection is lost, the server goes on.

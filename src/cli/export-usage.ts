@@ -80,6 +80,7 @@ export async function exportUsageFile(database: Database, options: UsageExportOp
  * must be new or a regular file this process may write: a rename would replace a device, a link or a read-only file.
  */
 async function openNew(path: string, named: string): Promise<WriteStream> {
+  if (named === "") throw invalidParameter("--out: an empty name is no file: name one, or leave --out out to write to stdout");
   const isDirectory = async (at: string) => (await stat(at).catch(() => undefined))?.isDirectory() ?? false;
   if (await isDirectory(named)) throw invalidParameter(`--out: cannot write ${named}: it is a directory`);
   const existing = await lstat(named).catch(() => undefined);

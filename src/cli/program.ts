@@ -14,6 +14,7 @@ import { PERMISSIONS, parsePermissions } from "../domain/permissions.js";
 import { AccessAdmin } from "../operations/access-admin.js";
 import { importDirectory } from "../operations/import-directory.js";
 import { importUsage } from "../operations/import-usage.js";
+import { inputFileSize } from "../operations/input-file.js";
 import { rebuildUsage } from "../operations/rebuild-usage.js";
 import { rotateMasterKey } from "../operations/rotate-master-key.js";
 import { decodeKey, loadLocalKeyProvider, type LocalKeyProvider } from "../keys/local-key-provider.js";
@@ -68,7 +69,7 @@ const withKeys = <T>(io: CliIo, url: string | undefined, create: boolean, work: 
 async function newKeyOption(opts: { newKey?: string; newKeyFile?: string }): Promise<Buffer | undefined> {
   if (opts.newKey !== undefined && opts.newKeyFile !== undefined) throw new AppError(4001, "--new-key and --new-key-file: pass one of them, not both");
   // A file that cannot be read is said by main.ts like every other (its path and why), outside the decoding's errors.
-  const fileText = opts.newKeyFile === undefined ? undefined : await readFile(opts.newKeyFile, "utf8");
+  const fileText = opts.newKeyFile === undefined ? undefined : await inputFileSize(opts.newKeyFile).then(() => readFile(opts.newKeyFile!, "utf8"));
   try {
     if (fileText !== undefined) return decodeKey(fileText, `--new-key-file: ${opts.newKeyFile}`);
     if (opts.newKey !== undefined) return decodeKey(opts.newKey, "--new-key");
@@ -151,6 +152,7 @@ export function buildProgram(io: CliIo = processIo()): Command {
     .addOption(dbOption())
     .action(async (file: string, opts, command: Command) => {
       // Bytes that are not UTF-8 become lone surrogates, which the file's rules refuse by field, rather than U+FFFD stored in their place.
+      await inputFileSize(file);
       const parsed = parseDirectoryFile(decodeUtf8Body(await readFile(file)));
       const summary = await withDatabase(io, opts.db, (database) => importDirectory(database, parsed, { prune: opts.prune, dryRun: opts.dryRun }));
       outputOf(command, io.stdout).result(summary);

@@ -1,5 +1,5 @@
 // `import usage` in two passes: a check, so a bad file writes nothing; then chunked commits, which a rerun after a crash skips as repeats.
-import { stat } from "node:fs/promises";
+import { inputFileSize } from "./input-file.js";
 import { on } from "node:events";
 import { Worker } from "node:worker_threads";
 import { invalidParameter } from "../domain/errors.js";
@@ -22,7 +22,7 @@ export interface UsageImportSummary {
 export async function importUsage(repository: UsageRepository, enterpriseId: string, path: string, progress?: Progress,
   tuning: UsageFileTuning = DEFAULT_TUNING): Promise<UsageImportSummary> {
   await repository.enterpriseSettings(enterpriseId, "--enterprise");
-  const totalBytes = (await stat(path)).size;
+  const totalBytes = await inputFileSize(path);
   const thread = await bundledWorkerUrl(new URL("./usage-file-worker.mjs", import.meta.url));
   // In first-line order, so that an unknown user_id is named by the earliest line.
   const users = await checkUsageFile(path, totalBytes, thread);

@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import SqliteDatabase from "better-sqlite3";
 import { DEFAULT_MIGRATION_TABLE, Kysely, Migrator, PostgresAdapter, PostgresDialect, SqliteDialect, sql, type MigrationProvider } from "kysely";
 import pg from "pg";
-import { envNumber } from "../env-number.js";
+import { BadSetting, envNumber } from "../env-number.js";
 import { migrations } from "./migrations/index.js";
 import type { Schema } from "./schema.js";
 import { StoreFault, storeFaultOf } from "./store-faults.js";
@@ -120,9 +120,13 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
     });
     return { db, dialect: "postgres", location, createdDirectories: [], writeTransaction, faultOf: (error) => storeFaultOf(error, location), observer, close: () => db.destroy() };
   }
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(url)?.[1];
+  if (scheme !== undefined && scheme.toLowerCase() !== "file") {
+    throw new BadSetting(`--db/DATABASE_URL: a ${scheme}:// URL is no database of this service's (a SQLite file path or file: URL, or postgres://)`);
+  }
   const path = url.startsWith("file:") ? fileURLToPath(url) : url;
   const createdDirectories = path === ":memory:" ? [] : makeDirectories(dirname(path));
-  const sqlite = new SqliteDatabase(path);
+  const sqlite = openSqliteFile(path);
   // 16 KiB pages for a new store (SQLite's default is 4 KiB; an existing store keeps its own, as the
   // pragma changes nothing once the file has pages). The log and the checkpoint write a page per call
   // (on this VM about 10 µs a system call), so a 10-million-event import's commit, which writes 1.2 GB
@@ -215,6 +219,22 @@ async function commitOrRollBack<T>(connection: Kysely<Schema>, work: (trx: Kysel
     return value;
   } catch (error) {
     if (inTransaction()) await sql`rollback`.execute(connection).catch(() => {});
+    throw error;
+  }
+}
+
+/** The SQLite file at `path`, its header read: a folder, or a file that is not SQLite's, is a bad --db naming it. */
+function openSqliteFile(path: string): SqliteDatabase.Database {
+  let sqlite: SqliteDatabase.Database | undefined;
+  try {
+    sqlite = new SqliteDatabase(path);
+    sqlite.pragma("schema_version"); // reads the header, writes nothing: a new store still takes the page size below
+    return sqlite;
+  } catch (error) {
+    sqlite?.close();
+    const code = (error as { code?: unknown }).code;
+    if (code === "SQLITE_NOTADB") throw new BadSetting(`--db/DATABASE_URL: ${path} is not a SQLite database`);
+    if (code === "SQLITE_CANTOPEN") throw new BadSetting(`--db/DATABASE_URL: ${path} cannot be opened as a SQLite file (a folder, or no permission)`);
     throw error;
   }
 }

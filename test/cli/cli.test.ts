@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "kysely";
@@ -414,6 +414,25 @@ describe("enterprise-admin CLI: output, errors and the demo, whatever the databa
       .toStrictEqual({ code: 2, stdout: "", stderr: `error: ${missing}: no such file or directory\n` });
   });
 
+  it("a folder given as a file, an empty --out, and a --db that is no SQLite file nor postgres:// are one line naming them, exit 2", async () => {
+    const folder = join(dir, "a-folder");
+    mkdirSync(folder, { recursive: true });
+    const refused = (stderr: string) => ({ code: 2, stdout: "", stderr: `error: ${stderr}\n` });
+    expect(await cli(["import", "directory", folder, "--db", earlier])).toStrictEqual(refused(`${folder}: is a directory, not a file`));
+    expect(await cli(["import", "usage", folder, "--enterprise", "demo", "--db", earlier])).toStrictEqual(refused(`${folder}: is a directory, not a file`));
+    expect(await cli(["export", "usage", "--enterprise", "demo", "--from", "2026-11-16", "--to", "2026-11-16", "--out", "", "--db", earlier]))
+      .toStrictEqual(refused("--out: an empty name is no file: name one, or leave --out out to write to stdout"));
+    expect(readdirSync(process.cwd()).filter((name) => name.startsWith(".partial-"))).toStrictEqual([]);
+    expect(await cli(["migrate", "--db", folder])).toStrictEqual(refused(`--db/DATABASE_URL: ${folder} cannot be opened as a SQLite file (a folder, or no permission)`));
+    const text = join(dir, "notes.txt");
+    writeFileSync(text, "not a database, just text that is long enough to fill a header of one hundred bytes or so. ".repeat(3));
+    expect(await cli(["migrate", "--db", text])).toStrictEqual(refused(`--db/DATABASE_URL: ${text} is not a SQLite database`));
+    // The password of the URL is never repeated, and nothing is made at ./mysql:
+    expect(await cli(["migrate", "--db", "mysql://admin:hunter2@db.example/eadmin"]))
+      .toStrictEqual(refused("--db/DATABASE_URL: a mysql:// URL is no database of this service's (a SQLite file path or file: URL, or postgres://)"));
+    expect(existsSync("mysql:")).toBe(false);
+  });
+
   it("without --db, a command uses the DATABASE_URL of its environment", async () => {
     const path = join(dir, "from-env", "admin.sqlite");
     const result = await cli(["migrate"], { DATABASE_URL: path });
@@ -459,6 +478,11 @@ describe.concurrent("the real binary's exit status", () => {
       .toStrictEqual({ code: 2, stdout: "", stderr: 'error: --port/PORT: "abc" is not a port number (0 to 65535)\n' });
     expect(await cliProcess(["token", "list", "--enterprise", "acme", "--db", join(dir, "settings.sqlite")], { SQLITE_CACHE_MIB: "abc" }))
       .toMatchObject({ code: 2, stdout: "", stderr: expect.stringMatching(/^error: SQLITE_CACHE_MIB: "abc" is not a whole number/) });
+  });
+
+  it("a --host that is no address of this machine stops serve, naming --host, not the database, exit 2", async () => {
+    expect(await cliProcess(["serve", "--port", "0", "--host", "10.99.99.99", "--db", join(dir, "settings.sqlite")]))
+      .toStrictEqual({ code: 2, stdout: "", stderr: 'error: --host/HOST: "10.99.99.99" is no address of this machine to listen on (EADDRNOTAVAIL)\n' });
   });
 
   it("a report setting out of range stops serve, naming it, exit 2", async () => {
