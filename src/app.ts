@@ -11,7 +11,8 @@ import { AccessLog } from "./interceptors/access-log.js";
 import { recordCall, rpcTransportOf } from "./interceptors/call-metrics.js";
 import { attachCallLog, callLogKey, callLogOf, type CallLog } from "./interceptors/call-log.js";
 import { authorizingFirst } from "./interceptors/call-chain.js";
-import { notingProtocolRefusals } from "./interceptors/protocol-refusals.js";
+import { toConnectError } from "./interceptors/connect-errors.js";
+import { answeredUnknownProcedure, notingProtocolRefusals } from "./interceptors/protocol-refusals.js";
 import { encodeGrpcMessageBySpec } from "./interceptors/grpc-message-encoding.js";
 import { refuseForeignJson, refuseMalformedProtobuf } from "./interceptors/rpc-body-check.js";
 import { attachCallSignal, callDeadline, callDeadlineKey, callDeadlineOf, callerTimeoutMs, callSignalKey, callSignalOf, closeAfterAnswer, endIncompleteBodyAtDeadline, responseSignal } from "./interceptors/call-signal.js";
@@ -92,7 +93,8 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
     fallback: (req, res) => {
       const log = callLogOf(req);
       log.code = ErrorCode.ROUTE_NOT_FOUND;
-      writeError(res as HttpResponse, log.requestId, routeNotFound(req.method, (req.url ?? "").split("?")[0]!));
+      const error = routeNotFound(req.method, (req.url ?? "").split("?")[0]!);
+      if (!answeredUnknownProcedure(req, res as HttpResponse, toConnectError(error, log.requestId))) writeError(res as HttpResponse, log.requestId, error);
     },
   });
   const consoleAssets = new ConsoleAssets();

@@ -21,13 +21,14 @@ async function* reencodedAtEnd(body: AsyncIterable<Uint8Array> | undefined, trai
   const sent = trailer.get("grpc-message");
   if (sent === null) return;
   try {
-    trailer.set("grpc-message", percentEncode(decodeURIComponent(sent)));
+    trailer.set("grpc-message", grpcMessageBySpec(decodeURIComponent(sent)));
   } catch {
     // Not connect-es's encoding: leave it as it is.
   }
 }
 
-function percentEncode(message: string): string {
+/** `message` as a grpc-message value: the bytes outside 0x20-0x7E, and `%`, percent-encoded. */
+export function grpcMessageBySpec(message: string): string {
   let out = "";
   for (const byte of Buffer.from(message, "utf8")) {
     out += byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;

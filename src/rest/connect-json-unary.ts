@@ -39,7 +39,7 @@ export class ConnectJsonUnary {
     this.serve(req, res, log, signal, deadline, method).catch((error) => {
       log.code = ErrorCode.INTERNAL;
       log.cause = error;
-      if (!res.headersSent) writeError(res, toConnectError(new AppError(ErrorCode.INTERNAL, "internal error"), log.requestId));
+      if (!res.headersSent) writeConnectError(res, toConnectError(new AppError(ErrorCode.INTERNAL, "internal error"), log.requestId));
     });
     return true;
   }
@@ -58,7 +58,7 @@ export class ConnectJsonUnary {
       const request = messageFromRestJson(method.input, await untilAborted(readJsonBody(req), signal));
       response = await call.unary(request);
     } catch (error) {
-      return writeError(res, call.failure(error));
+      return writeConnectError(res, call.failure(error));
     }
     call.responseHeader.forEach((value, name) => res.setHeader(name, value));
     const body = JSON.stringify(toJson(method.output, response, { useProtoFieldName: true }));
@@ -82,7 +82,7 @@ function checkCallerTimeout(req: HttpRequest): void {
 }
 
 /** The Connect protocol's unary error: the code's HTTP status, its headers (Retry-After), the JSON error with its details. */
-function writeError(res: HttpResponse, error: ConnectError): void {
+export function writeConnectError(res: HttpResponse, error: ConnectError): void {
   // Field names as the proto spells them (debug.request_id), as connect-es writes them on the other paths (app.ts jsonOptions).
   const body = JSON.stringify(errorToJson(error, { useProtoFieldName: true }));
   error.metadata.forEach((value, name) => res.setHeader(name, value));

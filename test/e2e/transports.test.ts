@@ -358,12 +358,42 @@ describe.each(dialects)("every transport on one port (%s)", (dialect) => {
     });
   });
 
-  it("answers Connect's GET form with 405 and an empty body: every RPC path takes POST", async () => {
+  it("answers Connect's GET form, PUT and DELETE with 405, Allow: POST and an empty body: every RPC path takes POST", async () => {
     const message = encodeURIComponent(JSON.stringify({ department_ids: IDS }));
-    const res = await fetch(`${svc.baseUrl}/enterprise_admin.v1.DepartmentService/BatchGetDepartments?connect=v1&encoding=json&message=${message}`,
-      { headers: { authorization: bearer } });
-    expect(res.status).toBe(405);
-    expect(await res.text()).toBe("");
+    for (const [method, query] of [["GET", `?connect=v1&encoding=json&message=${message}`], ["PUT", ""], ["DELETE", ""]] as const) {
+      const res = await fetch(`${svc.baseUrl}${METHOD_PATH}${query}`, { method, headers: { authorization: bearer } });
+      expect([method, res.status, res.headers.get("allow"), await res.text()]).toStrictEqual([method, 405, "POST", ""]);
+    }
+  });
+
+  it("a procedure the server does not serve is unimplemented with the ErrorDetail 4004, in the caller's protocol", async () => {
+    const path = "/enterprise_admin.v1.DepartmentService/Nope";
+    const message = `no route for POST ${path}`;
+    // grpc-js reads the status from headers alone (trailers-only), the message as sent.
+    const client = new grpc.Client(`127.0.0.1:${svc.port}`, grpc.credentials.createInsecure());
+    const error = await new Promise<grpc.ServiceError>((resolve, reject) => {
+      client.makeUnaryRequest(path, (b: Buffer) => b, (b: Buffer) => b, Buffer.alloc(0), new grpc.Metadata(), (err) => {
+        client.close();
+        if (err) resolve(err);
+        else reject(new Error("expected an error"));
+      });
+    });
+    expect([error.code, error.details]).toStrictEqual([grpc.status.UNIMPLEMENTED, message]);
+    const status = decodeGoogleRpcStatus(error.metadata.get("grpc-status-details-bin")[0] as Buffer);
+    expect(status.details.map((d) => [d.code, d.message])).toStrictEqual([[4004, message]]);
+    // gRPC-Web: the trailer message.
+    const web = await fetch(`${svc.baseUrl}${path}`, { method: "POST", headers: { "content-type": "application/grpc-web+proto" }, body: new Uint8Array(5) });
+    const frame = Buffer.from(await web.arrayBuffer());
+    expect([web.status, frame[0]]).toStrictEqual([200, 0x80]);
+    expect(frame.subarray(5).toString()).toMatch(/^grpc-status: 12\r\n/m);
+    // Connect (JSON): its error body, with the detail.
+    const connect = await fetch(`${svc.baseUrl}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    expect(connect.status).toBe(501);
+    const body = await connect.json() as { code: string; message: string; details: { debug: { code: number } }[] };
+    expect([body.code, body.message, body.details[0]!.debug.code]).toStrictEqual(["unimplemented", message, 4004]);
+    // Anything else on a path of no route is the REST envelope.
+    const plain = await fetch(`${svc.baseUrl}/no/such/path`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    expect([plain.status, (await plain.json() as { code: number }).code]).toStrictEqual([404, 4004]);
   });
 
   describe("health, and HTTP/1.1 and h2c on the same port", () => {
