@@ -12,9 +12,9 @@ const MEMBERS_PER_CALL = 1000;
 
 export async function topView(ctx: ViewContext, root: HTMLElement): Promise<void> {
   ctx.status("Loading models and members…");
-  const modelsAnswer = report(ctx, { bucket: "none", group_by: ["model"] });
-  const members = await allMembers(ctx);
-  const models = (await modelsAnswer).buckets[0]?.groups ?? [];
+  // Together, so a failure of either leaves no rejection of the other unhandled.
+  const [modelsAnswer, members] = await Promise.all([report(ctx, { bucket: "none", group_by: ["model"] }), allMembers(ctx)]);
+  const models = modelsAnswer.buckets[0]?.groups ?? [];
   const ranked = (groups: UsageGroup[]) => [...groups].sort((a, b) => byAmountDesc(a.total_amount, b.total_amount) || (a.user_id < b.user_id ? -1 : 1));
 
   const rankedModels = ranked(models);

@@ -81,6 +81,26 @@ describe.skipIf(!haveChromium)("the usage console in Chromium, on the demo enter
     await page.reload();
     await page.locator("#sign-in").waitFor();
   };
+  /** A fresh load of the page signed in with `bearer`, the trend drawn. */
+  const signIn = async (bearer: string) => {
+    await openSignedOut();
+    await page.fill("#token-input", bearer);
+    await page.click("#token-form button[type=submit]");
+    await viewReady("trend");
+  };
+  /** Uncaught errors and unhandled rejections in the page while `run` runs. */
+  const uncaughtDuring = async (run: () => Promise<void>): Promise<string[]> => {
+    const uncaught: string[] = [];
+    const listener = (error: Error) => uncaught.push(error.message);
+    page.on("pageerror", listener);
+    try {
+      await run();
+      await page.evaluate("0"); // a round trip, so the page's last errors have reached the test
+    } finally {
+      page.off("pageerror", listener);
+    }
+    return uncaught;
+  };
   const shot = (name: string, target = page) => target.screenshot({ path: `${SHOTS}/console-${name}.png`, fullPage: true });
   const watch = (target: Page) => {
     target.on("request", (request: Request) => {
@@ -400,5 +420,29 @@ describe.skipIf(!haveChromium)("the usage console in Chromium, on the demo enter
     await page.screenshot({ path: `${SHOTS}/console-top-5000-members.png`, fullPage: true });
     console.log(`top members and models, 5,000 members over 366 days: ready ${topMs} ms after the click`);
     await page.close();
+  });
+
+  test("Top members: a failed member report is shown, and the model report left in flight is no unhandled rejection when the user moves on", async () => {
+    await signIn(token);
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    await page.route("**/openapi/v1/statistics/usage-report", async (route) => {
+      const body = route.request().postData() ?? "";
+      if (body.includes('"group_by":["member"]')) {
+        return route.fulfill({ status: 503, contentType: "application/json", headers: { "retry-after": "1" }, body: '{"code":5030,"message":"the store is busy; retry later","data":null}' });
+      }
+      if (body.includes('"group_by":["model"]')) await held;
+      return route.continue().catch(() => {}); // the page may have given up on it
+    });
+    const uncaught = await uncaughtDuring(async () => {
+      await page.click('nav a[data-view="top"]');
+      await expect.poll(() => page.textContent("#error")).toContain("the store is busy; retry later: try again in 1 s");
+      await page.click('nav a[data-view="trend"]'); // aborts the model report still held
+      await viewReady("trend");
+    }).finally(async () => {
+      release();
+      await page.unroute("**/openapi/v1/statistics/usage-report");
+    });
+    expect(uncaught).toEqual([]);
   });
 });
