@@ -11,7 +11,13 @@ const CHILDREN_PER_PAGE = 100;
 export async function departmentsView(ctx: ViewContext, root: HTMLElement): Promise<void> {
   ctx.status("Loading departments…");
   const { items } = await ctx.api.post<{ items: Department[] }>("/openapi/v1/departments/batch-get", { department_ids: ["0"] }, ctx.signal);
-  const top = items[0]!;
+  const top = items[0];
+  if (!top) {
+    root.append(h("p", { class: "notice", id: "no-departments" }, "This enterprise has no departments: its members' usage is in Daily trend and Top members."));
+    ctx.status("");
+    ctx.ready();
+    return;
+  }
   const total = (await report(ctx, { bucket: "none", department_id: top.department_id })).buckets[0]?.groups[0] ?? ZERO;
   const tree = h("ul", { class: "tree", role: "tree", id: "department-tree" });
   const rootNode = node(ctx, top, total, 0);

@@ -53,6 +53,21 @@ async function seedScale(service: TestService): Promise<void> {
   await recordUsage(new UsageRepository(service.database), "scale", raw.map((event, i) => ({ event: checkUsageEvent(event, `event ${i}`), where: `event ${i}` })));
 }
 
+/** Enterprise "edge" (UTC, no departments): a member whose user_id is another member's e-mail. */
+async function seedEdge(service: TestService): Promise<void> {
+  await importDirectory(service.database, {
+    enterprise: { enterprise_id: "edge", name: "Edge Ltd", currency: "USD", time_zone: "UTC" },
+    departments: [],
+    members: [
+      { user_id: "bob@edge.example", email: "alice@edge.example", account_type: 1, department_ids: [] },
+      { user_id: "u2", email: "bob@edge.example", account_type: 1, department_ids: [] },
+    ],
+  });
+  const event = { event_id: "edge-0", user_id: "bob@edge.example", model_name: "alpha", model_type: "Chat", model_source: "Builtin",
+    timestamp: Math.floor(Date.now() / 1000) - 2 * 86_400, input_tokens: 111, output_tokens: 1, basic_amount: "1.111111", pay_go_amount: "0" };
+  await recordUsage(new UsageRepository(service.database), "edge", [{ event: checkUsageEvent(event, "event 0"), where: "event 0" }]);
+}
+
 interface Seen {
   url: string;
   authorization?: string;
@@ -130,6 +145,7 @@ describe.skipIf(!haveChromium)("the usage console in Chromium, on the demo enter
     await recordUsage(new UsageRepository(service.database), DEMO_ENTERPRISE_ID, events);
     token = await service.token(PERMISSIONS, DEMO_ENTERPRISE_ID);
     await seedScale(service);
+    await seedEdge(service);
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
     context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1400, height: 900 } });
     context.setDefaultTimeout(10_000); // below the test's own 30 s, so a stuck step names itself
@@ -444,5 +460,13 @@ describe.skipIf(!haveChromium)("the usage console in Chromium, on the demo enter
       await page.unroute("**/openapi/v1/statistics/usage-report");
     });
     expect(uncaught).toEqual([]);
+  });
+
+  test("an enterprise without departments: the Departments view says so instead of failing", async () => {
+    await signIn(await service.token(["statistics:read", "departments:read"], "edge"));
+    await page.click('nav a[data-view="departments"]');
+    await viewReady("departments");
+    expect(await page.textContent("#no-departments")).toBe("This enterprise has no departments: its members' usage is in Daily trend and Top members.");
+    expect(await page.isHidden("#error")).toBe(true);
   });
 });
