@@ -5,6 +5,7 @@ import { Api, ApiError } from "./api.js";
 import { today } from "./dates.js";
 import { byId, h } from "./dom.js";
 import { lastDays, rangeProblem, windowOf, type Granularity, type Range } from "./range.js";
+import { parseRoute } from "./route.js";
 import { session } from "./session.js";
 import type { CoreMetrics, Department } from "./types.js";
 import type { ViewContext } from "./views/context.js";
@@ -15,7 +16,7 @@ import { trendView } from "./views/trend.js";
 
 const DEFAULT_DAYS = 30;
 
-type View = (ctx: ViewContext, root: HTMLElement, argument: string) => Promise<void>;
+type View = (ctx: ViewContext, root: HTMLElement, args: string[]) => Promise<void>;
 const VIEWS: Record<string, View> = { trend: trendView, top: topView, departments: departmentsView, member: memberView };
 
 class UsageConsole {
@@ -159,8 +160,8 @@ class UsageConsole {
 
   private async render(): Promise<void> {
     if (!session.token()) return;
-    const [name = "trend", ...rest] = location.hash.replace(/^#\/?/, "").split("/");
-    const viewName = Object.hasOwn(VIEWS, name) ? name : "trend";
+    const route = parseRoute(location.hash);
+    const viewName = !route ? "not-found" : Object.hasOwn(VIEWS, route.view) ? route.view : "trend";
     for (const link of document.querySelectorAll<HTMLAnchorElement>("nav.tabs a")) {
       if (link.dataset.view === viewName) link.setAttribute("aria-current", "page");
       else link.removeAttribute("aria-current");
@@ -174,6 +175,12 @@ class UsageConsole {
     this.view.dataset.view = viewName;
     this.view.dataset.state = "loading";
     this.hideError();
+    if (!route) {
+      root.append(h("p", { class: "notice", id: "not-found" }, "This address is not a page of the console (it holds a malformed %-escape): choose a view above."));
+      this.statusLine.textContent = "";
+      this.view.dataset.state = "ready";
+      return;
+    }
     const ctx: ViewContext = {
       api: this.api, range: this.range, currency: this.currency, signal,
       status: (text) => {
@@ -186,7 +193,7 @@ class UsageConsole {
       },
     };
     try {
-      await VIEWS[viewName]!(ctx, root, decodeURIComponent(rest.join("/")));
+      await VIEWS[viewName]!(ctx, root, route.args);
     } catch (error) {
       if (!signal.aborted) this.fail(error);
     }

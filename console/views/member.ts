@@ -14,7 +14,8 @@ interface Cell extends UsageGroup {
   label: string;
 }
 
-export async function memberView(ctx: ViewContext, root: HTMLElement, who: string): Promise<void> {
+export async function memberView(ctx: ViewContext, root: HTMLElement, args: string[]): Promise<void> {
+  const who = args.join("/");
   const input = h("input", { id: "member-input", value: who, placeholder: "user_id or e-mail", "aria-label": "Member", required: true, spellcheck: "false" });
   const form = h("form", { class: "member-form" }, h("label", {}, "Member ", input), h("button", { type: "submit" }, "Show"));
   form.addEventListener("submit", (event) => {

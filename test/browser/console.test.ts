@@ -469,4 +469,15 @@ describe.skipIf(!haveChromium)("the usage console in Chromium, on the demo enter
     expect(await page.textContent("#no-departments")).toBe("This enterprise has no departments: its members' usage is in Daily trend and Top members.");
     expect(await page.isHidden("#error")).toBe(true);
   });
+
+  test("an address with a malformed %-escape is a page that does not exist, not a failure of the console", async () => {
+    await signIn(token);
+    await page.goto(`${service.baseUrl}/console#/member/%E0%A4%A`);
+    await viewReady("not-found");
+    expect(await page.textContent("#not-found")).toBe("This address is not a page of the console (it holds a malformed %-escape): choose a view above.");
+    expect(await page.isHidden("#error")).toBe(true);
+    expect(await page.locator('nav a[aria-current="page"]').count()).toBe(0);
+    await page.click('nav a[data-view="top"]');
+    await viewReady("top");
+  });
 });
