@@ -14,3 +14,11 @@ export function parseRoute(hash: string): Route | undefined {
     return undefined; // URIError: a malformed %-escape
   }
 }
+
+/** What a member's address names them by. */
+export type MemberKey = "user" | "email";
+
+/** A member's address, by user_id or by e-mail; without `by`, a value the Member view looks up as either. */
+export function memberHref(value: string, by?: MemberKey): string {
+  return `#/member/${by ? `${by}/` : ""}${encodeURIComponent(value)}`;
+}

@@ -1,10 +1,12 @@
-// One member's usage per model over the range, per day (or hour): found by user_id or e-mail with the
-// report's user_ids/emails filter, grouped by member and model.
+// One member's usage per model over the range, per day (or hour): found by user_id or e-mail, as the
+// address says (#/member/user/… or #/member/email/…), with the report's user_ids/emails filter,
+// grouped by member and model.
 import { timeChart } from "../chart.js";
 import { localTime } from "../dates.js";
 import { h } from "../dom.js";
 import { byAmountDesc, plotAmount } from "../format.js";
 import { windowOf } from "../range.js";
+import { memberHref } from "../route.js";
 import { pagedTable } from "../table.js";
 import type { UsageGroup } from "../types.js";
 import { report, type ViewContext } from "./context.js";
@@ -15,12 +17,12 @@ interface Cell extends UsageGroup {
 }
 
 export async function memberView(ctx: ViewContext, root: HTMLElement, args: string[]): Promise<void> {
-  const who = args.join("/");
+  const [by, who] = args.length === 2 && (args[0] === "user" || args[0] === "email") ? [args[0], args[1]!] : [undefined, args.join("/")];
   const input = h("input", { id: "member-input", value: who, placeholder: "user_id or e-mail", "aria-label": "Member", required: true, spellcheck: "false" });
   const form = h("form", { class: "member-form" }, h("label", {}, "Member ", input), h("button", { type: "submit" }, "Show"));
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    location.hash = `#/member/${encodeURIComponent(input.value.trim())}`;
+    location.hash = memberHref(input.value.trim());
   });
   root.append(form);
   if (who === "") {
@@ -28,17 +30,19 @@ export async function memberView(ctx: ViewContext, root: HTMLElement, args: stri
     ctx.ready();
     return;
   }
+  if (by === undefined) {
+    await lookUp(ctx, root, who);
+    return;
+  }
 
   ctx.status(`Loading ${who}…`);
-  const filter = who.includes("@") ? { emails: [who] } : { user_ids: [who] };
+  const filter = by === "email" ? { emails: [who] } : { user_ids: [who] };
   const [totals, buckets] = await Promise.all([
     report(ctx, { ...filter, bucket: "none", group_by: ["member", "model"] }),
     report(ctx, { ...filter, bucket: ctx.range.granularity, group_by: ["member", "model"] }),
   ]);
   if (totals.not_found_user_ids.length + totals.not_found_emails.length > 0) {
-    root.append(h("p", { class: "notice", id: "member-missing" }, `No member ${who} in this enterprise.`));
-    ctx.status("");
-    ctx.ready();
+    missing(ctx, root, `No member with the ${by === "email" ? "e-mail" : "user_id"} ${who} in this enterprise.`);
     return;
   }
   const models = [...(totals.buckets[0]?.groups ?? [])].sort((a, b) => byAmountDesc(a.total_amount, b.total_amount));
@@ -75,4 +79,32 @@ export async function memberView(ctx: ViewContext, root: HTMLElement, args: stri
       ...figureColumns<Cell>(ctx.currency, (c) => c).filter((c) => c.label !== "Active members"),
     ], 31, { id: "member-days" }));
   ctx.status("");
+}
+
+/**
+ * A value typed in (or an address without user/ or email/): the page moves to the member whose user_id
+ * or e-mail it is, and offers both when it is a user_id and an e-mail at once ("@" may be in a user_id).
+ */
+async function lookUp(ctx: ViewContext, root: HTMLElement, value: string): Promise<void> {
+  ctx.status(`Looking up ${value}…`);
+  const answer = await report(ctx, { user_ids: [value], emails: [value], bucket: "none" });
+  const matches = (["user", "email"] as const).filter((by) => !(by === "user" ? answer.not_found_user_ids : answer.not_found_emails).includes(value));
+  if (matches.length === 1) {
+    location.replace(memberHref(value, matches[0])); // its own address; the hashchange draws it
+    return;
+  }
+  if (matches.length === 0) {
+    missing(ctx, root, `No member has the user_id or e-mail ${value} in this enterprise.`);
+    return;
+  }
+  root.append(h("p", { class: "notice", id: "member-choice" }, `${value} is a user_id and an e-mail: show the member with `,
+    h("a", { href: memberHref(value, "user") }, `user_id ${value}`), " or the member with ", h("a", { href: memberHref(value, "email") }, `e-mail ${value}`), "."));
+  ctx.status("");
+  ctx.ready();
+}
+
+function missing(ctx: ViewContext, root: HTMLElement, text: string): void {
+  root.append(h("p", { class: "notice", id: "member-missing" }, text));
+  ctx.status("");
+  ctx.ready();
 }

@@ -3,6 +3,7 @@
 // time, so 5,000 members stay one small table with a pager and a filter.
 import { h } from "../dom.js";
 import { byAmountDesc, count } from "../format.js";
+import { memberHref } from "../route.js";
 import { pagedTable } from "../table.js";
 import type { UsageGroup } from "../types.js";
 import { report, type ViewContext } from "./context.js";
@@ -22,7 +23,7 @@ export async function topView(ctx: ViewContext, root: HTMLElement): Promise<void
   type RankedMember = (typeof rankedMembers)[number];
   const memberColumns = [
     { label: "#", numeric: true, cell: (m: RankedMember) => String(m.rank) },
-    { label: "Member", cell: (m: RankedMember) => h("a", { href: `#/member/${encodeURIComponent(m.user_id)}` }, m.user_id) },
+    { label: "Member", cell: (m: RankedMember) => h("a", { href: memberHref(m.user_id, "user") }, m.user_id) },
     { label: "E-mail", cell: (m: RankedMember) => m.email },
     ...figureColumns<RankedMember>(ctx.currency, (m) => m).filter((c) => c.label !== "Active members"),
   ];

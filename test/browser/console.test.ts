@@ -63,9 +63,11 @@ async function seedEdge(service: TestService): Promise<void> {
       { user_id: "u2", email: "bob@edge.example", account_type: 1, department_ids: [] },
     ],
   });
-  const event = { event_id: "edge-0", user_id: "bob@edge.example", model_name: "alpha", model_type: "Chat", model_source: "Builtin",
-    timestamp: Math.floor(Date.now() / 1000) - 2 * 86_400, input_tokens: 111, output_tokens: 1, basic_amount: "1.111111", pay_go_amount: "0" };
-  await recordUsage(new UsageRepository(service.database), "edge", [{ event: checkUsageEvent(event, "event 0"), where: "event 0" }]);
+  const at = Math.floor(Date.now() / 1000) - 2 * 86_400;
+  const raw = [["bob@edge.example", "alpha"], ["u2", "beta"]].map(([user_id, model_name], i) => ({
+    event_id: `edge-${i}`, user_id, model_name, model_type: "Chat", model_source: "Builtin", timestamp: at, input_tokens: 111, output_tokens: 1, basic_amount: "1.111111", pay_go_amount: "0",
+  }));
+  await recordUsage(new UsageRepository(service.database), "edge", raw.map((event, i) => ({ event: checkUsageEvent(event, `event ${i}`), where: `event ${i}` })));
 }
 
 interface Seen {
@@ -78,6 +80,7 @@ describe.skipIf(!haveChromium)("the usage console in Chromium, on the demo enter
   let service: TestService;
   let browser: Browser;
   let token: string;
+  let edgeToken: string;
   let context: BrowserContext;
   let page: Page;
   const seen: Seen[] = [];
@@ -146,6 +149,7 @@ describe.skipIf(!haveChromium)("the usage console in Chromium, on the demo enter
     token = await service.token(PERMISSIONS, DEMO_ENTERPRISE_ID);
     await seedScale(service);
     await seedEdge(service);
+    edgeToken = await service.token(["statistics:read", "departments:read"], "edge");
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
     context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1400, height: 900 } });
     context.setDefaultTimeout(10_000); // below the test's own 30 s, so a stuck step names itself
@@ -317,7 +321,7 @@ describe.skipIf(!haveChromium)("the usage console in Chromium, on the demo enter
   test("a member's page: usage per model per day", async () => {
     await page.click('nav a[data-view="top"]');
     await viewReady("top");
-    await page.click('#top-members a[href="#/member/7001"]');
+    await page.click('#top-members a[href="#/member/user/7001"]');
     await viewReady("member");
     expect(await page.textContent("#member-title")).toBe("7001 · li.lei@demo.example");
     const models = (await replayReport((b) => b.bucket === "none" && JSON.stringify(b.user_ids) === '["7001"]')).buckets[0]!.groups;
@@ -463,7 +467,7 @@ describe.skipIf(!haveChromium)("the usage console in Chromium, on the demo enter
   });
 
   test("an enterprise without departments: the Departments view says so instead of failing", async () => {
-    await signIn(await service.token(["statistics:read", "departments:read"], "edge"));
+    await signIn(edgeToken);
     await page.click('nav a[data-view="departments"]');
     await viewReady("departments");
     expect(await page.textContent("#no-departments")).toBe("This enterprise has no departments: its members' usage is in Daily trend and Top members.");
@@ -479,5 +483,33 @@ describe.skipIf(!haveChromium)("the usage console in Chromium, on the demo enter
     expect(await page.locator('nav a[aria-current="page"]').count()).toBe(0);
     await page.click('nav a[data-view="top"]');
     await viewReady("top");
+  });
+
+  test("a member is shown by what the address names, user_id or e-mail, though a user_id may hold an @", async () => {
+    await signIn(edgeToken);
+    const title = () => page.textContent("#view[data-state=ready] #member-title");
+    await page.click('nav a[data-view="top"]');
+    await viewReady("top");
+    await page.click('#top-members a[href="#/member/user/bob%40edge.example"]');
+    await expect.poll(title).toBe("bob@edge.example · alice@edge.example");
+    expect(JSON.parse(seen.at(-1)!.body!)).toMatchObject({ user_ids: ["bob@edge.example"] });
+    expect(JSON.parse(seen.at(-1)!.body!)).not.toHaveProperty("emails");
+
+    // Typed in: one member's user_id and another's e-mail are both offered.
+    await page.fill("#member-input", "bob@edge.example");
+    await page.click(".member-form button");
+    expect(await page.textContent("#member-choice")).toBe("bob@edge.example is a user_id and an e-mail: show the member with user_id bob@edge.example or the member with e-mail bob@edge.example.");
+    await page.click('#member-choice a[href="#/member/email/bob%40edge.example"]');
+    await expect.poll(title).toBe("u2 · bob@edge.example");
+    // An e-mail alone, and an old address without user/ or email/, move to the member's own address.
+    await page.fill("#member-input", "alice@edge.example");
+    await page.click(".member-form button");
+    await expect.poll(title).toBe("bob@edge.example · alice@edge.example");
+    expect(await page.evaluate("location.hash")).toBe("#/member/email/alice%40edge.example");
+    await page.goto(`${service.baseUrl}/console#/member/u2`);
+    await expect.poll(title).toBe("u2 · bob@edge.example");
+    expect(await page.evaluate("location.hash")).toBe("#/member/user/u2");
+    await page.goto(`${service.baseUrl}/console#/member/user/carol`);
+    await expect.poll(() => page.textContent("#member-missing")).toBe("No member with the user_id carol in this enterprise.");
   });
 });
