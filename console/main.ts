@@ -24,6 +24,8 @@ class UsageConsole {
   private range: Range = lastDays(today("UTC"), DEFAULT_DAYS, "UTC");
   private currency = "";
   private current?: AbortController;
+  /** Aborted when the session ends, so its late answers cannot touch the page of the next one. */
+  private sessionWork = new AbortController();
 
   private readonly signInSection = byId("sign-in");
   private readonly signInMessage = byId("sign-in-message");
@@ -102,12 +104,15 @@ class UsageConsole {
     this.shell.hidden = false;
     this.signOutButton.hidden = false;
     this.hideError();
+    this.sessionWork.abort();
+    this.sessionWork = new AbortController();
+    const { signal } = this.sessionWork;
     const probeDay = today("UTC");
     const [metrics, top] = await Promise.allSettled([
-      this.api.get<CoreMetrics>("/openapi/v1/statistics/core-metrics", { start_date: probeDay, end_date: probeDay }),
-      this.api.post<{ items: Department[] }>("/openapi/v1/departments/batch-get", { department_ids: ["0"] }),
+      this.api.get<CoreMetrics>("/openapi/v1/statistics/core-metrics", { start_date: probeDay, end_date: probeDay }, signal),
+      this.api.post<{ items: Department[] }>("/openapi/v1/departments/batch-get", { department_ids: ["0"] }, signal),
     ]);
-    if (!session.token()) return; // a 401: already back at sign-in
+    if (signal.aborted) return; // signed out (or a 401) meanwhile
     const zone = metrics.status === "fulfilled" ? metrics.value.time_zone : "UTC";
     this.currency = metrics.status === "fulfilled" ? metrics.value.currency : "";
     const name = top.status === "fulfilled" ? top.value.items[0]?.name : undefined;
@@ -116,10 +121,11 @@ class UsageConsole {
     this.range = lastDays(today(zone), DEFAULT_DAYS, zone);
     this.showRange();
     await this.render();
-    if (metrics.status === "rejected") this.fail(metrics.reason);
+    if (metrics.status === "rejected" && !signal.aborted) this.fail(metrics.reason);
   }
 
   private expired(error: ApiError): void {
+    this.sessionWork.abort();
     this.current?.abort();
     this.view.replaceChildren();
     session.signOut();
@@ -127,6 +133,7 @@ class UsageConsole {
   }
 
   private signOut(message: string): void {
+    this.sessionWork.abort();
     this.current?.abort();
     this.view.replaceChildren();
     this.statusLine.textContent = "";
@@ -206,7 +213,7 @@ class UsageConsole {
     this.statusLine.textContent = `Exporting ${range.from} to ${range.to}…`;
     try {
       const { blob, fileName } = await this.api.download("/openapi/v1/statistics/usage-export",
-        { ...windowOf(range), time_zone: range.timeZone, format: "csv" });
+        { ...windowOf(range), time_zone: range.timeZone, format: "csv" }, this.sessionWork.signal);
       const url = URL.createObjectURL(blob);
       const link = h("a", { href: url, download: fileName, hidden: true });
       document.body.append(link);

@@ -512,4 +512,36 @@ describe.skipIf(!haveChromium)("the usage console in Chromium, on the demo enter
     await page.goto(`${service.baseUrl}/console#/member/user/carol`);
     await expect.poll(() => page.textContent("#member-missing")).toBe("No member with the user_id carol in this enterprise.");
   });
+
+  test("signing out and in again: the earlier session's late answers do not touch the new session's page", async () => {
+    const earlier = await service.token(["statistics:read", "departments:read"], "scale");
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const settled: Promise<unknown>[] = [];
+    await page.route("**/openapi/v1/**", async (route) => {
+      if (route.request().headers().authorization !== `Bearer ${earlier}`) return route.continue();
+      await held; // a slow link for the earlier session only
+      settled.push(route.request().response().catch(() => undefined));
+      return route.continue().catch(() => {}); // the page may have given up on it
+    });
+    try {
+      await openSignedOut();
+      await page.fill("#token-input", earlier);
+      await page.click("#token-form button[type=submit]");
+      await page.click("#sign-out");
+      await page.fill("#token-input", token);
+      await page.click("#token-form button[type=submit]");
+      await viewReady("trend");
+      release();
+      await expect.poll(() => settled.length).toBe(2); // the earlier session's two first calls
+      await Promise.all(settled);
+      await page.evaluate("new Promise((resolve) => setTimeout(resolve, 100))"); // time for the page to read them
+    } finally {
+      release();
+      await page.unroute("**/openapi/v1/**");
+    }
+    expect(await page.textContent("#enterprise")).toBe("Demo Corp · CNY · Asia/Shanghai");
+    expect(await page.inputValue("#time-zone")).toBe("Asia/Shanghai");
+    expect(await page.getAttribute("#view", "data-state")).toBe("ready");
+  });
 });
