@@ -14,8 +14,11 @@ function partsFormat(timeZone: string): Intl.DateTimeFormat {
   return format;
 }
 
+/** An IANA zone name ("Asia/Kolkata", "Etc/GMT+5", "UTC"): never an offset such as "+05:45", which Chromium takes and the API refuses. */
+const ZONE_NAME = /^[A-Za-z][\w+-]*(?:\/[A-Za-z0-9][\w+-]*)*$/;
+
 export function isTimeZone(name: string): boolean {
-  if (name === "") return false;
+  if (!ZONE_NAME.test(name)) return false;
   try {
     partsFormat(name);
     return true;
@@ -44,14 +47,31 @@ function utcDay(date: string): number {
 }
 
 /**
- * Unix seconds of the first instant of `date` in the zone: its local midnight, or, where clocks jump
- * over midnight (America/Santiago, America/Havana), the jump itself, as the server's day buckets start.
+ * Unix seconds of the first instant of `date` in the zone, as the server's day buckets start: its local
+ * midnight, or, where clocks jump over midnight (America/Santiago, America/Havana), the jump itself;
+ * a date the zone skipped (Pacific/Apia's 2011-12-30) starts where the next one does.
  */
 export function midnight(date: string, timeZone: string): number {
-  const wall = utcDay(date);
+  return dayStart(utcDay(date), timeZone);
+}
+
+/** The first instant of the day after `date`: the end of a range, for 9999-12-31 too (no date string past 9999). */
+export function midnightAfter(date: string, timeZone: string): number {
+  return dayStart(utcDay(date) + SECONDS_PER_DAY, timeZone);
+}
+
+/** `wall` is the local day's midnight as if the zone were UTC. */
+function dayStart(wall: number, timeZone: string): number {
   const first = wall - offsetAt(wall, timeZone);
   const second = wall - offsetAt(first, timeZone);
-  return Math.min(...[first, second].filter((t) => localDate(t, timeZone) === date));
+  const starts = [first, second].filter((t) => localWall(t, timeZone) === wall);
+  return starts.length > 0 ? Math.min(...starts) : dayStart(wall + SECONDS_PER_DAY, timeZone);
+}
+
+/** The local date of an instant, as its midnight if the zone were UTC. */
+function localWall(epochSeconds: number, timeZone: string): number {
+  const p = localParts(epochSeconds, timeZone);
+  return Date.UTC(p.year!, p.month! - 1, p.day!) / 1000;
 }
 
 export function today(timeZone: string): string {

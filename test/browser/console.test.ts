@@ -544,4 +544,47 @@ describe.skipIf(!haveChromium)("the usage console in Chromium, on the demo enter
     expect(await page.inputValue("#time-zone")).toBe("Asia/Shanghai");
     expect(await page.getAttribute("#view", "data-state")).toBe("ready");
   });
+
+  test("the range controls refuse what the API would (an offset for a zone, a day the zone skipped, a start before 1970) and take 9999-12-31", async () => {
+    await signIn(token);
+    const message = () => page.textContent("#range-message");
+    const lastReport = () => JSON.parse(seen.filter((s) => s.url.endsWith("/usage-report")).at(-1)!.body!) as Record<string, unknown>;
+    const uncaught = await uncaughtDuring(async () => {
+      for (const zone of ["+05:45", "-00:00"]) { // Chromium's Intl takes them; the API does not
+        await page.fill("#time-zone", zone);
+        expect(await message()).toBe(`"${zone}" is not an IANA time zone (for example Asia/Shanghai or UTC).`);
+        expect([await page.isDisabled("#apply"), await page.isDisabled("#download")]).toEqual([true, true]);
+      }
+
+      await page.fill("#time-zone", "Pacific/Apia");
+      await page.fill("#from", "2011-12-30");
+      await page.fill("#to", "2011-12-30");
+      expect(await message()).toBe("Pacific/Apia skipped 2011-12-30 (its clocks jumped over it): choose other dates.");
+      expect(await page.isDisabled("#apply")).toBe(true);
+      await page.fill("#to", "2011-12-31");
+      await page.selectOption("#granularity", "hour");
+      expect(await message()).toBe("");
+      await page.click("#apply");
+      await viewReady("trend");
+      // From the jump (2011-12-29 24:00 at -10, 2011-12-31 00:00 at +14) to 2012-01-01 00:00 at +14.
+      expect(lastReport()).toMatchObject({ start_time: 1325239200, end_time: 1325325600 });
+      expect(await page.textContent("#trend-table .position")).toBe("rows 1–24 of 24 · page 1 of 1");
+
+      await page.fill("#time-zone", "UTC");
+      await page.selectOption("#granularity", "day");
+      await page.fill("#from", "1969-12-31");
+      expect(await message()).toBe("1969-12-31 in UTC starts before 1970-01-01 00:00 UTC, where the API's reports begin: choose a later start date.");
+      expect([await page.isDisabled("#apply"), await page.isDisabled("#download")]).toEqual([true, true]);
+
+      await page.fill("#to", "9999-12-31");
+      await page.fill("#from", "9999-12-30");
+      expect(await message()).toBe("");
+      await page.click("#apply");
+      await viewReady("trend");
+      expect(lastReport()).toMatchObject({ start_time: 253402128000, end_time: 253402300800 });
+      expect(await page.locator("#trend-table tbody tr").count()).toBe(2);
+    });
+    expect(uncaught).toEqual([]);
+    expect(await page.isHidden("#error")).toBe(true);
+  });
 });

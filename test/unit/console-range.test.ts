@@ -17,13 +17,15 @@ describe("console range windows", () => {
     ["2026-09-05", "2026-09-07", "America/Santiago"], // 2026-09-06 has no midnight (00:00 -> 01:00)
     ["2026-09-06", "2026-09-06", "America/Santiago"],
     ["2026-03-08", "2026-03-08", "America/Havana"], // clocks jump at midnight too
+    ["2011-12-30", "2011-12-31", "Pacific/Apia"], // 2011-12-30 was skipped: the range starts with 2011-12-31
+    ["2011-12-29", "2011-12-31", "Pacific/Apia"],
+    ["9999-12-30", "9999-12-31", "UTC"], // ends at 10000-01-01, a date past YYYY-MM-DD
     ["2025-11-26", "2026-11-25", "Asia/Shanghai"],
     ["2026-11-25", "2026-11-25", "UTC"],
   ])("%s to %s in %s runs from the server's first instant of the first day to that of the day after the last", (from, to, zone) => {
-    // The first instant of a local day as the server reads it (local midnight, or the jump over it).
-    const dayStart = (date: string) => dateRangeWindow(date, date, zone, ["start_date", "end_date"]).start;
-    const after = new Date(Date.parse(`${to}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
-    expect(windowOf(range(from, to, zone))).toEqual({ start_time: dayStart(from), end_time: dayStart(after) });
+    // A local day as the server reads it: from its first instant (local midnight, or the jump over it) to the next day's.
+    const day = (date: string) => dateRangeWindow(date, date, zone, ["start_date", "end_date"]);
+    expect(windowOf(range(from, to, zone))).toEqual({ start_time: day(from).start, end_time: day(to).end });
   });
 });
 
@@ -50,5 +52,18 @@ describe("console range limits", () => {
     expect(rangeProblem(range("", "2026-11-24", "UTC"))).toBe("Choose both dates.");
     expect(rangeProblem(range("2026-02-30", "2026-03-01", "UTC"))).toBe("Choose both dates.");
     expect(rangeProblem(range("2026-11-01", "2026-11-24", "Mars/Olympus"))).toBe('"Mars/Olympus" is not an IANA time zone (for example Asia/Shanghai or UTC).');
+    expect(rangeProblem(range("2026-11-01", "2026-11-24", "+05:45"))).toBe('"+05:45" is not an IANA time zone (for example Asia/Shanghai or UTC).');
+  });
+
+  test("a range must start at 1970-01-01 00:00 UTC or later, where the report's start_time begins", () => {
+    expect(rangeProblem(range("1969-12-31", "1970-01-05", "UTC"))).toBe("1969-12-31 in UTC starts before 1970-01-01 00:00 UTC, where the API's reports begin: choose a later start date.");
+    expect(rangeProblem(range("1970-01-01", "1970-01-05", "Asia/Shanghai"))).toBe("1970-01-01 in Asia/Shanghai starts before 1970-01-01 00:00 UTC, where the API's reports begin: choose a later start date.");
+    expect(rangeProblem(range("1970-01-01", "1970-01-05", "UTC"))).toBeUndefined();
+  });
+
+  test("a range of days the zone skipped is refused; one up to 9999-12-31 is not", () => {
+    expect(rangeProblem(range("2011-12-30", "2011-12-30", "Pacific/Apia"))).toBe("Pacific/Apia skipped 2011-12-30 (its clocks jumped over it): choose other dates.");
+    expect(rangeProblem(range("2011-12-30", "2011-12-31", "Pacific/Apia"))).toBeUndefined();
+    expect(rangeProblem(range("9999-12-01", "9999-12-31", "Asia/Shanghai", "hour"))).toBeUndefined();
   });
 });
