@@ -4,8 +4,9 @@ import { parseMicros } from "../src/domain/money.js";
 
 const counts = new Intl.NumberFormat("en");
 
+/** A count with its digits grouped; one past 2^53 (its digits, a string) through a bigint, never a float. */
 export function count(value: number | string): string {
-  return typeof value === "number" ? counts.format(value) : value;
+  return counts.format(typeof value === "number" ? value : BigInt(value));
 }
 
 export function money(amount: string, currency: string): string {

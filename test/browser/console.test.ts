@@ -53,7 +53,11 @@ async function seedScale(service: TestService): Promise<void> {
   await recordUsage(new UsageRepository(service.database), "scale", raw.map((event, i) => ({ event: checkUsageEvent(event, `event ${i}`), where: `event ${i}` })));
 }
 
-/** Enterprise "edge" (UTC, no departments): a member whose user_id is another member's e-mail. */
+/**
+ * Enterprise "edge" (UTC, no departments): a member whose user_id is another member's e-mail, and
+ * input tokens whose sum is past 2^53 and odd (a float could not hold it): 112 + 9,101 × 999,999,999,999.
+ */
+const EDGE_INPUT_TOKENS = "9,100,999,999,991,011";
 async function seedEdge(service: TestService): Promise<void> {
   await importDirectory(service.database, {
     enterprise: { enterprise_id: "edge", name: "Edge Ltd", currency: "USD", time_zone: "UTC" },
@@ -64,10 +68,11 @@ async function seedEdge(service: TestService): Promise<void> {
     ],
   });
   const at = Math.floor(Date.now() / 1000) - 2 * 86_400;
-  const raw = [["bob@edge.example", "alpha"], ["u2", "beta"]].map(([user_id, model_name], i) => ({
-    event_id: `edge-${i}`, user_id, model_name, model_type: "Chat", model_source: "Builtin", timestamp: at, input_tokens: 111, output_tokens: 1, basic_amount: "1.111111", pay_go_amount: "0",
-  }));
-  await recordUsage(new UsageRepository(service.database), "edge", raw.map((event, i) => ({ event: checkUsageEvent(event, `event ${i}`), where: `event ${i}` })));
+  const event = (i: number, user_id: string, model_name: string, input_tokens: number) => ({
+    event_id: `edge-${i}`, user_id, model_name, model_type: "Chat", model_source: "Builtin", timestamp: at, input_tokens, output_tokens: 1, basic_amount: "0.000001", pay_go_amount: "0",
+  });
+  const raw = [event(0, "bob@edge.example", "alpha", 112), ...Array.from({ length: 9101 }, (_, i) => event(i + 1, "u2", "beta", 999_999_999_999))];
+  await recordUsage(new UsageRepository(service.database), "edge", raw.map((e, i) => ({ event: checkUsageEvent(e, `event ${i}`), where: `event ${i}` })));
 }
 
 interface Seen {
@@ -586,5 +591,13 @@ describe.skipIf(!haveChromium)("the usage console in Chromium, on the demo enter
     });
     expect(uncaught).toEqual([]);
     expect(await page.isHidden("#error")).toBe(true);
+  });
+
+  test("a count past 2^53 has its digits grouped like the others, exactly", async () => {
+    await signIn(edgeToken);
+    expect(await page.textContent('#trend-summary [data-figure="input_tokens"]')).toBe(EDGE_INPUT_TOKENS);
+    expect(await page.textContent('#trend-summary [data-figure="events"]')).toBe("9,102");
+    const day = page.locator("#trend-table tbody tr", { hasText: EDGE_INPUT_TOKENS });
+    expect(await day.locator("td").nth(1).textContent()).toBe("9,102");
   });
 });
