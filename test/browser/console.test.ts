@@ -4,7 +4,8 @@
 // opens a department, shows a member, downloads the CSV and checks its sums against the API, says
 // which permission is missing, returns to sign-in on a wrong token, signs out. Screenshots of each
 // view go to test-results/ (CI keeps them); the page's load time with the demo data is printed. A
-// second enterprise of 5,000 members shows the pages stay small at that size over 366 days.
+// second enterprise of 5,000 members shows the pages stay small at that size over 366 days; a third,
+// "edge", holds what broke the console once (a user_id with an "@", no departments, a count past 2^53).
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { getOption } from "@bufbuild/protobuf";
 import { parse } from "csv-parse/sync";
