@@ -64,6 +64,8 @@ Global options may come before or after the command: \`enterprise-admin app list
   a file, \`$(…)\`): one line, the same shape whichever way it runs. On a terminal it is a table; times
   that JSON gives as Unix seconds (\`created_at\`, \`expires_at\`) show as ISO 8601 in UTC
   (\`2026-11-25T09:24:25Z\`).
+- \`app create\` prints its \`app_id\` and \`app_secret\` as JSON on a terminal too: the secret is shown this
+  once, in the form scripts and people copy alike.
 - \`token create\` and \`seed --demo\` print the access token alone on stdout, piped or not, so
   \`TOKEN=$(enterprise-admin token create …)\` is the token; with \`--json\` they print an object with the
   token and its \`token_id\`.

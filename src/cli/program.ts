@@ -211,7 +211,8 @@ export function buildProgram(io: CliIo = processIo()): Command {
     .action(async (opts, command: Command) => {
       const permissions = parsePermissions(opts.scopes);
       const app = await withDatabase(io, opts.db, (database) => accessAdmin(database).createApp(opts.enterprise, permissions, opts.name));
-      outputOf(command, io.stdout).result(app);
+      // JSON on a terminal too: the secret is shown this once, in the form scripts and people copy alike.
+      io.stdout.write(`${JSON.stringify(app)}\n`);
     });
   appCommand.command("list").description("list an enterprise's apps").requiredOption("--enterprise <id>", "enterprise id")
     .addOption(dbOption())

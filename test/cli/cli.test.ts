@@ -402,6 +402,9 @@ describe("enterprise-admin CLI: output, errors and the demo, whatever the databa
   }, 60_000);
 
   it("token create prints the token alone even on a terminal (its token_id on stderr), and an object with --json", async () => {
+    // app create prints JSON on a terminal too (the contract's form): the secret, once, to copy or parse.
+    const app = await cliOnTerminal(["app", "create", "--enterprise", "demo", "--scopes", "statistics:read", "--db", earlier]);
+    expect(JSON.parse(app.stdout)).toMatchObject({ app_id: expect.stringMatching(/^app_/), app_secret: expect.any(String) });
     const onTerminal = await cliOnTerminal(["token", "create", "--enterprise", "demo", "--scopes", "statistics:read", "--db", earlier]);
     expect(onTerminal.stdout).toMatch(/^token_id: tok_[0-9a-f]{32}\r\neat_[A-Za-z0-9_-]{43}\r\n$/);
     const asked = await cli(["token", "create", "--enterprise", "demo", "--scopes", "statistics:read", "--json", "--db", earlier]);
