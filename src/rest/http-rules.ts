@@ -68,8 +68,9 @@ export class RestRouter {
     for (const route of this.routes) {
       const pathValues = matchSegments(route.segments, parts);
       if (!pathValues) continue;
-      if (route.httpMethod === httpMethod) return { kind: "route", route, pathValues };
-      if (!allow.includes(route.httpMethod)) allow.push(route.httpMethod);
+      // HEAD is GET without the body (RFC 9110): Node's response leaves the body out by itself.
+      if (route.httpMethod === httpMethod || (httpMethod === "HEAD" && route.httpMethod === "GET")) return { kind: "route", route, pathValues };
+      for (const method of route.httpMethod === "GET" ? ["GET", "HEAD"] : [route.httpMethod]) if (!allow.includes(method)) allow.push(method);
     }
     return allow.length > 0 ? { kind: "wrong-method", allow } : { kind: "none" };
   }

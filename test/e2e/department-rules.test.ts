@@ -244,6 +244,16 @@ describe.each(dialects)("department rules (%s)", (dialect) => {
       expect(reply.json).toStrictEqual(failure(4005, expect.any(String)));
     });
 
+    it("answers HEAD on a GET route as GET, without the body; a POST there gets 405 with Allow: GET, HEAD", async () => {
+      const path = "/openapi/v1/departments/search?keyword=engin";
+      const [got, head] = await Promise.all(["GET", "HEAD"].map((method) => fetch(svc.baseUrl + path, { method, headers: { authorization: `Bearer ${acmeToken}` } })));
+      const body = await got!.text();
+      expect([head!.status, head!.headers.get("content-type"), head!.headers.get("content-length"), await head!.text()])
+        .toStrictEqual([200, got!.headers.get("content-type"), String(Buffer.byteLength(body)), ""]);
+      const posted = await send("POST", path, { body: "{}" });
+      expect([posted.status, posted.headers.get("allow")]).toStrictEqual([405, "GET, HEAD"]);
+    });
+
     it("answers an unknown /openapi path with 404 code 4004", async () => {
       const reply = await get("/openapi/v1/departments/batch-get/nothing");
       expect(reply.status).toBe(404);
