@@ -193,7 +193,15 @@ function success(route: RestRoute, schemas: MessageSchemas): Json {
     const row = schemas.ref(records.message, "out");
     return {
       description: `The records, streamed: CSV (RFC 4180, CRLF line ends, a header line of the field names; a list is its values joined by " | ") or NDJSON (one JSON object a line), by the \`format\` parameter. An error before the first record is the usual error envelope; a failure after it cuts the body short.`,
-      headers,
+      headers: {
+        ...headers,
+        "Content-Disposition": {
+          description: "`attachment; filename=\"usage-<first date>-<last date>.<csv|ndjson>\"`: the local dates of the window's first and last second.",
+          schema: { type: "string" },
+        },
+        "Content-Encoding": { description: "`gzip` when the request's `Accept-Encoding` takes it; absent otherwise.", schema: { type: "string", enum: ["gzip"] } },
+        Vary: { description: "`Accept-Encoding`, either way.", schema: { type: "string" } },
+      },
       content: {
         [CONTENT_TYPES.csv]: {
           schema: { type: "string" },
