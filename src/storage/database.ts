@@ -110,6 +110,9 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
     // An idle client that the server drops (restart, failover, terminate) emits "error"; unhandled, it
     // would end the process. The pool discards that client and the next query connects anew.
     pool.on("error", () => {});
+    // A client in use has no such listener (the pool keeps it for idle ones): terminated under a call (pg_terminate_backend, a fast
+    // restart, idle_in_transaction_session_timeout), its "error" would end the process too. The call's query fails with the error.
+    pool.on("connect", (client) => client.on("error", () => {}));
     const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
     const location = postgresLocation(url);
     const writeTransaction: Database["writeTransaction"] = (work, options = {}) => db.connection().execute(async (connection) => {

@@ -176,6 +176,55 @@ describe.runIf(dialects.includes("postgres"))("a lock held on the usage tables (
   }, 60_000);
 });
 
+describe.runIf(dialects.includes("postgres"))("PostgreSQL ending the server's connections while calls use them", () => {
+  let svc: TestService;
+
+  beforeAll(async () => {
+    svc = await startTestService("postgres", { STORE_BUSY_TIMEOUT_MS: "20000" });
+  });
+  afterAll(async () => {
+    await svc?.close();
+  });
+
+  it("a read and a write whose connections are terminated fail alone (500), and the server serves on", async () => {
+    const token = await svc.token(["statistics:read", "departments:read", "usage:write"]);
+    const post = async (path: string, body: unknown) => {
+      const reply = await fetch(svc.baseUrl + path, { method: "POST", body: JSON.stringify(body), headers: { authorization: `Bearer ${token}`, "content-type": "application/json" } });
+      return { status: reply.status, code: ((await reply.json()) as { code: number }).code };
+    };
+    const usage = { start_time: 1_735_689_600, end_time: 1_735_689_600 + 86_400, user_ids: ["7001"] };
+    const admin = new pg.Client({ connectionString: svc.databaseUrl });
+    await admin.connect();
+    const locker = new pg.Client({ connectionString: svc.databaseUrl });
+    await locker.connect();
+    const release = await holdStoreWriteLock("postgres", svc.databaseUrl);
+    try {
+      // A read waits on a table lock, a write on the ingestion lock, each on a connection the server has checked out.
+      await locker.query("begin");
+      await locker.query("lock table usage_event, usage_running_total in access exclusive mode");
+      const read = post("/openapi/v1/statistics/user-model-usage", usage);
+      const write = post(RECORD, { events: events("terminated", 2) });
+      let waiting: number[] = [];
+      for (let tries = 0; tries < 200 && waiting.length < 2; tries++) {
+        await new Promise((resolve) => setTimeout(resolve, 25));
+        waiting = (await admin.query<{ pid: number }>(`select pid from pg_stat_activity where datname = current_database() and wait_event_type in ('Lock', 'Advisory')
+          and pid not in ($1, $2) and query not like '%pg_advisory_lock(72001)%'`, [(locker as unknown as { processID: number }).processID, (admin as unknown as { processID: number }).processID])).rows.map((r) => r.pid);
+      }
+      expect(waiting).toHaveLength(2);
+      await admin.query("select pg_terminate_backend(pid) from unnest($1::int[]) as pid", [waiting]);
+      expect((await Promise.all([read, write])).map((reply) => reply.status)).toStrictEqual([500, 500]);
+    } finally {
+      await locker.query("rollback");
+      await locker.end();
+      await release();
+      await admin.end();
+    }
+    expect(await post("/openapi/v1/statistics/user-model-usage", usage)).toStrictEqual({ status: 200, code: 0 });
+    expect(await post(RECORD, { events: events("after", 2) })).toStrictEqual({ status: 200, code: 0 });
+    expect(await post("/openapi/v1/departments/batch-get", { department_ids: ["100"] })).toStrictEqual({ status: 200, code: 0 });
+  }, 60_000);
+});
+
 describe.runIf(dialects.includes("sqlite"))("a full disk under SQLite", () => {
   const dir = mkdtempSync(join(tmpdir(), "eadmin-full-"));
   const dbPath = join(dir, "store.sqlite");
