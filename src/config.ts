@@ -63,6 +63,8 @@ export const DEFAULT_LIMITS: ServerLimits = {
   shutdownGraceMs: 10_000,
 };
 
+const MAX_LIMIT = 2 ** 31 - 1;
+
 /** The environment variable of each limit. */
 const LIMIT_VARIABLES: Record<keyof ServerLimits, string> = {
   headersTimeoutMs: "HEADERS_TIMEOUT_MS",
@@ -76,17 +78,26 @@ const LIMIT_VARIABLES: Record<keyof ServerLimits, string> = {
   shutdownGraceMs: "SHUTDOWN_GRACE_MS",
 };
 
+/** pino's levels, least to most: what LOG_LEVEL takes. */
+const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"];
+
 export function loadConfig(flags: { port?: string; host?: string; db?: string } = {}, env: NodeJS.ProcessEnv = process.env): Config {
-  const portText = flags.port ?? env.PORT ?? "8080";
+  const portText = given(flags.port) ?? given(env.PORT) ?? "8080";
   const port = Number(portText);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new BadSetting(`--port/PORT: "${portText}" is not a port number (0 to 65535)`);
+  const logLevel = given(env.LOG_LEVEL) ?? "info";
+  if (!LOG_LEVELS.includes(logLevel)) throw new BadSetting(`LOG_LEVEL: ${JSON.stringify(logLevel)} is not a level (${LOG_LEVELS.join(", ")})`);
   return {
     port,
-    host: flags.host ?? env.HOST ?? "127.0.0.1",
-    databaseUrl: flags.db ?? env.DATABASE_URL ?? DEFAULT_DATABASE_URL,
-    logLevel: env.LOG_LEVEL ?? "info",
+    // Empty is unset, as for every setting: an empty HOST must not bind every interface (Node's "" is the wildcard).
+    host: given(flags.host) ?? given(env.HOST) ?? "127.0.0.1",
+    databaseUrl: given(flags.db) ?? given(env.DATABASE_URL) ?? DEFAULT_DATABASE_URL,
+    logLevel,
   };
 }
+
+/** A flag or variable as set: undefined when unset or empty (empty means the default). */
+const given = (text: string | undefined) => (text === undefined || text.trim() === "" ? undefined : text);
 
 export function loadServeConfig(flags: { port?: string; host?: string; db?: string } = {}, env = process.env): ServeConfig {
   return { ...loadConfig(flags, env), rateLimits: loadRateLimits(env), limits: loadLimits(env), metrics: loadMetricsAccess(env),
@@ -157,7 +168,8 @@ function loadRateLimits(env: NodeJS.ProcessEnv): RateLimitSettings {
 function loadLimits(env: NodeJS.ProcessEnv): ServerLimits {
   const limits = { ...DEFAULT_LIMITS };
   for (const [key, name] of Object.entries(LIMIT_VARIABLES) as [keyof ServerLimits, string][]) {
-    limits[key] = envNumber(env, name, { fallback: DEFAULT_LIMITS[key], min: 1 });
+    // At most 2^31 - 1: the longest timer Node keeps (past it, 1 ms), PostgreSQL's largest statement_timeout, a valid HTTP/2 setting.
+    limits[key] = envNumber(env, name, { fallback: DEFAULT_LIMITS[key], min: 1, max: MAX_LIMIT });
   }
   return limits;
 }

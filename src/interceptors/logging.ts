@@ -7,7 +7,7 @@ export function createLogger(options: { level?: string; destination?: NodeJS.Wri
   const destination = options.destination ?? 1;
   return pino(
     {
-      level: options.level ?? process.env.LOG_LEVEL ?? "info",
+      level: options.level ?? "info",
       base: { service: "enterprise-admin" },
       redact: { paths: ["authorization", "*.authorization", "app_secret", "*.app_secret", "access_token", "*.access_token"], censor: "[redacted]" },
       timestamp: pino.stdTimeFunctions.isoTime,

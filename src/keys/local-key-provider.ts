@@ -10,6 +10,7 @@ import { link, mkdir, open, readFile, rename, stat, unlink } from "node:fs/promi
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { KEY_BYTES } from "../domain/secret-crypto.js";
+import { BadSetting } from "../env-number.js";
 import { withFileLock } from "./file-lock.js";
 import { MasterKeyNotHeldError, unwrapWithMasterKey, wrapWithMasterKey, type DataKeyContext, type KeyProvider, type WrappedDataKey } from "./key-provider.js";
 
@@ -225,9 +226,9 @@ export const describeKeySource = (source: KeySource) => (source.kind === "env" ?
 export function decodeKey(text: string, where: string): Buffer {
   const trimmed = text.trim();
   const expected = `must be the base64 encoding of exactly ${KEY_BYTES} bytes`;
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(trimmed) || trimmed.length % 4 !== 0) throw new Error(`${where} ${expected} (it is not valid base64)`);
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(trimmed) || trimmed.length % 4 !== 0) throw new BadSetting(`${where} ${expected} (it is not valid base64)`);
   const key = Buffer.from(trimmed, "base64");
-  if (key.length !== KEY_BYTES) throw new Error(`${where} ${expected} (it decodes to ${key.length} bytes)`);
+  if (key.length !== KEY_BYTES) throw new BadSetting(`${where} ${expected} (it decodes to ${key.length} bytes)`);
   return key;
 }
 

@@ -488,6 +488,15 @@ describe.concurrent("the real binary's exit status", () => {
       .toStrictEqual({ code: 2, stdout: "", stderr: 'error: --host/HOST: "10.99.99.99" is no address of this machine to listen on (EADDRNOTAVAIL)\n' });
   });
 
+  it("a LOG_LEVEL that is no level, a limit past 2^31 - 1, or a master key that is not base64 of 32 bytes, is one line naming it, exit 2", async () => {
+    expect(await cli(["serve", "--port", "0", "--db", join(dir, "settings.sqlite")], { LOG_LEVEL: "verbose" }))
+      .toStrictEqual({ code: 2, stdout: "", stderr: 'error: LOG_LEVEL: "verbose" is not a level (trace, debug, info, warn, error, fatal, silent)\n' });
+    expect(await cli(["serve", "--port", "0", "--db", join(dir, "settings.sqlite")], { HTTP2_MAX_CONCURRENT_STREAMS: "4294967296" }))
+      .toStrictEqual({ code: 2, stdout: "", stderr: 'error: HTTP2_MAX_CONCURRENT_STREAMS: "4294967296" is not a whole number from 1 to 2147483647\n' });
+    const key = await cli(["keys", "status", "--db", join(dir, "settings.sqlite")], { ENTERPRISE_ADMIN_MASTER_KEY: "notbase64!!" });
+    expect([key.code, key.stderr]).toStrictEqual([2, "error: ENTERPRISE_ADMIN_MASTER_KEY must be the base64 encoding of exactly 32 bytes (it is not valid base64)\n"]);
+  });
+
   it("a report setting out of range stops serve, naming it, exit 2", async () => {
     expect(await cliProcess(["serve", "--port", "0", "--db", join(dir, "settings.sqlite")], { REPORT_MAX_FIGURES: "999" }))
       .toStrictEqual({ code: 2, stdout: "", stderr: 'error: REPORT_MAX_FIGURES: "999" is not a whole number >= 1000\n' });

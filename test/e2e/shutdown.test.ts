@@ -508,6 +508,19 @@ describe("serve: the shutdown grace and a second signal", () => {
     expect(exit.code).toBe(1);
     expect(server.stdout()).toContain("second signal: exiting without draining");
   }, 30_000);
+
+  it("an empty HOST or LOG_LEVEL is the default: 127.0.0.1 alone (not every interface) and info", async () => {
+    const server = await serve({ HOST: "", LOG_LEVEL: "" });
+    const listening = server.stdout().split("\n").filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>).find((line) => line.msg === "listening");
+    expect(listening).toMatchObject({ level: 30, host: "127.0.0.1" });
+    const connect = (host: string) => new Promise<string>((resolve) => {
+      const socket = net.connect({ host, port: server.port }, () => (socket.destroy(), resolve("connected")));
+      socket.once("error", (error: NodeJS.ErrnoException) => resolve(error.code ?? "error"));
+    });
+    expect([await connect("127.0.0.1"), await connect("127.0.0.2")]).toStrictEqual(["connected", "ECONNREFUSED"]);
+    server.child.kill("SIGTERM");
+    expect((await withTimeout(server.exited, 10_000, "the serve process to exit")).code).toBe(0);
+  }, 30_000);
 });
 
 describe.runIf(dialects.includes("postgres"))("serve on PostgreSQL: SIGTERM while statements wait on a lock", () => {
