@@ -118,7 +118,8 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
     const writeTransaction: Database["writeTransaction"] = (work, options = {}) => db.connection().execute(async (connection) => {
       await sql`begin`.execute(connection);
       // Bounds the wait for the ingestion lock (and any row lock) inside this transaction; unbounded, lifts a server's bound too.
-      await sql`select set_config('lock_timeout', ${options.unbounded ? "0" : `${busyTimeout}ms`}, true)`.execute(connection);
+      // PostgreSQL's 0 is no timeout at all: a busy timeout of 0 waits 1 ms, as the pool's own setting does.
+      await sql`select set_config('lock_timeout', ${options.unbounded ? "0" : `${Math.max(1, busyTimeout)}ms`}, true)`.execute(connection);
       return commitOrRollBack(connection, work, () => true);
     });
     return { db, dialect: "postgres", location, createdDirectories: [], writeTransaction, faultOf: (error) => storeFaultOf(error, location), observer, close: () => db.destroy() };

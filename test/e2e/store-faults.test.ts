@@ -176,6 +176,23 @@ describe.runIf(dialects.includes("postgres"))("a lock held on the usage tables (
   }, 60_000);
 });
 
+describe.runIf(dialects.includes("postgres"))("STORE_BUSY_TIMEOUT_MS=0 on PostgreSQL", () => {
+  it("a write that finds the ingestion lock held is 503 at once, as on SQLite, not after the lock is released", async () => {
+    const svc = await startTestService("postgres", { STORE_BUSY_TIMEOUT_MS: "0" });
+    const release = await holdStoreWriteLock("postgres", svc.databaseUrl);
+    try {
+      const token = await svc.token(["usage:write"]);
+      const started = performance.now();
+      const reply = await record(svc.baseUrl, token, events("busy-zero", 2));
+      expect([reply.status, reply.body.code]).toStrictEqual([503, 5030]);
+      expect(performance.now() - started).toBeLessThan(3_000);
+    } finally {
+      await release();
+      await svc.close();
+    }
+  }, 30_000);
+});
+
 describe.runIf(dialects.includes("postgres"))("PostgreSQL ending the server's connections while calls use them", () => {
   let svc: TestService;
 
