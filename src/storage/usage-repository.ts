@@ -112,7 +112,8 @@ export class UsageRepository {
 
   /**
    * As enterpriseSettings, the rollups first brought up to date with pending events (API batches'): what reads the rollups asks this.
-   * When another ingestion holds the write lock past the busy timeout (a rebuild), without a layout: the usage is then read raw, exactly.
+   * When they cannot be added (another ingestion holds the write lock past the busy timeout, a rebuild say, or the disk is full),
+   * without a layout: the usage is then read raw, exactly.
    */
   async settingsWithRollups(enterpriseId: string, option?: string): Promise<EnterpriseSettings> {
     const settings = await this.enterpriseSettings(enterpriseId, option);
@@ -121,7 +122,8 @@ export class UsageRepository {
       await this.addPendingRollups(enterpriseId);
       return settings;
     } catch (error) {
-      if (this.database.faultOf(error)?.kind !== "busy") throw error;
+      const fault = this.database.faultOf(error)?.kind;
+      if (fault !== "busy" && fault !== "full") throw error;
       return { ...settings, layout: undefined };
     }
   }

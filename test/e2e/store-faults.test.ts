@@ -2,7 +2,7 @@
 // full disk (SQLite on a small tmpfs) are 503 unavailable with Retry-After for the caller, never 500;
 // the log says what and where; nothing acknowledged is lost, and writes resume by themselves.
 import { execFileSync, spawn } from "node:child_process";
-import { closeSync, mkdtempSync, openSync, rmSync, truncateSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, fstatSync, mkdtempSync, openSync, rmSync, truncateSync, writeFileSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
@@ -242,6 +242,25 @@ describe.runIf(dialects.includes("postgres"))("PostgreSQL ending the server's co
   }, 60_000);
 });
 
+/** Appends to `path` until the disk is full (a MiB at a time, then what is left); its size then. */
+function fillUp(path: string): number {
+  const fd = openSync(path, "a");
+  const block = Buffer.alloc(1 << 20);
+  try {
+    for (let length = block.length; length > 0;) {
+      try {
+        writeSync(fd, block, 0, length);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "ENOSPC") throw error;
+        length >>= 1;
+      }
+    }
+    return fstatSync(fd).size;
+  } finally {
+    closeSync(fd);
+  }
+}
+
 describe.runIf(dialects.includes("sqlite"))("a full disk under SQLite", () => {
   const dir = mkdtempSync(join(tmpdir(), "eadmin-full-"));
   const dbPath = join(dir, "store.sqlite");
@@ -282,22 +301,14 @@ describe.runIf(dialects.includes("sqlite"))("a full disk under SQLite", () => {
     const baseUrl = `http://127.0.0.1:${service!.port}`;
     const token = (await new AccessAdmin(new AuthRepository(database!), new DirectoryRepository(database!.db))
       .createToken("acme", ["usage:write"], 3600)).accessToken;
+    const reader = (await new AccessAdmin(new AuthRepository(database!), new DirectoryRepository(database!.db))
+      .createToken("acme", ["statistics:read"], 3600)).accessToken;
     // The log copied back and emptied first, so that the first batches grow it from nothing whatever
     // the background checkpoints did. Then leave 1 MiB free: a few batches fit, then the disk is full.
     await sql`pragma wal_checkpoint(truncate)`.execute(database!.db);
     // Filled up to the last block (written a MiB at a time, so that the store's own writes meanwhile
     // cannot make one big write fail), then cut back by that much.
-    const fd = openSync(ballast, "w");
-    const block = Buffer.alloc(1 << 20);
-    let size = 0;
-    try {
-      for (;;) size += writeSync(fd, block, 0, block.length);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "ENOSPC") throw error;
-    } finally {
-      closeSync(fd);
-    }
-    truncateSync(ballast, Math.max(0, size - 1024 * 1024));
+    truncateSync(ballast, Math.max(0, fillUp(ballast) - 1024 * 1024));
 
     let acknowledged = 0;
     let acknowledgedTokens = 0n;
@@ -339,6 +350,18 @@ describe.runIf(dialects.includes("sqlite"))("a full disk under SQLite", () => {
 
     // Nothing acknowledged is lost, and no more than that is stored.
     expect(await storedEvents(database!)).toEqual({ count: acknowledged, tokens: String(acknowledgedTokens) });
+    // Reads go on while the disk is full: a report cannot add the batches' pending rollups, and reads the raw events, exactly. The
+    // log emptied and the disk filled to its last block first, so that adding them needs room there is not.
+    truncateSync(ballast, Math.max(0, fillUp(ballast) - 4 * 1024 * 1024));
+    await sql`pragma wal_checkpoint(truncate)`.execute(database!.db);
+    fillUp(ballast);
+    const report = await fetch(`${baseUrl}/openapi/v1/statistics/usage-report`, {
+      method: "POST", headers: { authorization: `Bearer ${reader}`, "content-type": "application/json" },
+      body: JSON.stringify({ start_time: 1_735_689_600, end_time: 1_735_689_600 + 86_400, time_zone: "UTC", bucket: "none" }),
+    });
+    const answered = (await report.json()) as { code: number; data: { buckets: { groups: { events: number; input_tokens: number | string }[] }[] } };
+    expect([report.status, answered.code]).toStrictEqual([200, 0]);
+    expect(answered.data.buckets[0]!.groups.map((g) => [Number(g.events), String(g.input_tokens)])).toStrictEqual([[acknowledged, String(acknowledgedTokens)]]);
 
     // Space returns: the same batch goes in, without a restart.
     rmSync(ballast);
