@@ -48,6 +48,7 @@ export type IngestionObserver = (outcome: IngestionOutcome) => void;
  */
 export async function recordUsage(repository: UsageRepository, enterpriseId: string, events: readonly LabelledEvent[],
   checkpoint: () => void = () => {}, observer?: IngestionObserver): Promise<IngestionOutcome> {
+  await repository.makeRoomForPending(enterpriseId, events.length);
   const recorded = await repository.ingest(async (tx) => {
     checkpoint();
     const members = new MemberKeys(tx, enterpriseId);

@@ -210,6 +210,15 @@ export class UsageRepository {
     return events;
   }
 
+  /**
+   * Before a batch of `incoming` events that would take the enterprise's pending events past MAX_PENDING_EVENTS: adds them to the
+   * rollups in an ingestion of their own, committed whatever becomes of the batch. Folded inside it, they were undone with it when its
+   * call's deadline passed first, and so for every such batch after it: a client with a short deadline could never record again.
+   */
+  async makeRoomForPending(enterpriseId: string, incoming: number): Promise<void> {
+    if (incoming < PENDING_BELOW && (await this.rollups.pendingEvents(enterpriseId)) + incoming > MAX_PENDING_EVENTS) await this.addPendingRollups(enterpriseId);
+  }
+
   /** Adds the enterprise's pending rollup rows (API batches') to its rollups, as one ingestion: a report's first step when there are any. */
   async addPendingRollups(enterpriseId: string): Promise<void> {
     await this.ingest(async (tx) => {
