@@ -29,11 +29,12 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
   const userIds = [...users.keys()];
   const members = new MemberKeys(repository, enterpriseId);
   await members.resolveIds(userIds, (i) => eventLabel(`line ${users.get(userIds[i]!)!.line}`, users.get(userIds[i]!)!.eventId));
-  const worker = new Worker(thread, { workerData: { task: "read", path, batchEvents: tuning.batchEvents } satisfies UsageFileWorkerData });
+  const worker = new Worker(thread, { workerData: { task: "read", path, bytes: totalBytes, batchEvents: tuning.batchEvents } satisfies UsageFileWorkerData });
   const messages = on(worker, "message")[Symbol.asyncIterator]() as AsyncIterator<[UsageFileMessage]>;
   const next = async (): Promise<Exclude<UsageFileMessage, { kind: "invalid" | "failed" }>> => {
     const [message] = (await messages.next()).value as [UsageFileMessage];
-    if (message.kind === "invalid") throw invalidParameter(message.message); // only a file changed since its check gets here
+    // Only a file changed in place since its check gets here (its checked bytes are all that is read).
+    if (message.kind === "invalid") throw invalidParameter(message.message);
     if (message.kind === "failed") throw new Error(`reading ${path}: ${message.message}`);
     return message;
   };
@@ -76,7 +77,12 @@ class FileKeys {
 
   /** Rows for a batch of checked events, its new models resolved (made, when new to the store, in `tx`). */
   async toRows(tx: UsageRepository, batch: EventColumns): Promise<UsageEventRow[]> {
-    for (const userId of batch.newUserIds) this.memberKeys.push(this.members.key(userId));
+    for (const userId of batch.newUserIds) {
+      const key = this.members.key(userId);
+      // A file rewritten in place since its check can name a user_id the check never saw.
+      if (key === undefined) throw invalidParameter(`user_id "${userId}": not in the file when it was checked (the file changed during the import); run it again`);
+      this.memberKeys.push(key);
+    }
     if (batch.newModelKeys.length > 0) {
       const models = await tx.resolveModels(batch.newModelKeys, (i) => modelOfKey(batch.newModelKeys[i]!));
       for (const key of batch.newModelKeys) this.modelIds.push(models.get(key)!);

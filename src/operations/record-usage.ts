@@ -28,8 +28,9 @@ export class MemberKeys {
     if (i !== -1) throw invalidParameter(`${describe(i)}: user_id: "${userIds[i]}" is not a member of enterprise ${this.enterpriseId}`);
   }
 
-  key(userId: string): number {
-    return this.known.get(userId)!;
+  /** Undefined for a user_id not resolved (resolveIds refuses a batch naming one). */
+  key(userId: string): number | undefined {
+    return this.known.get(userId);
   }
 }
 
@@ -56,7 +57,7 @@ export async function recordUsage(repository: UsageRepository, enterpriseId: str
     const keys = events.map(({ event }) => modelKey(event.modelName, event.modelType, event.modelSource));
     const models = await tx.resolveModels(keys, (i) => modelOfKey(keys[i]!));
     await tx.insertEvents(enterpriseId, events.map(({ event }, i) => ({
-      eventId: event.eventId, memberKey: members.key(event.userId), modelId: models.get(keys[i]!)!, ts: event.timestamp, day: dayOf(event.timestamp),
+      eventId: event.eventId, memberKey: members.key(event.userId)!, modelId: models.get(keys[i]!)!, ts: event.timestamp, day: dayOf(event.timestamp),
       inputTokens: event.inputTokens, outputTokens: event.outputTokens, basicMicros: event.basicMicros, payGoMicros: event.payGoMicros,
     })));
   }, { beforeCommit: checkpoint });

@@ -38,7 +38,8 @@ export interface UsageFileTuning {
 // Each commit rewrites the pages its chunk touched, so larger chunks import faster; live ingestion waits at most one chunk (about 0.5 s).
 export const DEFAULT_TUNING: UsageFileTuning = { batchEvents: 5000, chunkEvents: 50_000 };
 
-export type UsageFileWorkerData = { task: "read"; path: string; batchEvents: number } | ({ task: "check" } & RangeCheckData);
+/** `read`: the first `bytes` of the file, those checked (lines added since are not part of the import). */
+export type UsageFileWorkerData = { task: "read"; path: string; bytes: number; batchEvents: number } | ({ task: "check" } & RangeCheckData);
 
 /** A user_id's first event in a range: its line (counted from the range's start) and event_id. */
 export type FirstUse = [userId: string, line: number, eventId: string];
@@ -77,8 +78,8 @@ async function checkLines({ path, start, end }: RangeCheckData): Promise<RangeCh
   return { kind: "checked", lines: line, users: [...users.values()] };
 }
 
-async function readUsageFile(path: string, batchEvents: number, send: (message: UsageFileMessage) => Promise<void>): Promise<void> {
-  const stream = createReadStream(path, { highWaterMark: 1 << 20 });
+async function readUsageFile(path: string, bytes: number, batchEvents: number, send: (message: UsageFileMessage) => Promise<void>): Promise<void> {
+  const stream = createReadStream(path, { end: bytes - 1, highWaterMark: 1 << 20 });
   try {
     let lineNumber = 0;
     const newBatch = (): EventColumns => ({
@@ -147,7 +148,7 @@ export async function runUsageFileThread(): Promise<void> {
     const { users, models, values } = message.events;
     port.postMessage(message, [users.buffer, models.buffer, values.buffer] as ArrayBuffer[]);
   };
-  readUsageFile(data.path, data.batchEvents, send).catch((error: unknown) => {
+  readUsageFile(data.path, data.bytes, data.batchEvents, send).catch((error: unknown) => {
     const message = error instanceof Error ? error.message : String(error);
     const invalid = error instanceof AppError && error.code === ErrorCode.INVALID_PARAMETER;
     port.postMessage((invalid ? { kind: "invalid", message } : { kind: "failed", message }) satisfies UsageFileMessage);

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "kysely";
@@ -11,7 +11,7 @@ import { importDirectory } from "../../src/operations/import-directory.js";
 import { migrateToLatest, openDatabase, type Database } from "../../src/storage/database.js";
 import { EnvironmentConfigRepository } from "../../src/storage/environment-config-repository.js";
 import { migrations } from "../../src/storage/migrations/index.js";
-import { cli, cliOnTerminal, cliProcess } from "../helpers/cli.js";
+import { cli, cliChild, cliOnTerminal, cliProcess } from "../helpers/cli.js";
 import { createTestDatabase, dialects, type TestDatabase } from "../helpers/databases.js";
 import { acme } from "../helpers/fixtures.js";
 
@@ -208,6 +208,25 @@ describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
         expect(table.analyzes).toBeGreaterThan(before[i]!.analyzes);
       });
     });
+
+    it("imports the file as checked: a line appended during the writing is not part of it (it failed on a TypeError)", async () => {
+      const count = 150_000;
+      const path = file("growing.ndjson", Array.from({ length: count }, (_, i) => ev(`g-${i}`)).join("\n") + "\n");
+      const child = cliChild(["import", "usage", path, "--enterprise", "acme", "--db", testDb.url], { IMPORT_CHUNK_EVENTS: "10000" });
+      let stdout = "";
+      let stderr = "";
+      child.stdout!.on("data", (chunk) => (stdout += chunk));
+      child.stderr!.on("data", (chunk) => (stderr += chunk));
+      const exited = new Promise<number | null>((resolve) => child.once("close", resolve));
+      const growing = async () => Number((await database.db.selectFrom("usage_event").select((eb) => eb.fn.countAll<number>().as("n"))
+        .where("event_id", "like", "g-%").executeTakeFirstOrThrow()).n);
+      // Once the first chunk has committed, the check is over: a line for another member (7002, not in the file) goes on the end.
+      for (let tries = 0; tries < 600 && (await growing()) === 0; tries++) await new Promise((resolve) => setTimeout(resolve, 50));
+      appendFileSync(path, `${ev("g-late", { user_id: "7002" })}\n`);
+      expect([await exited, stderr]).toStrictEqual([0, ""]);
+      expect(JSON.parse(stdout)).toEqual({ enterprise_id: "acme", lines: count, recorded: count, duplicates: 0 });
+      expect(await growing()).toBe(count);
+    }, 120_000);
 
     it.each([
       ["a negative token count", ev("b-2", { input_tokens: -1 }), 'line 2 (event_id "b-2"): input_tokens: must be >= 0 (got -1)'],
