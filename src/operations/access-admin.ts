@@ -7,8 +7,12 @@ import {
 } from "../domain/credentials.js";
 import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
 import { formatPermissions, splitPermissions, type Permission } from "../domain/permissions.js";
+import { characters, nameProblem } from "../domain/text-rules.js";
 import type { AuthRepository } from "../storage/auth-repository.js";
 import type { DirectoryRepository } from "../storage/directory-repository.js";
+
+/** The longest app name: a label people read in `app list`. */
+const MAX_APP_NAME = 128;
 
 /** The calling token as the authenticator found it (the Principal of interceptors/auth.ts). */
 export interface CallingToken {
@@ -24,6 +28,8 @@ export class AccessAdmin {
   constructor(private readonly auth: AuthRepository, private readonly directory: DirectoryRepository) {}
 
   async createApp(enterpriseId: string, permissions: Permission[], name = "app") {
+    const problem = name === "" ? "must not be empty" : characters(name) > MAX_APP_NAME ? `longer than ${MAX_APP_NAME} characters` : nameProblem(name);
+    if (problem) throw invalidParameter(`--name: ${problem}`);
     await this.requireEnterprise(enterpriseId);
     const appId = newAppId();
     const appSecret = newAppSecret();

@@ -423,6 +423,10 @@ describe("enterprise-admin CLI: output, errors and the demo, whatever the databa
   it("token create prints the token alone even on a terminal (its token_id on stderr), and an object with --json", async () => {
     // app create prints JSON on a terminal too (the contract's form): the secret, once, to copy or parse.
     const app = await cliOnTerminal(["app", "create", "--enterprise", "demo", "--scopes", "statistics:read", "--db", earlier]);
+    for (const [name, problem] of [["", "must not be empty"], ["x".repeat(129), "longer than 128 characters"], [" padded", "must not begin or end with white space"]]) {
+      expect(await cli(["app", "create", "--enterprise", "demo", "--scopes", "statistics:read", "--name", name!, "--db", earlier]))
+        .toStrictEqual({ code: 2, stdout: "", stderr: `error: --name: ${problem}\n` });
+    }
     expect(JSON.parse(app.stdout)).toMatchObject({ app_id: expect.stringMatching(/^app_/), app_secret: expect.any(String) });
     const onTerminal = await cliOnTerminal(["token", "create", "--enterprise", "demo", "--scopes", "statistics:read", "--db", earlier]);
     expect(onTerminal.stdout).toMatch(/^token_id: tok_[0-9a-f]{32}\r\neat_[A-Za-z0-9_-]{43}\r\n$/);
