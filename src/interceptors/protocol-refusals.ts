@@ -3,7 +3,8 @@
 // vendor code of the service's, and would count and log as a success. It is given the first of the
 // table's codes that are about the request rather than a resource (PROTOCOL_CODES) with its HTTP status
 // (Connect unary) or RPC code (gRPC, gRPC-Web, Connect streams). Others (the health service's not_found
-// for an unknown service) stay without one.
+// for an unknown service) stay without one. Also here: the Allow header connect-es's 405 lacks, and the
+// answer to a procedure no service serves, in the caller's protocol rather than the REST envelope.
 import { Code, type ConnectError } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { endStreamFlag, endStreamFromJson } from "@connectrpc/connect/protocol-connect";
@@ -79,9 +80,9 @@ function vendorCode(matches: (entry: ErrorCodeEntry) => boolean): number | undef
 const RPC_PATH = /^\/[A-Za-z_][\w.]*\.[A-Za-z_]\w*\/[A-Za-z_]\w*$/;
 
 /**
- * Answers a call of a procedure this server does not serve (`error`: its 4004) in the caller's protocol, as for a served one: gRPC and
- * gRPC-Web with grpc-status 12 (unimplemented) and the ErrorDetail in headers alone, Connect with its JSON error; false for a path
- * that is no RPC's, or a content type of none of them (the REST envelope's to answer).
+ * Answers a call of a procedure this server does not serve (`error`: its 4004) in the caller's protocol, as for a served one: gRPC with
+ * grpc-status 12 (unimplemented) and the ErrorDetail in its trailers, gRPC-Web in its trailer message, Connect with its JSON error;
+ * false for a path that is no RPC's, or a content type of none of them (the REST envelope's to answer).
  */
 export function answeredUnknownProcedure(req: HttpRequest, res: HttpResponse, error: ConnectError): boolean {
   const type = String(req.headers["content-type"] ?? "");
