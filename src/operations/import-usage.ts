@@ -26,6 +26,8 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
   const thread = await bundledWorkerUrl(new URL("./usage-file-worker.mjs", import.meta.url));
   // In first-line order, so that an unknown user_id is named by the earliest line.
   const users = await checkUsageFile(path, totalBytes, thread);
+  // An empty file is checked and done: it has no bytes to read (and no last byte to end a read at).
+  if (totalBytes === 0) return { enterprise_id: enterpriseId, lines: 0, recorded: 0, duplicates: 0 };
   const userIds = [...users.keys()];
   const members = new MemberKeys(repository, enterpriseId);
   await members.resolveIds(userIds, (i) => eventLabel(`line ${users.get(userIds[i]!)!.line}`, users.get(userIds[i]!)!.eventId));

@@ -209,6 +209,10 @@ describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
       });
     });
 
+    it("an empty file imports nothing, exit 0", async () => {
+      expect(await importUsage(file("empty.ndjson", ""))).toStrictEqual({ code: 0, stdout: '{"enterprise_id":"acme","lines":0,"recorded":0,"duplicates":0}\n', stderr: "" });
+    });
+
     it("imports the file as checked: a line appended during the writing is not part of it (it failed on a TypeError)", async () => {
       const count = 150_000;
       const path = file("growing.ndjson", Array.from({ length: count }, (_, i) => ev(`g-${i}`)).join("\n") + "\n");
@@ -222,6 +226,7 @@ describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
         .where("event_id", "like", "g-%").executeTakeFirstOrThrow()).n);
       // Once the first chunk has committed, the check is over: a line for another member (7002, not in the file) goes on the end.
       for (let tries = 0; tries < 600 && (await growing()) === 0; tries++) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(child.exitCode, "the import was still writing when the line was added").toBe(null);
       appendFileSync(path, `${ev("g-late", { user_id: "7002" })}\n`);
       expect([await exited, stderr]).toStrictEqual([0, ""]);
       expect(JSON.parse(stdout)).toEqual({ enterprise_id: "acme", lines: count, recorded: count, duplicates: 0 });
