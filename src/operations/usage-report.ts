@@ -81,7 +81,19 @@ export class UsageReports {
     const window = checkReportWindow(request.startTime, request.endTime, kind);
     const dimensions = groupDimensions(request.groupBy);
     if (!dimensions.includes("member") && request.pageToken !== "") throw invalidParameter(`page_token: pages exist only when group_by includes "member"`);
-    return this.running.add(() => this.reportInTurn(enterpriseId, request, kind, window, dimensions, signal), { signal });
+    // The call's end takes a report out of the line, not out of its turn: p-queue would free the turn at once, while the report works
+    // on to its next check of the signal (a wait for the store's lock has none), and the turns would no longer bound the memory.
+    const waiting = new AbortController();
+    const leave = () => waiting.abort(signal.reason);
+    signal.addEventListener("abort", leave, { once: true });
+    try {
+      return await this.running.add(() => {
+        signal.removeEventListener("abort", leave);
+        return this.reportInTurn(enterpriseId, request, kind, window, dimensions, signal);
+      }, { signal: waiting.signal });
+    } finally {
+      signal.removeEventListener("abort", leave);
+    }
   }
 
   private async reportInTurn(enterpriseId: string, request: UsageReportRequest, kind: BucketKind, { start, end }: { start: number; end: number },

@@ -1,6 +1,7 @@
 // End to end: one server works on at most REPORT_MAX_RUNNING usage reports at once (set here to 1); later ones wait their turn in
 // arrival order while their call lasts, /metrics shows how many run and wait, a waiting call whose deadline passes leaves the line
-// with 5040, and a request the server can refuse without the store is refused at once, turn or not. Without the cap, six reports of
+// with 5040, a working report whose call ends keeps its turn until its work stops, and a request the server can refuse without the
+// store is refused at once, turn or not. Without the cap, six reports of
 // members over a year held 3.3 GB at once on a 10M-event store. To hold the first report in its turn, API batches leave rollups
 // pending and another writer holds the store's write lock: the report waits for it (up to STORE_BUSY_TIMEOUT_MS) to add them.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -55,24 +56,32 @@ describe.each(dialects)("usage reports take turns (%s)", (dialect) => {
     await svc?.close();
   });
 
-  it("one report runs while the next waits; a waiting call whose deadline passes leaves the line; bad input is refused at once", async () => {
+  it("one report works while the next wait in arrival order; a call that ends keeps its turn until its work stops, or leaves the line; bad input is refused at once", async () => {
     expect(await load()).toStrictEqual({ running: 0, waiting: 0 });
     const release = await holdWriteLock(dialect, svc.databaseUrl);
+    const finished: string[] = [];
+    const tracked = (name: string, reply: Promise<{ status: number; json: any }>) => reply.then((r) => (finished.push(name), r));
     let first: Promise<{ status: number; json: any }> | undefined;
     let second: typeof first;
+    let third: typeof first;
     try {
-      // The first report waits in its turn for the write lock, to add the batch's pending rollups.
-      first = post(REPORT, WINDOW);
+      // The first report works in its turn on the write lock (to add the batch's pending rollups), past its caller's deadline.
+      first = tracked("first", post(CONNECT_REPORT, WINDOW, { "connect-timeout-ms": "1000" }));
       expect(await loadBecomes({ running: 1, waiting: 0 })).toStrictEqual({ running: 1, waiting: 0 });
-      second = post(REPORT, { ...WINDOW, group_by: [] });
+      second = tracked("second", post(REPORT, { ...WINDOW, group_by: [] }));
       expect(await loadBecomes({ running: 1, waiting: 1 })).toStrictEqual({ running: 1, waiting: 1 });
+      third = tracked("third", post(REPORT, WINDOW));
+      expect(await loadBecomes({ running: 1, waiting: 2 })).toStrictEqual({ running: 1, waiting: 2 });
 
+      // A waiting call whose deadline passes leaves the line.
       const started = performance.now();
       const late = await post(CONNECT_REPORT, WINDOW, { "connect-timeout-ms": "300" });
-      expect(late.status).toBe(504);
-      expect(late.json.code).toBe("deadline_exceeded");
+      expect([late.status, late.json.code, late.json.details?.[0]?.debug?.code]).toStrictEqual([504, "deadline_exceeded", 5040]);
       expect(performance.now() - started).toBeLessThan(5000);
-      expect(await loadBecomes({ running: 1, waiting: 1 })).toStrictEqual({ running: 1, waiting: 1 });
+      // The first call has ended too (5040), but its report still waits on the lock: it keeps its turn, the others wait.
+      const ended = await first;
+      expect([ended.status, ended.json.details?.[0]?.debug?.code]).toStrictEqual([504, 5040]);
+      expect(await load()).toStrictEqual({ running: 1, waiting: 2 });
 
       const bad = await post(REPORT, { ...WINDOW, end_time: D0 + 400 * DAY });
       expect([bad.status, bad.json.code]).toStrictEqual([400, 4001]);
@@ -80,11 +89,12 @@ describe.each(dialects)("usage reports take turns (%s)", (dialect) => {
     } finally {
       await release();
     }
-    const [a, b] = await Promise.all([first!, second!]);
-    expect([a.status, a.json.code, b.status, b.json.code]).toStrictEqual([200, 0, 200, 0]);
+    const [b, c] = await Promise.all([second!, third!]);
+    expect([b.status, b.json.code, c.status, c.json.code]).toStrictEqual([200, 0, 200, 0]);
+    expect(finished).toStrictEqual(["first", "second", "third"]);
     const totals = (data: any) => data.buckets.map((bucket: any) => bucket.groups.reduce((n: bigint, g: any) => n + BigInt(g.events), 0n));
-    expect(totals(a.json.data)).toStrictEqual([12n, 12n, 6n]);
     expect(totals(b.json.data)).toStrictEqual([12n, 12n, 6n]);
-    expect(await load()).toStrictEqual({ running: 0, waiting: 0 });
+    expect(totals(c.json.data)).toStrictEqual([12n, 12n, 6n]);
+    expect(await loadBecomes({ running: 0, waiting: 0 })).toStrictEqual({ running: 0, waiting: 0 });
   }, 60_000);
 });
