@@ -3,19 +3,14 @@
 // vendor code of the service's, and would count and log as a success. It is given the first of the
 // table's codes that are about the request rather than a resource (PROTOCOL_CODES) with its HTTP status
 // (Connect unary) or RPC code (gRPC, gRPC-Web, Connect streams). Others (the health service's not_found
-// for an unknown service) stay without one. Also here: the Allow header connect-es's 405 lacks, and the
-// answer to a procedure no service serves, in the caller's protocol rather than the REST envelope.
-import { Code, type ConnectError } from "@connectrpc/connect";
+// for an unknown service, connect-es's own "unimplemented") stay without one. Also here: the Allow header
+// connect-es's 405 lacks.
+import { Code } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { endStreamFlag, endStreamFromJson } from "@connectrpc/connect/protocol-connect";
-import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
-import { trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 import { ErrorCode } from "../domain/errors.js";
 import { errorEntry, type ErrorCodeEntry } from "../error-table.js";
-import { writeConnectError } from "../rest/connect-json-unary.js";
-import type { HttpRequest, HttpResponse } from "../rest/envelope.js";
 import { callLogKey, type CallLog } from "./call-log.js";
-import { grpcMessageBySpec } from "./grpc-message-encoding.js";
 
 const ENVELOPE_COMPRESSED = 0b1;
 const GRPC_WEB_TRAILER = 0b1000_0000;
@@ -68,48 +63,10 @@ function lastStatus(envelope: Uint8Array): number | undefined {
 }
 
 /** The codes a refusal of the protocol may take, in the order they are tried. */
-const PROTOCOL_CODES = [ErrorCode.INVALID_PARAMETER, ErrorCode.ROUTE_NOT_FOUND, ErrorCode.METHOD_NOT_ALLOWED, ErrorCode.BODY_TOO_LARGE,
+const PROTOCOL_CODES = [ErrorCode.INVALID_PARAMETER, ErrorCode.METHOD_NOT_ALLOWED, ErrorCode.BODY_TOO_LARGE,
   ErrorCode.UNSUPPORTED_MEDIA_TYPE, ErrorCode.INVALID_ACCESS_TOKEN, ErrorCode.UNAVAILABLE, ErrorCode.DEADLINE_EXCEEDED, ErrorCode.CANCELED,
   ErrorCode.INTERNAL].map(errorEntry);
 
 function vendorCode(matches: (entry: ErrorCodeEntry) => boolean): number | undefined {
   return PROTOCOL_CODES.find(matches)?.code;
-}
-
-/** `/<package>.<Service>/<Method>`: the path of an RPC on every protocol. */
-const RPC_PATH = /^\/[A-Za-z_][\w.]*\.[A-Za-z_]\w*\/[A-Za-z_]\w*$/;
-
-/**
- * Answers a call of a procedure this server does not serve (`error`: its 4004) in the caller's protocol, as for a served one: gRPC with
- * grpc-status 12 (unimplemented) and the ErrorDetail in its trailers, gRPC-Web in its trailer message, Connect with its JSON error;
- * false for a path that is no RPC's, or a content type of none of them (the REST envelope's to answer).
- */
-export function answeredUnknownProcedure(req: HttpRequest, res: HttpResponse, error: ConnectError): boolean {
-  const type = String(req.headers["content-type"] ?? "");
-  if (!RPC_PATH.test((req.url ?? "").split("?")[0]!)) return false;
-  const grpc = /^application\/grpc(-web)?(\+|;|$)/i.exec(type);
-  if (grpc) {
-    req.resume();
-    const trailer = new Headers();
-    setTrailerStatus(trailer, error);
-    trailer.set("grpc-message", grpcMessageBySpec(error.rawMessage));
-    res.writeHead(200, { "content-type": type.split(";")[0]! });
-    if (grpc[1] === undefined) {
-      res.addTrailers(Object.fromEntries(trailer));
-      res.end();
-    } else {
-      // gRPC-Web's trailer is the body's one message.
-      const fields = trailerSerialize(trailer);
-      const frame = Buffer.alloc(5 + fields.length);
-      frame[0] = trailerFlag;
-      frame.writeUInt32BE(fields.length, 1);
-      frame.set(fields, 5);
-      res.end(frame);
-    }
-    return true;
-  }
-  if (!/^application\/(json|proto|connect\+(json|proto))(;|$)/i.test(type)) return false;
-  req.resume();
-  writeConnectError(res, error);
-  return true;
 }

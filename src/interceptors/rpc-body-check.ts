@@ -8,11 +8,13 @@
 //   read by the service's own reader, as REST's: a unary call's by rest/connect-json-unary.ts, a
 //   streaming call's message here, handed on re-encoded as that reader read it. Compressed Connect
 //   JSON and gRPC or gRPC-Web with the JSON codec are refused;
+// - an enveloped body (gRPC, gRPC-Web, Connect streams) that is not one whole message: none, several,
+//   or one cut short (connect-es would answer some of these "unimplemented");
 // - an uncompressed binary body past the size limit: 4130 resource_exhausted, as on REST.
 import { isUtf8 } from "node:buffer";
 import { fromBinary, ScalarType, toJsonString, type DescField, type DescMessage } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
-import type { UniversalHandler, UniversalServerRequest } from "@connectrpc/connect/protocol";
+import { encodeEnvelope, type UniversalHandler, type UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
 import { AppError, bodyTooLarge, invalidParameter } from "../domain/errors.js";
 import { parseJsonBody } from "../rest/exact-json.js";
@@ -32,7 +34,6 @@ const GRPC_PROTO = /^application\/grpc(-web)?(\+proto)?$/i;
 const GRPC_JSON = /^application\/grpc(-web)?\+json/i;
 const CONNECT_JSON = /^application\/json/i;
 const ENVELOPE_COMPRESSED = 0b1;
-const ENVELOPE_TRAILER = 0b1000_0000;
 
 /**
  * Wraps a unary or server-streaming method's handler (one request message) so that a malformed binary body is refused as 4001, and
@@ -118,16 +119,16 @@ async function* checkedBody(body: AsyncIterable<Uint8Array>, framing: Framing, c
     if (size > bodyLimit(framing, maxBytes)) throw refuse(bodyTooLarge(maxBytes));
   }
   const bytes = Buffer.concat(chunks);
-  const messages = framing === "whole" ? [bytes] : uncompressedMessages(bytes);
+  const message = framing === "whole" ? { flags: 0, data: bytes } : theOneEnvelope(bytes, refuse);
   if (codec === "json") {
-    // Every envelope of a Connect JSON stream is uncompressed (refuseForeignJson): each goes on as the service's reader read it.
-    yield Buffer.concat(messages.map((message) => enveloped(Buffer.from(toJsonString(schema, jsonMessage(schema, message, refuse))))));
+    // A Connect JSON stream's message goes on as the service's reader read it (compressed ones are refused by refuseForeignJson).
+    if (message.flags !== 0) throw refuse(invalidParameter("body: a compressed message: JSON is taken uncompressed"));
+    yield encodeEnvelope(0, Buffer.from(toJsonString(schema, jsonMessage(schema, message.data, refuse))));
     return;
   }
-  for (const message of messages) {
-    const problem = messageProblem(schema, message);
-    if (problem !== undefined) throw refuse(invalidParameter(problem));
-  }
+  // A compressed message is connect-es's to decompress and decode.
+  const problem = message.flags === 0 ? messageProblem(schema, message.data) : undefined;
+  if (problem !== undefined) throw refuse(invalidParameter(problem));
   yield bytes;
 }
 
@@ -139,23 +140,18 @@ function jsonMessage(schema: DescMessage, bytes: Buffer, refuse: (error: AppErro
   }
 }
 
-function enveloped(message: Buffer): Buffer {
-  const header = Buffer.alloc(5);
-  header.writeUInt32BE(message.length, 1);
-  return Buffer.concat([header, message]);
-}
-
-/** The uncompressed data messages of a complete envelope stream (an incomplete one is connect-es's to report). */
-function uncompressedMessages(bytes: Buffer): Buffer[] {
-  const messages: Buffer[] = [];
-  for (let at = 0; at + 5 <= bytes.length;) {
-    const flags = bytes[at]!;
-    const end = at + 5 + bytes.readUInt32BE(at + 1);
-    if (end > bytes.length) break;
-    if ((flags & (ENVELOPE_COMPRESSED | ENVELOPE_TRAILER)) === 0) messages.push(bytes.subarray(at + 5, end));
+/** The request's one enveloped message (a unary or server-streaming method takes one): none, more, or one cut short is 4001. */
+function theOneEnvelope(bytes: Buffer, refuse: (error: AppError) => ConnectError): { flags: number; data: Buffer } {
+  const envelopes: { flags: number; data: Buffer }[] = [];
+  for (let at = 0; at < bytes.length;) {
+    const end = at + 5 <= bytes.length ? at + 5 + bytes.readUInt32BE(at + 1) : Infinity;
+    if (end > bytes.length) throw refuse(invalidParameter("body: a message cut short (its envelope announces more bytes than came)"));
+    envelopes.push({ flags: bytes[at]!, data: bytes.subarray(at + 5, end) });
     at = end;
   }
-  return messages;
+  if (envelopes.length !== 1) throw refuse(invalidParameter(`body: ${envelopes.length} messages; this method takes one`));
+  if ((envelopes[0]!.flags & ~ENVELOPE_COMPRESSED) !== 0) throw refuse(invalidParameter("body: a message with flags a request cannot have"));
+  return envelopes[0]!;
 }
 
 function messageProblem(schema: DescMessage, bytes: Uint8Array): string | undefined {

@@ -5,14 +5,13 @@
 // protocol's unary JSON form. Binary, compressed, GET and streaming calls, and gRPC and gRPC-Web, stay
 // with the Connect adapter.
 import { toJson, type DescMethod, type DescMethodUnary } from "@bufbuild/protobuf";
-import type { ConnectError } from "@connectrpc/connect";
-import { codeToHttpStatus, errorToJson, parseTimeout } from "@connectrpc/connect/protocol-connect";
+import { parseTimeout } from "@connectrpc/connect/protocol-connect";
 import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
 import { endWithBody } from "../http/compression.js";
 import type { CallChain } from "../interceptors/call-chain.js";
 import type { CallLog } from "../interceptors/call-log.js";
 import { untilAborted, type CallDeadline } from "../interceptors/call-signal.js";
-import { toConnectError } from "../interceptors/connect-errors.js";
+import { toConnectError, writeConnectError } from "../interceptors/connect-errors.js";
 import type { ServedService } from "../routes.js";
 import type { HttpRequest, HttpResponse } from "./envelope.js";
 import { JSON_CONTENT_TYPE, readJsonBody } from "./rest-facade.js";
@@ -79,14 +78,4 @@ function checkCallerTimeout(req: HttpRequest): void {
   if (header === undefined || parseTimeout(String(header), Number.MAX_SAFE_INTEGER).timeoutMs !== undefined) return;
   req.resume();
   throw invalidParameter("connect-timeout-ms: expected a whole number of milliseconds (at most 10 digits)");
-}
-
-/** The Connect protocol's unary error: the code's HTTP status, its headers (Retry-After), the JSON error with its details. */
-export function writeConnectError(res: HttpResponse, error: ConnectError): void {
-  // Field names as the proto spells them (debug.request_id), as connect-es writes them on the other paths (app.ts jsonOptions).
-  const body = JSON.stringify(errorToJson(error, { useProtoFieldName: true }));
-  error.metadata.forEach((value, name) => res.setHeader(name, value));
-  res.statusCode = codeToHttpStatus(error.code);
-  res.setHeader("content-type", "application/json");
-  endWithBody(res, body);
 }

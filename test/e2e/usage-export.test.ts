@@ -458,10 +458,14 @@ describe.each(dialects)("usage export (%s)", (dialect) => {
     });
 
     it("a Connect JSON stream's bad request is read as REST's: 4001 naming the field, with the ErrorDetail, its value not echoed", async () => {
-      const stream = async (json: string, headers: Record<string, string> = {}) => {
+      const envelope = (json: string, flags = 0) => {
         const message = Buffer.from(json);
-        const body = Buffer.concat([Buffer.from([0, 0, 0, 0, 0]), message]);
-        body.writeUInt32BE(message.length, 1);
+        const framed = Buffer.concat([Buffer.from([flags, 0, 0, 0, 0]), message]);
+        framed.writeUInt32BE(message.length, 1);
+        return framed;
+      };
+      const stream = async (json: string | Buffer, headers: Record<string, string> = {}) => {
+        const body = typeof json === "string" ? envelope(json) : json;
         const res = await fetch(`${svc.baseUrl}/enterprise_admin.v1.UsageService/ExportUsage`, {
           method: "POST", body, headers: { authorization: `Bearer ${token}`, "content-type": "application/connect+json", ...headers },
         });
@@ -478,6 +482,16 @@ describe.each(dialects)("usage export (%s)", (dialect) => {
       // A 64-bit integer past 2^53 is read exactly, as REST reads it (JSON.parse would make it ...992): the window's length says so.
       const exact = await stream(`{"start_time":${WINDOW.start},"end_time":9007199254740993}`);
       expect(exact.error?.message).toContain(`end_time - start_time: ${9007199254740993n - BigInt(WINDOW.start)} seconds`);
+      // The body is one whole message, uncompressed: none, two, one cut short, or one flagged compressed is 4001 saying so.
+      const good = envelope(`{"start_time":${WINDOW.start},"end_time":${WINDOW.end}}`);
+      for (const [body, message] of [
+        [Buffer.alloc(0), "body: 0 messages; this method takes one"],
+        [Buffer.concat([good, good]), "body: 2 messages; this method takes one"],
+        [good.subarray(0, good.length - 3), "body: a message cut short (its envelope announces more bytes than came)"],
+        [envelope(`{"start_time":${WINDOW.start},"end_time":${WINDOW.end}}`, 1), "body: a compressed message: JSON is taken uncompressed"],
+      ] as const) {
+        expect((await stream(body)).error).toMatchObject({ code: "invalid_argument", message, details: [{ debug: { code: 4001 } }] });
+      }
     });
 
     it("over gRPC a bad window is INVALID_ARGUMENT before any row", async () => {
