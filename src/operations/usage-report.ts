@@ -81,6 +81,7 @@ export class UsageReports {
     const window = checkReportWindow(request.startTime, request.endTime, kind);
     const dimensions = groupDimensions(request.groupBy);
     if (!dimensions.includes("member") && request.pageToken !== "") throw invalidParameter(`page_token: pages exist only when group_by includes "member"`);
+    zoneOrDefault(request.timeZone, "UTC", "time_zone"); // a zone named is checked now; the enterprise's, in the turn
     // The call's end takes a report out of the line, not out of its turn: p-queue would free the turn at once, while the report works
     // on to its next check of the signal (a wait for the store's lock has none), and the turns would no longer bound the memory.
     const waiting = new AbortController();

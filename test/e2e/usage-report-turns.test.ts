@@ -86,6 +86,9 @@ describe.each(dialects)("usage reports take turns (%s)", (dialect) => {
       const bad = await post(REPORT, { ...WINDOW, end_time: D0 + 400 * DAY });
       expect([bad.status, bad.json.code]).toStrictEqual([400, 4001]);
       expect(bad.json.message).toContain("366");
+      const zone = await post(REPORT, { ...WINDOW, time_zone: "Mars/Olympus" });
+      expect([zone.status, zone.json.code]).toStrictEqual([400, 4001]);
+      expect(zone.json.message).toContain("time_zone");
     } finally {
       await release();
     }
