@@ -8,8 +8,8 @@ import { createHash, randomBytes } from "node:crypto";
 import { constants, readFileSync, statSync } from "node:fs";
 import { link, mkdir, open, readFile, rename, stat, unlink } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { KEY_BYTES } from "../domain/secret-crypto.js";
+import { isPostgresUrl, sqliteFilePath } from "../storage/database.js";
 import { BadSetting } from "../env-number.js";
 import { withFileLock } from "./file-lock.js";
 import { MasterKeyNotHeldError, unwrapWithMasterKey, wrapWithMasterKey, type DataKeyContext, type KeyProvider, type WrappedDataKey } from "./key-provider.js";
@@ -208,9 +208,8 @@ export async function loadLocalKeyProvider(options: { databaseUrl: string; env?:
 
 /** `master.key` beside a SQLite database file; `./data/master.key` for PostgreSQL or an in-memory database. */
 export function defaultKeyFilePath(databaseUrl: string): string {
-  if (/^postgres(ql)?:\/\//.test(databaseUrl) || databaseUrl === ":memory:") return resolve("data", "master.key");
-  const dbPath = databaseUrl.startsWith("file:") ? fileURLToPath(databaseUrl) : databaseUrl;
-  return join(dirname(resolve(dbPath)), "master.key");
+  if (isPostgresUrl(databaseUrl) || databaseUrl === ":memory:") return resolve("data", "master.key");
+  return join(dirname(resolve(sqliteFilePath(databaseUrl))), "master.key");
 }
 
 const lockPathOf = (keyFilePath: string) => `${keyFilePath}.lock`;

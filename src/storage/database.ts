@@ -75,7 +75,22 @@ const WAL_AUTOCHECKPOINT_BYTES = 64 * 2 ** 20;
 export const DEFAULT_DATABASE_URL = "./data/enterprise-admin.sqlite";
 
 export function isPostgresUrl(url: string): boolean {
-  return /^postgres(ql)?:\/\//.test(url);
+  return /^postgres(ql)?:\/\//i.test(url);
+}
+
+/**
+ * The SQLite file a --db names: a path, or a file: URL (any case; `file:///abs`, or `file:rel` relative to the working directory, as
+ * RFC 8089 allows). A query or fragment is refused: SQLite's URI options (`?mode=ro`) are not read, and must not seem to be.
+ */
+export function sqliteFilePath(url: string): string {
+  if (!/^file:/i.test(url)) return url;
+  const rest = url.slice("file:".length);
+  if (/[?#]/.test(rest)) throw new BadSetting("--db/DATABASE_URL: a file: URL takes no query or fragment (SQLite's URI options are not read)");
+  try {
+    return rest.startsWith("//") ? fileURLToPath(`file:${rest}`) : decodeURIComponent(rest);
+  } catch {
+    throw new BadSetting(`--db/DATABASE_URL: ${JSON.stringify(url)} is not a file: URL`);
+  }
 }
 
 export interface OpenOptions {
@@ -128,7 +143,7 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
   if (scheme !== undefined && scheme.toLowerCase() !== "file") {
     throw new BadSetting(`--db/DATABASE_URL: a ${scheme}:// URL is no database of this service's (a SQLite file path or file: URL, or postgres://)`);
   }
-  const path = url.startsWith("file:") ? fileURLToPath(url) : url;
+  const path = sqliteFilePath(url);
   const createdDirectories = path === ":memory:" ? [] : makeDirectories(dirname(path));
   const sqlite = openSqliteFile(path);
   // 16 KiB pages for a new store (SQLite's default is 4 KiB; an existing store keeps its own, as the

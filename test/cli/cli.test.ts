@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from "node:crypto";
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, relative } from "node:path";
+import { pathToFileURL } from "node:url";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashCredential } from "../../src/domain/credentials.js";
@@ -462,6 +463,17 @@ describe("enterprise-admin CLI: output, errors and the demo, whatever the databa
     expect(await cli(["migrate", "--db", "mysql://admin:hunter2@db.example/eadmin"]))
       .toStrictEqual(refused("--db/DATABASE_URL: a mysql:// URL is no database of this service's (a SQLite file path or file: URL, or postgres://)"));
     expect(existsSync("mysql:")).toBe(false);
+  });
+
+  it("a file: URL names its file in any case, relative ones from the working directory; one with a query is refused, exit 2", async () => {
+    const relativeUrl = `file:${relative(process.cwd(), join(dir, "urls", "relative.sqlite"))}`;
+    const upperUrl = `FILE:${join(dir, "urls", "upper.sqlite")}`;
+    for (const url of [relativeUrl, upperUrl, pathToFileURL(join(dir, "urls", "absolute.sqlite")).href]) {
+      expect((await cli(["migrate", "--db", url])).code, url).toBe(0);
+    }
+    expect(readdirSync(join(dir, "urls")).filter((name) => name.endsWith(".sqlite")).sort()).toStrictEqual(["absolute.sqlite", "relative.sqlite", "upper.sqlite"]);
+    expect(await cli(["migrate", "--db", `${relativeUrl}?mode=ro`]))
+      .toStrictEqual({ code: 2, stdout: "", stderr: "error: --db/DATABASE_URL: a file: URL takes no query or fragment (SQLite's URI options are not read)\n" });
   });
 
   it("without --db, a command uses the DATABASE_URL of its environment", async () => {
