@@ -36,7 +36,9 @@ export async function importUsage(repository: UsageRepository, enterpriseId: str
   const next = async (): Promise<Exclude<UsageFileMessage, { kind: "invalid" | "failed" }>> => {
     const [message] = (await messages.next()).value as [UsageFileMessage];
     // Only a file changed in place since its check gets here (its checked bytes are all that is read).
-    if (message.kind === "invalid") throw invalidParameter(message.message);
+    if (message.kind === "invalid") {
+      throw invalidParameter(`${path} changed while it was imported, after its check: ${message.message}; the chunks committed before it stay (run the import again once the file is whole)`);
+    }
     if (message.kind === "failed") throw new Error(`reading ${path}: ${message.message}`);
     return message;
   };

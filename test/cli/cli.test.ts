@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -209,6 +209,25 @@ describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
         expect(table.analyzes).toBeGreaterThan(before[i]!.analyzes);
       });
     });
+
+    it("a file cut short while it is imported is refused saying so, exit 2; the chunks before stay", async () => {
+      const count = 150_000;
+      const path = file("shrinking.ndjson", Array.from({ length: count }, (_, i) => ev(`s-${i}`)).join("\n") + "\n");
+      const child = cliChild(["import", "usage", path, "--enterprise", "acme", "--db", testDb.url], { IMPORT_CHUNK_EVENTS: "10000" });
+      let stderr = "";
+      child.stderr!.on("data", (chunk) => (stderr += chunk));
+      const exited = new Promise<number | null>((resolve) => child.once("close", resolve));
+      const stored = async () => Number((await database.db.selectFrom("usage_event").select((eb) => eb.fn.countAll<number>().as("n"))
+        .where("event_id", "like", "s-%").executeTakeFirstOrThrow()).n);
+      for (let tries = 0; tries < 600 && (await stored()) === 0; tries++) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(child.exitCode, "the import was still writing when the file was cut").toBe(null);
+      truncateSync(path, Math.floor(statSync(path).size * 0.8) + 7); // mid-line, well past the chunks committed
+      expect(await exited).toBe(2);
+      expect(stderr).toMatch(new RegExp(`^error: ${path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} changed while it was imported, after its check: line \\d+`));
+      const kept = await stored();
+      expect(kept % 10_000).toBe(0);
+      expect(kept).toBeGreaterThan(0);
+    }, 120_000);
 
     it("an empty file imports nothing, exit 0", async () => {
       expect(await importUsage(file("empty.ndjson", ""))).toStrictEqual({ code: 0, stdout: '{"enterprise_id":"acme","lines":0,"recorded":0,"duplicates":0}\n', stderr: "" });
