@@ -9,11 +9,11 @@ export interface Config {
   port: number;
   host: string;
   databaseUrl: string;
-  logLevel: string;
 }
 
 /** What `serve` needs besides: read only there, so a bad limit never stops an operator's other commands. */
 export interface ServeConfig extends Config {
+  logLevel: string;
   rateLimits: RateLimitSettings;
   limits: ServerLimits;
   metrics: MetricsAccess;
@@ -82,25 +82,33 @@ const LIMIT_VARIABLES: Record<keyof ServerLimits, string> = {
 const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"];
 
 export function loadConfig(flags: { port?: string; host?: string; db?: string } = {}, env: NodeJS.ProcessEnv = process.env): Config {
-  const portText = given(flags.port) ?? given(env.PORT) ?? "8080";
+  const portText = setting(flags.port, "--port", env.PORT) ?? "8080";
   const port = Number(portText);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new BadSetting(`--port/PORT: "${portText}" is not a port number (0 to 65535)`);
-  const logLevel = given(env.LOG_LEVEL) ?? "info";
-  if (!LOG_LEVELS.includes(logLevel)) throw new BadSetting(`LOG_LEVEL: ${JSON.stringify(logLevel)} is not a level (${LOG_LEVELS.join(", ")})`);
   return {
     port,
-    // Empty is unset, as for every setting: an empty HOST must not bind every interface (Node's "" is the wildcard).
-    host: given(flags.host) ?? given(env.HOST) ?? "127.0.0.1",
-    databaseUrl: given(flags.db) ?? given(env.DATABASE_URL) ?? DEFAULT_DATABASE_URL,
-    logLevel,
+    // An empty HOST is unset, as every variable: it must not bind every interface (Node's "" is the wildcard).
+    host: setting(flags.host, "--host", env.HOST) ?? "127.0.0.1",
+    databaseUrl: setting(flags.db, "--db", env.DATABASE_URL) ?? DEFAULT_DATABASE_URL,
   };
 }
 
-/** A flag or variable as set: undefined when unset or empty (empty means the default). */
-const given = (text: string | undefined) => (text === undefined || text.trim() === "" ? undefined : text);
+/**
+ * A flag, else its variable; undefined when neither is set. An empty variable is unset (shells and .env files leave them so); an
+ * empty flag is refused: `--db "$DB"` with DB unset must not quietly use the default store.
+ */
+function setting(flag: string | undefined, name: string, variable: string | undefined): string | undefined {
+  if (flag !== undefined) {
+    if (flag.trim() === "") throw new BadSetting(`${name}: empty; give a value or leave the option out`);
+    return flag;
+  }
+  return variable === undefined || variable.trim() === "" ? undefined : variable;
+}
 
 export function loadServeConfig(flags: { port?: string; host?: string; db?: string } = {}, env = process.env): ServeConfig {
-  return { ...loadConfig(flags, env), rateLimits: loadRateLimits(env), limits: loadLimits(env), metrics: loadMetricsAccess(env),
+  const logLevel = setting(undefined, "LOG_LEVEL", env.LOG_LEVEL) ?? "info";
+  if (!LOG_LEVELS.includes(logLevel)) throw new BadSetting(`LOG_LEVEL: ${JSON.stringify(logLevel)} is not a level (${LOG_LEVELS.join(", ")})`);
+  return { ...loadConfig(flags, env), logLevel, rateLimits: loadRateLimits(env), limits: loadLimits(env), metrics: loadMetricsAccess(env),
     corsAllowedOrigins: loadCorsAllowedOrigins(env),
     reportLimits: {
       maxFigures: envNumber(env, "REPORT_MAX_FIGURES", { fallback: DEFAULT_REPORT_LIMITS.maxFigures, min: MIN_REPORT_MAX_FIGURES }),

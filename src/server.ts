@@ -20,8 +20,15 @@ export interface Listener {
   close(): Promise<void>;
 }
 
-/** Why a listen fails for its host: a name that does not resolve, or an address that is not this machine's. */
-const UNLISTENABLE_HOSTS = new Set(["ENOTFOUND", "EAI_AGAIN", "EAI_NONAME", "EADDRNOTAVAIL"]);
+/**
+ * The listen errors that say the host itself is wrong. A resolver that failed for now (EAI_AGAIN) is not among them: it may answer
+ * on the next start, so it is no bad setting (exit 1, not 2, for a supervisor that restarts on 1).
+ */
+const UNLISTENABLE_HOSTS: Record<string, string> = {
+  ENOTFOUND: "does not resolve to an address",
+  EAI_NONAME: "does not resolve to an address",
+  EADDRNOTAVAIL: "is no address of this machine to listen on",
+};
 
 export async function listen(app: App, port: number, host: string, limits: ServerLimits): Promise<Listener> {
   const h1 = http.createServer({
@@ -73,8 +80,10 @@ export async function listen(app: App, port: number, host: string, limits: Serve
   });
   server.maxConnections = limits.maxConnections;
   await new Promise<void>((resolve, reject) => {
-    server.once("error", (error: NodeJS.ErrnoException) => reject(UNLISTENABLE_HOSTS.has(error.code ?? "")
-      ? new BadSetting(`--host/HOST: ${JSON.stringify(host)} is no address of this machine to listen on (${error.code})`) : error));
+    server.once("error", (error: NodeJS.ErrnoException) => {
+      const why = UNLISTENABLE_HOSTS[error.code ?? ""];
+      reject(why ? new BadSetting(`--host/HOST: ${JSON.stringify(host)} ${why} (${error.code})`) : error);
+    });
     server.listen(port, host, () => resolve());
   });
   // After start-up an accept error (EMFILE, say) is not fatal: the connection is lost, the server goes on.

@@ -4,7 +4,6 @@
 // and prints its result through output.ts. Commands write only to the streams of their CliIo and read
 // only its environment, so the command line runs in-process as well as in its own process.
 import { readFileSync } from "node:fs";
-import { readFile } from "node:fs/promises";
 import { Command, Option } from "commander";
 import { loadConfig, loadServeConfig, usageImportTuning } from "../config.js";
 import { MAX_ACCESS_TOKEN_TTL_SECONDS, parseDuration } from "../domain/credentials.js";
@@ -14,7 +13,7 @@ import { PERMISSIONS, parsePermissions } from "../domain/permissions.js";
 import { AccessAdmin } from "../operations/access-admin.js";
 import { importDirectory } from "../operations/import-directory.js";
 import { importUsage } from "../operations/import-usage.js";
-import { inputFileSize } from "../operations/input-file.js";
+import { readInputFile } from "../operations/input-file.js";
 import { rebuildUsage } from "../operations/rebuild-usage.js";
 import { rotateMasterKey } from "../operations/rotate-master-key.js";
 import { decodeKey, loadLocalKeyProvider, type LocalKeyProvider } from "../keys/local-key-provider.js";
@@ -69,7 +68,7 @@ const withKeys = <T>(io: CliIo, url: string | undefined, create: boolean, work: 
 async function newKeyOption(opts: { newKey?: string; newKeyFile?: string }): Promise<Buffer | undefined> {
   if (opts.newKey !== undefined && opts.newKeyFile !== undefined) throw new AppError(4001, "--new-key and --new-key-file: pass one of them, not both");
   // A file that cannot be read is said by main.ts like every other (its path and why), outside the decoding's errors.
-  const fileText = opts.newKeyFile === undefined ? undefined : await inputFileSize(opts.newKeyFile).then(() => readFile(opts.newKeyFile!, "utf8"));
+  const fileText = opts.newKeyFile === undefined ? undefined : (await readInputFile(opts.newKeyFile)).toString("utf8");
   try {
     if (fileText !== undefined) return decodeKey(fileText, `--new-key-file: ${opts.newKeyFile}`);
     if (opts.newKey !== undefined) return decodeKey(opts.newKey, "--new-key");
@@ -152,8 +151,7 @@ export function buildProgram(io: CliIo = processIo()): Command {
     .addOption(dbOption())
     .action(async (file: string, opts, command: Command) => {
       // Bytes that are not UTF-8 become lone surrogates, which the file's rules refuse by field, rather than U+FFFD stored in their place.
-      await inputFileSize(file);
-      const parsed = parseDirectoryFile(decodeUtf8Body(await readFile(file)));
+      const parsed = parseDirectoryFile(decodeUtf8Body(await readInputFile(file)));
       const summary = await withDatabase(io, opts.db, (database) => importDirectory(database, parsed, { prune: opts.prune, dryRun: opts.dryRun }));
       outputOf(command, io.stdout).result(summary);
     });

@@ -29,7 +29,7 @@ export class AccessAdmin {
 
   async createApp(enterpriseId: string, permissions: Permission[], name = "app") {
     const problem = name === "" ? "must not be empty" : characters(name) > MAX_APP_NAME ? `longer than ${MAX_APP_NAME} characters` : nameProblem(name);
-    if (problem) throw invalidParameter(`--name: ${problem}`);
+    if (problem) throw invalidParameter(`name: ${problem}`);
     await this.requireEnterprise(enterpriseId);
     const appId = newAppId();
     const appSecret = newAppSecret();

@@ -450,7 +450,7 @@ describe("enterprise-admin CLI: output, errors and the demo, whatever the databa
     const app = await cliOnTerminal(["app", "create", "--enterprise", "demo", "--scopes", "statistics:read", "--db", earlier]);
     for (const [name, problem] of [["", "must not be empty"], ["x".repeat(129), "longer than 128 characters"], [" padded", "must not begin or end with white space"]]) {
       expect(await cli(["app", "create", "--enterprise", "demo", "--scopes", "statistics:read", "--name", name!, "--db", earlier]))
-        .toStrictEqual({ code: 2, stdout: "", stderr: `error: --name: ${problem}\n` });
+        .toStrictEqual({ code: 2, stdout: "", stderr: `error: name: ${problem}\n` });
     }
     expect(JSON.parse(app.stdout)).toMatchObject({ app_id: expect.stringMatching(/^app_/), app_secret: expect.any(String) });
     const onTerminal = await cliOnTerminal(["token", "create", "--enterprise", "demo", "--scopes", "statistics:read", "--db", earlier]);
@@ -540,6 +540,13 @@ describe.concurrent("the real binary's exit status", () => {
       .toStrictEqual({ code: 2, stdout: "", stderr: 'error: --port/PORT: "abc" is not a port number (0 to 65535)\n' });
     expect(await cliProcess(["token", "list", "--enterprise", "acme", "--db", join(dir, "settings.sqlite")], { SQLITE_CACHE_MIB: "abc" }))
       .toMatchObject({ code: 2, stdout: "", stderr: expect.stringMatching(/^error: SQLITE_CACHE_MIB: "abc" is not a whole number/) });
+  });
+
+  it("an empty --db, --host or --port is refused naming it, not taken for the default, exit 2", async () => {
+    const db = join(dir, "settings.sqlite");
+    for (const [flag, args] of [["--db", ["migrate", "--db", ""]], ["--host", ["serve", "--port", "0", "--host", "", "--db", db]], ["--port", ["serve", "--port", " ", "--db", db]]] as const) {
+      expect(await cli([...args]), flag).toStrictEqual({ code: 2, stdout: "", stderr: `error: ${flag}: empty; give a value or leave the option out\n` });
+    }
   });
 
   it("a --host that is no address of this machine stops serve, naming --host, not the database, exit 2", async () => {
