@@ -83,7 +83,7 @@ const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"
 
 export function loadConfig(flags: { port?: string; host?: string; db?: string } = {}, env: NodeJS.ProcessEnv = process.env): Config {
   const portText = setting(flags.port, "--port", env.PORT) ?? "8080";
-  const port = Number(portText);
+  const port = /^\d+$/.test(portText.trim()) ? Number(portText) : NaN;
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new BadSetting(`--port/PORT: "${portText}" is not a port number (0 to 65535)`);
   return {
     port,

@@ -16,10 +16,14 @@ export interface EnvNumberRule {
   note?: string;
 }
 
+const DIGITS = /^-?\d+$/;
+const DECIMAL = /^-?(\d+(\.\d*)?|\.\d+)$/;
+
 export function envNumber(env: NodeJS.ProcessEnv, name: string, { fallback, min, max = Number.MAX_SAFE_INTEGER, fraction = false, note }: EnvNumberRule): number {
   const text = env[name];
   if (text === undefined || text.trim() === "") return fallback;
-  const value = Number(text);
+  // Decimal digits alone (a fraction's point if allowed): Number() would also take 0x10, 1e3 and +5.
+  const value = (fraction ? DECIMAL : DIGITS).test(text.trim()) ? Number(text) : NaN;
   if (!Number.isFinite(value) || value < min || value > max || (!fraction && !Number.isInteger(value))) {
     const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`;
     throw new BadSetting(`${name}: "${text}" is not ${fraction ? "a number" : "a whole number"} ${range}${note ? ` ${note}` : ""}`);

@@ -557,6 +557,13 @@ describe.concurrent("the real binary's exit status", () => {
   it("a LOG_LEVEL that is no level, a limit past 2^31 - 1, or a master key that is not base64 of 32 bytes, is one line naming it, exit 2", async () => {
     expect(await cli(["serve", "--port", "0", "--db", join(dir, "settings.sqlite")], { LOG_LEVEL: "verbose" }))
       .toStrictEqual({ code: 2, stdout: "", stderr: 'error: LOG_LEVEL: "verbose" is not a level (trace, debug, info, warn, error, fatal, silent)\n' });
+    // Decimal digits alone: Number() would take these as 16, 1000 and 5.
+    for (const [name, text] of [["REQUEST_TIMEOUT_MS", "0x10"], ["MAX_CONNECTIONS", "1e3"], ["SHUTDOWN_GRACE_MS", "+5"]]) {
+      expect(await cli(["serve", "--port", "0", "--db", join(dir, "settings.sqlite")], { [name!]: text! }))
+        .toStrictEqual({ code: 2, stdout: "", stderr: `error: ${name}: "${text}" is not a whole number from 1 to 2147483647\n` });
+    }
+    expect(await cli(["serve", "--port", "0x1F90", "--db", join(dir, "settings.sqlite")]))
+      .toStrictEqual({ code: 2, stdout: "", stderr: 'error: --port/PORT: "0x1F90" is not a port number (0 to 65535)\n' });
     expect(await cli(["serve", "--port", "0", "--db", join(dir, "settings.sqlite")], { HTTP2_MAX_CONCURRENT_STREAMS: "4294967296" }))
       .toStrictEqual({ code: 2, stdout: "", stderr: 'error: HTTP2_MAX_CONCURRENT_STREAMS: "4294967296" is not a whole number from 1 to 2147483647\n' });
     const key = await cli(["keys", "status", "--db", join(dir, "settings.sqlite")], { ENTERPRISE_ADMIN_MASTER_KEY: "notbase64!!" });
