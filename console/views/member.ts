@@ -12,6 +12,9 @@ import type { UsageGroup } from "../types.js";
 import { report, type ViewContext } from "./context.js";
 import { figureColumns } from "./figures.js";
 
+/** The API's longest user_id (its proto rule): a longer value is no user_id. */
+const MAX_USER_ID_CHARACTERS = 128;
+
 interface Cell extends UsageGroup {
   label: string;
 }
@@ -87,8 +90,11 @@ export async function memberView(ctx: ViewContext, root: HTMLElement, args: stri
  */
 async function lookUp(ctx: ViewContext, root: HTMLElement, value: string): Promise<void> {
   ctx.status(`Looking up ${value}…`);
-  const answer = await report(ctx, { user_ids: [value], emails: [value], bucket: "none" });
-  const matches = (["user", "email"] as const).filter((by) => !(by === "user" ? answer.not_found_user_ids : answer.not_found_emails).includes(value));
+  // Past a user_id's length it can only be an e-mail: asked for as a user_id too, the whole lookup would be refused.
+  const maybeUserId = [...value].length <= MAX_USER_ID_CHARACTERS;
+  const answer = await report(ctx, { ...(maybeUserId ? { user_ids: [value] } : {}), emails: [value], bucket: "none" });
+  const matches = (["user", "email"] as const).filter((by) => by === "user"
+    ? maybeUserId && !answer.not_found_user_ids.includes(value) : !answer.not_found_emails.includes(value));
   if (matches.length === 1) {
     location.replace(memberHref(value, matches[0])); // its own address; the hashchange draws it
     return;

@@ -5,7 +5,8 @@
 // which permission is missing, returns to sign-in on a wrong token, signs out. Screenshots of each
 // view go to test-results/ (CI keeps them); the page's load time with the demo data is printed. A
 // second enterprise of 5,000 members shows the pages stay small at that size over 366 days; a third,
-// "edge", holds what broke the console once (a user_id with an "@", no departments, a count past 2^53).
+// "edge", holds what broke the console once (a user_id with an "@", an e-mail longer than a user_id may be, no departments,
+// a count past 2^53).
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { getOption } from "@bufbuild/protobuf";
 import { parse } from "csv-parse/sync";
@@ -59,6 +60,8 @@ async function seedScale(service: TestService): Promise<void> {
  * input tokens whose sum is past 2^53 and odd (a float could not hold it): 112 + 9,101 × 999,999,999,999.
  */
 const EDGE_INPUT_TOKENS = "9,100,999,999,991,011";
+/** An e-mail longer than a user_id may be (128 characters): 60 + 1 + 80. */
+const LONG_EMAIL = `${"l".repeat(60)}@${"d".repeat(71)}.example`;
 async function seedEdge(service: TestService): Promise<void> {
   await importDirectory(service.database, {
     enterprise: { enterprise_id: "edge", name: "Edge Ltd", currency: "USD", time_zone: "UTC" },
@@ -66,6 +69,7 @@ async function seedEdge(service: TestService): Promise<void> {
     members: [
       { user_id: "bob@edge.example", email: "alice@edge.example", account_type: 1, department_ids: [] },
       { user_id: "u2", email: "bob@edge.example", account_type: 1, department_ids: [] },
+      { user_id: "u3", email: LONG_EMAIL, account_type: 1, department_ids: [] },
     ],
   });
   const at = Math.floor(Date.now() / 1000) - 2 * 86_400;
@@ -517,6 +521,12 @@ describe.skipIf(!haveChromium)("the usage console in Chromium, on the demo enter
     expect(await page.evaluate("location.hash")).toBe("#/member/user/u2");
     await page.goto(`${service.baseUrl}/console#/member/user/carol`);
     await expect.poll(() => page.textContent("#member-missing")).toBe("No member with the user_id carol in this enterprise.");
+    // An e-mail longer than any user_id can be is looked up as an e-mail alone (as a user_id too, the API would refuse the lookup).
+    await page.fill("#member-input", LONG_EMAIL);
+    await page.click(".member-form button");
+    await expect.poll(() => page.evaluate("location.hash")).toBe(`#/member/email/${encodeURIComponent(LONG_EMAIL)}`);
+    await viewReady("member");
+    expect(await page.isHidden("#error")).toBe(true);
   });
 
   test("signing out and in again: the earlier session's late answers do not touch the new session's page", async () => {
