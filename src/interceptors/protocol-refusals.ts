@@ -6,14 +6,12 @@
 // for an unknown service, connect-es's own "unimplemented") stay without one. Also here: the Allow header
 // connect-es's 405 lacks.
 import { Code } from "@connectrpc/connect";
-import type { UniversalHandler, UniversalServerRequest } from "@connectrpc/connect/protocol";
+import { compressedFlag, type UniversalHandler, type UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { endStreamFlag, endStreamFromJson } from "@connectrpc/connect/protocol-connect";
+import { trailerFlag } from "@connectrpc/connect/protocol-grpc-web";
 import { ErrorCode } from "../domain/errors.js";
 import { errorEntry, type ErrorCodeEntry } from "../error-table.js";
 import { callLogKey, type CallLog } from "./call-log.js";
-
-const ENVELOPE_COMPRESSED = 0b1;
-const GRPC_WEB_TRAILER = 0b1000_0000;
 
 /** Wraps a handler so that an error answer without a vendor code in the call log gets one. */
 export function notingProtocolRefusals(handler: UniversalHandler): UniversalHandler {
@@ -51,9 +49,9 @@ async function* notedAtEnd(body: AsyncIterable<Uint8Array> | undefined, trailer:
 /** The RPC code of a final envelope (0: ok): a gRPC-Web trailer or a Connect end of stream; undefined for anything else. */
 function lastStatus(envelope: Uint8Array): number | undefined {
   const flags = envelope[0]!;
-  if (envelope.length < 5 || (flags & ENVELOPE_COMPRESSED) !== 0) return undefined;
+  if (envelope.length < 5 || (flags & compressedFlag) !== 0) return undefined;
   const data = Buffer.from(envelope.buffer, envelope.byteOffset + 5, envelope.byteLength - 5);
-  if ((flags & GRPC_WEB_TRAILER) !== 0) return Number(/^grpc-status:\s*(\d+)/im.exec(data.toString("latin1"))?.[1] ?? Code.Unknown);
+  if ((flags & trailerFlag) !== 0) return Number(/^grpc-status:\s*(\d+)/im.exec(data.toString("latin1"))?.[1] ?? Code.Unknown);
   if ((flags & endStreamFlag) === 0) return undefined;
   try {
     return endStreamFromJson(data).error?.code ?? 0;

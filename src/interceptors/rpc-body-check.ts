@@ -14,7 +14,7 @@
 import { isUtf8 } from "node:buffer";
 import { fromBinary, ScalarType, toJsonString, type DescField, type DescMessage } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
-import { encodeEnvelope, type UniversalHandler, type UniversalServerRequest } from "@connectrpc/connect/protocol";
+import { compressedFlag, encodeEnvelope, type UniversalHandler, type UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
 import { AppError, bodyTooLarge, invalidParameter } from "../domain/errors.js";
 import { parseJsonBody } from "../rest/exact-json.js";
@@ -33,7 +33,6 @@ const CONNECT_STREAM_JSON = /^application\/connect\+json$/i;
 const GRPC_PROTO = /^application\/grpc(-web)?(\+proto)?$/i;
 const GRPC_JSON = /^application\/grpc(-web)?\+json/i;
 const CONNECT_JSON = /^application\/json/i;
-const ENVELOPE_COMPRESSED = 0b1;
 
 /**
  * Wraps a unary or server-streaming method's handler (one request message) so that a malformed binary body is refused as 4001, and
@@ -150,7 +149,7 @@ function theOneEnvelope(bytes: Buffer, refuse: (error: AppError) => ConnectError
     at = end;
   }
   if (envelopes.length !== 1) throw refuse(invalidParameter(`body: ${envelopes.length} messages; this method takes one`));
-  if ((envelopes[0]!.flags & ~ENVELOPE_COMPRESSED) !== 0) throw refuse(invalidParameter("body: a message with flags a request cannot have"));
+  if ((envelopes[0]!.flags & ~compressedFlag) !== 0) throw refuse(invalidParameter("body: a message with flags a request cannot have"));
   return envelopes[0]!;
 }
 
