@@ -1,5 +1,6 @@
+import type { ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -15,6 +16,7 @@ import { migrations } from "../../src/storage/migrations/index.js";
 import { cli, cliChild, cliOnTerminal, cliProcess } from "../helpers/cli.js";
 import { createTestDatabase, dialects, type TestDatabase } from "../helpers/databases.js";
 import { acme } from "../helpers/fixtures.js";
+import { holdWriteLock } from "../helpers/write-lock.js";
 
 // The commands run in this process (test/helpers/cli.ts); the tests of what only a process shows (its
 // exit status, a terminal) run the real binary.
@@ -183,6 +185,24 @@ describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
     const stored = async () => (await database.db.selectFrom("usage_event").select(["event_id", "input_tokens"]).where("enterprise_id", "=", "acme")
       .orderBy("event_id").execute()).map((r) => `${r.event_id}:${r.input_tokens}`);
     const importUsage = (path: string) => cli(["import", "usage", path, "--enterprise", "acme", "--db", testDb.url]);
+    /**
+     * Changes the file of a running import while the import waits for the store's write lock between two chunks, given the events
+     * (event_ids starting `prefix`) committed then; returns their count. Once its first chunk has committed, its check is over; the lock,
+     * taken then, keeps it from reading on past a batch, however late this process gets to run.
+     */
+    const whileImportWaits = async (child: ChildProcess, prefix: string, change: (committed: number) => void) => {
+      const committed = async () => Number((await database.db.selectFrom("usage_event").select((eb) => eb.fn.countAll<number>().as("n"))
+        .where("event_id", "like", `${prefix}%`).executeTakeFirstOrThrow()).n);
+      for (let tries = 0; tries < 600 && (await committed()) === 0; tries++) await new Promise((resolve) => setTimeout(resolve, 50));
+      const release = await holdWriteLock(dialect, testDb.url);
+      try {
+        expect(child.exitCode, "the import was still writing").toBe(null);
+        change(await committed());
+      } finally {
+        await release();
+      }
+      return committed;
+    };
 
     it("imports a file (blank lines and CRLF allowed); a second import records nothing again", async () => {
       const path = file("usage.ndjson", [ev("u-1"), "", ev("u-2", { user_id: 7002, input_tokens: 5 }) + "\r", ev("u-1", { input_tokens: 999 }), ev("u-3")].join("\n"));
@@ -212,21 +232,24 @@ describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
 
     it("a file cut short while it is imported is refused saying so, exit 2; the chunks before stay", async () => {
       const count = 150_000;
-      const path = file("shrinking.ndjson", Array.from({ length: count }, (_, i) => ev(`s-${i}`)).join("\n") + "\n");
-      const child = cliChild(["import", "usage", path, "--enterprise", "acme", "--db", testDb.url], { IMPORT_CHUNK_EVENTS: "10000" });
+      const lines = Array.from({ length: count }, (_, i) => ev(`s-${i}`));
+      const path = file("shrinking.ndjson", lines.join("\n") + "\n");
+      // Chunks and batches of 1,000 events: the reader runs at most 64 batches and its 1 MB buffer (about 5,000 lines) ahead of the commits.
+      const child = cliChild(["import", "usage", path, "--enterprise", "acme", "--db", testDb.url], { IMPORT_CHUNK_EVENTS: "1000" });
       let stderr = "";
       child.stderr!.on("data", (chunk) => (stderr += chunk));
       const exited = new Promise<number | null>((resolve) => child.once("close", resolve));
-      const stored = async () => Number((await database.db.selectFrom("usage_event").select((eb) => eb.fn.countAll<number>().as("n"))
-        .where("event_id", "like", "s-%").executeTakeFirstOrThrow()).n);
-      for (let tries = 0; tries < 600 && (await stored()) === 0; tries++) await new Promise((resolve) => setTimeout(resolve, 50));
-      expect(child.exitCode, "the import was still writing when the file was cut").toBe(null);
-      truncateSync(path, Math.floor(statSync(path).size * 0.8) + 7); // mid-line, well past the chunks committed
+      let cutAtLine = 0;
+      const committed = await whileImportWaits(child, "s-", (before) => {
+        // Mid-line, past where the reader can be.
+        cutAtLine = before + 80_000;
+        expect(cutAtLine, "the import was still early in the file").toBeLessThan(count);
+        truncateSync(path, Buffer.byteLength(lines.slice(0, cutAtLine - 1).join("\n") + "\n") + 7);
+      });
       expect(await exited).toBe(2);
-      expect(stderr).toMatch(new RegExp(`^error: ${path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} changed while it was imported, after its check: line \\d+`));
-      const kept = await stored();
-      expect(kept % 10_000).toBe(0);
-      expect(kept).toBeGreaterThan(0);
+      expect(stderr).toMatch(new RegExp(`^error: ${path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} changed while it was imported, after its check: line ${cutAtLine}\\D`));
+      const kept = await committed();
+      expect(kept, "the chunks before the one with the cut line").toBe(Math.floor((cutAtLine - 1) / 1000) * 1000);
     }, 120_000);
 
     it("an empty file imports nothing, exit 0", async () => {
@@ -242,12 +265,8 @@ describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
       child.stdout!.on("data", (chunk) => (stdout += chunk));
       child.stderr!.on("data", (chunk) => (stderr += chunk));
       const exited = new Promise<number | null>((resolve) => child.once("close", resolve));
-      const growing = async () => Number((await database.db.selectFrom("usage_event").select((eb) => eb.fn.countAll<number>().as("n"))
-        .where("event_id", "like", "g-%").executeTakeFirstOrThrow()).n);
-      // Once the first chunk has committed, the check is over: a line for another member (7002, not in the file) goes on the end.
-      for (let tries = 0; tries < 600 && (await growing()) === 0; tries++) await new Promise((resolve) => setTimeout(resolve, 50));
-      expect(child.exitCode, "the import was still writing when the line was added").toBe(null);
-      appendFileSync(path, `${ev("g-late", { user_id: "7002" })}\n`);
+      // A line for another member (7002, not in the file) goes on the end.
+      const growing = await whileImportWaits(child, "g-", () => appendFileSync(path, `${ev("g-late", { user_id: "7002" })}\n`));
       expect([await exited, stderr]).toStrictEqual([0, ""]);
       expect(JSON.parse(stdout)).toEqual({ enterprise_id: "acme", lines: count, recorded: count, duplicates: 0 });
       expect(await growing()).toBe(count);
