@@ -56,6 +56,8 @@ export interface App {
   handler: (req: HttpRequest, res: HttpResponse) => void;
   /** Requests started and not yet answered. */
   inFlight(): number;
+  /** Marks the requests still unanswered as cut by the shutdown (see endedAs), before their connections are closed. */
+  cutInFlight(): void;
   /**
    * Starts draining: health turns NOT_SERVING, open Watch streams end, and every HTTP/1.1 answer not
    * yet begun carries `Connection: close`.
@@ -105,7 +107,7 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
   /** What a web app on another origin may call: every RPC, the REST routes and the API's description. */
   const isApiPath = (path: string) => rpcPaths.has(path) || isRestPath(path) || path === "/openapi.json";
   const accessLog = new AccessLog(logger);
-  const inFlight = new Set<HttpResponse>();
+  const inFlight = new Map<HttpResponse, CallLog>();
   let draining = false;
 
   const handler = (req: HttpRequest, res: HttpResponse) => {
@@ -119,7 +121,7 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
     const deadline = callDeadline(Math.min(requestTimeoutMs, callerTimeoutMs(req) ?? requestTimeoutMs));
     const signal = responseSignal(req, res, deadline);
     attachCallSignal(req, signal, deadline);
-    inFlight.add(res);
+    inFlight.set(res, log);
     if (draining) closeAfterAnswer(res);
     res.once("close", () => {
       inFlight.delete(res);
@@ -169,10 +171,13 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
   return {
     handler,
     inFlight: () => inFlight.size,
+    cutInFlight() {
+      for (const log of inFlight.values()) log.cutAtShutdown = true;
+    },
     beginShutdown() {
       draining = true;
       health.setAllNotServing();
-      for (const res of inFlight) closeAfterAnswer(res);
+      for (const res of inFlight.keys()) closeAfterAnswer(res);
       accessLog.flush();
     },
   };

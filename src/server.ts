@@ -103,9 +103,12 @@ export async function listen(app: App, port: number, host: string, limits: Serve
         for (const session of sessions) session.close(); // GOAWAY: open streams may finish
         const deadline = Date.now() + limits.shutdownGraceMs;
         while (app.inFlight() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+        app.cutInFlight();
         for (const session of sessions) session.destroy();
         for (const socket of sockets) socket.destroy();
         await closed;
+        // The cut calls' responses close (and log) a moment after their sockets: before the database closes and the process exits.
+        for (let waits = 0; app.inFlight() > 0 && waits < 50; waits++) await new Promise((r) => setTimeout(r, 20));
       })();
       return closing;
     },

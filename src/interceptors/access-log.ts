@@ -1,12 +1,13 @@
 // One structured line per request when it ends. Calls the caller cancelled (HTTP/2 streams reset,
 // connections closed before the answer) are logged as 499 / CANCELED, and at most
 // CANCELED_LINES_PER_SECOND of them a second: a reset flood must not fill the disk. The lines left out
-// are counted and reported as one "cancelled calls not logged" line per SUPPRESSED_REPORT_MS.
+// are counted and reported as one "cancelled calls not logged" line per SUPPRESSED_REPORT_MS. Calls the
+// server itself cut at the end of the shutdown grace are each logged, as 503 / UNAVAILABLE at level 40.
 import { ErrorCode } from "../domain/errors.js";
 import { shown } from "../domain/text-rules.js";
 import type { HttpRequest, HttpResponse } from "../rest/envelope.js";
 import type { CallLog } from "./call-log.js";
-import { wasAnswered } from "./call-signal.js";
+import { endedAs, wasAnswered } from "./call-signal.js";
 import type { Logger } from "./logging.js";
 
 export const CANCELED_LINES_PER_SECOND = 20;
@@ -31,7 +32,8 @@ export class AccessLog {
 
   write(req: HttpRequest, res: HttpResponse, log: CallLog, durationMs: number): void {
     const answered = wasAnswered(res);
-    if (!answered && !this.admitCanceled()) return;
+    if (!answered && !log.cutAtShutdown && !this.admitCanceled()) return;
+    const { status, code } = endedAs(res, log);
     const line = {
       request_id: log.requestId,
       trace_id: log.trace?.traceId,
@@ -39,15 +41,16 @@ export class AccessLog {
       method: shown(req.method),
       path: shown((req.url ?? "").split("?")[0]),
       // 499 (nginx's "client closed request"): the caller went away before the answer was written.
-      status: answered ? res.statusCode : 499,
+      status,
       duration_ms: Math.round(durationMs * 100) / 100,
       procedure: log.procedure,
       enterprise_id: log.enterpriseId,
-      code: answered ? log.code : ErrorCode.CANCELED,
+      code,
       // Rate limits count per address: a throttled call names its own, so it can be traced.
       client_address: log.code === ErrorCode.RATE_LIMITED ? log.clientAddress : undefined,
     };
     if (log.cause !== undefined) this.logger.error({ ...line, err: log.cause }, "request failed");
+    else if (!answered && log.cutAtShutdown) this.logger.warn(line, "request cut at the end of the shutdown grace");
     else if (log.storeFault !== undefined) this.logger.warn({ ...line, store_fault: log.storeFault }, "store unavailable");
     else this.plain.info(line, "request");
   }

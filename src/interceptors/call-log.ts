@@ -26,6 +26,8 @@ export interface CallLog {
   storeFault?: string;
   /** Its kind, for the metrics. */
   storeFaultKind?: "busy" | "full";
+  /** Still unanswered at the end of the shutdown grace, when the server closed its connection. */
+  cutAtShutdown?: boolean;
 }
 
 const key = Symbol("callLog");

@@ -5,7 +5,7 @@ import type { CallOutcome, ServiceMetrics } from "../metrics/service-metrics.js"
 import type { HttpRequest, HttpResponse } from "../rest/envelope.js";
 import { isStoreError } from "../storage/store-faults.js";
 import type { CallLog, Transport } from "./call-log.js";
-import { wasAnswered } from "./call-signal.js";
+import { endedAs } from "./call-signal.js";
 
 /** The RPC transport of a request the Connect adapter serves, by its content type. */
 export function rpcTransportOf(req: HttpRequest): Transport {
@@ -23,8 +23,7 @@ export function recordCall(metrics: ServiceMetrics, res: HttpResponse, log: Call
 
 function callOutcome(res: HttpResponse, log: CallLog, durationMs: number): CallOutcome | undefined {
   if (log.procedure === undefined || log.transport === undefined) return undefined;
-  // As the access log has it: a call its caller left before the answer is CANCELED.
-  const code = wasAnswered(res) ? log.code ?? ErrorCode.SUCCESS : ErrorCode.CANCELED;
+  const code = endedAs(res, log).code ?? ErrorCode.SUCCESS;
   const storeError = log.storeFaultKind ?? (log.cause !== undefined && isStoreError(log.cause) ? "error" : undefined);
   return { procedure: log.procedure, transport: log.transport, code, seconds: durationMs / 1000, storeError };
 }

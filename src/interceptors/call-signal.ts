@@ -54,6 +54,15 @@ export function wasAnswered(res: HttpResponse): boolean {
   return res instanceof Http2ServerResponse ? res.writableEnded && !res.stream.aborted && (res.stream.rstCode ?? 0) === http2.constants.NGHTTP2_NO_ERROR : res.writableFinished;
 }
 
+/**
+ * How a call ended, as the access log and the metrics tell it: its answer's status and code; unanswered, 503 and UNAVAILABLE when the
+ * shutdown cut it, else 499 and CANCELED (the caller went away first).
+ */
+export function endedAs(res: HttpResponse, log: CallLog): { status: number; code: number | undefined } {
+  if (wasAnswered(res)) return { status: res.statusCode, code: log.code };
+  return log.cutAtShutdown ? { status: 503, code: ErrorCode.UNAVAILABLE } : { status: 499, code: ErrorCode.CANCELED };
+}
+
 /** The AppError an aborted call ends with, whichever signal aborted it. */
 export function abortError(reason: unknown): AppError {
   if (reason instanceof AppError) return reason;

@@ -18,6 +18,7 @@ import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../.
 import { cli } from "../helpers/cli.js";
 import { createTestDatabase, dialects, type TestDatabase } from "../helpers/databases.js";
 import { rawHttp } from "../helpers/hostile-clients.js";
+import { holdWriteLock } from "../helpers/write-lock.js";
 
 const CLI = fileURLToPath(new URL("../../bin/enterprise-admin.mjs", import.meta.url));
 const IDS = ["111", "0", "nope", "111"];
@@ -492,7 +493,48 @@ describe("serve: the shutdown grace and a second signal", () => {
     expect(exit.code).toBe(0);
     expect(exit.at - signalled).toBeGreaterThanOrEqual(900);
     expect(exit.at - signalled).toBeLessThan(4_000);
+    // The server cut it, not its caller: logged before "stopped" as 503 with code 5030 (it was logged as 499, or not at all).
+    const lines = server.stdout().split("\n").filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
+    const cut = lines.findIndex((line) => line.request_id === "grace-stuck");
+    expect(lines[cut]).toMatchObject({ level: 40, status: 503, code: 5030, method: "POST", path: REST_PATH, msg: "request cut at the end of the shutdown grace" });
+    expect(cut).toBeLessThan(lines.findIndex((line) => line.msg === "stopped"));
   }, 30_000);
+
+  it("logs each call the grace cuts before it stops: a report working on the locked store and one waiting its turn (neither was logged)", async () => {
+    const server = await serve({ SHUTDOWN_GRACE_MS: "500", STORE_BUSY_TIMEOUT_MS: "30000", REPORT_MAX_RUNNING: "1" });
+    const base = `http://127.0.0.1:${server.port}`;
+    const post = (path: string, body: unknown, requestId: string) => fetch(base + path, {
+      method: "POST", body: JSON.stringify(body), headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "x-request-id": requestId },
+    }).then((reply) => reply.status, (error: Error & { cause?: NodeJS.ErrnoException }) => error.cause?.code ?? error.name);
+    const reportLoad = async () => {
+      const text = await (await fetch(`${base}/metrics`)).text();
+      return ["running", "waiting"].map((state) => new RegExp(`^enterprise_admin_usage_reports_${state} (\\d+)$`, "m").exec(text)?.[1]).join("/");
+    };
+    const now = Math.floor(Date.now() / 1000);
+    // An API batch leaves its sums pending; a report adds them to the rollups first, a write, which waits for the lock held here.
+    expect(await post("/openapi/v1/usage/events/batch-record", { events: [{ event_id: "cut-0", user_id: "7001", model_name: "m", model_type: "Chat",
+      model_source: "Builtin", timestamp: now - 60, input_tokens: 1, output_tokens: 1, basic_amount: "0.1", pay_go_amount: "0" }] }, "cut-record")).toBe(200);
+    const release = await holdWriteLock("sqlite", join(dir, "demo.sqlite"));
+    try {
+      const report = { start_time: now - 7 * 86_400, end_time: now + 3600, bucket: "day", group_by: ["model"] };
+      const calls = ["cut-working", "cut-waiting"].map((id) => post("/openapi/v1/statistics/usage-report", report, id));
+      for (let tries = 0; tries < 200 && (await reportLoad()) !== "1/1"; tries++) await new Promise((r) => setTimeout(r, 25));
+      expect(await reportLoad()).toBe("1/1");
+      server.child.kill("SIGTERM");
+      expect((await withTimeout(server.exited, 10_000, "the serve process to exit")).code).toBe(0);
+      expect(await Promise.all(calls)).toStrictEqual(["UND_ERR_SOCKET", "UND_ERR_SOCKET"]);
+    } finally {
+      await release();
+    }
+    const lines = server.stdout().split("\n").filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
+    const stopped = lines.findIndex((line) => line.msg === "stopped");
+    for (const id of ["cut-working", "cut-waiting"]) {
+      const at = lines.findIndex((line) => line.request_id === id);
+      expect(lines[at], id).toMatchObject({ level: 40, status: 503, code: 5030, procedure: "/enterprise_admin.v1.UsageService/GetUsageReport" });
+      expect(at).toBeLessThan(stopped);
+    }
+    expect(lines.filter((line) => (line.level as number) >= 50)).toStrictEqual([]);
+  }, 60_000);
 
   it("exits at once on a second signal, without waiting for the grace", async () => {
     const server = await serve({ SHUTDOWN_GRACE_MS: "20000" });
