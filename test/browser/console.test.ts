@@ -387,6 +387,54 @@ describe.skipIf(!haveChromium)("the usage console in Chromium, on the demo enter
     await page.click("#sign-out");
   });
 
+  test("an app's exchange still in flight when a token is pasted, or when the user signs out, signs nobody in (it took over the session)", async () => {
+    const app = await service.access.createApp(DEMO_ENTERPRISE_ID, ["statistics:read", "departments:read"], "console-late");
+    const pasted = await service.access.createToken(DEMO_ENTERPRISE_ID, [...PERMISSIONS], 3600);
+    const stored = () => page.evaluate("sessionStorage.getItem('enterprise-admin.access-token')");
+    /** Sends the app's sign-in, held until `during` has run, then lets it through and waits for the page to have its answer. */
+    const exchangeHeldDuring = async (during: () => Promise<void>) => {
+      let release = () => {};
+      const held = new Promise<void>((resolve) => (release = resolve));
+      await page.route("**/openapi/v1/auth/token", async (route) => (await held, route.continue()));
+      try {
+        const requested = page.waitForRequest("**/openapi/v1/auth/token");
+        await page.fill("#app-id", app.app_id);
+        await page.fill("#app-secret", app.app_secret);
+        await page.click("#app-form button[type=submit]");
+        await requested;
+        await during();
+        const answered = page.waitForResponse("**/openapi/v1/auth/token");
+        release();
+        expect((await answered).status()).toBe(200);
+        await page.evaluate("new Promise((resolve) => setTimeout(resolve, 300))"); // the page's handling of the answer
+      } finally {
+        release();
+        await page.unroute("**/openapi/v1/auth/token");
+      }
+    };
+
+    await openSignedOut();
+    await exchangeHeldDuring(async () => {
+      await page.fill("#token-input", pasted.accessToken);
+      await page.click("#token-form button[type=submit]");
+      await viewReady("trend");
+    });
+    expect(await stored()).toBe(pasted.accessToken);
+    expect(await page.isHidden("#sign-in")).toBe(true);
+
+    await openSignedOut();
+    await exchangeHeldDuring(async () => {
+      await page.fill("#token-input", pasted.accessToken);
+      await page.click("#token-form button[type=submit]");
+      await viewReady("trend");
+      await page.click("#sign-out");
+      await page.locator("#sign-in").waitFor();
+    });
+    expect(await stored()).toBe(null);
+    expect(await page.textContent("#sign-in-message")).toBe("Signed out.");
+    expect(await page.isHidden("#shell")).toBe(true);
+  });
+
   test("a wrong or revoked token says so and returns to sign-in", async () => {
     await openSignedOut();
     await page.fill("#token-input", "eat_not-a-real-token");
