@@ -34,6 +34,9 @@ import { createBusiness, routes } from "./routes.js";
 import { HealthState } from "./services/health-service.js";
 import type { Database } from "./storage/database.js";
 
+/** The request message compressions taken on Connect, gRPC and gRPC-Web (connect-es's own defaults, stated). */
+const ACCEPTED_COMPRESSIONS = [compressionGzip, compressionBrotli];
+
 export interface AppDeps {
   database: Database;
   logger: Logger;
@@ -80,14 +83,14 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
       routes(services, chain.interceptors, health)(router);
       // connect-es decodes RPC bodies and encodes grpc-message itself; these wrappers correct both.
       router.handlers.forEach((handler, i) => {
-        const checked = refuseForeignJson(refuseMalformedProtobuf(handler, MAX_BODY_BYTES));
+        const checked = refuseForeignJson(refuseMalformedProtobuf(handler, MAX_BODY_BYTES, ACCEPTED_COMPRESSIONS));
         router.handlers[i] = notingProtocolRefusals(encodeGrpcMessageBySpec(authorizingFirst(chain, checked, handler)));
         rpcPaths.add(handler.requestPath);
       });
     },
     readMaxBytes: MAX_BODY_BYTES,
-    // connect-es's own defaults, stated: the answer's messages are compressed past the same size as REST bodies.
-    acceptCompression: [compressionGzip, compressionBrotli],
+    // The answer's messages are compressed past the same size as REST bodies.
+    acceptCompression: ACCEPTED_COMPRESSIONS,
     compressMinBytes: COMPRESS_MIN_BYTES,
     // Unknown JSON fields are refused on Connect JSON as on REST: a misspelt field must not pass silently.
     jsonOptions: { useProtoFieldName: true, ignoreUnknownFields: false },

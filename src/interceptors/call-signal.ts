@@ -17,7 +17,8 @@ import { toConnectError } from "./connect-errors.js";
 /**
  * A signal that aborts with DEADLINE_EXCEEDED after `timeoutMs`, or with CANCELED when the response
  * closes unanswered. Its timer ends with the response, so a flood of short calls holds no timers. A
- * request body still arriving at the deadline must not outlive the answer: see endRequestAfterAnswer.
+ * request body still arriving at the deadline, or when the answer has gone out, must not outlive the
+ * answer: see endRequestAfterAnswer.
  */
 export function responseSignal(req: HttpRequest, res: HttpResponse, deadline: CallDeadline): AbortSignal {
   const controller = new AbortController();
@@ -28,6 +29,11 @@ export function responseSignal(req: HttpRequest, res: HttpResponse, deadline: Ca
   res.once("close", () => {
     clearTimeout(timer);
     if (!controller.signal.aborted && !wasAnswered(res)) controller.abort(new AppError(ErrorCode.CANCELED, "the caller cancelled the call"));
+  });
+  // Answered before its body was all sent (refused as too large, say): the rest is not waited for, nor the deadline. (An HTTP/2
+  // response emits "finish" only once its stream has closed; the stream's own "finish" is its answer's end.)
+  (res instanceof Http2ServerResponse ? res.stream : res).once("finish", () => {
+    if (!req.complete) endRequestAfterAnswer(res);
   });
   return controller.signal;
 }
@@ -120,7 +126,7 @@ export function endIncompleteBodyAtDeadline(req: HttpRequest, signal: AbortSigna
 }
 
 /**
- * A call that ended at its deadline while its client was still sending must not keep the connection
+ * A call that ended (at its deadline, or answered) while its client was still sending must not keep the connection
  * waiting for the rest of the body. HTTP/2 leaves the stream half open (Node closes it only when no
  * trailers were sent and the body was never read): the answer gets a moment to go out, then
  * RST_STREAM NO_ERROR (RFC 9113 section 8.1) frees the stream. HTTP/1.1 answers with
@@ -129,7 +135,11 @@ export function endIncompleteBodyAtDeadline(req: HttpRequest, signal: AbortSigna
 function endRequestAfterAnswer(res: HttpResponse): void {
   if (!(res instanceof Http2ServerResponse)) return closeAfterAnswer(res);
   const stream = res.stream;
-  const timer = setTimeout(() => stream.close(http2.constants.NGHTTP2_NO_ERROR), ANSWER_GRACE_MS);
+  const timer = setTimeout(() => {
+    stream.close(http2.constants.NGHTTP2_NO_ERROR);
+    // Closed without an error, the stream would wait for its request body to be read to its end: what came unread is dropped.
+    stream.destroy();
+  }, ANSWER_GRACE_MS);
   stream.once("close", () => clearTimeout(timer));
 }
 

@@ -1,8 +1,8 @@
 // Request bodies checked before connect-es decodes them, refused as 4001 invalid_argument in the
 // caller's protocol, with the service's ErrorDetail:
 // - a binary body that is not a valid protobuf message (connect-es would answer "internal", as if the
-//   server were at fault), naming the field when a string is not UTF-8; compressed ones are left to
-//   connect-es;
+//   server were at fault), naming the field when a string is not UTF-8; a compressed one is decompressed
+//   here (by connect-es's own compressions) and handed on uncompressed;
 // - a JSON body connect-es would decode itself: its errors quote the offending value (a mistyped
 //   secret) and carry no ErrorDetail, and it rounds integers past 2^53. Uncompressed Connect JSON is
 //   read by the service's own reader, as REST's: a unary call's by rest/connect-json-unary.ts, a
@@ -10,11 +10,12 @@
 //   JSON and gRPC or gRPC-Web with the JSON codec are refused;
 // - an enveloped body (gRPC, gRPC-Web, Connect streams) that is not one whole message: none, several,
 //   or one cut short (connect-es would answer some of these "unimplemented");
-// - an uncompressed binary body past the size limit: 4130 resource_exhausted, as on REST.
+// - a binary body past the size limit, as sent or decompressed: 4130 resource_exhausted, as on REST
+//   (connect-es's own limit answers without the service's error detail).
 import { isUtf8 } from "node:buffer";
 import { fromBinary, ScalarType, toJsonString, type DescField, type DescMessage } from "@bufbuild/protobuf";
-import type { ConnectError } from "@connectrpc/connect";
-import { compressedFlag, encodeEnvelope, type UniversalHandler, type UniversalServerRequest } from "@connectrpc/connect/protocol";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { compressedFlag, encodeEnvelope, type Compression, type UniversalHandler, type UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
 import { AppError, bodyTooLarge, invalidParameter } from "../domain/errors.js";
 import { parseJsonBody } from "../rest/exact-json.js";
@@ -25,6 +26,12 @@ import { toConnectError } from "./connect-errors.js";
 /** How a protocol carries the request message: the whole body, or gRPC length-prefixed envelopes. */
 type Framing = "whole" | "enveloped";
 type Codec = "proto" | "json";
+/** A request's framing and codec, and the header naming its messages' compression. */
+interface BodyForm {
+  framing: Framing;
+  codec: Codec;
+  encodingHeader: string;
+}
 
 const CONNECT_PROTO = /^application\/proto$/i;
 /** Connect's streaming protocol: its request message is enveloped as gRPC's is. */
@@ -36,22 +43,27 @@ const CONNECT_JSON = /^application\/json/i;
 
 /**
  * Wraps a unary or server-streaming method's handler (one request message) so that a malformed binary body is refused as 4001, and
- * one past `maxBytes` as 4130.
+ * one past `maxBytes` (as sent, or decompressed by one of `compressions`) as 4130.
  */
-export function refuseMalformedProtobuf(handler: UniversalHandler, maxBytes: number): UniversalHandler {
+export function refuseMalformedProtobuf(handler: UniversalHandler, maxBytes: number, compressions: readonly Compression[]): UniversalHandler {
   if (handler.method.methodKind !== "unary" && handler.method.methodKind !== "server_streaming") return handler;
   const schema = handler.method.input;
   const checking = (req: UniversalServerRequest) => {
-    const { framing, codec } = framingOf(req.header) ?? {};
-    if (framing === undefined || codec === undefined || !isByteStream(req.body)) return handler(req);
+    const form = bodyFormOf(req.header);
+    if (form === undefined || !isByteStream(req.body)) return handler(req);
+    const encoding = req.header.get(form.encodingHeader) ?? "identity";
+    const compression = compressions.find((c) => c.name === encoding);
+    // A compression connect-es does not take is its to refuse.
+    if (encoding !== "identity" && compression === undefined) return handler(req);
     const refuse = (error: AppError) => refusal(handler, req, error);
-    if (Number(req.header.get("content-length")) > bodyLimit(framing, maxBytes)) {
-      // Refused unread, and without the length, which connect-es would refuse by itself without the service's error detail.
-      const header = new Headers(req.header);
-      header.delete("content-length");
+    // Handed on uncompressed (an envelope says so itself), and without a length, which connect-es would check by itself.
+    const header = new Headers(req.header);
+    header.delete("content-length");
+    if (form.framing === "whole") header.delete(form.encodingHeader);
+    if (Number(req.header.get("content-length")) > bodyLimit(form.framing, maxBytes)) {
       return handler({ ...req, header, body: refusedBody(refuse(bodyTooLarge(maxBytes))) });
     }
-    return handler({ ...req, body: checkedBody(req.body, framing, codec, schema, maxBytes, refuse) });
+    return handler({ ...req, header, body: checkedBody(req.body, form, compression, schema, maxBytes, refuse) });
   };
   return Object.assign(checking, handler);
 }
@@ -90,14 +102,12 @@ export async function* refusedBody(error: ConnectError): AsyncIterable<Uint8Arra
 /** The most bytes of a body whose message is at most `maxBytes`: gRPC's envelope adds a 5-byte header. */
 const bodyLimit = (framing: Framing, maxBytes: number) => maxBytes + (framing === "enveloped" ? 5 : 0);
 
-function framingOf(header: Headers): { framing: Framing; codec: Codec } | undefined {
+function bodyFormOf(header: Headers): BodyForm | undefined {
   const type = header.get("content-type") ?? "";
-  if (CONNECT_PROTO.test(type)) {
-    const encoding = header.get("content-encoding");
-    return encoding === null || encoding === "identity" ? { framing: "whole", codec: "proto" } : undefined;
-  }
-  if (CONNECT_STREAM_JSON.test(type)) return { framing: "enveloped", codec: "json" };
-  return GRPC_PROTO.test(type) || CONNECT_STREAM_PROTO.test(type) ? { framing: "enveloped", codec: "proto" } : undefined;
+  if (CONNECT_PROTO.test(type)) return { framing: "whole", codec: "proto", encodingHeader: "content-encoding" };
+  if (CONNECT_STREAM_JSON.test(type)) return { framing: "enveloped", codec: "json", encodingHeader: "connect-content-encoding" };
+  if (CONNECT_STREAM_PROTO.test(type)) return { framing: "enveloped", codec: "proto", encodingHeader: "connect-content-encoding" };
+  return GRPC_PROTO.test(type) ? { framing: "enveloped", codec: "proto", encodingHeader: "grpc-encoding" } : undefined;
 }
 
 const isByteStream = (body: unknown): body is AsyncIterable<Uint8Array> =>
@@ -107,8 +117,8 @@ const isByteStream = (body: unknown): body is AsyncIterable<Uint8Array> =>
  * The body as it came, after its messages were checked. Past `maxBytes` (plus an envelope header) it is refused unread further, as
  * REST refuses one (4130, where connect-es's own limit answers without the service's error detail).
  */
-async function* checkedBody(body: AsyncIterable<Uint8Array>, framing: Framing, codec: Codec, schema: DescMessage, maxBytes: number,
-  refuse: (error: AppError) => ConnectError): AsyncIterable<Uint8Array> {
+async function* checkedBody(body: AsyncIterable<Uint8Array>, { framing, codec }: BodyForm, compression: Compression | undefined,
+  schema: DescMessage, maxBytes: number, refuse: (error: AppError) => ConnectError): AsyncIterable<Uint8Array> {
   const chunks: Uint8Array[] = [];
   let size = 0;
   const it = body[Symbol.asyncIterator]();
@@ -118,17 +128,29 @@ async function* checkedBody(body: AsyncIterable<Uint8Array>, framing: Framing, c
     if (size > bodyLimit(framing, maxBytes)) throw refuse(bodyTooLarge(maxBytes));
   }
   const bytes = Buffer.concat(chunks);
-  const message = framing === "whole" ? { flags: 0, data: bytes } : theOneEnvelope(bytes, refuse);
+  const message = framing === "whole" ? { flags: compression ? compressedFlag : 0, data: bytes } : theOneEnvelope(bytes, refuse);
   if (codec === "json") {
     // A Connect JSON stream's message goes on as the service's reader read it (compressed ones are refused by refuseForeignJson).
     if (message.flags !== 0) throw refuse(invalidParameter("body: a compressed message: JSON is taken uncompressed"));
     yield encodeEnvelope(0, Buffer.from(toJsonString(schema, jsonMessage(schema, message.data, refuse))));
     return;
   }
-  // A compressed message is connect-es's to decompress and decode.
-  const problem = message.flags === 0 ? messageProblem(schema, message.data) : undefined;
+  const data = message.flags === 0 ? message.data : await decompressed(message.data, compression, maxBytes, refuse);
+  const problem = messageProblem(schema, data);
   if (problem !== undefined) throw refuse(invalidParameter(problem));
-  yield bytes;
+  yield framing === "whole" ? data : encodeEnvelope(0, data);
+}
+
+/** A compressed message's bytes, at most `maxBytes` of them (else 4130). */
+async function decompressed(data: Uint8Array, compression: Compression | undefined, maxBytes: number,
+  refuse: (error: AppError) => ConnectError): Promise<Uint8Array> {
+  if (compression === undefined) throw refuse(invalidParameter("body: a compressed message, but the request names no compression"));
+  try {
+    return await compression.decompress(data, maxBytes);
+  } catch (error) {
+    if (error instanceof ConnectError && error.code === Code.ResourceExhausted) throw refuse(bodyTooLarge(maxBytes));
+    throw refuse(invalidParameter(`body: not valid ${compression.name} data`));
+  }
 }
 
 function jsonMessage(schema: DescMessage, bytes: Buffer, refuse: (error: AppError) => ConnectError) {

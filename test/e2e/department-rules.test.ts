@@ -2,7 +2,7 @@
 // service over plain fetch (REST) and, for a representative subset, the Connect client.
 import { gzipSync } from "node:zlib";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import { compressionGzip, createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DepartmentService, type Department } from "../../gen/enterprise_admin/v1/department_pb.js";
 import { ErrorDetailSchema } from "../../gen/enterprise_admin/v1/errors_pb.js";
@@ -309,6 +309,50 @@ describe.each(dialects)("department rules (%s)", (dialect) => {
       const answer = (await declared.json()) as { code: string; message: string; details?: unknown[] };
       expect([answer.code, answer.message, answer.details?.length]).toStrictEqual(["resource_exhausted", "body: larger than the limit of 1048576 bytes", 1]);
       await expectStillServing();
+    });
+
+    it("a compressed message is read as sent: over 1 MiB once decompressed, 4130 with its ErrorDetail; not valid gzip or protobuf, 4001", async () => {
+      const compressing = { sendCompression: compressionGzip, compressMinBytes: 0 };
+      const transports = [
+        createConnectTransport({ baseUrl: svc.baseUrl, httpVersion: "1.1", useBinaryFormat: true, ...compressing }),
+        createGrpcTransport({ baseUrl: svc.baseUrl, ...compressing }),
+        createGrpcWebTransport({ baseUrl: svc.baseUrl, httpVersion: "1.1", useBinaryFormat: true, ...compressing }),
+      ];
+      const headers = { authorization: `Bearer ${acmeToken}` };
+      for (const transport of transports) {
+        const client = createClient(DepartmentService, transport);
+        const failure = await client.batchGetDepartments({ departmentIds: ["x".repeat(1024 * 1024)] }, { headers })
+          .then(() => undefined, (e: unknown) => ConnectError.from(e));
+        // It was connect-es's own "message is larger than configured readMaxBytes 1048576 after decompression", without the detail.
+        expect([failure?.code, failure?.rawMessage, failure?.findDetails(ErrorDetailSchema).map((d) => d.code)])
+          .toStrictEqual([Code.ResourceExhausted, "body: larger than the limit of 1048576 bytes", [4130]]);
+        expect((await client.batchGetDepartments({ departmentIds: ["110"] }, { headers })).items.map((d) => d.name)).toStrictEqual([ENGINEERING.name]);
+      }
+      const post = (body: Uint8Array) => fetch(`${svc.baseUrl}/enterprise_admin.v1.DepartmentService/BatchGetDepartments`, {
+        method: "POST", headers: { ...headers, "content-type": "application/proto", "content-encoding": "gzip" }, body,
+      }).then(async (reply) => [reply.status, ((await reply.json()) as { message: string }).message]);
+      expect(await post(Buffer.from("not gzip at all"))).toStrictEqual([400, "body: not valid gzip data"]);
+      expect(await post(gzipSync(Buffer.from([0x0a, 0x05, 0x31])))).toStrictEqual([400, expect.stringMatching(/^body: not a valid enterprise_admin\.v1\.BatchGetDepartmentsRequest message/)]);
+      await expectStillServing();
+    });
+
+    it("a gRPC message over 1 MiB is over once answered: its stream ends and it is logged as 4130, not held to the request timeout (5040)", async () => {
+      const tally = async () => {
+        const text = await (await fetch(`${svc.baseUrl}/metrics`)).text();
+        const line = (code: number) => text.split("\n").find((l) => l.startsWith(
+          `enterprise_admin_calls_total{procedure="/enterprise_admin.v1.DepartmentService/BatchGetDepartments",transport="grpc",code="${code}"}`));
+        return [4130, 5040].map((code) => Number(line(code)?.split(" ")[1] ?? 0));
+      };
+      const [before] = await tally();
+      const started = performance.now();
+      const failure = await createClient(DepartmentService, createGrpcTransport({ baseUrl: svc.baseUrl }))
+        .batchGetDepartments({ departmentIds: ["x".repeat(3 * 1024 * 1024)] }, { headers: { authorization: `Bearer ${acmeToken}` } })
+        .then(() => undefined, (e: unknown) => ConnectError.from(e));
+      expect(failure?.findDetails(ErrorDetailSchema).map((d) => d.code)).toStrictEqual([4130]);
+      let seen = await tally();
+      while (seen[0] === before && performance.now() - started < 10_000) seen = (await new Promise((r) => setTimeout(r, 50)), await tally());
+      expect(seen).toStrictEqual([before! + 1, 0]);
+      expect(performance.now() - started).toBeLessThan(5_000);
     });
 
     it("accepts a body of exactly 1 MiB (whitespace padding)", async () => {
