@@ -25,7 +25,7 @@ export function* eachBucket(start: number, end: number, zone: string, unit: "day
   if (unit === "day" && !/^\d{4}-\d\d-\d\d$/.test(offsets.dateOf(end - 1))) {
     throw invalidParameter(`end_time: ${end} falls on a local date past 9999-12-31 in ${zone}`);
   }
-  let at = DateTime.fromSeconds(start, { zone }).startOf(unit).toSeconds();
+  let at = unit === "hour" ? offsets.hourStart(start) : DateTime.fromSeconds(start, { zone }).startOf(unit).toSeconds();
   while (at < end) {
     const next = offsets.nextStart(at, unit);
     yield { start: Math.max(start, at), end: Math.min(end, next), date: unit === "day" ? offsets.dateOf(at) : "" };
@@ -102,6 +102,16 @@ export class ZoneOffsets {
       return change !== undefined && change < onTheHour ? change : onTheHour;
     }
     return nextStart(DateTime.fromSeconds(start, { zone: this.zone }), unit).toSeconds();
+  }
+
+  /**
+   * The start of the hour bucket holding `ts` (inside the offsets' span): its local hour under its offset, or the offset change after
+   * that, as nextStart ends hours. Luxon's startOf("hour") of a time just after a jump is an hour in the jump: skipped (Chatham's
+   * 03:00 on the day it goes from 02:45 to 03:45), and so moved past `ts`, or repeated, and so taken an hour early.
+   */
+  hourStart(ts: number): number {
+    const segment = this.segmentOf(ts);
+    return Math.max(ts - mod(ts + this.offsets[segment]!, HOUR_SECONDS), this.starts[segment]!);
   }
 
   dayAround(ts: number): { start: number; end: number } {

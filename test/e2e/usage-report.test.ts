@@ -296,6 +296,30 @@ describe.each(dialects)("usage report (%s)", (dialect) => {
       }
     });
 
+    it("hour buckets of a window that starts in a jump's skipped or repeated stretch begin at the window's start and follow each other (events were lost, empty buckets ran backwards)", async () => {
+      const t = await tenant({ departments: [], members: plainMembers(["1"]) });
+      // Chatham's fall-back and spring-forward (2024-04-06 and 09-28, 14:00 UTC, an hour each way at :45) and Lord_Howe's fall-back
+      // (2024-04-06 15:00 UTC, half an hour); an event every 5 minutes from an hour before each to 5 hours after.
+      const jumps = [[at("2024-04-06T14:00:00Z"), "Pacific/Chatham"], [at("2024-09-28T14:00:00Z"), "Pacific/Chatham"], [at("2024-04-06T15:00:00Z"), "Australia/Lord_Howe"]] as const;
+      const events = jumps.flatMap(([jump]) => Array.from({ length: 72 }, (_, i) => ev("1", jump - HOUR + i * 300 + 1, 1n)));
+      await write(t.token, events);
+      for (const [jump, zone] of jumps) {
+        for (let start = jump - 30 * 60; start <= jump + HOUR; start += 5 * 60) {
+          const end = start + 3 * HOUR;
+          const data = await report(t.token, { start_time: start, end_time: end, time_zone: zone, bucket: "hour" });
+          const edges = data.buckets.map((b: any) => [b.start_time, b.end_time]);
+          expect(edges[0][0], `${zone} from ${start}`).toBe(start);
+          expect(edges.at(-1)[1], `${zone} from ${start}`).toBe(end);
+          edges.forEach(([from, to]: number[], i: number) => {
+            expect(from, `${zone} from ${start}: bucket ${i}`).toBeLessThan(to!);
+            if (i > 0) expect(from, `${zone} from ${start}: bucket ${i}`).toBe(edges[i - 1][1]);
+          });
+          const counted = data.buckets.reduce((n: number, b: any) => n + Number(b.groups[0]?.events ?? 0), 0);
+          expect(counted, `${zone} from ${start}`).toBe(events.filter((e) => e.ts >= start && e.ts < end).length);
+        }
+      }
+    });
+
     it('bucket "none" is one bucket over the whole window; the default zone is the enterprise\'s', async () => {
       const t = await tenant({ time_zone: "Asia/Kathmandu", currency: "USD", departments: [], members: plainMembers(["1"]) });
       const events = [ev("1", 1_000_000, 3n, 5n), ev("1", 1_000_000 + 40 * DAY, 7n, 11n)];
