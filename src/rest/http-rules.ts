@@ -20,6 +20,7 @@ export interface RestRoute {
 }
 
 export type RouteMatch =
+  /** `pathValues`: each path variable's segment as sent, percent-encoded (see decodeComponent). */
   | { kind: "route"; route: RestRoute; pathValues: [DescField, string][] }
   | { kind: "wrong-method"; allow: string[] }
   | { kind: "none" };
@@ -86,16 +87,19 @@ function matchSegments(segments: Segment[], parts: string[]): [DescField, string
       if (segment.literal !== part) return undefined;
     } else {
       if (part === "") return undefined;
-      let decoded: string;
-      try {
-        decoded = decodeURIComponent(part);
-      } catch {
-        return undefined;
-      }
-      values.push([segment.field, decoded]);
+      values.push([segment.field, part]);
     }
   }
   return values;
+}
+
+/** A percent-encoded URL component as text; undefined when an escape is cut short or its bytes are not UTF-8 (`%ff`). */
+export function decodeComponent(part: string): string | undefined {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return undefined;
+  }
 }
 
 const specificity = (route: RestRoute) =>

@@ -16,7 +16,7 @@ import type { ServedService } from "../routes.js";
 import { streamEncoder } from "../http/compression.js";
 import { writeError, writeInternalError, writeSuccess, type HttpRequest, type HttpResponse } from "./envelope.js";
 import { parseJsonBody } from "./exact-json.js";
-import { RestRouter, type RestRoute } from "./http-rules.js";
+import { decodeComponent, RestRouter, type RestRoute } from "./http-rules.js";
 import { CONTENT_TYPES, RECORD_FORMATS, recordEncoder, recordsField, type RecordFormat } from "./record-formats.js";
 import { acceptsInteger, findField, messageFromRestJson, messageToRestJson, readScalar } from "./rest-json.js";
 
@@ -87,10 +87,12 @@ export class RestFacade {
       if (route.body === "") req.resume();
       request = messageFromRestJson(route.method.input, body);
       if (route.httpMethod === "PATCH") inferUpdateMask(route.method, request as Record<string, unknown>, body);
-      for (const [field, text] of pathValues) {
+      for (const [field, sent] of pathValues) {
         if (Object.keys(body as object).some((key) => findField(route.method.input, key) === field)) {
           throw invalidParameter(`${field.name}: given in the path and in the body; send it in the path only`);
         }
+        const text = decodeComponent(sent);
+        if (text === undefined) throw invalidParameter(`${field.name}: not percent-encoded UTF-8 in the path`);
         (request as Record<string, unknown>)[field.localName] = readScalar(field.scalar!, text, field.name, true);
       }
       if (query !== "") {
@@ -217,6 +219,14 @@ function inferUpdateMask(method: ServedMethod, request: Record<string, unknown>,
  */
 function applyQuery(method: ServedMethod, request: Record<string, unknown>, query: string, hasBody: boolean, fromPath: readonly string[]): void {
   const given = new Set<string>(fromPath);
+  // URLSearchParams reads a bad escape (%ff) as U+FFFD: refused instead, as invalid UTF-8 in a body is.
+  for (const pair of query.split("&")) {
+    const equals = pair.indexOf("=");
+    const [key, value] = equals < 0 ? [pair, ""] : [pair.slice(0, equals), pair.slice(equals + 1)];
+    const name = decodeComponent(key.replaceAll("+", " "));
+    if (name === undefined) throw invalidParameter("a query parameter's name: not percent-encoded UTF-8");
+    if (decodeComponent(value.replaceAll("+", " ")) === undefined) throw invalidParameter(`${name}: not percent-encoded UTF-8 in the query`);
+  }
   for (const [key, value] of new URLSearchParams(query)) {
     const field = findField(method.input, key);
     if (!field || hasBody) throw invalidParameter(`${key}: unknown query parameter`);

@@ -239,6 +239,23 @@ describe.each(dialects)("hostile input is refused, never a 500 (%s)", (dialect) 
       expect(json(res).message).toBe(message);
     });
 
+    it.each([
+      ["a path value", "/api/v1/environment_configs/%ff", "id: not percent-encoded UTF-8 in the path"],
+      ["a path value cut short", "/openapi/v1/departments/ab%e2%82/children", "department_id: not percent-encoded UTF-8 in the path"],
+      ["a query value", "/openapi/v1/departments/search?query=%ff", "query: not percent-encoded UTF-8 in the query"],
+      ["a query value (an escape cut short)", "/api/v1/environment_configs?page_size=1&page_token=%e2%82", "page_token: not percent-encoded UTF-8 in the query"],
+      ["a query parameter's name", "/openapi/v1/statistics/core-metrics?%ff=1", "a query parameter's name: not percent-encoded UTF-8"],
+    ])("a bad escape in %s is 400 naming it (it was 404 no route, or read as U+FFFD)", async (_where, path, message) => {
+      const res = await fetch(`${svc.baseUrl}${path}`, { headers: { authorization: bearer } });
+      expect([res.status, ((await res.json()) as { code: number; message: string })]).toMatchObject([400, { code: 4001, message }]);
+    });
+
+    it("a good escape in a path value or the query is decoded", async () => {
+      const res = await fetch(`${svc.baseUrl}/openapi/v1/departments/%31%310/children?page_size=%31`, { headers: { authorization: bearer } });
+      const answer = (await res.json()) as { code: number; data: { items: { parent_department_id: string }[] } };
+      expect([res.status, answer.code, answer.data.items.map((d) => d.parent_department_id)]).toStrictEqual([200, 0, ["110"]]);
+    });
+
     it("a string starting with U+0000 is not read as a number", async () => {
       const res = await post("/openapi/v1/statistics/user-model-usage", '{"user_ids":["7001"],"start_time":"\\u00001730073600","end_time":1730160000}');
       expect(res.status).toBe(400);

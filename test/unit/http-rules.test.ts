@@ -14,7 +14,9 @@ describe("REST routes from google.api.http rules", () => {
       "POST /openapi/v1/departments/batch-get",
     ]);
     const match = router.match("GET", "/openapi/v1/departments/a%2Fb/children");
-    expect(match.kind === "route" && match.pathValues.map(([f, v]) => [f.name, v])).toEqual([["department_id", "a/b"]]);
+    // As sent: the facade decodes it (a%2Fb is a/b), refusing a bad escape with 4001 naming the field.
+    expect(match.kind === "route" && match.pathValues.map(([f, v]) => [f.name, v])).toEqual([["department_id", "a%2Fb"]]);
+    expect(router.match("GET", "/openapi/v1/departments/%ff/children").kind).toBe("route");
     expect(router.match("DELETE", "/openapi/v1/departments/batch-get")).toEqual({ kind: "wrong-method", allow: ["POST"] });
     expect(router.match("GET", "/openapi/v1/nothing")).toEqual({ kind: "none" });
   });
