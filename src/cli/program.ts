@@ -204,7 +204,7 @@ export function buildProgram(io: CliIo = processIo()): Command {
   appCommand.command("create").description("create an app and print its app_id and app_secret")
     .requiredOption("--enterprise <id>", "enterprise id")
     .requiredOption("--scopes <list>", `comma-separated permissions: ${PERMISSIONS.join(", ")}`)
-    .option("--name <name>", "a label for the app: 1 to 128 characters, no control characters or white space at either end", "app")
+    .option("--name <name>", "a label for the app: 1 to 128 characters, no control, invisible or text-direction characters, no white space at either end", "app")
     .addOption(dbOption())
     .action(async (opts, command: Command) => {
       const permissions = parsePermissions(opts.scopes);

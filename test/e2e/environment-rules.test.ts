@@ -372,6 +372,10 @@ describe.each(dialects)("environment config rules (%s)", (dialect) => {
       await expectCreateInvalid(terminal({ name: "t " }), "runtime_config.terminals[0].name: must not begin or end with white space");
       await expectCreateInvalid(terminal({ command: "" }), "runtime_config.terminals[0].command: required (the command the terminal runs)");
       await expectCreateInvalid(terminal({ command: "  " }), "runtime_config.terminals[0].command: required (the command the terminal runs)");
+      // Invisible or reordering characters would make two names look alike, or one look like another (they were taken).
+      const hidden = "name: must not contain invisible or text-direction characters (U+200B, U+2060, U+FEFF, U+202A to U+202E, U+2066 to U+2069)";
+      for (const name of ["prod\u200b", "pr\u2060od", "\ufeffprod", "prod-\u202eved", "\u2066prod\u2069"]) await expectCreateInvalid({ name }, hidden);
+      await expectCreateInvalid(terminal({ name: "t\u200b" }), `runtime_config.terminals[0].${hidden}`);
       // Inside a name, spaces and joined emoji stay.
       expect((await expectCreated({ name: "two words 👨‍👩‍👧" })).name).toBe("two words 👨‍👩‍👧");
     });
