@@ -30,11 +30,21 @@ export function responseSignal(req: HttpRequest, res: HttpResponse, deadline: Ca
     clearTimeout(timer);
     if (!controller.signal.aborted && !wasAnswered(res)) controller.abort(new AppError(ErrorCode.CANCELED, "the caller cancelled the call"));
   });
-  // Answered before its body was all sent (refused as too large, say): the rest is not waited for, nor the deadline. (An HTTP/2
-  // response emits "finish" only once its stream has closed; the stream's own "finish" is its answer's end.)
-  (res instanceof Http2ServerResponse ? res.stream : res).once("finish", () => {
-    if (!req.complete) endRequestAfterAnswer(res);
-  });
+  // Answered before its body was all sent (refused as too large, say): the rest is not waited for, nor the deadline. HTTP/2: the stream
+  // is reset after the answer (whose end is its stream's "finish": the response's comes only once the stream has closed). HTTP/1.1: the
+  // connection closes after the answer (RFC 9112 section 9.6): a client that stops sending the body once answered would have its next
+  // request on the connection read as the rest of this one, and never answered.
+  if (res instanceof Http2ServerResponse) {
+    res.stream.once("finish", () => {
+      if (!req.complete) endRequestAfterAnswer(res);
+    });
+  } else {
+    const writeHead = res.writeHead;
+    res.writeHead = function (this: typeof res, ...args: unknown[]) {
+      if (!req.complete) closeAfterAnswer(res);
+      return (writeHead as (...args: unknown[]) => typeof res).apply(this, args);
+    } as typeof writeHead;
+  }
   return controller.signal;
 }
 

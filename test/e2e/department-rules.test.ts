@@ -355,6 +355,23 @@ describe.each(dialects)("department rules (%s)", (dialect) => {
       expect(performance.now() - started).toBeLessThan(5_000);
     });
 
+    it("over HTTP/1.1, the call after a refused body on the same connection is answered (it was reset after 6 s): that answer closes the connection", async () => {
+      const headers = { authorization: `Bearer ${acmeToken}` };
+      for (const transport of [
+        createConnectTransport({ baseUrl: svc.baseUrl, httpVersion: "1.1" }),
+        createConnectTransport({ baseUrl: svc.baseUrl, httpVersion: "1.1", useBinaryFormat: true }),
+        createGrpcWebTransport({ baseUrl: svc.baseUrl, httpVersion: "1.1", useBinaryFormat: true }),
+      ]) {
+        const client = createClient(DepartmentService, transport);
+        const refused = await client.batchGetDepartments({ departmentIds: ["x".repeat(2 * 1024 * 1024)] }, { headers })
+          .then(() => undefined, (e: unknown) => ConnectError.from(e));
+        expect(refused?.findDetails(ErrorDetailSchema).map((d) => d.code)).toStrictEqual([4130]);
+        const started = performance.now();
+        expect((await client.batchGetDepartments({ departmentIds: ["110"] }, { headers, timeoutMs: 3000 })).items.map((d) => d.name)).toStrictEqual([ENGINEERING.name]);
+        expect(performance.now() - started).toBeLessThan(1000);
+      }
+    });
+
     it("accepts a body of exactly 1 MiB (whitespace padding)", async () => {
       const body = JSON.stringify({ department_ids: ["110"] }).padEnd(1024 * 1024, " ");
       const reply = await send("POST", BATCH_GET, { body });
