@@ -1,5 +1,6 @@
 // createApp(deps) -> { handler, close }: the whole service as one node request handler, for HTTP/1.1
 // and HTTP/2 alike. Never listens by itself (see server.ts).
+import { Http2ServerResponse } from "node:http2";
 import { performance } from "node:perf_hooks";
 import { createContextValues } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip, connectNodeAdapter } from "@connectrpc/connect-node";
@@ -122,16 +123,25 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
     attachCallLog(req, log);
     // The call's deadline: the server's request timeout, or the caller's own when it is shorter.
     const deadline = callDeadline(Math.min(requestTimeoutMs, callerTimeoutMs(req) ?? requestTimeoutMs));
-    const signal = responseSignal(req, res, deadline);
+    const signal = responseSignal(req, res, deadline, log);
     attachCallSignal(req, signal, deadline);
     inFlight.set(res, log);
     if (draining) closeAfterAnswer(res);
-    res.once("close", () => {
+    // Node never closes the response of a request pipelined behind an answer that closed the connection (a body refused unread): the
+    // socket's close ends it too, else it stayed in flight, unlogged, for good.
+    const socket = res instanceof Http2ServerResponse ? undefined : req.socket;
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      socket?.off("close", end);
       inFlight.delete(res);
       const durationMs = performance.now() - started;
       accessLog.write(req, res, log, durationMs);
       recordCall(metrics, res, log, durationMs);
-    });
+    };
+    res.once("close", end);
+    socket?.once("close", end);
 
     const path = (req.url ?? "/").split("?")[0]!;
     if (isApiPath(path) && cors.handle(req, res)) return;

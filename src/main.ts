@@ -72,8 +72,8 @@ export async function serveUntilSignal(config: ServeConfig, env: NodeJS.ProcessE
     logger.info({ signal, grace_ms: config.limits.shutdownGraceMs }, "shutting down: draining in-flight calls");
     service.close().then(() => {
       logger.info("stopped");
-      logger.flush();
-      process.exit(0);
+      // Written out first: lines still on their way (the cut calls') would land after "stopped", or not at all.
+      logger.flush(() => process.exit(0));
     });
   };
   process.on("SIGTERM", () => stop("SIGTERM"));

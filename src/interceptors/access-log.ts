@@ -32,8 +32,8 @@ export class AccessLog {
 
   write(req: HttpRequest, res: HttpResponse, log: CallLog, durationMs: number): void {
     const answered = wasAnswered(res);
-    if (!answered && !log.cutAtShutdown && !this.admitCanceled()) return;
     const { status, code } = endedAs(res, log);
+    if (!answered && code === ErrorCode.CANCELED && !this.admitCanceled()) return;
     const line = {
       request_id: log.requestId,
       trace_id: log.trace?.traceId,
@@ -49,8 +49,9 @@ export class AccessLog {
       // Rate limits count per address: a throttled call names its own, so it can be traced.
       client_address: log.code === ErrorCode.RATE_LIMITED ? log.clientAddress : undefined,
     };
-    if (log.cause !== undefined) this.logger.error({ ...line, err: log.cause }, "request failed");
-    else if (!answered && log.cutAtShutdown) this.logger.warn(line, "request cut at the end of the shutdown grace");
+    // A call the shutdown cut may have failed on its closed connection meanwhile: that is no fault of the server's.
+    if (!answered && log.cutAtShutdown) this.logger.warn(line, "request cut at the end of the shutdown grace");
+    else if (log.cause !== undefined) this.logger.error({ ...line, err: log.cause }, "request failed");
     else if (log.storeFault !== undefined) this.logger.warn({ ...line, store_fault: log.storeFault }, "store unavailable");
     else this.plain.info(line, "request");
   }

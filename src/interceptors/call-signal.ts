@@ -18,16 +18,27 @@ import { toConnectError } from "./connect-errors.js";
  * A signal that aborts with DEADLINE_EXCEEDED after `timeoutMs`, or with CANCELED when the response
  * closes unanswered. Its timer ends with the response, so a flood of short calls holds no timers. A
  * request body still arriving at the deadline, or when the answer has gone out, must not outlive the
- * answer: see endRequestAfterAnswer.
+ * answer: see endRequestAfterAnswer. Nor may an answer its caller does not take: one still unwritten
+ * CUT_OFF_MS after the deadline (an export whose caller stopped reading, its writes waiting on a full
+ * connection) is cut off, as a stream is at its deadline (usage-export.md).
  */
-export function responseSignal(req: HttpRequest, res: HttpResponse, deadline: CallDeadline): AbortSignal {
+export function responseSignal(req: HttpRequest, res: HttpResponse, deadline: CallDeadline, log: CallLog): AbortSignal {
   const controller = new AbortController();
+  let cutOff: NodeJS.Timeout | undefined;
   const timer = setTimeout(() => {
     controller.abort(deadlineExceeded(deadline.timeoutMs));
     if (!req.complete) endRequestAfterAnswer(res);
+    cutOff = setTimeout(() => {
+      if (res instanceof Http2ServerResponse ? res.stream.writableFinished : res.writableFinished) return;
+      log.code ??= ErrorCode.DEADLINE_EXCEEDED;
+      // HTTP/2: RST_STREAM CANCEL, which a client ends the stream on at once (after NO_ERROR, only once it has read what came).
+      if (res instanceof Http2ServerResponse) res.stream.close(http2.constants.NGHTTP2_CANCEL);
+      else res.destroy();
+    }, CUT_OFF_MS);
   }, deadline.timeoutMs);
   res.once("close", () => {
     clearTimeout(timer);
+    clearTimeout(cutOff);
     if (!controller.signal.aborted && !wasAnswered(res)) controller.abort(new AppError(ErrorCode.CANCELED, "the caller cancelled the call"));
   });
   // Answered before its body was all sent (refused as too large, say): the rest is not waited for, nor the deadline. HTTP/2: the stream
@@ -38,7 +49,8 @@ export function responseSignal(req: HttpRequest, res: HttpResponse, deadline: Ca
     res.stream.once("finish", () => {
       if (!req.complete) endRequestAfterAnswer(res);
     });
-  } else {
+  } else if (mayHaveBody(req)) {
+    // (Node marks a request complete only after its handler has run: a bodiless one answered at once is not, yet has nothing unread.)
     const writeHead = res.writeHead;
     res.writeHead = function (this: typeof res, ...args: unknown[]) {
       if (!req.complete) closeAfterAnswer(res);
@@ -71,12 +83,16 @@ export function wasAnswered(res: HttpResponse): boolean {
 }
 
 /**
- * How a call ended, as the access log and the metrics tell it: its answer's status and code; unanswered, 503 and UNAVAILABLE when the
- * shutdown cut it, else 499 and CANCELED (the caller went away first).
+ * How a call ended, as the access log and the metrics tell it: its answer's status and code. Unanswered (or cut off mid-answer, its
+ * status sent): UNAVAILABLE when the shutdown cut it, DEADLINE_EXCEEDED when its deadline did (an export), else CANCELED and 499 (the
+ * caller went away first).
  */
 export function endedAs(res: HttpResponse, log: CallLog): { status: number; code: number | undefined } {
   if (wasAnswered(res)) return { status: res.statusCode, code: log.code };
-  return log.cutAtShutdown ? { status: 503, code: ErrorCode.UNAVAILABLE } : { status: 499, code: ErrorCode.CANCELED };
+  const sent = (status: number) => (res.headersSent ? res.statusCode : status);
+  if (log.cutAtShutdown) return { status: sent(503), code: ErrorCode.UNAVAILABLE };
+  if (log.code === ErrorCode.DEADLINE_EXCEEDED) return { status: sent(504), code: ErrorCode.DEADLINE_EXCEEDED };
+  return { status: 499, code: ErrorCode.CANCELED };
 }
 
 /** The AppError an aborted call ends with, whichever signal aborted it. */
@@ -154,6 +170,13 @@ function endRequestAfterAnswer(res: HttpResponse): void {
 }
 
 const ANSWER_GRACE_MS = 100;
+/** How long after its deadline a call's answer may still take to be written. */
+const CUT_OFF_MS = 1000;
+
+/** Whether the request says a body comes: a length above 0, or chunks. */
+export function mayHaveBody(req: HttpRequest): boolean {
+  return Number(req.headers["content-length"] ?? 0) > 0 || req.headers["transfer-encoding"] !== undefined;
+}
 
 /** HTTP/1.1: the connection closes after this answer (HTTP/2 sessions get GOAWAY or a stream reset instead). */
 export function closeAfterAnswer(res: HttpResponse): void {

@@ -10,7 +10,7 @@ import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import { AppError, bodyTooLarge, ErrorCode, invalidParameter, invalidToken, methodNotAllowed, routeNotFound } from "../domain/errors.js";
 import type { CallChain, LocalCall, ServedMethod } from "../interceptors/call-chain.js";
 import type { CallLog } from "../interceptors/call-log.js";
-import { untilAborted, type CallDeadline } from "../interceptors/call-signal.js";
+import { mayHaveBody, untilAborted, type CallDeadline } from "../interceptors/call-signal.js";
 import { appErrorOf } from "../interceptors/connect-errors.js";
 import type { ServedService } from "../routes.js";
 import { streamEncoder } from "../http/compression.js";
@@ -82,7 +82,7 @@ export class RestFacade {
     let request;
     try {
       // A body where the route takes none (an etag sent with a DELETE) would be dropped unread: refused instead.
-      if (route.body === "" && hasBody(req)) throw invalidParameter(`body: ${route.httpMethod} takes no body here; send its fields in the path and the query`);
+      if (route.body === "" && mayHaveBody(req)) throw invalidParameter(`body: ${route.httpMethod} takes no body here; send its fields in the path and the query`);
       const body = route.body === "*" ? await untilAborted(readJsonBody(req), signal) : {};
       if (route.body === "") req.resume();
       request = messageFromRestJson(route.method.input, body);
@@ -247,7 +247,3 @@ function recordFormatOf(request: Record<string, unknown>): RecordFormat {
   return typeof format === "string" && (RECORD_FORMATS as readonly string[]).includes(format) ? format as RecordFormat : "csv";
 }
 
-/** Whether the request carries a body: a length above 0, or chunks. */
-function hasBody(req: HttpRequest): boolean {
-  return Number(req.headers["content-length"] ?? 0) > 0 || req.headers["transfer-encoding"] !== undefined;
-}

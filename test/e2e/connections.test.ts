@@ -9,11 +9,11 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorDetailSchema } from "../../gen/enterprise_admin/v1/errors_pb.js";
-import { QueryUserModelUsageRequestSchema, UsageService } from "../../gen/enterprise_admin/v1/usage_pb.js";
+import { ExportUsageRequestSchema, QueryUserModelUsageRequestSchema, UsageService } from "../../gen/enterprise_admin/v1/usage_pb.js";
 import { dialects } from "../helpers/databases.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 import { withThreadGaps } from "../helpers/thread-gaps.js";
-import { accessLines, rawHttp, sessionClosed, socketClosed } from "../helpers/hostile-clients.js";
+import { accessLines, closedWithinMs, rawHttp, sessionClosed, socketClosed } from "../helpers/hostile-clients.js";
 
 const LIMITS = { HEADERS_TIMEOUT_MS: "300", KEEP_ALIVE_TIMEOUT_MS: "300", IDLE_TIMEOUT_MS: "500", REQUEST_TIMEOUT_MS: "800" };
 const BATCH_GET = "/openapi/v1/departments/batch-get";
@@ -78,6 +78,20 @@ describe.each(dialects)("connections and deadlines (%s)", (dialect) => {
     expect(conn.received()).toMatch(/^HTTP\/1\.1 200 /);
     expect(conn.received()).toMatch(/keep-alive/i);
     expect(ms).toBeGreaterThanOrEqual(250);
+  });
+
+  it("requests pipelined behind an answer that closes the connection are each logged once it closes (they stayed in flight for good)", async () => {
+    const conn = rawHttp(svc.port);
+    await conn.connected;
+    // A body the route takes none of is refused at once, unread: that answer closes the connection.
+    const pipelined = ["a", "b", "c"].map((id) => `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Request-Id: piped-${id}\r\n\r\n`).join("");
+    conn.socket.write(`PUT /healthz HTTP/1.1\r\nHost: x\r\nX-Request-Id: piped-put\r\nContent-Length: 5\r\n\r\nhello${pipelined}`);
+    await socketClosed(conn.socket, 3_000);
+    expect(conn.received()).toMatch(/^HTTP\/1\.1 405 [^]*connection: close/i);
+    const logged = () => accessLines(svc.logs).filter((l) => String(l.request_id).startsWith("piped-")).map((l) => [l.request_id, l.status]);
+    // Each request Node took from the connection is logged, once: the ones it never answered as their caller's loss (499).
+    await expect.poll(() => logged().length, { timeout: 2_000 }).toBe(4);
+    expect(logged().sort()).toStrictEqual([["piped-a", 499], ["piped-b", 499], ["piped-c", 499], ["piped-put", 405]]);
   });
 
   it("sends GOAWAY to an HTTP/2 session without open streams and closes it after IDLE_TIMEOUT_MS", async () => {
@@ -180,6 +194,45 @@ describe.each(dialects)("connections and deadlines (%s)", (dialect) => {
     expect(stored).toEqual([]);
     expect(accessLines(svc.logs).filter((l) => l.procedure === "/enterprise_admin.v1.UsageService/RecordUsageEvents").map((l) => l.code)).toContain(5040);
   }, 15_000);
+
+  it("cuts off an export whose caller stopped reading a second after its deadline, logged as 5040 (it was held until the caller left)", async () => {
+    // 2,000 rows (a member, 20 models, 100 days): far more than the 16 KB window the client below grants and never renews.
+    const day0 = 1_735_689_600;
+    const events = Array.from({ length: 2000 }, (_, i) => ({
+      event_id: `stall-${i}`, user_id: "7001", model_name: `stall-model-${i % 20}`, model_type: "Chat", model_source: "Builtin",
+      timestamp: day0 + Math.floor(i / 20) * 86_400 + 60, input_tokens: 1, output_tokens: 1, basic_amount: "0.000001", pay_go_amount: "0",
+    }));
+    for (let at = 0; at < events.length; at += 1000) {
+      const recorded = await fetch(`${svc.baseUrl}/openapi/v1/usage/events/batch-record`, {
+        method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify({ events: events.slice(at, at + 1000) }),
+      });
+      expect(recorded.status).toBe(200);
+    }
+    const window = { start_time: day0, end_time: day0 + 101 * 86_400 };
+    const grpcMessage = toBinary(ExportUsageRequestSchema, create(ExportUsageRequestSchema, { startTime: BigInt(window.start_time), endTime: BigInt(window.end_time) }));
+    const envelope = Buffer.concat([Buffer.from([0, 0, 0, 0, 0]), grpcMessage]);
+    envelope.writeUInt32BE(grpcMessage.length, 1);
+    const stalls = [
+      { transport: "rest", headers: { ":method": "GET", ":path": `/openapi/v1/statistics/usage-export?start_time=${window.start_time}&end_time=${window.end_time}&format=ndjson` } },
+      { transport: "grpc", headers: { ":method": "POST", ":path": "/enterprise_admin.v1.UsageService/ExportUsage", "content-type": "application/grpc", te: "trailers" }, body: envelope },
+    ];
+    for (const { transport, headers, body } of stalls) {
+      const session = http2.connect(svc.baseUrl, { settings: { initialWindowSize: 16_384 } });
+      session.on("error", () => {});
+      const stream = session.request({ ...headers, authorization: `Bearer ${token}`, "x-request-id": `stalled-${transport}` });
+      stream.on("error", () => {});
+      stream.pause(); // read nothing: the window is never renewed
+      stream.end(body);
+      const started = performance.now();
+      const { ms } = await closedWithinMs(stream, 6_000);
+      expect(ms, transport).toBeLessThan(800 + 1000 + 2000);
+      expect(ms, transport).toBeGreaterThan(700);
+      session.destroy();
+      await expect.poll(() => accessLines(svc.logs).find((l) => l.request_id === `stalled-${transport}`), { timeout: 2000 })
+        .toMatchObject({ status: 200, code: 5040, procedure: "/enterprise_admin.v1.UsageService/ExportUsage" });
+      expect(performance.now() - started).toBeLessThan(6_000);
+    }
+  });
 });
 
 // The server's default request timeout (60 s): the deadline that passes is the caller's, while the

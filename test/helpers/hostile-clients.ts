@@ -44,6 +44,9 @@ export function sessionClosed(session: http2.ClientHttp2Session, timeoutMs: numb
   return closedWithin(session, timeoutMs, () => session.closed && session.destroyed);
 }
 
+/** When an HTTP/2 stream (or any emitter of "close") closes, within `timeoutMs`. */
+export const closedWithinMs = (emitter: NodeJS.EventEmitter & { closed?: boolean }, timeoutMs: number) => closedWithin(emitter, timeoutMs, () => emitter.closed === true);
+
 function closedWithin(emitter: NodeJS.EventEmitter, timeoutMs: number, already: () => boolean): Promise<{ ms: number }> {
   const started = performance.now();
   if (already()) return Promise.resolve({ ms: 0 });
