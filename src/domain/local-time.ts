@@ -25,7 +25,7 @@ export function* eachBucket(start: number, end: number, zone: string, unit: "day
   if (unit === "day" && !/^\d{4}-\d\d-\d\d$/.test(offsets.dateOf(end - 1))) {
     throw invalidParameter(`end_time: ${end} falls on a local date past 9999-12-31 in ${zone}`);
   }
-  let at = unit === "hour" ? offsets.hourStart(start) : DateTime.fromSeconds(start, { zone }).startOf(unit).toSeconds();
+  let at = unit === "hour" ? offsets.hourStart(start) : dayStart(DateTime.fromSeconds(start, { zone })).toSeconds();
   while (at < end) {
     const next = offsets.nextStart(at, unit);
     yield { start: Math.max(start, at), end: Math.min(end, next), date: unit === "day" ? offsets.dateOf(at) : "" };
@@ -116,7 +116,8 @@ export class ZoneOffsets {
 
   dayAround(ts: number): { start: number; end: number } {
     const start = ts - mod(ts + this.offsetAt(ts), DAY_SECONDS);
-    if (this.constantOver(start, start + DAY_SECONDS)) return { start, end: start + DAY_SECONDS };
+    // From the second before it: a midnight the clock reaches again by falling back is not where its date began.
+    if (this.constantOver(start - 1, start + DAY_SECONDS)) return { start, end: start + DAY_SECONDS };
     return localDayAround(ts, this.zone);
   }
 
@@ -139,8 +140,18 @@ function nextStart(local: DateTime, unit: "day" | "hour"): DateTime {
 }
 
 export function localDayAround(ts: number, zone: string): { start: number; end: number } {
-  const local = DateTime.fromSeconds(ts, { zone }).startOf("day");
+  const local = dayStart(DateTime.fromSeconds(ts, { zone }));
   return { start: local.toSeconds(), end: nextStart(local, "day").toSeconds() };
+}
+
+/**
+ * The first second of `local`'s date. Where the clock falls back to 00:00 (Atlantic/Azores and America/Havana today), that date has
+ * two midnights, and luxon's startOf("day") after the second one is the second: the date began at the first.
+ */
+function dayStart(local: DateTime): DateTime {
+  const start = local.startOf("day");
+  const before = start.minus({ seconds: 1 });
+  return before.toISODate() === start.toISODate() ? before.startOf("day") : start;
 }
 
 /** Seconds east of UTC at a Unix second, through one kept Intl formatter: making one is slow, and luxon's offset several times slower. */
@@ -174,5 +185,5 @@ export function dateRangeWindow(from: string, to: string, zone: string, fields: 
 export function localMidnight(text: string, zone: string, field: string): DateTime {
   const date = /^\d{4}-\d{2}-\d{2}$/.test(text) ? DateTime.fromISO(text, { zone }) : undefined;
   if (!date?.isValid || date.year < 1970) throw invalidParameter(`${field}: ${JSON.stringify(text)} is not a date YYYY-MM-DD from 1970-01-01`);
-  return date.startOf("day");
+  return dayStart(date);
 }

@@ -769,6 +769,26 @@ describe.each(dialects)("usage report (%s)", (dialect) => {
       expect(utc.json.data.items.map((i: any) => [i.date, i.events])).toStrictEqual([["2024-10-27", 2], ["2024-10-28", 1]]);
     });
 
+    it("a date with two midnights (the clock falls back to 00:00: America/Havana, Atlantic/Azores) begins at the first; none of its events is lost", async () => {
+      for (const [zone, first, second] of [["America/Havana", at("2024-11-03T04:00:00Z"), at("2024-11-03T05:00:00Z")], ["Atlantic/Azores", at("2023-10-29T00:00:00Z"), at("2023-10-29T01:00:00Z")]] as const) {
+        // The enterprise's zone, so its days are kept as rollup rows too; events in the first hour, after the second midnight, at noon.
+        const t = await tenant({ time_zone: zone, departments: [], members: plainMembers(["1", "2"]) });
+        const events = [ev("1", first + 1800, 1n), ev("2", second + 1800, 2n), ev("2", second + 12 * HOUR, 4n)];
+        await write(t.token, events);
+        const date = zone === "America/Havana" ? "2024-11-03" : "2023-10-29";
+        for (const [start_date, end_date] of [[date, date], ["2023-10-28", "2023-10-30"], ["2024-11-02", "2024-11-04"]]) {
+          const items = (await coreMetrics(t.token, { start_date, end_date })).json.data.items.filter((i: any) => i.date === date);
+          if (start_date <= date && date <= end_date) expect(items.map((i: any) => [i.events, i.input_tokens]), `${zone} ${start_date}..${end_date}`).toStrictEqual([[3, 7]]);
+        }
+        const days = await report(t.token, { start_time: first - DAY, end_time: first + 2 * DAY, bucket: "day" });
+        const day = days.buckets.find((b: any) => b.date === date);
+        expect([day.start_time, day.end_time - day.start_time, day.groups[0].events], zone).toStrictEqual([first, 25 * HOUR, 3]);
+        // A window from the second midnight holds what came after it, whichever day rows hold it.
+        const late = await report(t.token, { start_time: second, end_time: first + DAY + HOUR, bucket: "none", group_by: ["member"] });
+        expect(late.buckets[0].groups.map((g: any) => [g.user_id, g.events]), zone).toStrictEqual([["2", 2]]);
+      }
+    });
+
     it("a date the zone skipped has no item: Samoa went from 2011-12-29 to 2011-12-31", async () => {
       const t = await tenant({ departments: [], members: plainMembers(["1"]) });
       const dates = async (start_date: string, end_date: string) => {
