@@ -11,13 +11,14 @@
 // - an enveloped body (gRPC, gRPC-Web, Connect streams) that is not one whole message: none, several,
 //   or one cut short (connect-es would answer some of these "unimplemented");
 // - a binary body past the size limit, as sent or decompressed: 4130 resource_exhausted, as on REST
-//   (connect-es's own limit answers without the service's error detail).
+//   (connect-es's own limit answers without the service's error detail); one in a compression the
+//   service does not take: 4150.
 import { isUtf8 } from "node:buffer";
 import { fromBinary, ScalarType, toJsonString, type DescField, type DescMessage } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { compressedFlag, encodeEnvelope, type Compression, type UniversalHandler, type UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
-import { AppError, bodyTooLarge, invalidParameter } from "../domain/errors.js";
+import { AppError, bodyTooLarge, ErrorCode, invalidParameter } from "../domain/errors.js";
 import { parseJsonBody } from "../rest/exact-json.js";
 import { messageFromRestJson } from "../rest/rest-json.js";
 import { callLogKey, procedureOf } from "./call-log.js";
@@ -53,13 +54,18 @@ export function refuseMalformedProtobuf(handler: UniversalHandler, maxBytes: num
     if (form === undefined || !isByteStream(req.body)) return handler(req);
     const encoding = req.header.get(form.encodingHeader) ?? "identity";
     const compression = compressions.find((c) => c.name === encoding);
-    // A compression connect-es does not take is its to refuse.
-    if (encoding !== "identity" && compression === undefined) return handler(req);
     const refuse = (error: AppError) => refusal(handler, req, error);
     // Handed on uncompressed (an envelope says so itself), and without a length, which connect-es would check by itself.
     const header = new Headers(req.header);
     header.delete("content-length");
     if (form.framing === "whole") header.delete(form.encodingHeader);
+    if (encoding !== "identity" && compression === undefined) {
+      // Refused as REST refuses one (connect-es answered "unimplemented", without the service's error detail or code).
+      header.delete(form.encodingHeader);
+      const accepted = ["identity", ...compressions.map((c) => c.name)].join(", ");
+      return handler({ ...req, header, body: refusedBody(refuse(new AppError(ErrorCode.UNSUPPORTED_MEDIA_TYPE,
+        `${form.encodingHeader}: ${JSON.stringify(encoding)} is not accepted: send one of ${accepted}`))) });
+    }
     if (Number(req.header.get("content-length")) > bodyLimit(form.framing, maxBytes)) {
       return handler({ ...req, header, body: refusedBody(refuse(bodyTooLarge(maxBytes))) });
     }
@@ -144,7 +150,7 @@ async function* checkedBody(body: AsyncIterable<Uint8Array>, { framing, codec }:
 /** A compressed message's bytes, at most `maxBytes` of them (else 4130). */
 async function decompressed(data: Uint8Array, compression: Compression | undefined, maxBytes: number,
   refuse: (error: AppError) => ConnectError): Promise<Uint8Array> {
-  if (compression === undefined) throw refuse(invalidParameter("body: a compressed message, but the request names no compression"));
+  if (compression === undefined) throw refuse(invalidParameter("body: a compressed message, but the request names no compression (or identity)"));
   try {
     return await compression.decompress(data, maxBytes);
   } catch (error) {

@@ -219,17 +219,9 @@ function inferUpdateMask(method: ServedMethod, request: Record<string, unknown>,
  */
 function applyQuery(method: ServedMethod, request: Record<string, unknown>, query: string, hasBody: boolean, fromPath: readonly string[]): void {
   const given = new Set<string>(fromPath);
-  // URLSearchParams reads a bad escape (%ff) as U+FFFD: refused instead, as invalid UTF-8 in a body is.
-  for (const pair of query.split("&")) {
-    const equals = pair.indexOf("=");
-    const [key, value] = equals < 0 ? [pair, ""] : [pair.slice(0, equals), pair.slice(equals + 1)];
-    const name = decodeComponent(key.replaceAll("+", " "));
-    if (name === undefined) throw invalidParameter("a query parameter's name: not percent-encoded UTF-8");
-    if (decodeComponent(value.replaceAll("+", " ")) === undefined) throw invalidParameter(`${name}: not percent-encoded UTF-8 in the query`);
-  }
-  for (const [key, value] of new URLSearchParams(query)) {
+  for (const [key, value] of queryPairs(query)) {
     const field = findField(method.input, key);
-    if (!field || hasBody) throw invalidParameter(`${key}: unknown query parameter`);
+    if (!field || hasBody) throw invalidParameter(`${key || '""'}: unknown query parameter`);
     const integerAsString = acceptsInteger(field);
     if (field.fieldKind === "scalar" && given.has(field.localName)) throw invalidParameter(`${key}: given twice; send it once`);
     given.add(field.localName);
@@ -240,6 +232,21 @@ function applyQuery(method: ServedMethod, request: Record<string, unknown>, quer
   }
 }
 
+/**
+ * The query's name=value pairs, decoded ("+" is a space), empty ones skipped. A bad %-escape (%ff) is 4001 naming the parameter, as
+ * invalid UTF-8 in a body is (URLSearchParams would read it as U+FFFD).
+ */
+function queryPairs(query: string): Array<[name: string, value: string]> {
+  return query.split("&").filter((pair) => pair !== "").map((pair) => {
+    const equals = pair.indexOf("=");
+    const [key, value] = equals < 0 ? [pair, ""] : [pair.slice(0, equals), pair.slice(equals + 1)];
+    const name = decodeComponent(key.replaceAll("+", " "));
+    if (name === undefined) throw invalidParameter("a query parameter's name: not percent-encoded UTF-8");
+    const text = decodeComponent(value.replaceAll("+", " "));
+    if (text === undefined) throw invalidParameter(`${name}: not percent-encoded UTF-8 in the query`);
+    return [name, text];
+  });
+}
 
 /** A streamed route's format: the request's `format` field when it has one, else CSV. */
 function recordFormatOf(request: Record<string, unknown>): RecordFormat {

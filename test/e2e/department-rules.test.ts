@@ -1,6 +1,6 @@
 // End to end: the department rules of docs/api-rules.md, against the real
 // service over plain fetch (REST) and, for a representative subset, the Connect client.
-import { gzipSync } from "node:zlib";
+import { deflateSync, gzipSync } from "node:zlib";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { compressionGzip, createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -332,6 +332,13 @@ describe.each(dialects)("department rules (%s)", (dialect) => {
         method: "POST", headers: { ...headers, "content-type": "application/proto", "content-encoding": "gzip" }, body,
       }).then(async (reply) => [reply.status, ((await reply.json()) as { message: string }).message]);
       expect(await post(Buffer.from("not gzip at all"))).toStrictEqual([400, "body: not valid gzip data"]);
+      // A compression the service does not take is 4150, as on REST (it was connect-es's 501 unimplemented, counted as a success).
+      const deflated = await fetch(`${svc.baseUrl}/enterprise_admin.v1.DepartmentService/BatchGetDepartments`, {
+        method: "POST", headers: { ...headers, "content-type": "application/proto", "content-encoding": "deflate" }, body: deflateSync(Buffer.from([0x0a, 0x03, 0x31, 0x31, 0x30])),
+      });
+      const refused = (await deflated.json()) as { code: string; message: string; details?: { debug?: { code?: number } }[] };
+      expect([deflated.status, refused.code, refused.message, refused.details?.[0]?.debug?.code])
+        .toStrictEqual([400, "invalid_argument", 'content-encoding: "deflate" is not accepted: send one of identity, gzip, br', 4150]);
       expect(await post(gzipSync(Buffer.from([0x0a, 0x05, 0x31])))).toStrictEqual([400, expect.stringMatching(/^body: not a valid enterprise_admin\.v1\.BatchGetDepartmentsRequest message/)]);
       await expectStillServing();
     });

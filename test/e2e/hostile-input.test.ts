@@ -245,7 +245,9 @@ describe.each(dialects)("hostile input is refused, never a 500 (%s)", (dialect) 
       ["a query value", "/openapi/v1/departments/search?query=%ff", "query: not percent-encoded UTF-8 in the query"],
       ["a query value (an escape cut short)", "/api/v1/environment_configs?page_size=1&page_token=%e2%82", "page_token: not percent-encoded UTF-8 in the query"],
       ["a query parameter's name", "/openapi/v1/statistics/core-metrics?%ff=1", "a query parameter's name: not percent-encoded UTF-8"],
-    ])("a bad escape in %s is 400 naming it (it was 404 no route, or read as U+FFFD)", async (_where, path, message) => {
+      ["a query with an empty name", "/openapi/v1/departments/search?=x", '"": unknown query parameter'],
+      ["a query after a second ?", "/openapi/v1/departments/search??query=a", "?query: unknown query parameter"],
+    ])("a bad escape or name in %s is 400 naming it (a bad escape was 404 no route, or read as U+FFFD; ??query was read as query)", async (_where, path, message) => {
       const res = await fetch(`${svc.baseUrl}${path}`, { headers: { authorization: bearer } });
       expect([res.status, ((await res.json()) as { code: number; message: string })]).toMatchObject([400, { code: 4001, message }]);
     });
