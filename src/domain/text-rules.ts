@@ -12,16 +12,16 @@ export function textProblem(text: string): string | undefined {
   return undefined;
 }
 
+const HIDDEN_IN_NAMES = /(?![\u200C\u200D\uFE00-\uFE0F\u{E0100}-\u{E01EF}])[\p{Bidi_Control}\p{Default_Ignorable_Code_Point}\p{Zl}\p{Zp}]/u;
+
 /**
- * Why `name` (a name people read and tell apart) is refused: control characters, characters that hide in it (an invisible space, a
- * text-direction override that shows it in another order), or white space at either end; undefined when fine. Joiners (U+200C, U+200D)
- * stay: scripts and emoji need them.
+ * Why `name` (a name people read and tell apart) is refused: control characters, characters that hide in it (an invisible space or
+ * hyphen, a Hangul filler, a text-direction mark or override that shows it in another order, a line break), or white space at either
+ * end; undefined when fine. Joiners (U+200C, U+200D) and variation selectors stay: scripts and emoji need them.
  */
 export function nameProblem(name: string): string | undefined {
   if (/\p{Cc}/u.test(name)) return "must not contain control characters (U+0000 to U+001F, U+007F to U+009F)";
-  if (/[\u200B\u2060\uFEFF\u202A-\u202E\u2066-\u2069]/u.test(name)) {
-    return "must not contain invisible or text-direction characters (U+200B, U+2060, U+FEFF, U+202A to U+202E, U+2066 to U+2069)";
-  }
+  if (HIDDEN_IN_NAMES.test(name)) return "must not contain invisible or text-direction characters (Unicode's default-ignorable and bidi-control ones, line and paragraph separators; U+200C, U+200D and variation selectors may)";
   if (name.trim() !== name) return "must not begin or end with white space";
   return undefined;
 }

@@ -468,7 +468,7 @@ describe("enterprise-admin CLI: output, errors and the demo, whatever the databa
     // app create prints JSON on a terminal too (the contract's form): the secret, once, to copy or parse.
     const app = await cliOnTerminal(["app", "create", "--enterprise", "demo", "--scopes", "statistics:read", "--db", earlier]);
     for (const [name, problem] of [["", "must not be empty"], ["x".repeat(129), "longer than 128 characters"], [" padded", "must not begin or end with white space"],
-      ["re\u202eports", "must not contain invisible or text-direction characters (U+200B, U+2060, U+FEFF, U+202A to U+202E, U+2066 to U+2069)"]]) {
+      ["re\u202eports", "must not contain invisible or text-direction characters (Unicode's default-ignorable and bidi-control ones, line and paragraph separators; U+200C, U+200D and variation selectors may)"]]) {
       expect(await cli(["app", "create", "--enterprise", "demo", "--scopes", "statistics:read", "--name", name!, "--db", earlier]))
         .toStrictEqual({ code: 2, stdout: "", stderr: `error: name: ${problem}\n` });
     }

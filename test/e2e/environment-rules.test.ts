@@ -373,11 +373,13 @@ describe.each(dialects)("environment config rules (%s)", (dialect) => {
       await expectCreateInvalid(terminal({ command: "" }), "runtime_config.terminals[0].command: required (the command the terminal runs)");
       await expectCreateInvalid(terminal({ command: "  " }), "runtime_config.terminals[0].command: required (the command the terminal runs)");
       // Invisible or reordering characters would make two names look alike, or one look like another (they were taken).
-      const hidden = "name: must not contain invisible or text-direction characters (U+200B, U+2060, U+FEFF, U+202A to U+202E, U+2066 to U+2069)";
-      for (const name of ["prod\u200b", "pr\u2060od", "\ufeffprod", "prod-\u202eved", "\u2066prod\u2069"]) await expectCreateInvalid({ name }, hidden);
+      const hidden = "name: must not contain invisible or text-direction characters (Unicode's default-ignorable and bidi-control ones, line and paragraph separators; U+200C, U+200D and variation selectors may)";
+      for (const name of ["prod\u200b", "pr\u2060od", "\ufeffprod", "prod-\u202eved", "\u2066prod\u2069", "prod\u200e", "pro\u00add", "p\u2062rod", "prod\u3164", "prod\u{e0041}", "pr\u2028od"]) {
+        await expectCreateInvalid({ name }, hidden);
+      }
       await expectCreateInvalid(terminal({ name: "t\u200b" }), `runtime_config.terminals[0].${hidden}`);
-      // Inside a name, spaces and joined emoji stay.
-      expect((await expectCreated({ name: "two words 👨‍👩‍👧" })).name).toBe("two words 👨‍👩‍👧");
+      // Inside a name, spaces, joined emoji, joiners and variation selectors stay.
+      for (const name of ["two words 👨‍👩‍👧", "می\u200cخواهم", "heart \u2764\ufe0f"]) expect((await expectCreated({ name })).name).toBe(name);
     });
 
     it("a rename is held to the same name rules", async () => {
