@@ -28,7 +28,8 @@ export function* eachBucket(start: number, end: number, zone: string, unit: "day
   let at = unit === "hour" ? offsets.hourStart(start) : dayStart(DateTime.fromSeconds(start, { zone })).toSeconds();
   while (at < end) {
     const next = offsets.nextStart(at, unit);
-    yield { start: Math.max(start, at), end: Math.min(end, next), date: unit === "day" ? offsets.dateOf(at) : "" };
+    // A day the window starts after, though its date is back (America/Moncton fell back from 00:01 to 23:01 of the day before).
+    if (next > start) yield { start: Math.max(start, at), end: Math.min(end, next), date: unit === "day" ? offsets.dateOf(at) : "" };
     at = next;
   }
 }

@@ -769,7 +769,7 @@ describe.each(dialects)("usage report (%s)", (dialect) => {
       expect(utc.json.data.items.map((i: any) => [i.date, i.events])).toStrictEqual([["2024-10-27", 2], ["2024-10-28", 1]]);
     });
 
-    it("a date with two midnights (the clock falls back to 00:00: America/Havana, Atlantic/Azores) begins at the first; none of its events is lost", async () => {
+    it("a date with two midnights (the clock falls back to 00:00: America/Havana, Atlantic/Azores) begins at the first, none of its events lost; no day bucket runs backwards (Moncton)", async () => {
       for (const [zone, first, second] of [["America/Havana", at("2024-11-03T04:00:00Z"), at("2024-11-03T05:00:00Z")], ["Atlantic/Azores", at("2023-10-29T00:00:00Z"), at("2023-10-29T01:00:00Z")]] as const) {
         // The enterprise's zone, so its days are kept as rollup rows too; events in the first hour, after the second midnight, at noon.
         const t = await tenant({ time_zone: zone, departments: [], members: plainMembers(["1", "2"]) });
@@ -787,6 +787,12 @@ describe.each(dialects)("usage report (%s)", (dialect) => {
         const late = await report(t.token, { start_time: second, end_time: first + DAY + HOUR, bucket: "none", group_by: ["member"] });
         expect(late.buckets[0].groups.map((g: any) => [g.user_id, g.events]), zone).toStrictEqual([["2", 2]]);
       }
+      // Where the clock fell back from 00:01 to 23:01 of the day before (America/Moncton, 1993-10-31), a window starting in the repeated
+      // minutes has no day bucket that ends before it begins.
+      const t = await tenant({ departments: [], members: plainMembers(["1"]) });
+      const days = await report(t.token, { start_time: 752_036_460, end_time: 752_122_860, bucket: "day", time_zone: "America/Moncton" });
+      expect(days.buckets.map((b: any) => b.start_time < b.end_time)).not.toContain(false);
+      expect([days.buckets[0].start_time, days.buckets.at(-1).end_time]).toStrictEqual([752_036_460, 752_122_860]);
     });
 
     it("a date the zone skipped has no item: Samoa went from 2011-12-29 to 2011-12-31", async () => {
