@@ -422,7 +422,7 @@ export class UsageReports {
  */
 function fittingFigures(figures: Map<number, number>, page: readonly MemberRow[] | undefined, maxFigures: number): MemberRow[] | undefined {
   const count = (n: number) => n.toLocaleString("en-US");
-  const advice = `ask for fewer buckets (a shorter window, or bucket "day" or "none") or fewer group_by fields; the usage export gives every (date, member, model) row`;
+  const advice = `ask for fewer buckets (a shorter window, or a coarser bucket: "day" rather than "hour", "none" for one over the window) or fewer group_by fields; the usage export gives every (date, member, model) row`;
   if (!page) {
     let total = 0;
     for (const n of figures.values()) total += n;

@@ -113,6 +113,8 @@ describe.each(dialects)("usage report size bound (%s)", (dialect) => {
     expect(refused.json.code).toBe(4001);
     expect(refused.json.message).toContain("1,000");
     expect(refused.json.message).toContain("figures");
+    // What to ask instead is what a report of hours can do (it told a report of days to use bucket "day").
+    expect(refused.json.message).toContain('a coarser bucket: "day" rather than "hour", "none" for one over the window');
 
     const client = createClient(UsageService, createGrpcTransport({ baseUrl: svc.baseUrl }));
     const failure = await client.getUsageReport({ startTime: BigInt(body.start_time), endTime: BigInt(body.end_time), timeZone: "UTC", bucket: "hour", groupBy: ["model"] },
