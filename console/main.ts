@@ -26,8 +26,8 @@ class UsageConsole {
   private current?: AbortController;
   /** Aborted when the session ends, so its late answers cannot touch the page of the next one. */
   private sessionWork = new AbortController();
-  /** Counts sign-ins and sign-outs: an app's exchange answered after a later one is dropped (the later one stands). */
-  private signIns = 0;
+  /** Counts the user's sign-ins and sign-outs (and expiries): an app's exchange answered after a later one is dropped (the later one stands). */
+  private sessionChoices = 0;
 
   private readonly signInSection = byId("sign-in");
   private readonly signInMessage = byId("sign-in-message");
@@ -51,7 +51,7 @@ class UsageConsole {
       const token = input.value.trim();
       input.value = "";
       if (token === "") return;
-      this.signIns++;
+      this.sessionChoices++;
       session.signIn(token);
       void this.enter();
     });
@@ -90,15 +90,15 @@ class UsageConsole {
   private async exchange(): Promise<void> {
     const appId = byId<HTMLInputElement>("app-id");
     const appSecret = byId<HTMLInputElement>("app-secret");
-    const attempt = ++this.signIns;
+    const attempt = ++this.sessionChoices;
     try {
       const { access_token } = await this.api.exchange(appId.value.trim(), appSecret.value);
-      if (attempt !== this.signIns) return;
+      if (attempt !== this.sessionChoices) return;
       appSecret.value = "";
       session.signIn(access_token);
       await this.enter();
     } catch (error) {
-      if (attempt !== this.signIns) return;
+      if (attempt !== this.sessionChoices) return;
       const message = error instanceof ApiError && error.code === 1001 ? "app_id or app_secret is wrong (or the app was revoked)." : describe(error);
       this.showSignIn(message);
     }
@@ -131,7 +131,7 @@ class UsageConsole {
   }
 
   private expired(error: ApiError): void {
-    this.signIns++;
+    this.sessionChoices++;
     this.sessionWork.abort();
     this.current?.abort();
     this.view.replaceChildren();
@@ -140,7 +140,7 @@ class UsageConsole {
   }
 
   private signOut(message: string): void {
-    this.signIns++;
+    this.sessionChoices++;
     this.sessionWork.abort();
     this.current?.abort();
     this.view.replaceChildren();
