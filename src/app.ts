@@ -17,7 +17,7 @@ import { notingProtocolRefusals } from "./interceptors/protocol-refusals.js";
 import { answeredUnknownProcedure } from "./http/unknown-procedure.js";
 import { encodeGrpcMessageBySpec } from "./interceptors/grpc-message-encoding.js";
 import { refuseForeignJson, refuseMalformedProtobuf } from "./interceptors/rpc-body-check.js";
-import { attachCallSignal, callDeadline, callDeadlineKey, callDeadlineOf, callerTimeoutMs, callSignalKey, callSignalOf, closeAfterAnswer, endIncompleteBodyAtDeadline, responseSignal } from "./interceptors/call-signal.js";
+import { attachCallSignal, callDeadline, callDeadlineKey, callDeadlineOf, callerTimeoutMs, callSignalKey, callSignalOf, closeAfterAnswer, endIncompleteBodyAtDeadline, mayHaveBody, responseSignal } from "./interceptors/call-signal.js";
 import type { Logger } from "./interceptors/logging.js";
 import { RateLimits, type RateLimitSettings } from "./domain/rate-limits.js";
 import type { ReportLimits } from "./domain/report-limits.js";
@@ -127,6 +127,12 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
     attachCallSignal(req, signal, deadline);
     inFlight.set(res, log);
     if (draining) closeAfterAnswer(res);
+    // HTTP/1.1: an answer begun before the request's body has all come closes the connection (RFC 9112 section 9.6): a client that
+    // stops sending the body once answered (a body refused as too large) would have its next request read as the rest of this one.
+    if (!(res instanceof Http2ServerResponse) && mayHaveBody(req)) {
+      closeAfterAnswer(res);
+      req.once("end", () => draining || res.headersSent || res.removeHeader("connection"));
+    }
     // Node never closes the response of a request pipelined behind an answer that closed the connection (a body refused unread): the
     // socket's close ends it too, else it stayed in flight, unlogged, for good.
     const socket = res instanceof Http2ServerResponse ? undefined : req.socket;

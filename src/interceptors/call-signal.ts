@@ -41,21 +41,13 @@ export function responseSignal(req: HttpRequest, res: HttpResponse, deadline: Ca
     clearTimeout(cutOff);
     if (!controller.signal.aborted && !wasAnswered(res)) controller.abort(new AppError(ErrorCode.CANCELED, "the caller cancelled the call"));
   });
-  // Answered before its body was all sent (refused as too large, say): the rest is not waited for, nor the deadline. HTTP/2: the stream
-  // is reset after the answer (whose end is its stream's "finish": the response's comes only once the stream has closed). HTTP/1.1: the
-  // connection closes after the answer (RFC 9112 section 9.6): a client that stops sending the body once answered would have its next
-  // request on the connection read as the rest of this one, and never answered.
+  // HTTP/2, answered before its body was all sent (refused as too large, say): the rest is not waited for, nor the deadline; the stream
+  // is reset after the answer (whose end is its stream's "finish": the response's comes only once the stream has closed). HTTP/1.1
+  // closes the connection instead (see app.ts).
   if (res instanceof Http2ServerResponse) {
     res.stream.once("finish", () => {
       if (!req.complete) endRequestAfterAnswer(res);
     });
-  } else if (mayHaveBody(req)) {
-    // (Node marks a request complete only after its handler has run: a bodiless one answered at once is not, yet has nothing unread.)
-    const writeHead = res.writeHead;
-    res.writeHead = function (this: typeof res, ...args: unknown[]) {
-      if (!req.complete) closeAfterAnswer(res);
-      return (writeHead as (...args: unknown[]) => typeof res).apply(this, args);
-    } as typeof writeHead;
   }
   return controller.signal;
 }
