@@ -58,9 +58,9 @@ async function migrate(databaseUrl: string, env: NodeJS.ProcessEnv): Promise<voi
  */
 export async function serveUntilSignal(config: ServeConfig, env: NodeJS.ProcessEnv, notices: Writable): Promise<void> {
   const logger = createLogger({ level: config.logLevel });
-  const service = await startService(config, logger, env);
-  // For a person at the terminal (the JSON log goes to stdout): where the browser console is.
-  notices.write(`usage console: ${consoleUrl(config.host, service.port)}\n`);
+  // The signals are taken from before the "listening" line: one sent as soon as it is read (a supervisor's, on a busy machine, before
+  // this function went on) ended the process at once, undrained.
+  const started = startService(config, logger, env);
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {
@@ -70,14 +70,19 @@ export async function serveUntilSignal(config: ServeConfig, env: NodeJS.ProcessE
     }
     stopping = true;
     logger.info({ signal, grace_ms: config.limits.shutdownGraceMs }, "shutting down: draining in-flight calls");
-    service.close().then(() => {
+    // A start that fails is reported by the caller, as without a signal.
+    started.then(async (service) => {
+      await service.close();
       logger.info("stopped");
       // Written out first: lines still on their way (the cut calls') would land after "stopped", or not at all.
       logger.flush(() => process.exit(0));
-    });
+    }, () => {});
   };
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
+  const service = await started;
+  // For a person at the terminal (the JSON log goes to stdout): where the browser console is.
+  notices.write(`usage console: ${consoleUrl(config.host, service.port)}\n`);
 }
 
 /** The console's address; a wildcard bind address is shown as the loopback one, which it includes. */
