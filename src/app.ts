@@ -3,6 +3,7 @@
 import { Http2ServerResponse } from "node:http2";
 import { performance } from "node:perf_hooks";
 import { createContextValues } from "@connectrpc/connect";
+import PQueue from "p-queue";
 import { compressionBrotli, compressionGzip, connectNodeAdapter } from "@connectrpc/connect-node";
 import { ConsoleAssets } from "./console-assets.js";
 import { ErrorCode, methodNotAllowed, routeNotFound } from "./domain/errors.js";
@@ -37,6 +38,8 @@ import type { Database } from "./storage/database.js";
 
 /** The request message compressions taken on Connect, gRPC and gRPC-Web (connect-es's own defaults, stated). */
 const ACCEPTED_COMPRESSIONS = [compressionGzip, compressionBrotli];
+/** Request messages decompressed at once: each may grow to the body limit, and 300 small bombs at once held 530 MB. */
+const DECOMPRESSIONS_AT_ONCE = 4;
 
 export interface AppDeps {
   database: Database;
@@ -79,12 +82,13 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
   const metricsEndpoint = new MetricsEndpoint(metrics, metricsAccess);
   /** The request paths of every RPC the adapter serves (reflection and health included). */
   const rpcPaths = new Set<string>();
+  const decompression = { compressions: ACCEPTED_COMPRESSIONS, line: new PQueue({ concurrency: DECOMPRESSIONS_AT_ONCE }) };
   const rpc = connectNodeAdapter({
     routes: (router) => {
       routes(services, chain.interceptors, health)(router);
       // connect-es decodes RPC bodies and encodes grpc-message itself; these wrappers correct both.
       router.handlers.forEach((handler, i) => {
-        const checked = refuseForeignJson(refuseMalformedProtobuf(handler, MAX_BODY_BYTES, ACCEPTED_COMPRESSIONS));
+        const checked = refuseForeignJson(refuseMalformedProtobuf(handler, MAX_BODY_BYTES, decompression));
         router.handlers[i] = notingProtocolRefusals(encodeGrpcMessageBySpec(authorizingFirst(chain, checked, handler)));
         rpcPaths.add(handler.requestPath);
       });

@@ -18,6 +18,7 @@ import { fromBinary, ScalarType, toJsonString, type DescField, type DescMessage 
 import { Code, ConnectError } from "@connectrpc/connect";
 import { compressedFlag, encodeEnvelope, type Compression, type UniversalHandler, type UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
+import type PQueue from "p-queue";
 import { AppError, bodyTooLarge, ErrorCode, invalidParameter } from "../domain/errors.js";
 import { parseJsonBody } from "../rest/exact-json.js";
 import { messageFromRestJson } from "../rest/rest-json.js";
@@ -42,11 +43,17 @@ const GRPC_PROTO = /^application\/grpc(-web)?(\+proto)?$/i;
 const GRPC_JSON = /^application\/grpc(-web)?\+json/i;
 const CONNECT_JSON = /^application\/json/i;
 
+/** The compressions a request message may come in, and the line in which messages are decompressed (see app.ts). */
+export interface Decompression {
+  compressions: readonly Compression[];
+  line: PQueue;
+}
+
 /**
  * Wraps a unary or server-streaming method's handler (one request message) so that a malformed binary body is refused as 4001, and
- * one past `maxBytes` (as sent, or decompressed by one of `compressions`) as 4130.
+ * one past `maxBytes` (as sent, or decompressed) as 4130.
  */
-export function refuseMalformedProtobuf(handler: UniversalHandler, maxBytes: number, compressions: readonly Compression[]): UniversalHandler {
+export function refuseMalformedProtobuf(handler: UniversalHandler, maxBytes: number, { compressions, line }: Decompression): UniversalHandler {
   if (handler.method.methodKind !== "unary" && handler.method.methodKind !== "server_streaming") return handler;
   const schema = handler.method.input;
   const checking = (req: UniversalServerRequest) => {
@@ -69,7 +76,8 @@ export function refuseMalformedProtobuf(handler: UniversalHandler, maxBytes: num
     if (Number(req.header.get("content-length")) > bodyLimit(form.framing, maxBytes)) {
       return handler({ ...req, header, body: refusedBody(refuse(bodyTooLarge(maxBytes))) });
     }
-    return handler({ ...req, header, body: checkedBody(req.body, form, compression, schema, maxBytes, refuse) });
+    const decompress = compression && ((data: Uint8Array) => line.add(() => compression.decompress(data, maxBytes)));
+    return handler({ ...req, header, body: checkedBody(req.body, form, compression?.name, decompress, schema, maxBytes, refuse) });
   };
   return Object.assign(checking, handler);
 }
@@ -123,8 +131,9 @@ const isByteStream = (body: unknown): body is AsyncIterable<Uint8Array> =>
  * The body as it came, after its messages were checked. Past `maxBytes` (plus an envelope header) it is refused unread further, as
  * REST refuses one (4130, where connect-es's own limit answers without the service's error detail).
  */
-async function* checkedBody(body: AsyncIterable<Uint8Array>, { framing, codec }: BodyForm, compression: Compression | undefined,
-  schema: DescMessage, maxBytes: number, refuse: (error: AppError) => ConnectError): AsyncIterable<Uint8Array> {
+async function* checkedBody(body: AsyncIterable<Uint8Array>, { framing, codec }: BodyForm, encoding: string | undefined,
+  decompress: ((data: Uint8Array) => Promise<Uint8Array>) | undefined, schema: DescMessage, maxBytes: number,
+  refuse: (error: AppError) => ConnectError): AsyncIterable<Uint8Array> {
   const chunks: Uint8Array[] = [];
   let size = 0;
   const it = body[Symbol.asyncIterator]();
@@ -134,28 +143,28 @@ async function* checkedBody(body: AsyncIterable<Uint8Array>, { framing, codec }:
     if (size > bodyLimit(framing, maxBytes)) throw refuse(bodyTooLarge(maxBytes));
   }
   const bytes = Buffer.concat(chunks);
-  const message = framing === "whole" ? { flags: compression ? compressedFlag : 0, data: bytes } : theOneEnvelope(bytes, refuse);
+  const message = framing === "whole" ? { flags: decompress ? compressedFlag : 0, data: bytes } : theOneEnvelope(bytes, refuse);
   if (codec === "json") {
     // A Connect JSON stream's message goes on as the service's reader read it (compressed ones are refused by refuseForeignJson).
     if (message.flags !== 0) throw refuse(invalidParameter("body: a compressed message: JSON is taken uncompressed"));
     yield encodeEnvelope(0, Buffer.from(toJsonString(schema, jsonMessage(schema, message.data, refuse))));
     return;
   }
-  const data = message.flags === 0 ? message.data : await decompressed(message.data, compression, maxBytes, refuse);
+  const data = message.flags === 0 ? message.data : await decompressed(message.data, encoding, decompress, maxBytes, refuse);
   const problem = messageProblem(schema, data);
   if (problem !== undefined) throw refuse(invalidParameter(problem));
   yield framing === "whole" ? data : encodeEnvelope(0, data);
 }
 
 /** A compressed message's bytes, at most `maxBytes` of them (else 4130). */
-async function decompressed(data: Uint8Array, compression: Compression | undefined, maxBytes: number,
-  refuse: (error: AppError) => ConnectError): Promise<Uint8Array> {
-  if (compression === undefined) throw refuse(invalidParameter("body: a compressed message, but the request names no compression (or identity)"));
+async function decompressed(data: Uint8Array, encoding: string | undefined, decompress: ((data: Uint8Array) => Promise<Uint8Array>) | undefined,
+  maxBytes: number, refuse: (error: AppError) => ConnectError): Promise<Uint8Array> {
+  if (decompress === undefined) throw refuse(invalidParameter("body: a compressed message, but the request names no compression (or identity)"));
   try {
-    return await compression.decompress(data, maxBytes);
+    return await decompress(data);
   } catch (error) {
     if (error instanceof ConnectError && error.code === Code.ResourceExhausted) throw refuse(bodyTooLarge(maxBytes));
-    throw refuse(invalidParameter(`body: not valid ${compression.name} data`));
+    throw refuse(invalidParameter(`body: not valid ${encoding} data`));
   }
 }
 
