@@ -135,7 +135,9 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
     // stops sending the body once answered (a body refused as too large) would have its next request read as the rest of this one.
     if (!(res instanceof Http2ServerResponse) && mayHaveBody(req)) {
       closeAfterAnswer(res);
-      req.once("end", () => draining || res.headersSent || res.removeHeader("connection"));
+      req.once("end", () => {
+        if (!draining && !res.headersSent) res.removeHeader("connection");
+      });
     }
     // Node never closes the response of a request pipelined behind an answer that closed the connection (a body refused unread): the
     // socket's close ends it too, else it stayed in flight, unlogged, for good.

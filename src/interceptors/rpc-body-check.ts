@@ -76,8 +76,9 @@ export function refuseMalformedProtobuf(handler: UniversalHandler, maxBytes: num
     if (Number(req.header.get("content-length")) > bodyLimit(form.framing, maxBytes)) {
       return handler({ ...req, header, body: refusedBody(refuse(bodyTooLarge(maxBytes))) });
     }
-    const decompress = compression && ((data: Uint8Array) => line.add(() => compression.decompress(data, maxBytes)));
-    return handler({ ...req, header, body: checkedBody(req.body, form, compression?.name, decompress, schema, maxBytes, refuse) });
+    // Decompressed in the line: a flood of small compressed bodies must not each grow to maxBytes at once.
+    const inLine: Compression | undefined = compression && { ...compression, decompress: (data, max) => line.add(() => compression.decompress(data, max)) };
+    return handler({ ...req, header, body: checkedBody(req.body, form, inLine, schema, maxBytes, refuse) });
   };
   return Object.assign(checking, handler);
 }
@@ -131,9 +132,8 @@ const isByteStream = (body: unknown): body is AsyncIterable<Uint8Array> =>
  * The body as it came, after its messages were checked. Past `maxBytes` (plus an envelope header) it is refused unread further, as
  * REST refuses one (4130, where connect-es's own limit answers without the service's error detail).
  */
-async function* checkedBody(body: AsyncIterable<Uint8Array>, { framing, codec }: BodyForm, encoding: string | undefined,
-  decompress: ((data: Uint8Array) => Promise<Uint8Array>) | undefined, schema: DescMessage, maxBytes: number,
-  refuse: (error: AppError) => ConnectError): AsyncIterable<Uint8Array> {
+async function* checkedBody(body: AsyncIterable<Uint8Array>, { framing, codec }: BodyForm, compression: Compression | undefined,
+  schema: DescMessage, maxBytes: number, refuse: (error: AppError) => ConnectError): AsyncIterable<Uint8Array> {
   const chunks: Uint8Array[] = [];
   let size = 0;
   const it = body[Symbol.asyncIterator]();
@@ -143,28 +143,28 @@ async function* checkedBody(body: AsyncIterable<Uint8Array>, { framing, codec }:
     if (size > bodyLimit(framing, maxBytes)) throw refuse(bodyTooLarge(maxBytes));
   }
   const bytes = Buffer.concat(chunks);
-  const message = framing === "whole" ? { flags: decompress ? compressedFlag : 0, data: bytes } : theOneEnvelope(bytes, refuse);
+  const message = framing === "whole" ? { flags: compression ? compressedFlag : 0, data: bytes } : theOneEnvelope(bytes, refuse);
   if (codec === "json") {
     // A Connect JSON stream's message goes on as the service's reader read it (compressed ones are refused by refuseForeignJson).
     if (message.flags !== 0) throw refuse(invalidParameter("body: a compressed message: JSON is taken uncompressed"));
     yield encodeEnvelope(0, Buffer.from(toJsonString(schema, jsonMessage(schema, message.data, refuse))));
     return;
   }
-  const data = message.flags === 0 ? message.data : await decompressed(message.data, encoding, decompress, maxBytes, refuse);
+  const data = message.flags === 0 ? message.data : await decompressed(message.data, compression, maxBytes, refuse);
   const problem = messageProblem(schema, data);
   if (problem !== undefined) throw refuse(invalidParameter(problem));
   yield framing === "whole" ? data : encodeEnvelope(0, data);
 }
 
 /** A compressed message's bytes, at most `maxBytes` of them (else 4130). */
-async function decompressed(data: Uint8Array, encoding: string | undefined, decompress: ((data: Uint8Array) => Promise<Uint8Array>) | undefined,
-  maxBytes: number, refuse: (error: AppError) => ConnectError): Promise<Uint8Array> {
-  if (decompress === undefined) throw refuse(invalidParameter("body: a compressed message, but the request names no compression (or identity)"));
+async function decompressed(data: Uint8Array, compression: Compression | undefined, maxBytes: number,
+  refuse: (error: AppError) => ConnectError): Promise<Uint8Array> {
+  if (compression === undefined) throw refuse(invalidParameter("body: a compressed message, but the request names no compression (or identity)"));
   try {
-    return await decompress(data);
+    return await compression.decompress(data, maxBytes);
   } catch (error) {
     if (error instanceof ConnectError && error.code === Code.ResourceExhausted) throw refuse(bodyTooLarge(maxBytes));
-    throw refuse(invalidParameter(`body: not valid ${encoding} data`));
+    throw refuse(invalidParameter(`body: not valid ${compression.name} data`));
   }
 }
 
