@@ -62,14 +62,15 @@ export function usageService(usage: UsageRepository, directory: DirectoryReposit
         ...report,
         buckets: report.buckets.map((bucket) => ({
           startTime: BigInt(bucket.start), endTime: BigInt(bucket.end), date: bucket.date,
-          groups: bucket.groups.map((g) => ({ ...g.label, ...figures(g.figures) })),
+          // Assigned, not spread: spreading the names and the figures into one object took seconds for a report of 100,000 figures.
+          groups: bucket.groups.map((g) => Object.assign(figures(g.figures), g.label)),
         })),
       };
     },
 
     async getCoreMetrics(request, context) {
       const metrics = await reports.coreMetrics(principalOf(context).enterpriseId, request, signalOf(context));
-      return { ...metrics, items: metrics.items.map((day) => ({ date: day.date, ...figures(day) })) };
+      return { ...metrics, items: metrics.items.map((day) => Object.assign(figures(day), { date: day.date })) };
     },
 
     async *exportUsage(request, context) {
