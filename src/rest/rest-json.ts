@@ -174,7 +174,7 @@ export function messageToRestJson(schema: DescMessage, value: Fields | undefined
   for (const field of schema.fields) {
     const v = value[field.localName];
     if (field.oneof && field.fieldKind !== "scalar" && v === undefined) continue;
-    out += `${first ? "" : ","}${JSON.stringify(field.name)}:${writeField(field, v)}`;
+    out += `${first ? "" : ","}"${field.name}":${writeField(field, v)}`; // a proto field name needs no escaping
     first = false;
   }
   return out + "}";
