@@ -37,6 +37,9 @@ export interface GroupFigures {
   row: number;
 }
 
+/** More (bucket, group) cells than a report may answer. */
+export class FiguresPastBound extends Error {}
+
 /** Per group while a day's member sums are added: the five sums and the member count. */
 const PENDING = SUMS + 1;
 
@@ -49,15 +52,23 @@ export class ReportCells {
   /** Scratch for addMemberSums: per group index, the day's five sums and member count. */
   private pending = new Float64Array(0);
 
-  constructor(readonly buckets: readonly TimeBucket[], private readonly grouping: Grouping) {
+  /** Cells made so far: one past `maxCells` is FiguresPastBound, so a report over the bound is refused before the rest of its work. */
+  private made = 0;
+
+  constructor(readonly buckets: readonly TimeBucket[], private readonly grouping: Grouping, private readonly maxCells = Infinity) {
     this.cells = buckets.map(() => []);
+  }
+
+  private newCell(key: GroupKey): Cell {
+    if (++this.made > this.maxCells) throw new FiguresPastBound();
+    return new Cell(key);
   }
 
   addPairs(bucket: number, pairs: readonly MemberModelSums[]): void {
     const cells = this.cells[bucket]!;
     for (const { memberKey, modelId, sums, row } of pairs) {
       for (const key of this.grouping.keysOf(memberKey, modelId)) {
-        const cell = (cells[key.index] ??= new Cell(key));
+        const cell = (cells[key.index] ??= this.newCell(key));
         cell.addSums(sums, row, this.own);
         if (!this.grouping.byMember) cell.addMember(memberKey);
       }
@@ -105,7 +116,7 @@ export class ReportCells {
   }
 
   private cellOf(bucket: number, group: number): Cell {
-    return (this.cells[bucket]![group] ??= new Cell(this.grouping.byIndex[group]!));
+    return (this.cells[bucket]![group] ??= this.newCell(this.grouping.byIndex[group]!));
   }
 
   /** Not for groupings by member: a period is a whole group's. */

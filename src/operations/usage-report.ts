@@ -9,7 +9,7 @@ import { pushTo } from "../domain/list-maps.js";
 import { dateRangeWindow, zoneOrDefault, type TimeBucket } from "../domain/local-time.js";
 import { decodePageToken, effectivePageSize, encodePageToken } from "../domain/page-token.js";
 import { DEFAULT_REPORT_LIMITS, MAX_REPORT_DAYS, type ReportLimits } from "../domain/report-limits.js";
-import { ReportCells, type GroupFigures, type PeriodFigures } from "../domain/report-cells.js";
+import { FiguresPastBound, ReportCells, type GroupFigures, type PeriodFigures } from "../domain/report-cells.js";
 import { compareGroups, departmentGroupRanks, groupDimensions, Grouping, ranksOf, type GroupDimension, type GroupKey } from "../domain/report-groups.js";
 import { compareCodePoints, compareModels } from "../domain/usage-event.js";
 import { ExactSums } from "../domain/usage-totals.js";
@@ -375,9 +375,15 @@ export class UsageReports {
   /** The buckets' groups, and the page's members shown: those of `plan.pageMembers` whose figures fit in `maxFigures`. */
   private async run(plan: ReportPlan, signal: AbortSignal, maxFigures: number) {
     const grouping = new Grouping(plan.dimensions, plan.departments?.groupsOf, plan.members);
-    const cells = new ReportCells(plan.buckets, grouping);
-    await this.addUsage(cells, plan, signal);
-    const pageMembers = fittingFigures(cells.figuresByMember(), plan.pageMembers, maxFigures);
+    // Without a page, the bound holds from the first cell past it; a page is cut to its members that fit once all are made.
+    const cells = new ReportCells(plan.buckets, grouping, plan.pageMembers ? Infinity : maxFigures);
+    try {
+      await this.addUsage(cells, plan, signal);
+    } catch (error) {
+      if (!(error instanceof FiguresPastBound)) throw error;
+      throw invalidParameter(`the report would hold more (bucket, group) figures than this server's ${count(maxFigures)}: ${BOUND_ADVICE}`);
+    }
+    const pageMembers = plan.pageMembers && fittingFigures(cells.figuresByMember(), plan.pageMembers, maxFigures);
 
     const keys = grouping.byIndex;
     const modelIds = new Set(keys.map((key) => key.modelId).filter((id) => id >= 0));
@@ -424,25 +430,20 @@ export class UsageReports {
   }
 }
 
+const count = (n: number) => n.toLocaleString("en-US");
+const BOUND_ADVICE = `ask for fewer buckets (a shorter window, or a coarser bucket: "day" rather than "hour", "none" for one over the window) or fewer group_by fields; the usage export gives every (date, member, model) row`;
+
 /**
- * The page's first members whose (bucket, group) figures together fit in `maxFigures` (a page may hold fewer than page_size, AIP-158);
- * without a page, the report's figures must fit. `figures`: per member key, -1 for groups of no member.
+ * The page's first members whose (bucket, group) figures together fit in `maxFigures` (a page may hold fewer than page_size, AIP-158).
+ * `figures`: per member key.
  */
-function fittingFigures(figures: Map<number, number>, page: readonly MemberRow[] | undefined, maxFigures: number): MemberRow[] | undefined {
-  const count = (n: number) => n.toLocaleString("en-US");
-  const advice = `ask for fewer buckets (a shorter window, or a coarser bucket: "day" rather than "hour", "none" for one over the window) or fewer group_by fields; the usage export gives every (date, member, model) row`;
-  if (!page) {
-    let total = 0;
-    for (const n of figures.values()) total += n;
-    if (total > maxFigures) throw invalidParameter(`the report would hold ${count(total)} (bucket, group) figures, more than this server's ${count(maxFigures)}: ${advice}`);
-    return undefined;
-  }
+function fittingFigures(figures: Map<number, number>, page: readonly MemberRow[], maxFigures: number): MemberRow[] {
   let total = 0;
   let fit = 0;
   while (fit < page.length && (total += figures.get(page[fit]!.member_key) ?? 0) <= maxFigures) fit++;
   if (fit === 0 && page.length > 0) {
     const first = page[0]!;
-    throw invalidParameter(`member ${JSON.stringify(first.user_id)} alone has ${count(figures.get(first.member_key)!)} (bucket, group) figures in this report, more than this server's ${count(maxFigures)}: ${advice}`);
+    throw invalidParameter(`member ${JSON.stringify(first.user_id)} alone has ${count(figures.get(first.member_key)!)} (bucket, group) figures in this report, more than this server's ${count(maxFigures)}: ${BOUND_ADVICE}`);
   }
   return page.slice(0, fit);
 }

@@ -1,6 +1,6 @@
 import roaring from "roaring";
 import { describe, expect, it } from "vitest";
-import { ReportCells, type MemberSumsOfDay, type PeriodFigures } from "../../src/domain/report-cells.js";
+import { FiguresPastBound, ReportCells, type MemberSumsOfDay, type PeriodFigures } from "../../src/domain/report-cells.js";
 import { BASIC, EVENTS, ExactSums, INPUT, OUTPUT, PAY_GO } from "../../src/domain/usage-totals.js";
 import { Grouping, type GroupDimension } from "../../src/domain/report-groups.js";
 
@@ -102,5 +102,17 @@ describe("report cells: members' day sums", () => {
     expect([OUTPUT, INPUT, EVENTS].map((i) => second!.sums.exact(second!.row, i)).concat(second!.activeMembers)).toEqual([42, 21, 7, 2]);
     expect([0, 1, 2, 3, 4].map((i) => period.sums.exact(0, i))).toEqual([1, 2, 3, 4, 5]);
     expect([0, 1, 2, 3, 4].map((i) => pairSums.exact(0, i))).toEqual([10, 20, 30, 40, 1]);
+  });
+
+  it("cells past maxCells are refused as they are made, in any bucket and by any way in; a cell already made adds freely", () => {
+    const sums = new ExactSums();
+    sums.add(0, INPUT, 1);
+    const buckets = [{ start: 0, end: 1, date: "" }, { start: 1, end: 2, date: "" }];
+    const cells = new ReportCells(buckets, new Grouping(["model"]), 2);
+    cells.addPeriod(0, { modelId: 1, sums, row: 0, memberCount: 1, members: new roaring.RoaringBitmap32([7]).serialize("portable") });
+    cells.addPairs(1, [{ memberKey: 7, modelId: 1, sums, row: 0 }]);
+    cells.addPairs(1, [{ memberKey: 8, modelId: 1, sums, row: 0 }]);
+    expect(() => cells.addPairs(0, [{ memberKey: 7, modelId: 2, sums, row: 0 }])).toThrow(FiguresPastBound);
+    expect(() => cells.addPeriod(1, { modelId: 3, sums, row: 0, memberCount: 1, members: new roaring.RoaringBitmap32([7]).serialize("portable") })).toThrow(FiguresPastBound);
   });
 });
