@@ -79,7 +79,7 @@ Global options may come before or after the command: \`enterprise-admin app list
 A failed command prints one line on stderr, \`error: …\`, naming what is wrong: the file and the line
 (\`line 2 (event_id "m-2"): timestamp: must be Unix seconds; 1730000000123 looks like milliseconds
 (1730000000 in seconds)\`), a file that is not there (\`error: events.ndjson: no such file or
-directory\`), an unknown enterprise (\`error: enterprise "nope" does not exist (import a directory file
+directory\`), an unknown enterprise (\`error: --enterprise: enterprise "nope" does not exist (import a directory file
 first)\`), a database that cannot be reached (\`error: cannot connect to the database
 postgres://127.0.0.1:5432/admin: connection refused (is PostgreSQL running there?)\`). Nothing of a
 rejected file is applied.
@@ -87,7 +87,7 @@ rejected file is applied.
 | exit code | meaning |
 |---|---|
 | 0 | done |
-| 1 | the store cannot be reached, is busy or full; \`keys verify\` found a data key it cannot unwrap; any other failure |
+| 1 | the store cannot be reached, is busy or full; the master key file cannot be used (readable by group or others, damaged, not the key of its id); \`keys verify\` found a data key it cannot unwrap; any other failure |
 | 2 | input the command cannot take: a bad value or file, a bad setting (\`--port abc\`, \`SQLITE_CACHE_MIB=abc\`, also for \`serve\`), a file that is not there, an unknown enterprise, app or token |
 
 Commander's own usage errors (an unknown option, a missing required one) print the error and the

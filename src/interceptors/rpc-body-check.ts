@@ -92,8 +92,8 @@ export function refuseForeignJson(handler: UniversalHandler): UniversalHandler {
     const foreign = GRPC_JSON.test(type) || (CONNECT_JSON.test(type) && compressed("content-encoding"))
       || (CONNECT_STREAM_JSON.test(type) && compressed("connect-content-encoding"));
     if (!foreign) return handler(req);
-    const error = refusal(handler, req, invalidParameter("JSON bodies are taken uncompressed over the Connect protocol (or REST): send this one " +
-      "uncompressed, or as protobuf over gRPC and gRPC-Web"));
+    const error = refusal(handler, req, invalidParameter("JSON bodies are taken uncompressed over the Connect protocol (or REST), and not over gRPC or " +
+      "gRPC-Web: send this one uncompressed over Connect, or as protobuf, which may be compressed on every protocol"));
     return handler({ ...req, body: refusedBody(error) });
   };
   return Object.assign(checking, handler);

@@ -119,7 +119,7 @@ export class AccessAdmin {
 
   private async requireEnterprise(enterpriseId: string) {
     if (!(await this.directory.findEnterprise(enterpriseId))) {
-      throw invalidParameter(`enterprise "${enterpriseId}" does not exist (import a directory file first)`);
+      throw invalidParameter(`--enterprise: enterprise "${enterpriseId}" does not exist (import a directory file first)`);
     }
   }
 }

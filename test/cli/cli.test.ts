@@ -314,7 +314,7 @@ describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
 
   it.each([["app"], ["token"]])("%s list of an unknown enterprise is one line and exit 2, not an empty list", async (noun) => {
     const result = await cli([noun, "list", "--enterprise", "nope", "--db", testDb.url]);
-    expect(result).toStrictEqual({ code: 2, stdout: "", stderr: 'error: enterprise "nope" does not exist (import a directory file first)\n' });
+    expect(result).toStrictEqual({ code: 2, stdout: "", stderr: 'error: --enterprise: enterprise "nope" does not exist (import a directory file first)\n' });
   });
 
   it("token create prints the token alone and rejects unknown scopes and durations", async () => {
