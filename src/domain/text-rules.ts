@@ -26,6 +26,12 @@ export function nameProblem(name: string): string | undefined {
   return undefined;
 }
 
+/**
+ * A department name as keyword search compares it (name_folded), and a keyword: lower case, with the final sigma ς as σ. toLowerCase
+ * writes ς at a word's end and σ elsewhere, so without it "ΟΔΟΣ" would not contain "Σ".
+ */
+export const foldName = (text: string): string => text.toLowerCase().replaceAll("ς", "σ");
+
 /** Its length in characters (code points), as the proto's length rules count: an emoji is one, not two UTF-16 units. */
 export const characters = (text: string) => [...text].length;
 

@@ -6,6 +6,7 @@ import { uniqueInOrder } from "../domain/batch.js";
 import { ROOT_PARENT_ID } from "../domain/department-tree.js";
 import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
 import { decodePageToken, effectivePageSize, encodePageToken } from "../domain/page-token.js";
+import { foldName } from "../domain/text-rules.js";
 import { principalOf } from "../interceptors/auth.js";
 import type { DepartmentRepository, DepartmentRow } from "../storage/department-repository.js";
 
@@ -52,7 +53,7 @@ export function departmentService(departments: DepartmentRepository): ServiceImp
 
     async searchDepartments(request, context) {
       const { enterpriseId } = principalOf(context);
-      const keyword = request.keyword.toLowerCase();
+      const keyword = foldName(request.keyword);
       const query = `search:${keyword}`;
       const pageSize = effectivePageSize(request.pageSize);
       const rows = await departments.searchByName(enterpriseId, keyword, decodePageToken(query, request.pageToken), pageSize + 1);

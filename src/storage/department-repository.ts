@@ -1,6 +1,7 @@
 // Departments of one enterprise: batch reads, children, keyword search, and upserts and deletes for the import.
 import { sql, type Kysely, type Selectable } from "kysely";
 import { reusedQuery } from "./reused-query.js";
+import { foldName } from "../domain/text-rules.js";
 import type { DepartmentTable, Schema } from "./schema.js";
 
 export type DepartmentRow = Omit<Selectable<DepartmentTable>, "name_folded" | "enterprise_id">;
@@ -99,7 +100,7 @@ export class DepartmentRepository {
 
   async upsertMany(enterpriseId: string, rows: readonly DepartmentRow[]): Promise<void> {
     for (let i = 0; i < rows.length; i += 500) {
-      const chunk = rows.slice(i, i + 500).map((r) => ({ ...r, enterprise_id: enterpriseId, name_folded: r.name.toLowerCase() }));
+      const chunk = rows.slice(i, i + 500).map((r) => ({ ...r, enterprise_id: enterpriseId, name_folded: foldName(r.name) }));
       await this.db.insertInto("department").values(chunk)
         .onConflict((oc) => oc.columns(["enterprise_id", "department_id"]).doUpdateSet((eb) => ({
           parent_department_id: eb.ref("excluded.parent_department_id"),

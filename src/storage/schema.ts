@@ -20,7 +20,7 @@ export interface DepartmentTable {
   department_id: string;
   parent_department_id: string;
   name: string;
-  /** name.toLowerCase(), computed in TypeScript so keyword search folds case the same on every database. */
+  /** foldName(name) (domain/text-rules.ts), computed in TypeScript so keyword search folds case the same on every database. */
   name_folded: string;
   full_path: string;
   depth: number;

@@ -504,6 +504,19 @@ describe.each(dialects)("department rules (%s)", (dialect) => {
       expect((await search("keyword=engineering")).json).toStrictEqual(success({ items: [ENGINEERING, SALES_ENGINEERING], next_page_token: "" }));
     });
 
+    it("folds the Greek sigma alike in every form: Σ, σ and the final ς each find ΟΔΟΣ (ς at its end once folded) and ΣΟΦΙΑ", async () => {
+      await importDirectory(svc.database, {
+        enterprise: { enterprise_id: "hellas", name: "Hellas", currency: "USD" },
+        departments: [{ department_id: "r", parent_department_id: "0", name: "ΡΙΖΑ" },
+          { department_id: "a", parent_department_id: "r", name: "ΟΔΟΣ" }, { department_id: "b", parent_department_id: "r", name: "ΣΟΦΙΑ" }],
+        members: [],
+      });
+      const token = await svc.token(["departments:read"], "hellas");
+      const names = async (keyword: string) => (await search(`keyword=${encodeURIComponent(keyword)}`, token)).json.data.items.map((d: any) => d.name);
+      for (const keyword of ["Σ", "σ", "ς"]) expect(await names(keyword), keyword).toStrictEqual(["ΟΔΟΣ", "ΣΟΦΙΑ"]);
+      for (const keyword of ["ΟΔΟΣ", "οδος", "οδοσ", "ΟΔΟσ"]) expect(await names(keyword), keyword).toStrictEqual(["ΟΔΟΣ"]);
+    });
+
     it('matches "_" literally: only Mobile_Apps', async () => {
       expect((await search("keyword=_")).json).toStrictEqual(success({ items: [MOBILE], next_page_token: "" }));
     });

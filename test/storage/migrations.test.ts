@@ -104,6 +104,16 @@ describe.each(dialects)("migrations on an empty database (%s)", (dialect) => {
       .toStrictEqual(stored.map((row) => ({ ...row, members: bytes(row.members), member_sums: bytes(row.member_sums) })));
   });
 
+  it("final sigma: names folded with ς hold σ in its place, as search now folds them; other names are untouched", async () => {
+    const { migrator, db } = await enterpriseAt("20261203T090000-index-placements-by-department");
+    const row = (department_id: string, name: string, name_folded: string) =>
+      ({ enterprise_id: "e", department_id, parent_department_id: "0", name, name_folded, full_path: name, depth: 0 });
+    await db.insertInto("department").values([row("a", "ΟΔΟΣ ΣΟΦΙΑΣ", "οδος σοφιας"), row("b", "Sales", "sales")]).execute();
+    expect((await migrator.migrateTo("20261204T090000-fold-final-sigma")).error).toBeUndefined();
+    expect(await db.selectFrom("department").select(["department_id", "name_folded"]).orderBy("department_id").execute())
+      .toStrictEqual([{ department_id: "a", name_folded: "οδοσ σοφιασ" }, { department_id: "b", name_folded: "sales" }]);
+  });
+
   it("usage layout: an enterprise's layout row moves to usage_layout as it is, and back when undone", async () => {
     const { migrator, db } = await enterpriseAt("20261130T090000-unframe-running-totals");
     const layout = { enterprise_id: "e", version: 4, time_zone: "Asia/Kathmandu", hour_phase: 900 };

@@ -9,6 +9,7 @@ import * as unframeRunningTotals from "./20261130T090000-unframe-running-totals.
 import * as usageLayout from "./20261201T090000-usage-layout.js";
 import * as pendingRollups from "./20261202T090000-pending-rollups.js";
 import * as placementsByDepartment from "./20261203T090000-index-placements-by-department.js";
+import * as foldFinalSigma from "./20261204T090000-fold-final-sigma.js";
 
 export const migrations: Record<string, Migration> = {
   "20261126T080000-baseline": baseline,
@@ -20,4 +21,5 @@ export const migrations: Record<string, Migration> = {
   "20261201T090000-usage-layout": usageLayout,
   "20261202T090000-pending-rollups": pendingRollups,
   "20261203T090000-index-placements-by-department": placementsByDepartment,
+  "20261204T090000-fold-final-sigma": foldFinalSigma,
 };
