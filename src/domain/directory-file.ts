@@ -4,14 +4,20 @@ import { IANAZone } from "luxon";
 import { z } from "zod";
 import { regexes } from "zod/v4/core";
 import { foldEmail } from "./email-match.js";
-import { characters, textProblem } from "./text-rules.js";
-import { invalidParameter } from "./errors.js";
+import { characters, nameProblem, textProblem } from "./text-rules.js";
+import { AppError, invalidParameter } from "./errors.js";
+import { parseJsonExact } from "./exact-json.js";
 import { describeJsonError } from "./json-errors.js";
 
 /** Required text of at most `max` characters (code points, as the API's limits count), storable as sent (text-rules.ts). */
 const textOf = (max: number) => z.string().min(1).refine((text) => characters(text) <= max, `longer than ${max} characters`)
   .refine((text) => textProblem(text) === undefined, "must not contain U+0000, a lone surrogate or bytes that are not UTF-8");
 const id = textOf(128);
+/** A name people read and tell apart: also no control, invisible or text-direction characters, no white space at either end (nameProblem). */
+const nameOf = (max: number) => textOf(max).superRefine((text, context) => {
+  const problem = nameProblem(text);
+  if (problem !== undefined) context.addIssue({ code: "custom", message: problem });
+});
 
 /** Internationalized addresses too (RFC 6531: `élodie@x.example`), where zod's `email()` takes ASCII alone. */
 const EMAIL_RULE = "not an e-mail address (a local part of 1 to 64 characters, \"@\", a domain of 1 to 255; no spaces, quotes or control characters)";
@@ -21,7 +27,7 @@ const email = z.string().regex(regexes.unicodeEmail, EMAIL_RULE).refine((text) =
 const directoryFile = z.object({
   enterprise: z.object({
     enterprise_id: id,
-    name: textOf(256),
+    name: nameOf(256),
     currency: z.enum(["CNY", "USD"]),
     time_zone: z.string().max(64).refine((name) => IANAZone.isValidZone(name), "not an IANA time zone name (e.g. \"UTC\", \"Asia/Shanghai\")")
       .optional(),
@@ -29,7 +35,7 @@ const directoryFile = z.object({
   departments: z.array(z.object({
     department_id: id,
     parent_department_id: id,
-    name: textOf(256),
+    name: nameOf(256),
   }).strict()).default([]),
   members: z.array(z.object({
     user_id: id,
@@ -45,8 +51,9 @@ export function parseDirectoryFile(fileText: string): DirectoryFile {
   const text = fileText.replace(/^\uFEFF/, ""); // a byte order mark, as some Windows editors write
   let json: unknown;
   try {
-    json = JSON.parse(text);
+    json = parseJsonExact(text, "file", false); // a key given twice is refused: JSON.parse would keep the second
   } catch (error) {
+    if (error instanceof AppError) throw error;
     throw invalidParameter(`not valid JSON: ${describeJsonError(text, error)}`);
   }
   const result = directoryFile.safeParse(json);

@@ -20,7 +20,7 @@ import { compressedFlag, encodeEnvelope, type Compression, type UniversalHandler
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
 import type PQueue from "p-queue";
 import { AppError, bodyTooLarge, ErrorCode, invalidParameter } from "../domain/errors.js";
-import { parseJsonBody } from "../rest/exact-json.js";
+import { parseJsonBody } from "../rest/json-body.js";
 import { messageFromRestJson } from "../rest/rest-json.js";
 import { callLogKey, procedureOf } from "./call-log.js";
 import { toConnectError } from "./connect-errors.js";

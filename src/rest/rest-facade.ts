@@ -15,7 +15,7 @@ import { appErrorOf } from "../interceptors/connect-errors.js";
 import type { ServedService } from "../routes.js";
 import { streamEncoder } from "../http/compression.js";
 import { writeError, writeInternalError, writeSuccess, type HttpRequest, type HttpResponse } from "./envelope.js";
-import { parseJsonBody } from "./exact-json.js";
+import { parseJsonBody } from "./json-body.js";
 import { decodeComponent, RestRouter, type RestRoute } from "./http-rules.js";
 import { CONTENT_TYPES, RECORD_FORMATS, recordEncoder, recordsField, type RecordFormat } from "./record-formats.js";
 import { acceptsInteger, findField, messageFromRestJson, messageToRestJson, readScalar } from "./rest-json.js";

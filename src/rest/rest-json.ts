@@ -6,7 +6,7 @@ import { getOption } from "@bufbuild/protobuf";
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
 import { rest_integer_as_string } from "../../gen/enterprise_admin/v1/options_pb.js";
 import { invalidParameter } from "../domain/errors.js";
-import { longIntegerDigits } from "./exact-json.js";
+import { longIntegerDigits } from "../domain/exact-json.js";
 
 type Fields = Record<string, unknown>;
 

@@ -139,6 +139,29 @@ describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
     expect(await database.db.selectFrom("enterprise").selectAll().where("enterprise_id", "=", "latin").execute()).toEqual([]);
   });
 
+  it("import directory refuses a key given twice and names that hide or reorder characters, naming the field; applies nothing", async () => {
+    const enterprise = { enterprise_id: "hidden", name: "Hidden", currency: "USD" };
+    const withName = (name: string) => JSON.stringify({ enterprise, departments: [{ department_id: "r", parent_department_id: "0", name }], members: [] });
+    const twice = '{"enterprise":{"enterprise_id":"hidden","name":"Hidden","currency":"USD"},"departments":[{"department_id":"r","parent_department_id":"0",' +
+      '"name":"Beta","name":"Gamma"}],"members":[]}';
+    const refusals: Array<[string, string]> = [
+      [twice, "error: departments[0].name: given twice; send it once\n"],
+      [withName("Bell\u0007"), "error: departments[0].name: must not contain control characters (U+0000 to U+001F, U+007F to U+009F)\n"],
+      [withName("Admin\u202egnp.exe"), expect.stringMatching(/^error: departments\[0\]\.name: must not contain invisible or text-direction characters/) as unknown as string],
+      [withName("Sal\u200bes"), expect.stringMatching(/^error: departments\[0\]\.name: must not contain invisible or text-direction characters/) as unknown as string],
+      [withName("   "), "error: departments[0].name: must not begin or end with white space\n"],
+      [JSON.stringify({ enterprise: { ...enterprise, name: "Hidden\u200e" }, departments: [], members: [] }),
+        expect.stringMatching(/^error: enterprise\.name: must not contain invisible or text-direction characters/) as unknown as string],
+    ];
+    for (const [text, stderr] of refusals) {
+      const result = await cli(["import", "directory", file("hidden.json", text), "--db", testDb.url]);
+      expect([result.code, result.stderr], text).toStrictEqual([2, stderr]);
+    }
+    expect(await database.db.selectFrom("enterprise").selectAll().where("enterprise_id", "=", "hidden").execute()).toEqual([]);
+    const joined = await cli(["import", "directory", file("joined.json", withName("Sales/East \u{1F469}\u200d\u{1F4BB}")), "--db", testDb.url]);
+    expect([joined.code, joined.stderr]).toStrictEqual([0, ""]);
+  });
+
   it("import directory reads a file that begins with a byte order mark", async () => {
     const result = await cli(["import", "directory", file("bom.json", `\uFEFF${JSON.stringify(acme)}`), "--dry-run", "--db", testDb.url]);
     expect(result.stderr).toBe("");

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
-import { parseJsonExact } from "../../src/rest/exact-json.js";
+import { parseJsonExact } from "../../src/domain/exact-json.js";
 import { messageFromRestJson, messageToRestJson } from "../../src/rest/rest-json.js";
 import { DepartmentSchema, BatchGetDepartmentsRequestSchema } from "../../gen/enterprise_admin/v1/department_pb.js";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";

@@ -7,9 +7,7 @@
 //   (and is refused later anyway: no string may hold U+0000). Keys and other strings stay as sent, so
 //   messages quote them as the caller wrote them.
 // One linear scan does all three; the text is parsed by JSON.parse, rewritten only when needed.
-import { AppError, invalidParameter } from "../domain/errors.js";
-import { describeJsonError } from "../domain/json-errors.js";
-import { decodeUtf8Body } from "./utf8-body.js";
+import { invalidParameter } from "./errors.js";
 
 export const MAX_JSON_DEPTH = 64;
 
@@ -36,9 +34,10 @@ const BACKSLASH = 92;
 
 /**
  * Parses JSON text as described above. Syntax errors are JSON.parse's (the caller describes them);
- * the shape errors are 4001s naming the limit or the key.
+ * the shape errors are 4001s naming the limit (`whole` names the text) or the key. Without
+ * `markLongIntegers`, numbers and strings are JSON.parse's (a file of no 64-bit fields).
  */
-export function parseJsonExact(text: string): unknown {
+export function parseJsonExact(text: string, whole = "body", markLongIntegers = true): unknown {
   const open: Container[] = [];
   let rewritten = "";
   let copied = 0;
@@ -57,13 +56,13 @@ export function parseJsonExact(text: string): unknown {
         top.lastKey = key;
         top.expectKey = false;
       }
-      if (!isKey && text.startsWith("\\u0000", i + 1)) {
+      if (markLongIntegers && !isKey && text.startsWith("\\u0000", i + 1)) {
         rewritten += text.slice(copied, i + 1) + "\\u0000";
         copied = i + 1;
       }
       i = end;
     } else if (c === 123 /* { */ || c === 91 /* [ */) {
-      if (open.length === MAX_JSON_DEPTH) throw invalidParameter(`body: JSON nested deeper than ${MAX_JSON_DEPTH} levels`);
+      if (open.length === MAX_JSON_DEPTH) throw invalidParameter(`${whole}: JSON nested deeper than ${MAX_JSON_DEPTH} levels`);
       open.push({ isObject: c === 123, keys: undefined, expectKey: c === 123, lastKey: "", index: 0 });
       i++;
     } else if (c === 125 /* } */ || c === 93 /* ] */) {
@@ -77,7 +76,7 @@ export function parseJsonExact(text: string): unknown {
     } else if (c === 45 /* - */ || (c >= 48 && c <= 57)) {
       let j = i + 1;
       while (j < text.length && isNumberChar(text.charCodeAt(j))) j++;
-      if (j - i >= 16 && /^-?\d{16,}$/.test(text.slice(i, j))) {
+      if (markLongIntegers && j - i >= 16 && /^-?\d{16,}$/.test(text.slice(i, j))) {
         rewritten += `${text.slice(copied, i)}"\\u0000${text.slice(i, j)}"`;
         copied = j;
       }
@@ -121,17 +120,4 @@ function pathOf(open: Container[], key: string): string {
     path += container.isObject ? `${path === "" ? "" : "."}${container.lastKey}` : `[${container.index}]`;
   }
   return path === "" ? key : `${path}.${key}`;
-}
-
-/** A request body's JSON (REST, Connect JSON): UTF-8, not empty, read by parseJsonExact; refused as 4001 naming the place, never quoting the text. */
-export function parseJsonBody(bytes: Buffer): unknown {
-  const text = decodeUtf8Body(bytes);
-  if (text.trim() === "") throw invalidParameter("body: expected a JSON object, got an empty body");
-  try {
-    return parseJsonExact(text);
-  } catch (error) {
-    if (error instanceof AppError) throw error;
-    // The parser's own message quotes the text around the error, which may be a secret: give the place only.
-    throw invalidParameter(`body: not valid JSON (${describeJsonError(text, error)})`);
-  }
 }
