@@ -743,6 +743,11 @@ describe.each(dialects)("environment config rules (%s)", (dialect) => {
       const connect = await send("POST", `${RPC}/UpdateEnvironmentConfig`, { body: { id: data.id, description: "zz", updateMask: "descripton" } });
       expect(connect.status).toBe(400);
       expect(connect.json.message).toContain('update_mask: "descripton" is not a field of the update');
+      // A list in place of the mask's one string is 4001 spelling out its JSON form (it quoted protobuf-es's "Array(1)").
+      const listed = await patchReply(data.id, { update_mask: ["description"], description: "zz" });
+      expect(listed.json).toStrictEqual(failure(4001, 'update_mask: expected one string of field names separated by commas, e.g. "description,environment_variables"'));
+      const connectListed = await send("POST", `${RPC}/UpdateEnvironmentConfig`, { body: { id: data.id, description: "zz", updateMask: ["description"] } });
+      expect([connectListed.status, connectListed.json.message]).toStrictEqual([400, expect.stringContaining("updateMask: expected one string of field names")]);
       expect(await get(data.id)).toStrictEqual(data);
     });
 

@@ -817,7 +817,8 @@ describe.each(dialects)("usage report (%s)", (dialect) => {
       await expectInvalid(await coreMetrics(t.token, { start_date: "2024-01-02", end_date: "2024-01-01" }), "end_date");
       await expectInvalid(await coreMetrics(t.token, { start_date: "2024-02-30", end_date: "2024-03-01" }), "start_date");
       await expectInvalid(await coreMetrics(t.token, { start_date: "2024-1-1", end_date: "2024-03-01" }), "start_date");
-      await expectInvalid(await coreMetrics(t.token, { end_date: "2024-03-01" }), "start_date");
+      await expectInvalid(await coreMetrics(t.token, { end_date: "2024-03-01" }), "start_date: value is required");
+      await expectInvalid(await coreMetrics(t.token, { start_date: "2024-03-01" }), "end_date: value is required");
       await expectInvalid(await coreMetrics(t.token, { start_date: "2024-01-01", end_date: "2024-01-02", time_zone: "Mars/Olympus" }), "time_zone");
     });
   });
