@@ -11,6 +11,7 @@ import { parseTimeout as parseConnectTimeout } from "@connectrpc/connect/protoco
 import { parseTimeout as parseGrpcTimeout } from "@connectrpc/connect/protocol-grpc";
 import { AppError, ErrorCode } from "../domain/errors.js";
 import type { HttpRequest, HttpResponse } from "../rest/envelope.js";
+import { errorEntry } from "../error-table.js";
 import type { CallLog } from "./call-log.js";
 import { toConnectError } from "./connect-errors.js";
 
@@ -76,15 +77,14 @@ export function wasAnswered(res: HttpResponse): boolean {
 
 /**
  * How a call ended, as the access log and the metrics tell it: its answer's status and code. Unanswered (or cut off mid-answer, its
- * status sent): UNAVAILABLE when the shutdown cut it, DEADLINE_EXCEEDED when its deadline did (an export), else CANCELED and 499 (the
- * caller went away first).
+ * status sent): UNAVAILABLE when the shutdown cut it, else its own failure's code (DEADLINE_EXCEEDED when its deadline cut an export, a
+ * store fault's), else CANCELED and 499 (the caller went away first).
  */
 export function endedAs(res: HttpResponse, log: CallLog): { status: number; code: number | undefined } {
   if (wasAnswered(res)) return { status: res.statusCode, code: log.code };
-  const sent = (status: number) => (res.headersSent ? res.statusCode : status);
-  if (log.cutAtShutdown) return { status: sent(503), code: ErrorCode.UNAVAILABLE };
-  if (log.code === ErrorCode.DEADLINE_EXCEEDED) return { status: sent(504), code: ErrorCode.DEADLINE_EXCEEDED };
-  return { status: 499, code: ErrorCode.CANCELED };
+  const code = log.cutAtShutdown ? ErrorCode.UNAVAILABLE : log.code ?? ErrorCode.CANCELED;
+  if (code === ErrorCode.CANCELED) return { status: 499, code };
+  return { status: res.headersSent ? res.statusCode : errorEntry(code).httpStatus, code };
 }
 
 /** The AppError an aborted call ends with, whichever signal aborted it. */

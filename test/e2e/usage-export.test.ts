@@ -337,6 +337,30 @@ describe.each(dialects)("usage export (%s)", (dialect) => {
     expect(sizes).toEqual([1000, 200]);
   });
 
+  it("an export cut by a store fault after its first rows is logged and counted as that fault (2001), not as its caller leaving (4990)", async () => {
+    const id = `${tenant}-cut`;
+    const members = [{ user_id: "c1", email: "c1@cut.example", account_type: 1 as const, department_ids: [] }];
+    await importDirectory(svc.database, { enterprise: { enterprise_id: id, name: "Cut", currency: "USD" }, departments: [], members });
+    const day = Date.parse("2025-06-01T00:00:00Z") / 1000;
+    await record(id, [0, 1, 2].map((d) => ({ user_id: "c1", model: MODELS[0]!, timestamp: day + d * 86_400 + 60, input: 1, output: 1, basic: 0n, payGo: 0n })), "cut");
+    const token = await svc.token(["statistics:read"], id);
+    const url = `${svc.baseUrl}${EXPORT}?start_time=${day}&end_time=${day + 3 * 86_400}&time_zone=UTC&format=ndjson`;
+    const whole = await fetch(url, { headers: { authorization: `Bearer ${token}` } }); // adds the batch's pending rollups
+    expect([whole.status, (await whole.text()).split("\n").filter(Boolean).length]).toStrictEqual([200, 3]);
+    // The third day's stored member sums, damaged: that day's read fails once the first day's rows have gone out.
+    const damaged = await svc.database.db.updateTable("usage_rollup_members").set({ member_sums: Uint8Array.of(1, 2, 3) })
+      .where("enterprise_id", "=", id).where("period", "=", day + 2 * 86_400).where("member_sums", "is not", null).executeTakeFirst();
+    expect(damaged.numUpdatedRows).toBeGreaterThan(0n);
+    // Uncompressed, so the first day's rows go out as they are made (gzip would still hold them when the third day fails).
+    const res = await fetch(url, { headers: { authorization: `Bearer ${token}`, "x-request-id": `${id}-request`, "accept-encoding": "identity" } });
+    expect(res.status).toBe(200);
+    await expect(res.text()).rejects.toThrow();
+    const line = async () => svc.logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.request_id === `${id}-request` && l.status !== undefined);
+    await expect.poll(line, { timeout: 2000 }).toMatchObject({ status: 200, code: 2001, msg: "request failed" });
+    const metrics = await (await fetch(`${svc.baseUrl}/metrics`)).text();
+    expect(metrics).toMatch(/enterprise_admin_calls_total\{procedure="\/enterprise_admin.v1.UsageService\/ExportUsage",transport="rest",code="2001"\} 1/);
+  });
+
   it("a member's day sum past 2^53 is exact to the token and micro-unit, in NDJSON and CSV", async () => {
     const id = `${tenant}-big`;
     await importDirectory(svc.database, { enterprise: { enterprise_id: id, name: "Big", currency: "USD" }, departments: [],
