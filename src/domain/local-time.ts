@@ -18,6 +18,9 @@ export function zoneOrDefault(requested: string | undefined, fallback: string, f
   return requested;
 }
 
+/** The platform's one name for a zone, whatever case or alias it was given in: "asia/calcutta" and "Asia/Kolkata" are "Asia/Calcutta". */
+export const zoneIdentity = (zone: string): string => new Intl.DateTimeFormat("en-US", { timeZone: zone }).resolvedOptions().timeZone;
+
 /** Local days or hours (an offset may be a half or quarter hour), cut at the window's edges; one at a time, for any window (the export's). */
 export function* eachBucket(start: number, end: number, zone: string, unit: "day" | "hour"): Generator<TimeBucket> {
   const offsets = new ZoneOffsets(zone, start - DAY_SECONDS, end + DAY_SECONDS);

@@ -1,6 +1,6 @@
 // The usage export's rows per (local date, member, model), in order; memory stays flat, a local day summed and sent before the next.
 import type { UsageExportRow as ProtoRow } from "../../gen/enterprise_admin/v1/usage_pb.js";
-import { eachBucket } from "../domain/local-time.js";
+import { eachBucket, zoneIdentity } from "../domain/local-time.js";
 import { compareCodePoints, compareModels, type ModelIdentity } from "../domain/usage-event.js";
 import { BASIC, EVENTS, INPUT, modelAmounts, OUTPUT, PAY_GO, type MemberModelSums } from "../domain/usage-totals.js";
 import { DAY, RollupPeriods, type RollupLayout } from "../domain/usage-rollup.js";
@@ -31,7 +31,7 @@ export async function* exportUsageRows(usage: UsageRepository, directory: Direct
   request: UsageExportRequest): AsyncGenerator<UsageExportRow[]> {
   const { enterpriseId, start, end, timeZone, layout, signal } = request;
   const members = new MemberOrder();
-  const layoutDays = layout?.timeZone === timeZone ? new RollupPeriods(layout, { start, end }) : undefined;
+  const layoutDays = layout && zoneIdentity(layout.timeZone) === zoneIdentity(timeZone) ? new RollupPeriods(layout, { start, end }) : undefined;
   for (const day of eachBucket(start, end, timeZone, "day")) {
     if (signal) await takeTurn(signal);
     // A day the layout's day rows hold whole (one period, nothing raw); else the raw events: a day of another zone, one cut at the

@@ -6,7 +6,7 @@ import roaring from "roaring";
 import type { GetUsageReportRequest } from "../../gen/enterprise_admin/v1/usage_pb.js";
 import { invalidParameter } from "../domain/errors.js";
 import { pushTo } from "../domain/list-maps.js";
-import { dateRangeWindow, zoneOrDefault, type TimeBucket } from "../domain/local-time.js";
+import { dateRangeWindow, zoneIdentity, zoneOrDefault, type TimeBucket } from "../domain/local-time.js";
 import { decodePageToken, effectivePageSize, encodePageToken } from "../domain/page-token.js";
 import { DEFAULT_REPORT_LIMITS, MAX_REPORT_DAYS, type ReportLimits } from "../domain/report-limits.js";
 import { FiguresPastBound, ReportCells, type GroupFigures, type PeriodFigures } from "../domain/report-cells.js";
@@ -119,8 +119,9 @@ export class UsageReports {
     let query = "";
     let more = false;
     if (byMember) {
-      // Bound to every field but the page's own (AIP-158: page_size may change between pages), and to the zone used, named or not.
-      query = JSON.stringify(["usage-report", String(request.startTime), String(request.endTime), zone, kind, dimensions,
+      // Bound to every field but the page's own (AIP-158: page_size may change between pages), and to the zone used, named or not, in
+      // any case or by any alias.
+      query = JSON.stringify(["usage-report", String(request.startTime), String(request.endTime), zoneIdentity(zone), kind, dimensions,
         request.departmentId, request.userIds, request.emails]);
       // No more members than would fit with one figure in every bucket: the page's figures are only counted once they are made.
       const pageSize = Math.min(effectivePageSize(request.pageSize, { default: 100, max: 1000 }), Math.max(1, Math.floor(this.maxFigures / buckets.length)));

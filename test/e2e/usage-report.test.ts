@@ -738,6 +738,13 @@ describe.each(dialects)("usage report (%s)", (dialect) => {
       expect(first.time_zone).toBe("Asia/Shanghai");
       const named = await report(other.token, { ...body, time_zone: "Asia/Shanghai", page_token: first.next_page_token });
       expect(named.buckets.flatMap((b: any) => b.groups.map((g: any) => g.user_id))).toContain("2");
+      // The same zone in other capitals or by an alias is the same query (it was 4001), and its name is answered as given.
+      for (const spelled of ["asia/shanghai", "PRC", "Asia/Chongqing"]) {
+        const again = await report(other.token, { ...body, time_zone: spelled, page_token: first.next_page_token });
+        expect([again.time_zone, again.buckets.flatMap((b: any) => b.groups.map((g: any) => g.user_id))], spelled).toStrictEqual([spelled, ["2"]]);
+        const fromSpelled = await report(other.token, { ...body, time_zone: spelled });
+        expect((await report(other.token, { ...body, page_token: fromSpelled.next_page_token })).buckets[0].groups[0].user_id, spelled).toBe("2");
+      }
       await importDirectory(svc.database, { enterprise: { enterprise_id: other.id, name: "Moved", currency: "CNY", time_zone: "America/New_York" }, departments: [], members });
       await expectInvalid(await call("POST", REPORT, other.token, { ...body, page_token: first.next_page_token }), "page_token");
     });
