@@ -35,14 +35,18 @@ export function storeFaultOf(error: unknown, location: string): StoreFault | und
   return undefined;
 }
 
+/** pg's own errors, without a code, for a connection lost under a query (pg_terminate_backend, a restart, the network). */
+const CONNECTION_LOST = /^(Connection terminated|Client has encountered a connection error and is not queryable)/;
+
 /**
  * Whether `error` came from the store: a busy or full fault, an error SQLite or PostgreSQL reported
- * (better-sqlite3's SqliteError; pg's DatabaseError, which carries a severity), or a failed connection
- * to the PostgreSQL server (the only connection a server opens).
+ * (better-sqlite3's SqliteError; pg's DatabaseError, which carries a severity), or a failed or lost
+ * connection to the PostgreSQL server (the only connections a server opens).
  */
 export function isStoreError(error: unknown): boolean {
   if (error instanceof StoreFault) return true;
-  const e = error as { name?: unknown; code?: unknown; severity?: unknown; syscall?: unknown } | null;
+  const e = error as { name?: unknown; code?: unknown; severity?: unknown; syscall?: unknown; message?: unknown } | null;
   if (e === null || typeof e !== "object") return false;
-  return e.name === "SqliteError" || (typeof e.code === "string" && typeof e.severity === "string") || e.syscall === "connect";
+  return e.name === "SqliteError" || (typeof e.code === "string" && typeof e.severity === "string") || e.syscall === "connect"
+    || (typeof e.message === "string" && CONNECTION_LOST.test(e.message));
 }

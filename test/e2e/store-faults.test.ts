@@ -18,6 +18,7 @@ import { importDirectory } from "../../src/operations/import-directory.js";
 import { AuthRepository } from "../../src/storage/auth-repository.js";
 import { migrateToLatest, openDatabase, type Database } from "../../src/storage/database.js";
 import { DirectoryRepository } from "../../src/storage/directory-repository.js";
+import { isStoreError } from "../../src/storage/store-faults.js";
 import { dialects, type DialectName } from "../helpers/databases.js";
 import { acme } from "../helpers/fixtures.js";
 import { startTestService, type TestService } from "../helpers/service.js";
@@ -240,6 +241,27 @@ describe.runIf(dialects.includes("postgres"))("PostgreSQL ending the server's co
     expect(await post(RECORD, { events: events("after", 2) })).toStrictEqual({ status: 200, code: 0 });
     expect(await post("/openapi/v1/departments/batch-get", { department_ids: ["100"] })).toStrictEqual({ status: 200, code: 0 });
   }, 60_000);
+
+  it("every error of a connection ended under its queries is a store error (store_errors_total), pg's own codeless ones too", async () => {
+    const client = new pg.Client({ connectionString: svc.databaseUrl });
+    client.on("error", () => {});
+    await client.connect();
+    const admin = new pg.Client({ connectionString: svc.databaseUrl });
+    await admin.connect();
+    try {
+      const running = client.query("select pg_sleep(30)").then(() => undefined, (error: unknown) => error);
+      await expect.poll(async () => (await admin.query("select 1 from pg_stat_activity where pid = $1 and state = 'active'",
+        [(client as unknown as { processID: number }).processID])).rowCount).toBe(1);
+      await admin.query("select pg_terminate_backend($1)", [(client as unknown as { processID: number }).processID]);
+      const errors = [await running, await client.query("select 1").then(() => undefined, (error: unknown) => error)];
+      // The second is pg's "Client has encountered a connection error and is not queryable" (or "Connection terminated …"), without a code.
+      expect(errors.map((error) => error instanceof Error)).toStrictEqual([true, true]);
+      expect(errors.map((error) => isStoreError(error)), errors.map((error) => (error as Error).message).join(" / ")).toStrictEqual([true, true]);
+    } finally {
+      await client.end().catch(() => {});
+      await admin.end();
+    }
+  });
 });
 
 /** Appends to `path` until the disk is full (a MiB at a time, then what is left); its size then. */
