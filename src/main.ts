@@ -3,7 +3,7 @@
 import type { Writable } from "node:stream";
 import { createApp } from "./app.js";
 import type { ServeConfig } from "./config.js";
-import { createLogger, type Logger } from "./interceptors/logging.js";
+import { createLogger, endLog, type Logger } from "./interceptors/logging.js";
 import { loadLocalKeyProvider } from "./keys/local-key-provider.js";
 import { ServiceMetrics } from "./metrics/service-metrics.js";
 import { listen } from "./server.js";
@@ -75,7 +75,7 @@ export async function serveUntilSignal(config: ServeConfig, env: NodeJS.ProcessE
       await service.close();
       logger.info("stopped");
       // Written out first: lines still on their way (the cut calls') would land after "stopped", or not at all.
-      logger.flush(() => process.exit(0));
+      endLog(logger, () => process.exit(0));
     }, () => {});
   };
   process.on("SIGTERM", () => stop("SIGTERM"));

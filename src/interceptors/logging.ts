@@ -15,3 +15,14 @@ export function createLogger(options: { level?: string; destination?: NodeJS.Wri
     typeof destination === "number" ? pino.destination({ dest: destination, sync: false }) : destination,
   );
 }
+
+/**
+ * Writes out every line logged so far, then calls `done` (a process about to exit). pino's flush(cb) calls back at once while a line is
+ * still being written (sonic-boom's default minLength of 0), and the exit then wrote the later lines first (`stopped` before
+ * `shutting down`): the destination is ended instead, and `done` runs once it has closed.
+ */
+export function endLog(logger: Logger, done: () => void): void {
+  const destination = (logger as unknown as Record<symbol, NodeJS.WritableStream>)[pino.symbols.streamSym]!;
+  destination.once("close", done);
+  destination.end();
+}
