@@ -23,6 +23,10 @@ export function createLogger(options: { level?: string; destination?: NodeJS.Wri
  */
 export function endLog(logger: Logger, done: () => void): void {
   const destination = (logger as unknown as Record<symbol, NodeJS.WritableStream>)[pino.symbols.streamSym]!;
-  destination.once("close", done);
+  const fallback = setTimeout(done, 2_000); // a destination that never closes must not keep the process from exiting
+  destination.once("close", () => {
+    clearTimeout(fallback);
+    done();
+  });
   destination.end();
 }

@@ -153,9 +153,12 @@ function fromWellKnown(schema: DescMessage, json: unknown, path: string): Messag
   try {
     return fromJson(schema, json as JsonValue);
   } catch (error) {
-    // protobuf-es names the value by its JS type ("Array(1)"): a field mask's JSON form is not obvious, so it is spelled out.
-    if (schema.typeName === "google.protobuf.FieldMask") throw invalidParameter(`${path}: expected one string of field names separated by commas, e.g. "description,environment_variables"`);
-    throw invalidParameter(`${path}: ${error instanceof Error ? error.message : "invalid value"}`);
+    const cause = error instanceof Error ? error.message : "invalid value";
+    // A field mask's JSON form is not obvious (protobuf-es names a list by its JS type, "Array(1)"), so it is spelled out.
+    if (schema.typeName === "google.protobuf.FieldMask") {
+      throw invalidParameter(`${path}: ${cause}; a field mask is one string of lowerCamelCase field names separated by commas, e.g. "description,environmentVariables"`);
+    }
+    throw invalidParameter(`${path}: ${cause}`);
   }
 }
 
