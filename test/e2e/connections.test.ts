@@ -209,9 +209,10 @@ describe.each(dialects)("connections and deadlines (%s)", (dialect) => {
     const labelled = events.map((event, i) => ({ event: checkUsageEvent(event, `event ${i}`), where: `event ${i}` }));
     for (let at = 0; at < labelled.length; at += 1000) await recordUsage(new UsageRepository(svc.database), "acme", labelled.slice(at, at + 1000));
     const window = { start_time: day0, end_time: day0 + 101 * 86_400 };
-    // One export read whole first, so that the timed ones run warm code: a cold one could pass its deadline before its first row.
-    expect((await fetch(`${svc.baseUrl}/openapi/v1/statistics/usage-export?start_time=${window.start_time}&end_time=${window.end_time}&format=ndjson`,
-      { headers: { authorization: `Bearer ${token}` } }).then((res) => res.text())).split("\n").filter(Boolean)).toHaveLength(2000);
+    // A short export first, so that the timed ones run warm code: a cold one could pass its deadline before its first row. Only its
+    // warming matters: on a loaded machine it may be cut at the deadline itself.
+    await fetch(`${svc.baseUrl}/openapi/v1/statistics/usage-export?start_time=${day0}&end_time=${day0 + 2 * 86_400}&format=ndjson`,
+      { headers: { authorization: `Bearer ${token}` } }).then((res) => res.text()).catch(() => "");
     const grpcMessage = toBinary(ExportUsageRequestSchema, create(ExportUsageRequestSchema, { startTime: BigInt(window.start_time), endTime: BigInt(window.end_time) }));
     const envelope = Buffer.concat([Buffer.from([0, 0, 0, 0, 0]), grpcMessage]);
     envelope.writeUInt32BE(grpcMessage.length, 1);
