@@ -3,6 +3,7 @@
 // chain as every RPC (CallChain, in process), and answers in the envelope, or, for a server-streaming
 // method, with its records streamed as CSV or NDJSON. It knows no service: a new annotated RPC needs
 // no change here.
+import { Http2ServerResponse } from "node:http2";
 import { Readable } from "node:stream";
 import { pipeline as pipeStreams } from "node:stream/promises";
 import { create, type DescField, type DescMethodServerStreaming, type Message } from "@bufbuild/protobuf";
@@ -141,7 +142,12 @@ export class RestFacade {
     call.responseHeader.forEach((value, name) => res.setHeader(name, value));
     res.statusCode = 200;
     res.setHeader("content-type", CONTENT_TYPES[format]);
-    await pipeStreams(Readable.from(body(), { objectMode: false }), streamEncoder(res), res).catch((error: unknown) => {
+    const compressing = streamEncoder(res);
+    // The status goes out now, with the first message, as said above: else a failure of the next message could come before any of the
+    // body had been written, and the connection ended with no answer at all.
+    if (res instanceof Http2ServerResponse) res.writeHead(200);
+    else res.flushHeaders();
+    await pipeStreams(Readable.from(body(), { objectMode: false }), compressing, res).catch((error: unknown) => {
       // The chain's log already holds a handler's error (its code); a write to a caller gone is no fault.
       if (log.code === undefined && !res.destroyed) {
         log.code = ErrorCode.INTERNAL;
