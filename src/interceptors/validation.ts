@@ -1,5 +1,5 @@
-// Request validation from the proto's buf.validate rules, shared by every transport. The first
-// violation becomes a 4001 whose message names the field path, e.g. "department_ids: value must ...".
+// Request validation from the proto's buf.validate rules, shared by every transport. The violations
+// become one 4001 whose message names each field path, e.g. "department_ids: must contain ...".
 import { ScalarType, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import { pathToString } from "@bufbuild/protobuf/reflect";
 import { createValidator } from "@bufbuild/protovalidate";
@@ -31,10 +31,20 @@ export function validateRequest<Desc extends DescMessage>(schema: Desc, message:
   const result = validator.validate(schema, message);
   if (result.kind === "valid") return;
   if (result.kind === "invalid") {
-    const messages = result.error.violations.map((v) => `${pathToString(v.field) || schema.name}: ${v.message}`);
-    throw invalidParameter(messages.join("; "));
+    // One message a field, its first: a proto's own rule (the milliseconds hint) comes before the range it explains.
+    const messages = new Map<string, string>();
+    for (const v of result.error.violations) {
+      const path = pathToString(v.field) || schema.name;
+      if (!messages.has(path)) messages.set(path, `${path}: ${inPlainNumbers(v.message)}`);
+    }
+    throw invalidParameter([...messages.values()].join("; "));
   }
   throw result.error;
+}
+
+/** protovalidate's "at least 1 characters" and "1000 item(s)" as a person would write them. */
+function inPlainNumbers(message: string): string {
+  return message.replace(/\b1 characters\b/g, "1 character").replace(/\b(\d+) item\(s\)/g, (_, n: string) => (n === "1" ? "1 item" : `${n} items`));
 }
 
 /**

@@ -21,7 +21,7 @@ const BUF = join(dirname(fileURLToPath(import.meta.url)), "../../node_modules/.b
 const BATCH_GET_RPC = "/enterprise_admin.v1.DepartmentService/BatchGetDepartments";
 const EXPORT_RPC = "/enterprise_admin.v1.UsageService/ExportUsage";
 const DEEP_LIMIT_MESSAGE = "body: JSON nested deeper than 64 levels";
-const EMPTY_IDS_MESSAGE = "department_ids: must contain at least 1 item(s)";
+const EMPTY_IDS_MESSAGE = "department_ids: must contain at least 1 item";
 /** 100,000 levels of objects: about 600 KB, under the 1 MiB body limit. */
 const DEEP_JSON = '{"a":'.repeat(100_000) + "1" + "}".repeat(100_000);
 

@@ -42,7 +42,7 @@ const EXPECTED_DATA = {
   not_found_department_ids: ["nope"],
 };
 const MISSING_TOKEN_MESSAGE = "access token missing: send Authorization: Bearer <access_token>";
-const EMPTY_IDS_MESSAGE = "department_ids: must contain at least 1 item(s)";
+const EMPTY_IDS_MESSAGE = "department_ids: must contain at least 1 item";
 /** What a sane request id looks like (docs/api-rules.md): <= 128 printable characters. */
 const SANE_REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 const INSANE_REQUEST_ID = "x".repeat(200);

@@ -592,6 +592,17 @@ describe.each(dialects)("usage rules (%s)", (dialect) => {
       expect(await mustRecord(t.token, [good])).toStrictEqual({ recorded: 1, duplicates: 0 });
     });
 
+    it("says a timestamp in milliseconds looks like one, with the seconds it likely meant, as the import does; past 9999 otherwise gets the range", async () => {
+      const t = await tenant();
+      const m = t.members[0]!;
+      const milliseconds = (T0 + HOUR) * 1000;
+      await expectFailure(await record(t.token, [ev(m.user_id, T0, { event_id: "fine" }), ev(m.user_id, milliseconds, { event_id: "ms" })]), 400, 4001,
+        `events[1].timestamp: must be Unix seconds; ${milliseconds} looks like milliseconds (${T0 + HOUR} in seconds)`);
+      await expectFailure(await record(t.token, [ev(m.user_id, 253402300800)]), 400, 4001,
+        "events[0].timestamp: must be greater than 0 and less than or equal to 253402300799");
+      expect(await modelUsageOf(t, m, 0, 180 * DAY)).toStrictEqual([]);
+    });
+
     it("counts lengths in characters: a model_name and event_id of 128 emoji are recorded, 129 are 4001 naming the field", async () => {
       const t = await tenant();
       const m = t.members[0]!;
@@ -623,7 +634,7 @@ describe.each(dialects)("usage rules (%s)", (dialect) => {
       const t = await tenant();
       const m = t.members[0]!;
       const events = Array.from({ length: 1001 }, (_, i) => ev(m.user_id, T0 + (i % 48) * HOUR, { basic_amount: "0.000001" }));
-      await expectFailure(await record(t.token, events), 400, 4001, "events: must contain no more than 1000 item(s)");
+      await expectFailure(await record(t.token, events), 400, 4001, "events: must contain no more than 1000 items");
       expect(await modelUsageOf(t, m, T0, T0 + 2 * DAY)).toStrictEqual([]);
       expect(await mustRecord(t.token, events.slice(0, 1000))).toStrictEqual({ recorded: 1000, duplicates: 0 });
       expect(await modelUsageOf(t, m, T0, T0 + 2 * DAY)).toStrictEqual([usage("model-a", "Chat", "Builtin", 1000, 0, "0.001000", "0.000000", "0.001000")]);
@@ -832,7 +843,7 @@ describe.each(dialects)("usage rules (%s)", (dialect) => {
       const events = Array.from({ length: 1001 }, (_, i) => rpcEvent(ev(m.user_id, T0 + i)));
       const error = await failed(client().recordUsageEvents({ events }, auth(t.token)));
       expect(error?.code).toBe(Code.InvalidArgument);
-      expect(details(error)).toStrictEqual([{ code: 4001, message: "events: must contain no more than 1000 item(s)" }]);
+      expect(details(error)).toStrictEqual([{ code: 4001, message: "events: must contain no more than 1000 items" }]);
       expect(await modelUsageOf(t, m, T0, T0 + DAY)).toStrictEqual([]);
     });
   });
