@@ -9,6 +9,11 @@ import { addVary } from "./vary.js";
 /** A whole body up to this size goes as it is: gzip would save a few bytes for a round of CPU. */
 export const COMPRESS_MIN_BYTES = 1024;
 
+/** A request's content coding as named by its Content-Encoding (or gRPC's and Connect's own header): lower case, `identity` when absent or empty. */
+export function contentCoding(header: string | null | undefined): string {
+  return header?.trim().toLowerCase() || "identity";
+}
+
 /**
  * Whether an Accept-Encoding value takes gzip: `gzip` (or `x-gzip`) with a q-value above 0, or, when
  * gzip is not named, `*` with one. No header means identity only.

@@ -20,6 +20,7 @@ import { compressedFlag, encodeEnvelope, type Compression, type UniversalHandler
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
 import type PQueue from "p-queue";
 import { AppError, bodyTooLarge, ErrorCode, invalidParameter } from "../domain/errors.js";
+import { contentCoding } from "../http/compression.js";
 import { parseJsonBody } from "../rest/json-body.js";
 import { messageFromRestJson } from "../rest/rest-json.js";
 import { callLogKey, procedureOf } from "./call-log.js";
@@ -59,13 +60,14 @@ export function refuseMalformedProtobuf(handler: UniversalHandler, maxBytes: num
   const checking = (req: UniversalServerRequest) => {
     const form = bodyFormOf(req.header);
     if (form === undefined || !isByteStream(req.body)) return handler(req);
-    const encoding = req.header.get(form.encodingHeader) ?? "identity";
+    const encoding = contentCoding(req.header.get(form.encodingHeader));
     const compression = compressions.find((c) => c.name === encoding);
     const refuse = (error: AppError) => refusal(handler, req, error);
     // Handed on uncompressed (an envelope says so itself), and without a length, which connect-es would check by itself.
     const header = new Headers(req.header);
     header.delete("content-length");
     if (form.framing === "whole") header.delete(form.encodingHeader);
+    else header.set(form.encodingHeader, encoding); // as connect-es spells it
     if (encoding !== "identity" && compression === undefined) {
       // Refused as REST refuses one (connect-es answered "unimplemented", without the service's error detail or code).
       header.delete(form.encodingHeader);
@@ -88,13 +90,16 @@ export function refuseForeignJson(handler: UniversalHandler): UniversalHandler {
   if (handler.method.methodKind !== "unary" && handler.method.methodKind !== "server_streaming") return handler;
   const checking = (req: UniversalServerRequest) => {
     const type = req.header.get("content-type") ?? "";
-    const compressed = (name: string) => (req.header.get(name) ?? "identity") !== "identity";
+    const compressed = (name: string) => contentCoding(req.header.get(name)) !== "identity";
     const foreign = GRPC_JSON.test(type) || (CONNECT_JSON.test(type) && compressed("content-encoding"))
       || (CONNECT_STREAM_JSON.test(type) && compressed("connect-content-encoding"));
     if (!foreign) return handler(req);
     const error = refusal(handler, req, invalidParameter("JSON bodies are taken uncompressed over the Connect protocol (or REST), and not over gRPC or " +
       "gRPC-Web: send this one uncompressed over Connect, or as protobuf, which may be compressed on every protocol"));
-    return handler({ ...req, body: refusedBody(error) });
+    // Without its encoding, so that connect-es reads the body to this refusal rather than refuse a coding it lacks itself (501).
+    const header = new Headers(req.header);
+    for (const name of ["content-encoding", "connect-content-encoding", "grpc-encoding"]) header.delete(name);
+    return handler({ ...req, header, body: refusedBody(error) });
   };
   return Object.assign(checking, handler);
 }

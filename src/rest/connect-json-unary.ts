@@ -7,7 +7,7 @@
 import { toJson, type DescMethod, type DescMethodUnary } from "@bufbuild/protobuf";
 import { parseTimeout } from "@connectrpc/connect/protocol-connect";
 import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
-import { endWithBody } from "../http/compression.js";
+import { contentCoding, endWithBody } from "../http/compression.js";
 import type { CallChain } from "../interceptors/call-chain.js";
 import type { CallLog } from "../interceptors/call-log.js";
 import { untilAborted, type CallDeadline } from "../interceptors/call-signal.js";
@@ -33,8 +33,7 @@ export class ConnectJsonUnary {
     if (req.method !== "POST") return false;
     const method = this.methods.get((req.url ?? "").split("?")[0]!);
     if (!method) return false;
-    const encoding = req.headers["content-encoding"];
-    if (!JSON_CONTENT_TYPE.test(req.headers["content-type"] ?? "") || (encoding && encoding !== "identity")) return false;
+    if (!JSON_CONTENT_TYPE.test(req.headers["content-type"] ?? "") || contentCoding(req.headers["content-encoding"]) !== "identity") return false;
     this.serve(req, res, log, signal, deadline, method).catch((error) => {
       log.code = ErrorCode.INTERNAL;
       log.cause = error;

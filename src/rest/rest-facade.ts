@@ -14,7 +14,7 @@ import type { CallLog } from "../interceptors/call-log.js";
 import { mayHaveBody, untilAborted, type CallDeadline } from "../interceptors/call-signal.js";
 import { appErrorOf } from "../interceptors/connect-errors.js";
 import type { ServedService } from "../routes.js";
-import { streamEncoder } from "../http/compression.js";
+import { contentCoding, streamEncoder } from "../http/compression.js";
 import { writeError, writeInternalError, writeSuccess, type HttpRequest, type HttpResponse } from "./envelope.js";
 import { parseJsonBody } from "./json-body.js";
 import { decodeComponent, RestRouter, type RestRoute } from "./http-rules.js";
@@ -180,8 +180,7 @@ export async function readJsonBody(req: HttpRequest): Promise<unknown> {
     req.resume();
     throw new AppError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, `Content-Type must be application/json (got ${type ? JSON.stringify(type) : "none"})`);
   }
-  const encoding = req.headers["content-encoding"]?.trim().toLowerCase();
-  if (encoding !== undefined && encoding !== "" && encoding !== "identity") {
+  if (contentCoding(req.headers["content-encoding"]) !== "identity") {
     req.resume();
     throw new AppError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, `Content-Encoding ${JSON.stringify(req.headers["content-encoding"])} is not accepted: send the JSON body uncompressed`);
   }

@@ -343,6 +343,24 @@ describe.each(dialects)("department rules (%s)", (dialect) => {
       await expectStillServing();
     });
 
+    it("reads a content coding in any case (Connect JSON 'Identity', protobuf 'GZIP'); a JSON body in a coding the service lacks is its own 4001, answered and logged as such", async () => {
+      const rpc = (contentType: string, encoding: string, body: Uint8Array | string) => fetch(`${svc.baseUrl}/enterprise_admin.v1.DepartmentService/BatchGetDepartments`, {
+        method: "POST", headers: { authorization: `Bearer ${acmeToken}`, "content-type": contentType, "content-encoding": encoding }, body,
+      });
+      const json = await rpc("application/json", "Identity", JSON.stringify({ department_ids: ["110"] }));
+      expect([json.status, ((await json.json()) as { items: Array<{ name: string }> }).items.map((d) => d.name)]).toStrictEqual([200, [ENGINEERING.name]]);
+      const proto = await rpc("application/proto", " GZIP", gzipSync(Buffer.from([0x0a, 0x03, 0x31, 0x31, 0x30])));
+      expect(proto.status).toBe(200);
+      // It was connect-es's 501 unimplemented ("unknown compression"), without the service's detail, while the access log said 4001.
+      const deflated = await rpc("application/json", "deflate", deflateSync(JSON.stringify({ department_ids: ["110"] })));
+      const refused = (await deflated.json()) as { code: string; message: string; details?: { debug?: { code?: number } }[] };
+      expect([deflated.status, refused.code, refused.details?.[0]?.debug?.code]).toStrictEqual([400, "invalid_argument", 4001]);
+      expect(refused.message).toContain("JSON bodies are taken uncompressed");
+      const requestId = deflated.headers.get("x-request-id");
+      await expect.poll(() => svc.logs.map((line) => JSON.parse(line) as Record<string, unknown>).find((line) => line.msg === "request" && line.request_id === requestId))
+        .toMatchObject({ status: 400, code: 4001 });
+    });
+
     it("a gRPC message over 1 MiB is over once answered: its stream ends and it is logged as 4130, not held to the request timeout (5040)", async () => {
       const tally = async () => {
         const text = await (await fetch(`${svc.baseUrl}/metrics`)).text();
