@@ -112,16 +112,23 @@ export interface OpenOptions {
   statementTimeoutMs?: number;
 }
 
+/**
+ * This pool's parsers, not the driver's process-wide ones: BIGINT (int8) values are read as numbers (Unix seconds, keys, counts);
+ * a value that may pass 2^53 is selected as text.
+ */
+const POSTGRES_TYPES = {
+  getTypeParser: ((oid: number, format?: "text" | "binary") =>
+    oid === pg.types.builtins.INT8 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
+
 export function openDatabase(url: string, options: OpenOptions = {}): Database {
   const observer = options.observer ?? UNOBSERVED;
   const env = options.env ?? process.env;
   if (isPostgresUrl(url)) {
-    // BIGINT (int8) columns hold Unix seconds and counters that fit a JS number; parse them as numbers.
-    pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
     const busyTimeout = busyTimeoutMs(env);
     // A call waits for a free connection no longer than for the write lock: then a busy 503 (store-faults.ts), not a hang.
     const serving = options.statementTimeoutMs === undefined ? {} : { statement_timeout: options.statementTimeoutMs, lock_timeout: Math.max(1, busyTimeout) };
-    const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: Math.max(1000, busyTimeout), ...serving });
+    const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: Math.max(1000, busyTimeout), types: POSTGRES_TYPES, ...serving });
     // An idle client that the server drops (restart, failover, terminate) emits "error"; unhandled, it
     // would end the process. The pool discards that client and the next query connects anew.
     pool.on("error", () => {});
