@@ -1,6 +1,6 @@
 // A usage event's rules, shared by the ingestion RPC and the NDJSON import; errors name the event and the field.
 import { invalidParameter } from "./errors.js";
-import { parseMicros } from "./money.js";
+import { parseMicros, parseShortMicros } from "./money.js";
 import { characters, textProblem } from "./text-rules.js";
 
 export const MODEL_TYPES = ["Chat", "CUE"] as const;
@@ -55,9 +55,6 @@ const MAX_TOKENS = Number(MAX_EVENT_TOKENS);
 const MAX_MICROS = Number(MAX_EVENT_MICROS);
 /** The last second an event may have: 9999-12-31T23:59:59Z. */
 export const MAX_TIMESTAMP = 253402300799;
-/** An amount in the common form, small enough to convert without BigInt: at most 7 whole digits. */
-const SHORT_DECIMAL = /^(0|[1-9]\d{0,6})(?:\.(\d{1,6}))?$/;
-const MICROS_SCALE = [1_000_000, 100_000, 10_000, 1_000, 100, 10, 1];
 
 /**
  * Checks one event; `where` names it in errors, e.g. `line 12`: `line 12 (event_id "e-9"): input_tokens: must be >= 0 (got -1)`.
@@ -135,12 +132,8 @@ function integer(value: unknown, field: string, where: string, eventId: string, 
 function amount(value: unknown, field: string, where: string, eventId: string): number {
   if (value === undefined || value === null || value === "") return 0;
   if (typeof value === "string") {
-    const short = SHORT_DECIMAL.exec(value);
-    if (short) {
-      const fraction = short[2];
-      const micros = Number(short[1]) * 1_000_000 + (fraction === undefined ? 0 : Number(fraction) * MICROS_SCALE[fraction.length]!);
-      if (micros <= MAX_MICROS) return micros;
-    }
+    const micros = parseShortMicros(value);
+    if (micros !== undefined && micros <= MAX_MICROS) return micros;
   }
   const micros = typeof value === "string" ? parseMicros(value) : undefined;
   if (micros === undefined) {
