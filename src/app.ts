@@ -89,7 +89,7 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
       // connect-es decodes RPC bodies and encodes grpc-message itself; these wrappers correct both.
       router.handlers.forEach((handler, i) => {
         const checked = refuseForeignJson(refuseMalformedProtobuf(handler, MAX_BODY_BYTES, decompression));
-        router.handlers[i] = notingProtocolRefusals(encodeGrpcMessageBySpec(authorizingFirst(chain, checked, handler)));
+        router.handlers[i] = notingProtocolRefusals(encodeGrpcMessageBySpec(authorizingFirst(chain, checked, handler, MAX_BODY_BYTES)));
         rpcPaths.add(handler.requestPath);
       });
     },

@@ -14,8 +14,8 @@ import type { StoreFault } from "../storage/store-faults.js";
 import { CallAuthorizer, type Authenticator } from "./auth.js";
 import { callLogKey, procedureOf, type CallLog } from "./call-log.js";
 import { CallOutcome } from "./call-outcome.js";
-import { callDeadlineKey, callSignalKey, type CallDeadline } from "./call-signal.js";
-import { refusedBody } from "./rpc-body-check.js";
+import { callDeadlineKey, callSignalKey, dropBody, type CallDeadline } from "./call-signal.js";
+import { isByteStream, refusedBody } from "./rpc-body-check.js";
 import { validationInterceptor } from "./validation.js";
 
 /** The methods a business service serves: unary and server-streaming. */
@@ -102,11 +102,13 @@ export class CallChain {
  * valid token gets its error with the body unread. `checked` runs an authorized call; `raw` answers a refused one, its body an error
  * (the checks of `checked` would read it). Other handlers (reflection, health) are returned as they are.
  */
-export function authorizingFirst(chain: CallChain, checked: UniversalHandler, raw: UniversalHandler): UniversalHandler {
+export function authorizingFirst(chain: CallChain, checked: UniversalHandler, raw: UniversalHandler, maxBytes: number): UniversalHandler {
   if (!chain.serves(raw.method)) return checked;
   const authorizing = async (req: UniversalServerRequest) => {
     const refused = await chain.authorizeFirst(raw.method, req.header, req.contextValues!);
-    return refused ? raw({ ...req, body: refusedBody(refused) }) : checked(req);
+    if (!refused) return checked(req);
+    if (isByteStream(req.body)) await dropBody(req.body, maxBytes, req.signal);
+    return raw({ ...req, body: refusedBody(refused) });
   };
   return Object.assign(authorizing, checked);
 }

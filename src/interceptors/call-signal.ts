@@ -170,6 +170,28 @@ export function mayHaveBody(req: HttpRequest): boolean {
   return Number(req.headers["content-length"] ?? 0) > 0 || req.headers["transfer-encoding"] !== undefined;
 }
 
+/**
+ * Reads and drops a request body that a refusal does not need (a call without a valid token), up to `maxBytes` or until `signal`
+ * ends, so that the refusal is answered after it: on HTTP/1.1 the connection then stays open (app.ts closes it only after an answer
+ * begun before the body's end), and a client still sending its body reads the refusal, not "write EPIPE" from a connection closed
+ * under it. A body past maxBytes is left where it is: that answer closes the connection.
+ */
+export async function dropBody(body: AsyncIterable<Uint8Array>, maxBytes: number, signal: AbortSignal): Promise<void> {
+  // By next(), never return(): ending the iteration early would destroy a Node request, and its socket with it.
+  const chunks = body[Symbol.asyncIterator]();
+  const ended = new Promise<undefined>((resolve) => signal.addEventListener("abort", () => resolve(undefined), { once: true }));
+  let size = 0;
+  try {
+    while (size <= maxBytes && !signal.aborted) {
+      const next = await Promise.race([chunks.next(), ended]);
+      if (next === undefined || next.done) return;
+      size += next.value.byteLength;
+    }
+  } catch {
+    // A body that stops coming changes nothing: the refusal is answered as it can be.
+  }
+}
+
 /** HTTP/1.1: the connection closes after this answer (HTTP/2 sessions get GOAWAY or a stream reset instead). */
 export function closeAfterAnswer(res: HttpResponse): void {
   if (!(res instanceof Http2ServerResponse) && !res.headersSent) res.setHeader("connection", "close");

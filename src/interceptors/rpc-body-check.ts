@@ -130,7 +130,7 @@ function bodyFormOf(header: Headers): BodyForm | undefined {
   return GRPC_PROTO.test(type) ? { framing: "enveloped", codec: "proto", encodingHeader: "grpc-encoding" } : undefined;
 }
 
-const isByteStream = (body: unknown): body is AsyncIterable<Uint8Array> =>
+export const isByteStream = (body: unknown): body is AsyncIterable<Uint8Array> =>
   typeof body === "object" && body !== null && Symbol.asyncIterator in body;
 
 /**

@@ -3,6 +3,7 @@
 // all on the one port of the real service. Every client must get the same answer, the same error numbers,
 // and an x-request-id on every response.
 import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import http2 from "node:http2";
 import { create, fromBinary, fromJson, toBinary, toJson } from "@bufbuild/protobuf";
 import { base64Decode } from "@bufbuild/protobuf/wire";
@@ -30,6 +31,8 @@ import { decodeGoogleRpcStatus } from "../helpers/grpc-status.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 
 const BUF = new URL("../../node_modules/.bin/buf", import.meta.url).pathname;
+const REFUSED_CALLS_CLIENT = new URL("../helpers/refused-calls-client.ts", import.meta.url).pathname;
+const execFileAsync = promisify(execFile);
 const METHOD_PATH = "/enterprise_admin.v1.DepartmentService/BatchGetDepartments";
 const IDS = ["111", "0", "nope", "111"];
 
@@ -429,6 +432,17 @@ describe.each(dialects)("every transport on one port (%s)", (dialect) => {
       } finally {
         client.close();
       }
+    });
+
+    it("a refused call over HTTP/1.1 is answered after its body: connect-node clients read 401 or 403, never 'write EPIPE' from a connection closed under their body", async () => {
+      const noRead = `Bearer ${await svc.token(["statistics:read"])}`;
+      // It was a race, a few calls in thirty: connect-node writes its body after the headers, and the refusal closed the connection.
+      const { stdout } = await execFileAsync(process.execPath, ["--import", "tsx", REFUSED_CALLS_CLIENT, svc.baseUrl, "40", "", noRead, bearer]);
+      const expected: Record<string, number> = {};
+      for (const name of ["Connect JSON", "Connect binary", "gRPC-Web"]) {
+        Object.assign(expected, { [`${name} 0: Unauthenticated 1002`]: 40, [`${name} 1: PermissionDenied 30017`]: 40, [`${name} 2: ok`]: 40 });
+      }
+      expect(JSON.parse(stdout)).toStrictEqual(expected);
     });
 
     it("grpc.health.v1.Health/Check answers SERVING over Connect (HTTP/1.1) and gRPC (h2c) too", async () => {
