@@ -51,7 +51,7 @@ export interface ServerLimits {
   shutdownGraceMs: number;
 }
 
-export const DEFAULT_LIMITS: ServerLimits = {
+export const DEFAULT_LIMITS: Readonly<ServerLimits> = Object.freeze({
   headersTimeoutMs: 30_000,
   keepAliveTimeoutMs: 5_000,
   idleTimeoutMs: 60_000,
@@ -61,7 +61,7 @@ export const DEFAULT_LIMITS: ServerLimits = {
   http2MaxResetsPer10s: 200,
   abuseCooldownMs: 30_000,
   shutdownGraceMs: 10_000,
-};
+});
 
 const MAX_LIMIT = 2 ** 31 - 1;
 

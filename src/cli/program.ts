@@ -8,7 +8,7 @@ import { Command, Option } from "commander";
 import { loadConfig, loadServeConfig, usageImportTuning } from "../config.js";
 import { MAX_ACCESS_TOKEN_TTL_SECONDS, parseDuration } from "../domain/credentials.js";
 import { parseDirectoryFile } from "../domain/directory-file.js";
-import { AppError } from "../domain/errors.js";
+import { invalidParameter } from "../domain/errors.js";
 import { PERMISSIONS, parsePermissions } from "../domain/permissions.js";
 import { AccessAdmin } from "../operations/access-admin.js";
 import { importDirectory } from "../operations/import-directory.js";
@@ -66,14 +66,14 @@ const withKeys = <T>(io: CliIo, url: string | undefined, create: boolean, work: 
 
 /** The new key of --new-key-file or --new-key, strictly decoded; the error never quotes it. */
 async function newKeyOption(opts: { newKey?: string; newKeyFile?: string }): Promise<Buffer | undefined> {
-  if (opts.newKey !== undefined && opts.newKeyFile !== undefined) throw new AppError(4001, "--new-key and --new-key-file: pass one of them, not both");
+  if (opts.newKey !== undefined && opts.newKeyFile !== undefined) throw invalidParameter("--new-key and --new-key-file: pass one of them, not both");
   // A file that cannot be read is said by main.ts like every other (its path and why), outside the decoding's errors.
   const fileText = opts.newKeyFile === undefined ? undefined : (await readInputFile(opts.newKeyFile)).toString("utf8");
   try {
     if (fileText !== undefined) return decodeKey(fileText, `--new-key-file: ${opts.newKeyFile}`);
     if (opts.newKey !== undefined) return decodeKey(opts.newKey, "--new-key");
   } catch (error) {
-    throw new AppError(4001, (error as Error).message);
+    throw invalidParameter((error as Error).message);
   }
   return undefined;
 }
@@ -222,7 +222,7 @@ export function buildProgram(io: CliIo = processIo()): Command {
     .addOption(dbOption())
     .action(async (appId: string, opts, command: Command) => {
       const found = await withDatabase(io, opts.db, (database) => accessAdmin(database).revokeApp(appId));
-      if (!found) throw new AppError(4001, `app "${appId}" not found`);
+      if (!found) throw invalidParameter(`app "${appId}" not found`);
       outputOf(command, io.stdout).result({ app_id: appId, revoked: true });
     });
 
@@ -273,8 +273,8 @@ export function buildProgram(io: CliIo = processIo()): Command {
     .addOption(dbOption())
     .action(async (opts, command: Command) => {
       const ttl = parseDuration(opts.expiresIn);
-      if (ttl === undefined) throw new AppError(4001, `--expires-in: "${opts.expiresIn}" is not a duration like 90s, 15m, 2h or 7d`);
-      if (ttl > MAX_ACCESS_TOKEN_TTL_SECONDS) throw new AppError(4001, `--expires-in: "${opts.expiresIn}" is longer than the cap of ${MAX_ACCESS_TOKEN_TTL_SECONDS / 86400} days (${MAX_ACCESS_TOKEN_TTL_SECONDS / 86400}d)`);
+      if (ttl === undefined) throw invalidParameter(`--expires-in: "${opts.expiresIn}" is not a duration like 90s, 15m, 2h or 7d`);
+      if (ttl > MAX_ACCESS_TOKEN_TTL_SECONDS) throw invalidParameter(`--expires-in: "${opts.expiresIn}" is longer than the cap of ${MAX_ACCESS_TOKEN_TTL_SECONDS / 86400} days (${MAX_ACCESS_TOKEN_TTL_SECONDS / 86400}d)`);
       const permissions = parsePermissions(opts.scopes);
       const token = await withDatabase(io, opts.db, (database) => accessAdmin(database).createToken(opts.enterprise, permissions, ttl));
       io.stderr.write(`token_id: ${token.tokenId}\n`);
@@ -291,7 +291,7 @@ export function buildProgram(io: CliIo = processIo()): Command {
     .addOption(dbOption())
     .action(async (tokenId: string, opts, command: Command) => {
       const found = await withDatabase(io, opts.db, (database) => accessAdmin(database).revokeToken(tokenId));
-      if (!found) throw new AppError(4001, `token "${tokenId}" not found`);
+      if (!found) throw invalidParameter(`token "${tokenId}" not found`);
       outputOf(command, io.stdout).result({ token_id: tokenId, revoked: true });
     });
 

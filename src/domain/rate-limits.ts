@@ -17,12 +17,12 @@ export interface RateLimitSettings {
   exchangesPerMinutePerAddress: number;
 }
 
-export const DEFAULT_RATE_LIMITS: RateLimitSettings = {
+export const DEFAULT_RATE_LIMITS: Readonly<RateLimitSettings> = Object.freeze({
   callsPerSecond: 100,
   callBurst: 200,
   exchangesPerMinutePerAppId: 10,
   exchangesPerMinutePerAddress: 30,
-};
+});
 
 /** Whom a business call counts against: the app, or the enterprise for an app-less token. */
 export interface Caller {

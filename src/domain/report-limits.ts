@@ -16,4 +16,4 @@ export interface ReportLimits {
   maxRunning: number;
 }
 
-export const DEFAULT_REPORT_LIMITS: ReportLimits = { maxFigures: DEFAULT_REPORT_MAX_FIGURES, maxRunning: DEFAULT_REPORT_MAX_RUNNING };
+export const DEFAULT_REPORT_LIMITS: Readonly<ReportLimits> = Object.freeze({ maxFigures: DEFAULT_REPORT_MAX_FIGURES, maxRunning: DEFAULT_REPORT_MAX_RUNNING });

@@ -36,7 +36,7 @@ export interface UsageFileTuning {
 }
 
 // Each commit rewrites the pages its chunk touched, so larger chunks import faster; live ingestion waits at most one chunk (about 0.5 s).
-export const DEFAULT_TUNING: UsageFileTuning = { batchEvents: 5000, chunkEvents: 50_000 };
+export const DEFAULT_TUNING: Readonly<UsageFileTuning> = Object.freeze({ batchEvents: 5000, chunkEvents: 50_000 });
 
 /** `read`: the first `bytes` of the file (at least 1), those checked (lines added since are not part of the import). */
 export type UsageFileWorkerData = { task: "read"; path: string; bytes: number; batchEvents: number } | ({ task: "check" } & RangeCheckData);

@@ -1,6 +1,7 @@
 // Departments of one enterprise: batch reads, children, keyword search, and upserts and deletes for the import.
 import { sql, type Kysely, type Selectable } from "kysely";
 import { reusedQuery } from "./reused-query.js";
+import { ROOT_PARENT_ID } from "../domain/department-tree.js";
 import { foldName } from "../domain/text-rules.js";
 import type { DepartmentTable, Schema } from "./schema.js";
 
@@ -20,7 +21,7 @@ export class DepartmentRepository {
       .where((eb) => {
         const matches = [];
         if (ids.length > 0) matches.push(eb("department_id", "in", ids));
-        if (withRoot) matches.push(eb("parent_department_id", "=", "0"));
+        if (withRoot) matches.push(eb("parent_department_id", "=", ROOT_PARENT_ID));
         return eb.or(matches);
       }));
   }
