@@ -107,7 +107,7 @@ export function authorizingFirst(chain: CallChain, checked: UniversalHandler, ra
   const authorizing = async (req: UniversalServerRequest) => {
     const refused = await chain.authorizeFirst(raw.method, req.header, req.contextValues!);
     if (!refused) return checked(req);
-    if (isByteStream(req.body)) await dropBody(req.body, maxBytes, req.signal);
+    if (req.httpVersion.startsWith("1") && isByteStream(req.body)) await dropBody(req.body, maxBytes, req.signal);
     return raw({ ...req, body: refusedBody(refused) });
   };
   return Object.assign(authorizing, checked);

@@ -114,7 +114,7 @@ function rejectAborted(signal: AbortSignal, reject: (error: AppError) => void): 
 
 /**
  * The caller's own deadline in milliseconds (`grpc-timeout`, else `connect-timeout-ms`), when the
- * request carries a valid one. (connect-es reports an invalid one to the caller itself.)
+ * request carries a valid one (an invalid one is refused: callerTimeoutProblem).
  */
 export function callerTimeoutMs(req: HttpRequest): number | undefined {
   const grpc = req.headers["grpc-timeout"];
@@ -122,6 +122,21 @@ export function callerTimeoutMs(req: HttpRequest): number | undefined {
   const parsed = grpc !== undefined ? parseGrpcTimeout(String(grpc), Number.MAX_SAFE_INTEGER)
     : connect !== undefined ? parseConnectTimeout(String(connect), Number.MAX_SAFE_INTEGER) : {};
   return parsed.error ? undefined : parsed.timeoutMs;
+}
+
+/**
+ * Why the caller's deadline header is no deadline, naming it: `grpc-timeout` on gRPC and gRPC-Web, `connect-timeout-ms` on the
+ * Connect protocol; undefined when it is absent or valid.
+ */
+export function callerTimeoutProblem(header: Headers): string | undefined {
+  if (/^application\/grpc/i.test(header.get("content-type") ?? "")) {
+    const grpc = header.get("grpc-timeout");
+    return grpc !== null && parseGrpcTimeout(grpc, Number.MAX_SAFE_INTEGER).error
+      ? "grpc-timeout: expected at most 8 digits and a unit (H, M, S, m, u or n), e.g. 2500m" : undefined;
+  }
+  const connect = header.get("connect-timeout-ms");
+  return connect !== null && parseConnectTimeout(connect, Number.MAX_SAFE_INTEGER).error
+    ? "connect-timeout-ms: expected a whole number of milliseconds (at most 10 digits)" : undefined;
 }
 
 /**
@@ -171,26 +186,36 @@ export function mayHaveBody(req: HttpRequest): boolean {
 }
 
 /**
- * Reads and drops a request body that a refusal does not need (a call without a valid token), up to `maxBytes` or until `signal`
- * ends, so that the refusal is answered after it: on HTTP/1.1 the connection then stays open (app.ts closes it only after an answer
- * begun before the body's end), and a client still sending its body reads the refusal, not "write EPIPE" from a connection closed
- * under it. A body past maxBytes is left where it is: that answer closes the connection.
+ * HTTP/1.1: reads and drops a request body that a refusal does not need (a call without a valid token), up to `maxBytes`, for at
+ * most DROP_WAIT_MS and until `signal` ends, so that the refusal is answered after it. The connection then stays open (app.ts closes
+ * it after an answer begun before the body's end), and a client still sending its body reads the refusal, not "write EPIPE" from a
+ * connection closed under it. A body that does not come in time, or past maxBytes, is left: that answer closes the connection.
+ * HTTP/2 needs none of this: a stream's answer never closes the connection.
  */
 export async function dropBody(body: AsyncIterable<Uint8Array>, maxBytes: number, signal: AbortSignal): Promise<void> {
   // By next(), never return(): ending the iteration early would destroy a Node request, and its socket with it.
   const chunks = body[Symbol.asyncIterator]();
-  const ended = new Promise<undefined>((resolve) => signal.addEventListener("abort", () => resolve(undefined), { once: true }));
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<undefined>((resolve) => {
+    timer = setTimeout(resolve, DROP_WAIT_MS, undefined);
+    signal.addEventListener("abort", () => resolve(undefined), { once: true });
+  });
   let size = 0;
   try {
     while (size <= maxBytes && !signal.aborted) {
-      const next = await Promise.race([chunks.next(), ended]);
+      const next = await Promise.race([chunks.next(), waited]);
       if (next === undefined || next.done) return;
       size += next.value.byteLength;
     }
   } catch {
     // A body that stops coming changes nothing: the refusal is answered as it can be.
+  } finally {
+    clearTimeout(timer);
   }
 }
+
+/** How long a refusal waits for the rest of a body it drops: a client's body follows its headers at once, a stalled one need not. */
+const DROP_WAIT_MS = 1000;
 
 /** HTTP/1.1: the connection closes after this answer (HTTP/2 sessions get GOAWAY or a stream reset instead). */
 export function closeAfterAnswer(res: HttpResponse): void {

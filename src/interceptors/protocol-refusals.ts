@@ -1,5 +1,5 @@
 // What connect-es answered by itself, noted in the call log: a refusal before any handler ran (a GET of a
-// method that is not idempotent, an incomplete envelope, a `grpc-timeout` that is not a timeout) has no
+// method that is not idempotent, an incomplete envelope) has no
 // vendor code of the service's, and would count and log as a success. It is given the first of the
 // table's codes that are about the request rather than a resource (PROTOCOL_CODES) with its HTTP status
 // (Connect unary) or RPC code (gRPC, gRPC-Web, Connect streams). Others (the health service's not_found

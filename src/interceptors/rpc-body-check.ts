@@ -24,6 +24,7 @@ import { contentCoding } from "../http/compression.js";
 import { parseJsonBody } from "../rest/json-body.js";
 import { messageFromRestJson } from "../rest/rest-json.js";
 import { callLogKey, procedureOf } from "./call-log.js";
+import { callerTimeoutProblem } from "./call-signal.js";
 import { toConnectError } from "./connect-errors.js";
 
 /** How a protocol carries the request message: the whole body, or gRPC length-prefixed envelopes. */
@@ -60,6 +61,13 @@ export function refuseMalformedProtobuf(handler: UniversalHandler, maxBytes: num
   const checking = (req: UniversalServerRequest) => {
     const form = bodyFormOf(req.header);
     if (form === undefined || !isByteStream(req.body)) return handler(req);
+    const timeoutProblem = callerTimeoutProblem(req.header);
+    if (timeoutProblem !== undefined) {
+      // Refused with the service's detail (connect-es answered "protocol error: invalid … timeout value" without it).
+      const header = new Headers(req.header);
+      for (const name of ["grpc-timeout", "connect-timeout-ms"]) header.delete(name);
+      return handler({ ...req, header, body: refusedBody(refusal(handler, req, invalidParameter(timeoutProblem))) });
+    }
     const encoding = contentCoding(req.header.get(form.encodingHeader));
     const compression = compressions.find((c) => c.name === encoding);
     const refuse = (error: AppError) => refusal(handler, req, error);

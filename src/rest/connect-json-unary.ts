@@ -5,12 +5,11 @@
 // protocol's unary JSON form. Binary, compressed, GET and streaming calls, and gRPC and gRPC-Web, stay
 // with the Connect adapter.
 import { toJson, type DescMethod, type DescMethodUnary } from "@bufbuild/protobuf";
-import { parseTimeout } from "@connectrpc/connect/protocol-connect";
 import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
 import { contentCoding, endWithBody } from "../http/compression.js";
 import type { CallChain } from "../interceptors/call-chain.js";
 import type { CallLog } from "../interceptors/call-log.js";
-import { dropBody, untilAborted, type CallDeadline } from "../interceptors/call-signal.js";
+import { callerTimeoutProblem, dropBody, untilAborted, type CallDeadline } from "../interceptors/call-signal.js";
 import { toConnectError, writeConnectError } from "../interceptors/connect-errors.js";
 import type { ServedService } from "../routes.js";
 import type { HttpRequest, HttpResponse } from "./envelope.js";
@@ -50,7 +49,8 @@ export class ConnectJsonUnary {
     try {
       // Authentication comes first, then the call's headers: without a valid token the body is drained, never parsed.
       await call.authorize().then(() => checkCallerTimeout(req)).catch(async (error: unknown) => {
-        await dropBody(req, MAX_BODY_BYTES, signal);
+        if (req.httpVersionMajor === 1) await dropBody(req, MAX_BODY_BYTES, signal);
+        else req.resume();
         throw error;
       });
       const request = messageFromRestJson(method.input, await untilAborted(readJsonBody(req), signal));
@@ -74,7 +74,8 @@ const isUnary = (method: DescMethod): method is DescMethodUnary => method.method
  */
 function checkCallerTimeout(req: HttpRequest): void {
   const header = req.headers["connect-timeout-ms"];
-  if (header === undefined || parseTimeout(String(header), Number.MAX_SAFE_INTEGER).timeoutMs !== undefined) return;
+  const problem = header === undefined ? undefined : callerTimeoutProblem(new Headers({ "connect-timeout-ms": String(header) }));
+  if (problem === undefined) return;
   req.resume();
-  throw invalidParameter("connect-timeout-ms: expected a whole number of milliseconds (at most 10 digits)");
+  throw invalidParameter(problem);
 }

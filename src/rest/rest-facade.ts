@@ -77,7 +77,8 @@ export class RestFacade {
       // Authentication comes first: without a valid token the body is dropped, never parsed, and then refused.
       await call.authorize();
     } catch (error) {
-      await dropBody(req, MAX_BODY_BYTES, signal);
+      if (req.httpVersionMajor === 1) await dropBody(req, MAX_BODY_BYTES, signal);
+      else req.resume();
       return writeCallError(res, log, call, error);
     }
     let request;

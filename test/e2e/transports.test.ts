@@ -434,6 +434,40 @@ describe.each(dialects)("every transport on one port (%s)", (dialect) => {
       }
     });
 
+    it("a deadline header that is no deadline is 4001 naming it, with the ErrorDetail, on Connect JSON, Connect binary, gRPC-Web and gRPC", async () => {
+      const message = toBinary(BatchGetDepartmentsRequestSchema, create(BatchGetDepartmentsRequestSchema, { departmentIds: ["111"] }));
+      const envelope = Buffer.concat([Buffer.from([0, 0, 0, 0, message.length]), message]);
+      const post = async (headers: Record<string, string>, body: Uint8Array | string) => {
+        const res = await fetch(svc.baseUrl + METHOD_PATH, { method: "POST", headers: { authorization: bearer, ...headers }, body });
+        return { status: res.status, headers: res.headers, bytes: Buffer.from(await res.arrayBuffer()) };
+      };
+      const connectMessage = "connect-timeout-ms: expected a whole number of milliseconds (at most 10 digits)";
+      for (const [contentType, body] of [["application/json", JSON.stringify({ department_ids: ["111"] })], ["application/proto", message]] as const) {
+        const reply = await post({ "content-type": contentType, "connect-timeout-ms": "abc" }, body);
+        const error = JSON.parse(reply.bytes.toString()) as { code: string; message: string; details?: { debug?: { code?: number } }[] };
+        expect([contentType, reply.status, error.code, error.message, error.details?.[0]?.debug?.code]).toStrictEqual([contentType, 400, "invalid_argument", connectMessage, 4001]);
+      }
+      const grpcMessage = "grpc-timeout: expected at most 8 digits and a unit (H, M, S, m, u or n), e.g. 2500m";
+      const web = await post({ "content-type": "application/grpc-web+proto", "x-grpc-web": "1", "grpc-timeout": "abc" }, envelope);
+      const webTrailer = (web.headers.get("grpc-status") ? [...web.headers].map(([k, v]) => `${k}: ${v}`).join("\r\n") : web.bytes.subarray(5).toString("latin1"));
+      expect(webTrailer).toContain("grpc-status: 3");
+      expect(decodeURIComponent(webTrailer.split("grpc-message: ")[1]!.split("\r\n")[0]!)).toBe(grpcMessage);
+      const trailers = await new Promise<http2.IncomingHttpHeaders>((resolve, reject) => {
+        const session = http2.connect(svc.baseUrl);
+        session.on("error", reject);
+        const stream = session.request({ ":method": "POST", ":path": METHOD_PATH, "content-type": "application/grpc", te: "trailers", "grpc-timeout": "abc", authorization: bearer });
+        let seen: http2.IncomingHttpHeaders = {};
+        stream.on("response", (headers) => (seen = { ...seen, ...headers }));
+        stream.on("trailers", (headers) => (seen = { ...seen, ...headers }));
+        stream.on("data", () => {});
+        stream.on("end", () => (session.close(), resolve(seen)));
+        stream.end(envelope);
+      });
+      expect([trailers["grpc-status"], decodeURIComponent(String(trailers["grpc-message"]))]).toStrictEqual(["3", grpcMessage]);
+      const status = decodeGoogleRpcStatus(Buffer.from(String(trailers["grpc-status-details-bin"]), "base64"));
+      expect(status.details.map((d) => d.code)).toStrictEqual([4001]);
+    });
+
     it("a refused call over HTTP/1.1 is answered after its body: connect-node clients read 401 or 403, never 'write EPIPE' from a connection closed under their body", async () => {
       const noRead = `Bearer ${await svc.token(["statistics:read"])}`;
       // It was a race, a few calls in thirty: connect-node writes its body after the headers, and the refusal closed the connection.
