@@ -208,20 +208,22 @@ function messageProblem(schema: DescMessage, bytes: Uint8Array): string | undefi
     fromBinary(schema, bytes);
     return undefined;
   } catch (error) {
-    const field = nonUtf8String(schema, bytes);
-    if (field !== undefined) return `${field}: not valid UTF-8`;
-    return `body: not a valid ${schema.typeName} message (${error instanceof Error ? error.message : "unreadable"})`;
+    return fieldProblem(schema, bytes) ?? `body: not a valid ${schema.typeName} message (${error instanceof Error ? error.message : "unreadable"})`;
   }
 }
 
-/** The path of the first string field whose bytes are not UTF-8 (protobuf-es's error names none). */
-function nonUtf8String(schema: DescMessage, bytes: Uint8Array): string | undefined {
+/** The first field of a message that cannot be read, named by its path: one sent with another wire type, or a string not UTF-8. */
+function fieldProblem(schema: DescMessage, bytes: Uint8Array): string | undefined {
   try {
     const reader = new BinaryReader(bytes);
     const seen = new Map<DescField, number>();
     while (reader.pos < reader.len) {
       const [number, wireType] = reader.tag();
       const field = schema.fields.find((f) => f.number === number);
+      const expected = field && wireTypesOf(field);
+      if (expected && !expected.includes(wireType)) {
+        return `${field!.name}: sent as ${WIRE_TYPE_NAMES[wireType] ?? `wire type ${wireType}`}, where this field takes ${expected.map((t) => WIRE_TYPE_NAMES[t]).join(" or ")}`;
+      }
       if (!field || wireType !== WireType.LengthDelimited) {
         reader.skip(wireType, number);
         continue;
@@ -229,7 +231,7 @@ function nonUtf8String(schema: DescMessage, bytes: Uint8Array): string | undefin
       const data = reader.bytes();
       const index = seen.get(field) ?? 0;
       seen.set(field, index + 1);
-      const found = nonUtf8InField(field, data, index);
+      const found = problemInField(field, data, index);
       if (found !== undefined) return found;
     }
   } catch {
@@ -238,20 +240,36 @@ function nonUtf8String(schema: DescMessage, bytes: Uint8Array): string | undefin
   return undefined;
 }
 
-function nonUtf8InField(field: DescField, data: Uint8Array, index: number): string | undefined {
+const WIRE_TYPE_NAMES: Partial<Record<WireType, string>> = {
+  [WireType.Varint]: "a varint", [WireType.Bit64]: "8 fixed bytes", [WireType.LengthDelimited]: "length-delimited bytes",
+  [WireType.StartGroup]: "a group", [WireType.EndGroup]: "a group's end", [WireType.Bit32]: "4 fixed bytes",
+};
+
+/** The wire types a field may come in: a repeated number packed or not. */
+function wireTypesOf(field: DescField): WireType[] {
+  if (field.fieldKind === "message" || field.fieldKind === "map") return [WireType.LengthDelimited];
+  const scalar = field.fieldKind === "enum" || (field.fieldKind === "list" && field.listKind === "enum") ? ScalarType.INT32
+    : field.fieldKind === "scalar" || (field.fieldKind === "list" && field.listKind === "scalar") ? field.scalar : undefined;
+  if (scalar === undefined) return [WireType.LengthDelimited]; // a list of messages
+  const single = scalar === ScalarType.STRING || scalar === ScalarType.BYTES ? WireType.LengthDelimited
+    : scalar === ScalarType.DOUBLE || scalar === ScalarType.FIXED64 || scalar === ScalarType.SFIXED64 ? WireType.Bit64
+      : scalar === ScalarType.FLOAT || scalar === ScalarType.FIXED32 || scalar === ScalarType.SFIXED32 ? WireType.Bit32 : WireType.Varint;
+  return field.fieldKind === "list" && single !== WireType.LengthDelimited ? [single, WireType.LengthDelimited] : [single];
+}
+
+function problemInField(field: DescField, data: Uint8Array, index: number): string | undefined {
+  const inner = (path: string, message: DescMessage) => {
+    const found = fieldProblem(message, data);
+    return found === undefined ? undefined : `${path}.${found}`;
+  };
   switch (field.fieldKind) {
     case "scalar":
-      return field.scalar === ScalarType.STRING && !isUtf8(data) ? field.name : undefined;
-    case "message": {
-      const inner = nonUtf8String(field.message, data);
-      return inner === undefined ? undefined : `${field.name}.${inner}`;
-    }
-    case "list": {
-      if (field.listKind === "scalar") return field.scalar === ScalarType.STRING && !isUtf8(data) ? `${field.name}[${index}]` : undefined;
-      if (field.listKind !== "message") return undefined;
-      const inner = nonUtf8String(field.message, data);
-      return inner === undefined ? undefined : `${field.name}[${index}].${inner}`;
-    }
+      return field.scalar === ScalarType.STRING && !isUtf8(data) ? `${field.name}: not valid UTF-8` : undefined;
+    case "message":
+      return inner(field.name, field.message);
+    case "list":
+      if (field.listKind === "scalar") return field.scalar === ScalarType.STRING && !isUtf8(data) ? `${field.name}[${index}]: not valid UTF-8` : undefined;
+      return field.listKind === "message" ? inner(`${field.name}[${index}]`, field.message) : undefined;
     case "map": {
       // A map entry is a message of key (field 1) and value (field 2).
       const reader = new BinaryReader(data);
@@ -264,13 +282,13 @@ function nonUtf8InField(field: DescField, data: Uint8Array, index: number): stri
         }
         const part = reader.bytes();
         if (number === 1 && field.mapKey === ScalarType.STRING) {
-          if (!isUtf8(part)) return `${field.name} key`;
+          if (!isUtf8(part)) return `${field.name} key: not valid UTF-8`;
           key = Buffer.from(part).toString("utf8");
         } else if (number === 2 && field.mapKind === "scalar" && field.scalar === ScalarType.STRING && !isUtf8(part)) {
-          return `${field.name}.${key}`;
+          return `${field.name}.${key}: not valid UTF-8`;
         } else if (number === 2 && field.mapKind === "message") {
-          const inner = nonUtf8String(field.message, part);
-          if (inner !== undefined) return `${field.name}.${key}.${inner}`;
+          const found = fieldProblem(field.message, part);
+          if (found !== undefined) return `${field.name}.${key}.${found}`;
         }
       }
       return undefined;
