@@ -25,7 +25,8 @@ status below: \`{"code":4001,"message":"…","request_id":"…","data":null}\`. 
 callers get the RPC code below and an \`enterprise_admin.v1.ErrorDetail\` error detail carrying the same
 number, the same message and the request id. Messages name the field and the limit; they never carry a
 secret or a stack trace. A server fault is always \`2001\`, its cause kept only in the log under the
-request id.
+request id. This holds for the service's own RPCs; the standard \`grpc.health.v1.Health\` and server
+reflection services answer their callers' errors as connect-es writes them, without the detail.
 
 | code | name | HTTP status | RPC code | meaning |
 |---|---|---|---|---|
