@@ -16,6 +16,7 @@ import { authorizingFirst } from "./interceptors/call-chain.js";
 import { toConnectError } from "./interceptors/connect-errors.js";
 import { notingProtocolRefusals } from "./interceptors/protocol-refusals.js";
 import { answeredUnknownProcedure } from "./http/unknown-procedure.js";
+import { addVary } from "./http/vary.js";
 import { encodeGrpcMessageBySpec } from "./interceptors/grpc-message-encoding.js";
 import { refuseForeignJson, refuseMalformedProtobuf } from "./interceptors/rpc-body-check.js";
 import { attachCallSignal, callDeadline, callDeadlineKey, callDeadlineOf, callerTimeoutMs, callSignalKey, callSignalOf, closeAfterAnswer, endIncompleteBodyAtDeadline, mayHaveBody, responseSignal } from "./interceptors/call-signal.js";
@@ -185,6 +186,8 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
       return;
     }
     if (rpcPaths.has(path)) {
+      // connect-es compresses a Connect answer by the request's Accept-Encoding and says nothing of it to caches.
+      addVary(res, "Accept-Encoding");
       log.transport = rpcTransportOf(req);
       // Reflection and health run outside the call chain, which names the business procedures.
       log.procedure ??= path;

@@ -244,6 +244,8 @@ describe.each(dialects)("gzip and traceparent on %s", (dialect: DialectName) => 
       const large = await client.batchGetDepartments({ departmentIds: ids }, { headers: { authorization: `Bearer ${token}` }, onHeader: (h) => (headers = h) });
       expect(large.notFoundDepartmentIds).toEqual(ids);
       expect(headers.get("content-encoding")).toBe("gzip");
+      // A cache must not hand this answer to a caller that takes no gzip.
+      expect([useBinaryFormat, listOf(headers.get("vary") ?? undefined)]).toStrictEqual([useBinaryFormat, expect.arrayContaining(["accept-encoding"])]);
       await client.batchGetDepartments({ departmentIds: ["111"] }, { headers: { authorization: `Bearer ${token}` }, onHeader: (h) => (headers = h) });
       expect(headers.get("content-encoding")).toBeNull();
     }
