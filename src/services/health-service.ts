@@ -23,13 +23,6 @@ export class HealthState {
     return [...this.statuses];
   }
 
-  setStatus(service: string, status: ServingStatus): void {
-    // Like grpc-go's Shutdown: once draining, a late "SERVING" must not lure clients back.
-    if (this.shuttingDown) return;
-    this.statuses.set(service, status);
-    this.wake();
-  }
-
   /** For shutdown: every service reports NOT_SERVING, Watch streams send that and then end. */
   setAllNotServing(): void {
     for (const s of this.statuses.keys()) this.statuses.set(s, ServingStatus.NOT_SERVING);
