@@ -244,6 +244,14 @@ export function buildProgram(io: CliIo = processIo()): Command {
       }
     });
 
+  keysCommand.command("merge").argument("<file>", "another key file: a backup's, or its .retired")
+    .description("add the keys of another key file that this key file lacks, for a restore: nothing is removed or replaced, so the keys of later rotations stay")
+    .addOption(dbOption())
+    .action(async (file: string, opts, command: Command) => {
+      const added = await withKeys(io, opts.db, false, (_repository, keys) => keys.addKeysFrom(file));
+      outputOf(command, io.stdout).result({ added });
+    });
+
   keysCommand.command("status").description("each master key, current or retired, whether it is held, and how many data keys it wraps")
     .addOption(dbOption())
     .action(async (opts, command: Command) => {

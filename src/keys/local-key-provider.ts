@@ -121,6 +121,26 @@ export class LocalKeyProvider implements KeyProvider {
   }
 
   /**
+   * Restore: under the key file's lock, the file read afresh gains every key of another key file (a backup's, or its `.retired`) that
+   * it lacks. Nothing is removed and its "current" stays, so the keys of rotations since that backup, which other copies of this
+   * database or other databases of the file may need, are kept. Returns the ids added.
+   */
+  async addKeysFrom(otherPath: string): Promise<string[]> {
+    if (this.source.kind !== "file") throw new Error(`the master keys come from ${MASTER_KEY_ENV}: add the backup's keys to the variable`);
+    const other = await readKeyFile(otherPath);
+    if (!other) throw new Error(`${otherPath}: no such key file`);
+    const path = this.source.path;
+    return withFileLock(lockPathOf(path), async () => {
+      const file = await readKeyFile(path);
+      if (!file) throw new KeyFileMissingError(path);
+      const added = other.keys.filter((key) => !file.keys.some((own) => own.id === key.id));
+      if (added.length > 0) await writeKeyFile(path, [...file.keys, ...added], file.currentId);
+      for (const key of added) this.#keys.set(key.id, key);
+      return added.map((key) => key.id);
+    });
+  }
+
+  /**
    * Rotation, last step: under the key file's lock, the keys named leave the file read afresh (the
    * file's "current", which a new store starts with, never does); they go to `<key file>.retired`
    * (mode 0600), so a backup of the database from before the rotation can still be opened. Returns the

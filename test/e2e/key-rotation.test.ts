@@ -3,11 +3,12 @@
 // data key still unwraps (`keys verify`), a later rotation succeeds, and the secrets open.
 import { randomBytes } from "node:crypto";
 import { execFile, execFileSync } from "node:child_process";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { copyFile, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { Writable } from "node:stream";
 import { promisify } from "node:util";
+import SqliteDatabase from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadServeConfig } from "../../src/config.js";
 import { createLogger } from "../../src/interceptors/logging.js";
@@ -333,6 +334,35 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
     expect((await t.cliWith(`${newKey},${oldKey}`, "keys", "rotate", "--new-key-file", newKeyFile)).code).toBe(0);
     expect(JSON.parse((await t.cliWith(thirdKey, "keys", "verify")).stdout)).toMatchObject({ ok: true, data_keys: 3, unwrapped: 3 });
     await t.expectSecretsOpen(thirdKey);
+  }, CLI_TEST_TIMEOUT_MS);
+
+  it.skipIf(dialect !== "sqlite")("SQLite restore after rotations: `keys merge` adds the backup's keys to the live key file, which keeps the later ones; copying the backup's key file over it lost them", async () => {
+    const t = await setup();
+    await t.create(t.svc.baseUrl, "before-backup");
+    // A rotation first: the key file's first key is its "current" and never leaves it.
+    await t.expectCli("keys", "rotate");
+    // The backup, as operations.md takes it: SQLite's online backup and a copy of the key file.
+    const backupDir = await mkdtemp(join(tmpdir(), "key-backup-"));
+    cleanups.push(() => rm(backupDir, { recursive: true, force: true }));
+    const backupDb = join(backupDir, "enterprise-admin.sqlite");
+    const live = new SqliteDatabase(t.svc.databaseUrl, { readonly: true });
+    await live.backup(backupDb);
+    live.close();
+    await copyFile(t.keyFile, join(backupDir, "master.key"));
+    await t.create(t.svc.baseUrl, "after-backup");
+    await t.expectCli("keys", "rotate"); // the backup's key leaves the key file for master.key.retired
+    const onBackup = (...args: string[]) => runCli([...args, "--db", backupDb], { ENTERPRISE_ADMIN_MASTER_KEY_FILE: t.keyFile });
+    expect((await onBackup("keys", "verify")).code).toBe(1);
+    const merged = await onBackup("keys", "merge", join(backupDir, "master.key"));
+    expect([merged.code, merged.stderr, JSON.parse(merged.stdout).added]).toStrictEqual([0, "", [expect.stringMatching(/^local-[0-9a-f]{12}$/)]]);
+    const restored = await onBackup("keys", "verify");
+    expect([restored.code, JSON.parse(restored.stdout)]).toStrictEqual([0, expect.objectContaining({ ok: true, data_keys: 1, unwrapped: 1 })]);
+    // The live database, whose keys came from the rotations after the backup, still opens every secret; a merge again adds nothing.
+    await t.expectVerified();
+    await t.expectSecretsOpen();
+    expect(JSON.parse((await onBackup("keys", "merge", join(backupDir, "master.key"))).stdout)).toStrictEqual({ added: [] });
+    const missing = await onBackup("keys", "merge", join(backupDir, "nothing.key"));
+    expect([missing.code, missing.stderr]).toStrictEqual([1, `error: ${join(backupDir, "nothing.key")}: no such key file\n`]);
   }, CLI_TEST_TIMEOUT_MS);
 
   it.skipIf(dialect !== "sqlite" || !hasStrace())("SQLite: the database's commits are synced to disk before the key file loses a key (strace of the real CLI)", async () => {
