@@ -108,10 +108,16 @@ export function authorizingFirst(chain: CallChain, checked: UniversalHandler, ra
     const refused = await chain.authorizeFirst(raw.method, req.header, req.contextValues!);
     if (!refused) return checked(req);
     if (req.httpVersion.startsWith("1") && isByteStream(req.body)) await dropBody(req.body, maxBytes, req.signal);
-    return raw({ ...req, body: refusedBody(refused) });
+    // Without the headers connect-es would check before it reads the body (a length past its limit, a coding or a deadline it
+    // refuses), so that the caller gets this refusal.
+    const header = new Headers(req.header);
+    for (const name of BODY_HEADERS) header.delete(name);
+    return raw({ ...req, header, body: refusedBody(refused) });
   };
   return Object.assign(authorizing, checked);
 }
+
+const BODY_HEADERS = ["content-length", "content-encoding", "connect-content-encoding", "grpc-encoding", "grpc-timeout", "connect-timeout-ms"];
 
 /** The call's deadline is its signal's (the transport's); connect-es's own timeout is not used in process. */
 const noTimeout = () => undefined;

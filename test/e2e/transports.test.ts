@@ -4,6 +4,7 @@
 // and an x-request-id on every response.
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
+import http from "node:http";
 import http2 from "node:http2";
 import { create, fromBinary, fromJson, toBinary, toJson } from "@bufbuild/protobuf";
 import { base64Decode } from "@bufbuild/protobuf/wire";
@@ -466,6 +467,26 @@ describe.each(dialects)("every transport on one port (%s)", (dialect) => {
       expect([trailers["grpc-status"], decodeURIComponent(String(trailers["grpc-message"]))]).toStrictEqual(["3", grpcMessage]);
       const status = decodeGoogleRpcStatus(Buffer.from(String(trailers["grpc-status-details-bin"]), "base64"));
       expect(status.details.map((d) => d.code)).toStrictEqual([4001]);
+    });
+
+    it("a call without a token is 401 with its ErrorDetail whatever its body's headers: a length past 1 MiB, a coding the service lacks, a bad deadline", async () => {
+      const answerTo = (headers: Record<string, string | number>, part: Buffer) => new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const request = http.request({ host: "127.0.0.1", port: svc.port, method: "POST", path: METHOD_PATH, headers });
+        request.on("error", reject);
+        request.on("response", (res) => {
+          let body = "";
+          res.setEncoding("utf8").on("data", (chunk: string) => (body += chunk)).on("end", () => resolve({ status: res.statusCode!, body }));
+        });
+        request.write(part); // the rest never comes: the refusal must not wait for it, nor for connect-es's own limits
+      });
+      const unauthenticated = { code: "unauthenticated", message: MISSING_TOKEN_MESSAGE, details: [expect.objectContaining({ debug: expect.objectContaining({ code: 1002 }) })] };
+      // It was connect-es's 429 "message size 2200000 is larger than configured readMaxBytes", with no detail, logged as 1002.
+      const large = await answerTo({ "content-type": "application/proto", "content-length": 2_200_000 }, Buffer.alloc(64 * 1024));
+      expect([large.status, JSON.parse(large.body)]).toStrictEqual([401, unauthenticated]);
+      const zstd = await answerTo({ "content-type": "application/proto", "content-encoding": "zstd", "content-length": 3 }, Buffer.from([1, 2, 3]));
+      expect([zstd.status, JSON.parse(zstd.body)]).toStrictEqual([401, unauthenticated]);
+      const timeout = await answerTo({ "content-type": "application/proto", "connect-timeout-ms": "soon", "content-length": 0 }, Buffer.alloc(0));
+      expect([timeout.status, JSON.parse(timeout.body)]).toStrictEqual([401, unauthenticated]);
     });
 
     it("a refused call over HTTP/1.1 is answered after its body: connect-node clients read 401 or 403, never 'write EPIPE' from a connection closed under their body", async () => {
