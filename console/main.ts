@@ -23,6 +23,9 @@ class UsageConsole {
   private readonly api = new Api(() => session.token(), (error) => this.expired(error));
   private range: Range = lastDays(today("UTC"), DEFAULT_DAYS, "UTC");
   private currency = "";
+  private enterpriseName: string | undefined;
+  /** The enterprise's currency and zone could not be asked at sign-in (the server did not answer): asked again before each view. */
+  private enterpriseUnknown = false;
   private current?: AbortController;
   /** Aborted when the session ends, so its late answers cannot touch the page of the next one. */
   private sessionWork = new AbortController();
@@ -113,21 +116,34 @@ class UsageConsole {
     this.sessionWork.abort();
     this.sessionWork = new AbortController();
     const { signal } = this.sessionWork;
-    const probeDay = today("UTC");
     const [metrics, top] = await Promise.allSettled([
-      this.api.get<CoreMetrics>("/openapi/v1/statistics/core-metrics", { start_date: probeDay, end_date: probeDay }, signal),
+      this.enterpriseMetrics(signal),
       this.api.post<{ items: Department[] }>("/openapi/v1/departments/batch-get", { department_ids: ["0"] }, signal),
     ]);
     if (signal.aborted) return; // signed out (or a 401) meanwhile
-    const zone = metrics.status === "fulfilled" ? metrics.value.time_zone : "UTC";
-    this.currency = metrics.status === "fulfilled" ? metrics.value.currency : "";
-    const name = top.status === "fulfilled" ? top.value.items[0]?.name : undefined;
-    // Without statistics:read the enterprise's zone is unknown: the controls start in UTC, unlabelled.
-    byId("enterprise").textContent = [name, this.currency, metrics.status === "fulfilled" ? zone : ""].filter(Boolean).join(" · ");
-    this.range = lastDays(today(zone), DEFAULT_DAYS, zone);
-    this.showRange();
+    this.enterpriseName = top.status === "fulfilled" ? top.value.items[0]?.name : undefined;
+    this.learnEnterprise(metrics);
     await this.render();
     if (metrics.status === "rejected" && !signal.aborted) this.fail(metrics.reason);
+  }
+
+  private enterpriseMetrics(signal: AbortSignal): Promise<CoreMetrics> {
+    const probeDay = today("UTC");
+    return this.api.get<CoreMetrics>("/openapi/v1/statistics/core-metrics", { start_date: probeDay, end_date: probeDay }, signal);
+  }
+
+  /**
+   * The enterprise's currency and zone from its metrics, and the last days in that zone. Without statistics:read they stay unknown
+   * for good: the controls start in UTC, unlabelled. Any other failure (no answer, 429, 503) is asked again before the next view.
+   */
+  private learnEnterprise(metrics: PromiseSettledResult<CoreMetrics>): void {
+    const known = metrics.status === "fulfilled";
+    const zone = known ? metrics.value.time_zone : "UTC";
+    this.currency = known ? metrics.value.currency : "";
+    this.enterpriseUnknown = !known && !(metrics.reason instanceof ApiError && metrics.reason.status === 403);
+    byId("enterprise").textContent = [this.enterpriseName, this.currency, known ? zone : ""].filter(Boolean).join(" · ");
+    this.range = lastDays(today(zone), DEFAULT_DAYS, zone);
+    this.showRange();
   }
 
   private expired(error: ApiError): void {
@@ -135,6 +151,7 @@ class UsageConsole {
     this.sessionWork.abort();
     this.current?.abort();
     this.view.replaceChildren();
+    this.statusLine.textContent = "";
     session.signOut();
     this.showSignIn(`Token expired or wrong: sign in again with a valid access token. (${error.message})`);
   }
@@ -175,6 +192,13 @@ class UsageConsole {
 
   private async render(): Promise<void> {
     if (!session.token()) return;
+    if (this.enterpriseUnknown) {
+      const { signal } = this.sessionWork;
+      const [metrics] = await Promise.allSettled([this.enterpriseMetrics(signal)]);
+      if (signal.aborted) return;
+      // Learnt now: the view starts again from the enterprise's last days (what was chosen in UTC meant another day).
+      if (metrics.status === "fulfilled" && this.enterpriseUnknown) this.learnEnterprise(metrics);
+    }
     const route = parseRoute(location.hash);
     const viewName = !route ? "not-found" : Object.hasOwn(VIEWS, route.view) ? route.view : "trend";
     for (const link of document.querySelectorAll<HTMLAnchorElement>("nav.tabs a")) {
@@ -257,7 +281,11 @@ function describe(error: unknown): string {
       const permission = error.permission ?? "a permission this token lacks";
       return `Missing permission ${permission}: ask for a token (or an app) that carries ${permission}. The server said: ${error.message}`;
     }
-    if (error.status === 429 || error.status === 503) return `${error.message}${error.retryAfter ? `: try again in ${error.retryAfter} s` : ""}.`;
+    if (error.status === 429 || error.status === 503) {
+      // The server's own message may say when already ("… retry after 4 s").
+      const when = error.retryAfter && !/retry after \d/i.test(error.message) ? `: try again in ${error.retryAfter} s` : "";
+      return `${error.message}${when}.`;
+    }
     if (error.status === 0) return `${error.message}.`;
     return `${error.message} (HTTP ${error.status}, code ${error.code})`;
   }

@@ -25,7 +25,8 @@ export async function departmentsView(ctx: ViewContext, root: HTMLElement): Prom
   root.append(
     h("h2", {}, `Departments, ${ctx.range.from} to ${ctx.range.to}`),
     h("p", { class: "hint" }, "Each row covers the distinct members of the department's whole subtree; a member in two subtrees counts in both."),
-    header(), tree);
+    // Its own sideways scroll on a narrow screen, as the tables have: the columns need about 48rem.
+    h("div", { class: "tree-scroll" }, header(), tree));
   await rootNode.expand();
   ctx.status("");
   ctx.ready();
@@ -79,21 +80,32 @@ function node(ctx: ViewContext, department: Department, figures: Figures, depth:
     return page.items.length;
   };
 
+  let loading = false;
   const expand = async () => {
     if (!loaded) {
-      toggle.disabled = true;
-      const answer = await report(ctx, { bucket: "none", group_by: ["department"], department_id: department.department_id });
-      const groups = new Map((answer.buckets[0]?.groups ?? []).map((g) => [g.department_id, g]));
-      const direct = groups.get(department.department_id);
-      if (direct) {
-        const label = h("span", { class: "name direct" }, `members placed directly in ${department.name}`);
-        label.style.setProperty("--depth", String(depth + 1));
-        children.append(h("li", { role: "none" }, h("div", { class: "tree-row" }, label, ...cells(direct, ctx.currency))));
+      // Busy, not disabled: a disabled button would drop the keyboard's focus, and a failure must leave it to press again.
+      if (loading) return;
+      loading = true;
+      toggle.setAttribute("aria-busy", "true");
+      try {
+        const answer = await report(ctx, { bucket: "none", group_by: ["department"], department_id: department.department_id });
+        const groups = new Map((answer.buckets[0]?.groups ?? []).map((g) => [g.department_id, g]));
+        const direct = groups.get(department.department_id);
+        if (direct) {
+          const label = h("span", { class: "name direct" }, `members placed directly in ${department.name}`);
+          label.style.setProperty("--depth", String(depth + 1));
+          children.append(h("li", { role: "none" }, h("div", { class: "tree-row" }, label, ...cells(direct, ctx.currency))));
+        }
+        const found = await loadPage("", groups);
+        if (found === 0 && !direct) children.append(h("li", { role: "none", class: "leaf" }, "no sub-departments"));
+        loaded = true;
+      } catch (error) {
+        children.replaceChildren(); // what came before the failure: the next press loads it all again
+        throw error;
+      } finally {
+        loading = false;
+        toggle.removeAttribute("aria-busy");
       }
-      const found = await loadPage("", groups);
-      if (found === 0 && !direct) children.append(h("li", { role: "none", class: "leaf" }, "no sub-departments"));
-      loaded = true;
-      toggle.disabled = false;
     }
     setExpanded(true);
   };

@@ -30,6 +30,7 @@ export async function memberView(ctx: ViewContext, root: HTMLElement, args: stri
   root.append(form);
   if (who === "") {
     root.append(h("p", { class: "hint" }, "Pick a member in Top members, or type a user_id or e-mail."));
+    ctx.status("");
     ctx.ready();
     return;
   }

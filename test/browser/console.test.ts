@@ -524,6 +524,44 @@ describe.skipIf(!haveChromium)("the usage console in Chromium, on the demo enter
     expect(uncaught).toEqual([]);
   });
 
+  test("a department whose opening failed opens when pressed again, the keyboard's focus kept on it", async () => {
+    await signIn(token);
+    await page.click('nav a[data-view="departments"]');
+    await viewReady("departments");
+    await page.locator('.tree-row[data-department-id="110"]').waitFor();
+    // The server does not answer the first time (it was down a moment).
+    let failures = 1;
+    await page.route("**/openapi/v1/statistics/usage-report", (route) => (failures-- > 0 ? route.abort("connectionrefused") : route.continue()));
+    try {
+      await page.focus('button[aria-label="Expand Engineering"]');
+      await page.keyboard.press("Enter");
+      await expect.poll(() => page.textContent("#error")).toContain("the server did not answer");
+      expect(await page.evaluate("document.activeElement?.getAttribute('aria-label')")).toBe("Expand Engineering");
+      await page.keyboard.press("Enter"); // it used to stay disabled until the whole view was drawn again
+      await page.locator('.tree-row[data-department-id="111"]').waitFor();
+      expect(await page.locator('.tree-row[data-department-id="111"]').count()).toBe(1);
+    } finally {
+      await page.unroute("**/openapi/v1/statistics/usage-report");
+    }
+  });
+
+  test("signed in while the server did not answer: the next view asks again for the enterprise's currency and zone", async () => {
+    await openSignedOut();
+    await page.route("**/openapi/v1/statistics/core-metrics**", (route) => route.abort("connectionrefused"));
+    await page.fill("#token-input", token);
+    await page.click("#token-form button[type=submit]");
+    await expect.poll(() => page.textContent("#error")).toContain("the server did not answer");
+    expect(await page.textContent("#enterprise")).not.toContain("CNY");
+    await page.unroute("**/openapi/v1/statistics/core-metrics**");
+    await page.click("#controls button[type=submit]"); // Apply
+    await viewReady("trend");
+    const zone = demoDirectory.enterprise.time_zone!;
+    // It stayed without currency, in UTC, until a reload.
+    await expect.poll(() => page.textContent("#enterprise")).toContain("CNY");
+    expect(await page.textContent("#enterprise")).toContain(zone);
+    expect(await page.inputValue("#time-zone")).toBe(zone);
+  });
+
   test("an enterprise without departments: the Departments view says so instead of failing", async () => {
     await signIn(edgeToken);
     await page.click('nav a[data-view="departments"]');
