@@ -54,6 +54,11 @@ class UsageConsole {
       const token = input.value.trim();
       input.value = "";
       if (token === "") return;
+      // A header cannot carry other characters (the browser refuses to send it), and the server takes no longer one.
+      if (!/^[\x21-\x7e]{1,4096}$/.test(token)) {
+        this.showSignIn("That is not an access token: a token is printable ASCII without spaces (eat_…), at most 4,096 characters.");
+        return;
+      }
       this.sessionChoices++;
       session.signIn(token);
       void this.enter();
@@ -241,6 +246,13 @@ class UsageConsole {
   private async downloadCsv(): Promise<void> {
     const range = this.chosenRange();
     if (rangeProblem({ ...range, granularity: "day" }) !== undefined) return;
+    // The file and the page show the same range: a range edited but not applied is applied (when the view can show it).
+    const applied = this.range;
+    const edited = range.from !== applied.from || range.to !== applied.to || range.timeZone !== applied.timeZone || range.granularity !== applied.granularity;
+    if (edited && rangeProblem(range) === undefined) {
+      this.range = range;
+      void this.render();
+    }
     this.download.disabled = true;
     this.statusLine.textContent = `Exporting ${range.from} to ${range.to}…`;
     try {

@@ -441,6 +441,13 @@ describe.skipIf(!haveChromium)("the usage console in Chromium, on the demo enter
     await page.click("#token-form button[type=submit]");
     await expect.poll(() => page.textContent("#sign-in-message")).toContain("Token expired or wrong");
     expect(await page.isVisible("#sign-in")).toBe(true);
+    // One the browser cannot send in a header, or too long for the server: said at once, nothing kept (it opened the main page).
+    for (const notAToken of ["eat_é", `eat_${"x".repeat(20_000)}`]) {
+      await page.fill("#token-input", notAToken);
+      await page.click("#token-form button[type=submit]");
+      await expect.poll(() => page.textContent("#sign-in-message")).toContain("That is not an access token");
+      expect([await page.isVisible("#sign-in"), await page.evaluate("sessionStorage.length")]).toStrictEqual([true, 0]);
+    }
 
     const { tokenId, accessToken } = await service.access.createToken(DEMO_ENTERPRISE_ID, [...PERMISSIONS], 3600);
     await page.fill("#token-input", accessToken);
@@ -543,6 +550,19 @@ describe.skipIf(!haveChromium)("the usage console in Chromium, on the demo enter
     } finally {
       await page.unroute("**/openapi/v1/statistics/usage-report");
     }
+  });
+
+  test("Download CSV with an edited range not applied yet: the view shows the range the file holds", async () => {
+    await signIn(token);
+    const zone = demoDirectory.enterprise.time_zone!;
+    const to = await page.inputValue("#to");
+    const from = new Date(Date.parse(`${to}T00:00:00Z`) - 2 * 86_400_000).toISOString().slice(0, 10);
+    await page.fill("#from", from);
+    const [download] = await Promise.all([page.waitForEvent("download"), page.click("#download")]);
+    expect(download.suggestedFilename()).toBe(`usage-${from}-${to}.csv`);
+    await viewReady("trend");
+    await expect.poll(() => seen.some((s) => s.url.includes("/statistics/core-metrics") && s.url.includes(`start_date=${from}`)
+      && s.url.includes(`end_date=${to}`) && s.url.includes(`time_zone=${encodeURIComponent(zone)}`))).toBe(true);
   });
 
   test("signed in while the server did not answer: the next view asks again for the enterprise's currency and zone", async () => {
