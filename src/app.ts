@@ -1,5 +1,6 @@
 // createApp(deps) -> { handler, close }: the whole service as one node request handler, for HTTP/1.1
 // and HTTP/2 alike. Never listens by itself (see server.ts).
+import type { IncomingMessage } from "node:http";
 import { Http2ServerResponse } from "node:http2";
 import { performance } from "node:perf_hooks";
 import { createContextValues } from "@connectrpc/connect";
@@ -19,7 +20,7 @@ import { answeredUnknownProcedure } from "./http/unknown-procedure.js";
 import { addVary } from "./http/vary.js";
 import { encodeGrpcMessageBySpec } from "./interceptors/grpc-message-encoding.js";
 import { refuseForeignJson, refuseMalformedProtobuf } from "./interceptors/rpc-body-check.js";
-import { attachCallSignal, callDeadline, callDeadlineKey, callDeadlineOf, callerTimeoutMs, callSignalKey, callSignalOf, closeAfterAnswer, endIncompleteBodyAtDeadline, mayHaveBody, responseSignal } from "./interceptors/call-signal.js";
+import { attachCallSignal, callDeadline, callDeadlineKey, callDeadlineOf, callerTimeoutMs, callSignalKey, callSignalOf, closeAfterAnswer, closeInStages, endIncompleteBodyAtDeadline, mayHaveBody, responseSignal } from "./interceptors/call-signal.js";
 import type { Logger } from "./interceptors/logging.js";
 import { RateLimits, type RateLimitSettings } from "./domain/rate-limits.js";
 import type { ReportLimits } from "./domain/report-limits.js";
@@ -90,7 +91,7 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
       // connect-es decodes RPC bodies and encodes grpc-message itself; these wrappers correct both.
       router.handlers.forEach((handler, i) => {
         const checked = refuseForeignJson(refuseMalformedProtobuf(handler, MAX_BODY_BYTES, decompression));
-        router.handlers[i] = notingProtocolRefusals(encodeGrpcMessageBySpec(authorizingFirst(chain, checked, handler, MAX_BODY_BYTES)));
+        router.handlers[i] = notingProtocolRefusals(encodeGrpcMessageBySpec(authorizingFirst(chain, checked, handler)));
         rpcPaths.add(handler.requestPath);
       });
     },
@@ -136,6 +137,7 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
     // stops sending the body once answered (a body refused as too large) would have its next request read as the rest of this one.
     if (!(res instanceof Http2ServerResponse) && mayHaveBody(req)) {
       closeAfterAnswer(res);
+      closeInStages(req as IncomingMessage);
       req.once("end", () => {
         if (!draining && !res.headersSent) res.removeHeader("connection");
       });

@@ -14,8 +14,8 @@ import type { StoreFault } from "../storage/store-faults.js";
 import { CallAuthorizer, type Authenticator } from "./auth.js";
 import { callLogKey, procedureOf, type CallLog } from "./call-log.js";
 import { CallOutcome } from "./call-outcome.js";
-import { callDeadlineKey, callSignalKey, dropBody, type CallDeadline } from "./call-signal.js";
-import { isByteStream, refusedBody } from "./rpc-body-check.js";
+import { callDeadlineKey, callSignalKey, type CallDeadline } from "./call-signal.js";
+import { refusedBody, withoutBodyHeaders } from "./rpc-body-check.js";
 import { validationInterceptor } from "./validation.js";
 
 /** The methods a business service serves: unary and server-streaming. */
@@ -102,22 +102,14 @@ export class CallChain {
  * valid token gets its error with the body unread. `checked` runs an authorized call; `raw` answers a refused one, its body an error
  * (the checks of `checked` would read it). Other handlers (reflection, health) are returned as they are.
  */
-export function authorizingFirst(chain: CallChain, checked: UniversalHandler, raw: UniversalHandler, maxBytes: number): UniversalHandler {
+export function authorizingFirst(chain: CallChain, checked: UniversalHandler, raw: UniversalHandler): UniversalHandler {
   if (!chain.serves(raw.method)) return checked;
   const authorizing = async (req: UniversalServerRequest) => {
     const refused = await chain.authorizeFirst(raw.method, req.header, req.contextValues!);
-    if (!refused) return checked(req);
-    if (req.httpVersion.startsWith("1") && isByteStream(req.body)) await dropBody(req.body, maxBytes, req.signal);
-    // Without the headers connect-es would check before it reads the body (a length past its limit, a coding or a deadline it
-    // refuses), so that the caller gets this refusal.
-    const header = new Headers(req.header);
-    for (const name of BODY_HEADERS) header.delete(name);
-    return raw({ ...req, header, body: refusedBody(refused) });
+    return refused ? raw({ ...req, header: withoutBodyHeaders(req.header), body: refusedBody(refused) }) : checked(req);
   };
   return Object.assign(authorizing, checked);
 }
-
-const BODY_HEADERS = ["content-length", "content-encoding", "connect-content-encoding", "grpc-encoding", "grpc-timeout", "connect-timeout-ms"];
 
 /** The call's deadline is its signal's (the transport's); connect-es's own timeout is not used in process. */
 const noTimeout = () => undefined;

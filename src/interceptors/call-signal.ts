@@ -185,42 +185,40 @@ export function mayHaveBody(req: HttpRequest): boolean {
   return Number(req.headers["content-length"] ?? 0) > 0 || req.headers["transfer-encoding"] !== undefined;
 }
 
-/**
- * HTTP/1.1: reads and drops a request body that a refusal does not need (a call without a valid token), up to `maxBytes`, for at
- * most DROP_WAIT_MS and until `signal` ends, so that the refusal is answered after it. The connection then stays open (app.ts closes
- * it after an answer begun before the body's end), and a client still sending its body reads the refusal, not "write EPIPE" from a
- * connection closed under it. A body that does not come in time, or past maxBytes, is left: that answer closes the connection.
- * HTTP/2 needs none of this: a stream's answer never closes the connection.
- */
-export async function dropBody(body: AsyncIterable<Uint8Array>, maxBytes: number, signal: AbortSignal): Promise<void> {
-  // By next(), never return(): ending the iteration early would destroy a Node request, and its socket with it.
-  const chunks = body[Symbol.asyncIterator]();
-  let timer: NodeJS.Timeout | undefined;
-  const waited = new Promise<undefined>((resolve) => {
-    timer = setTimeout(resolve, DROP_WAIT_MS, undefined);
-    signal.addEventListener("abort", () => resolve(undefined), { once: true });
-  });
-  let size = 0;
-  try {
-    while (size <= maxBytes && !signal.aborted) {
-      const next = await Promise.race([chunks.next(), waited]);
-      if (next === undefined || next.done) return;
-      size += next.value.byteLength;
-    }
-  } catch {
-    // A body that stops coming changes nothing: the refusal is answered as it can be.
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** How long a refusal waits for the rest of a body it drops: a client's body follows its headers at once, a stalled one need not. */
-const DROP_WAIT_MS = 1000;
-
 /** HTTP/1.1: the connection closes after this answer (HTTP/2 sessions get GOAWAY or a stream reset instead). */
 export function closeAfterAnswer(res: HttpResponse): void {
   if (!(res instanceof Http2ServerResponse) && !res.headersSent) res.setHeader("connection", "close");
 }
+
+/**
+ * HTTP/1.1, a request whose body may still be coming when its answer closes the connection: the close is made in stages (RFC 9112
+ * section 9.6). Node would close the socket as soon as the answer is out, and a client still writing its body (connect-node writes it
+ * after the headers) then meets a reset, which can erase the answer it had not read yet ("write EPIPE" instead of a 401). The
+ * server's side is ended instead, what still comes is read and dropped, and the socket is closed once the client ends its side, or
+ * after LINGER_MS or LINGER_BYTES.
+ */
+export function closeInStages(req: IncomingMessage): void {
+  const socket = req.socket;
+  const closeNow = Object.getPrototypeOf(socket).destroySoon as () => void;
+  // Node calls destroySoon when an answer that closes the connection is out; the request of the moment decides how.
+  socket.destroySoon = () => {
+    if (req.complete || socket.destroyed) return closeNow.call(socket);
+    socket.end();
+    let read = 0;
+    const close = () => socket.destroy();
+    const timer = setTimeout(close, LINGER_MS);
+    socket.on("data", (chunk: Buffer) => {
+      read += chunk.length;
+      if (read > LINGER_BYTES) close();
+    });
+    socket.once("end", close);
+    socket.once("close", () => clearTimeout(timer));
+  };
+}
+
+/** How long, and how much, a connection closed under an incomplete body is still read: a body sent at once is in by then. */
+const LINGER_MS = 2000;
+const LINGER_BYTES = 4 * 1024 * 1024;
 
 const deadlineExceeded = (timeoutMs?: number) =>
   new AppError(ErrorCode.DEADLINE_EXCEEDED, timeoutMs === undefined ? "deadline exceeded" : `deadline exceeded: the call took longer than ${timeoutMs} ms`);

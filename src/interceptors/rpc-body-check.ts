@@ -64,9 +64,7 @@ export function refuseMalformedProtobuf(handler: UniversalHandler, maxBytes: num
     const timeoutProblem = callerTimeoutProblem(req.header);
     if (timeoutProblem !== undefined) {
       // Refused with the service's detail (connect-es answered "protocol error: invalid … timeout value" without it).
-      const header = new Headers(req.header);
-      for (const name of ["grpc-timeout", "connect-timeout-ms"]) header.delete(name);
-      return handler({ ...req, header, body: refusedBody(refusal(handler, req, invalidParameter(timeoutProblem))) });
+      return handler({ ...req, header: withoutBodyHeaders(req.header), body: refusedBody(refusal(handler, req, invalidParameter(timeoutProblem))) });
     }
     const encoding = contentCoding(req.header.get(form.encodingHeader));
     const compression = compressions.find((c) => c.name === encoding);
@@ -104,12 +102,19 @@ export function refuseForeignJson(handler: UniversalHandler): UniversalHandler {
     if (!foreign) return handler(req);
     const error = refusal(handler, req, invalidParameter("JSON bodies are taken uncompressed over the Connect protocol (or REST), and not over gRPC or " +
       "gRPC-Web: send this one uncompressed over Connect, or as protobuf, which may be compressed on every protocol"));
-    // Without its encoding, so that connect-es reads the body to this refusal rather than refuse a coding it lacks itself (501).
-    const header = new Headers(req.header);
-    for (const name of ["content-encoding", "connect-content-encoding", "grpc-encoding"]) header.delete(name);
-    return handler({ ...req, header, body: refusedBody(error) });
+    return handler({ ...req, header: withoutBodyHeaders(req.header), body: refusedBody(error) });
   };
   return Object.assign(checking, handler);
+}
+
+/**
+ * A refused request's headers without those connect-es checks before it reads the body (a length past its limit, a coding it lacks,
+ * a deadline it cannot read, each answered its own way without the service's detail): it then reads the body to the refusal.
+ */
+export function withoutBodyHeaders(header: Headers): Headers {
+  const kept = new Headers(header);
+  for (const name of ["content-length", "content-encoding", "connect-content-encoding", "grpc-encoding", "grpc-timeout", "connect-timeout-ms"]) kept.delete(name);
+  return kept;
 }
 
 /** The refusal of a request's body, noted in its call log. */

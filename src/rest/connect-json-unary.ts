@@ -9,11 +9,11 @@ import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
 import { contentCoding, endWithBody } from "../http/compression.js";
 import type { CallChain } from "../interceptors/call-chain.js";
 import type { CallLog } from "../interceptors/call-log.js";
-import { callerTimeoutProblem, dropBody, untilAborted, type CallDeadline } from "../interceptors/call-signal.js";
+import { callerTimeoutProblem, untilAborted, type CallDeadline } from "../interceptors/call-signal.js";
 import { toConnectError, writeConnectError } from "../interceptors/connect-errors.js";
 import type { ServedService } from "../routes.js";
 import type { HttpRequest, HttpResponse } from "./envelope.js";
-import { JSON_CONTENT_TYPE, MAX_BODY_BYTES, readJsonBody } from "./rest-facade.js";
+import { JSON_CONTENT_TYPE, readJsonBody } from "./rest-facade.js";
 import { messageFromRestJson } from "./rest-json.js";
 
 export class ConnectJsonUnary {
@@ -48,9 +48,8 @@ export class ConnectJsonUnary {
     let response;
     try {
       // Authentication comes first, then the call's headers: without a valid token the body is drained, never parsed.
-      await call.authorize().then(() => checkCallerTimeout(req)).catch(async (error: unknown) => {
-        if (req.httpVersionMajor === 1) await dropBody(req, MAX_BODY_BYTES, signal);
-        else req.resume();
+      await call.authorize().then(() => checkCallerTimeout(req)).catch((error: unknown) => {
+        req.resume();
         throw error;
       });
       const request = messageFromRestJson(method.input, await untilAborted(readJsonBody(req), signal));

@@ -11,7 +11,7 @@ import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import { AppError, bodyTooLarge, ErrorCode, invalidParameter, invalidToken, methodNotAllowed, routeNotFound } from "../domain/errors.js";
 import type { CallChain, LocalCall, ServedMethod } from "../interceptors/call-chain.js";
 import type { CallLog } from "../interceptors/call-log.js";
-import { dropBody, mayHaveBody, untilAborted, type CallDeadline } from "../interceptors/call-signal.js";
+import { mayHaveBody, untilAborted, type CallDeadline } from "../interceptors/call-signal.js";
 import { appErrorOf } from "../interceptors/connect-errors.js";
 import type { ServedService } from "../routes.js";
 import { contentCoding, streamEncoder } from "../http/compression.js";
@@ -74,11 +74,10 @@ export class RestFacade {
       if (new URLSearchParams(query).has("access_token")) {
         throw invalidToken("access_token: not accepted in the query string; send Authorization: Bearer <access_token>");
       }
-      // Authentication comes first: without a valid token the body is dropped, never parsed, and then refused.
+      // Authentication comes first: without a valid token the body is drained, never parsed.
       await call.authorize();
     } catch (error) {
-      if (req.httpVersionMajor === 1) await dropBody(req, MAX_BODY_BYTES, signal);
-      else req.resume();
+      req.resume();
       return writeCallError(res, log, call, error);
     }
     let request;

@@ -487,9 +487,12 @@ describe.each(dialects)("every transport on one port (%s)", (dialect) => {
       expect([zstd.status, JSON.parse(zstd.body)]).toStrictEqual([401, unauthenticated]);
       const timeout = await answerTo({ "content-type": "application/proto", "connect-timeout-ms": "soon", "content-length": 0 }, Buffer.alloc(0));
       expect([timeout.status, JSON.parse(timeout.body)]).toStrictEqual([401, unauthenticated]);
+      // A body that stalls, under a deadline shorter than it would wait: the refusal is not held for the body.
+      const stalled = await answerTo({ "content-type": "application/proto", "connect-timeout-ms": "300", "content-length": 100 }, Buffer.alloc(0));
+      expect([stalled.status, JSON.parse(stalled.body)]).toStrictEqual([401, unauthenticated]);
     });
 
-    it("a refused call over HTTP/1.1 is answered after its body: connect-node clients read 401 or 403, never 'write EPIPE' from a connection closed under their body", async () => {
+    it("a refused call over HTTP/1.1 closes in stages: connect-node clients, still writing their body, read 401 or 403, never 'write EPIPE'", async () => {
       const noRead = `Bearer ${await svc.token(["statistics:read"])}`;
       // It was a race, a few calls in thirty: connect-node writes its body after the headers, and the refusal closed the connection.
       const { stdout } = await execFileAsync(process.execPath, ["--import", "tsx", REFUSED_CALLS_CLIENT, svc.baseUrl, "40", "", noRead, bearer]);
