@@ -113,30 +113,32 @@ function rejectAborted(signal: AbortSignal, reject: (error: AppError) => void): 
 }
 
 /**
- * The caller's own deadline in milliseconds (`grpc-timeout`, else `connect-timeout-ms`), when the
- * request carries a valid one (an invalid one is refused: callerTimeoutProblem).
+ * The caller's own deadline, by its protocol's header: `grpc-timeout` on gRPC and gRPC-Web (by the content type), else
+ * `connect-timeout-ms` (Connect, and REST takes it too). `problem` says why a header is no deadline, naming it.
  */
-export function callerTimeoutMs(req: HttpRequest): number | undefined {
-  const grpc = req.headers["grpc-timeout"];
-  const connect = req.headers["connect-timeout-ms"];
-  const parsed = grpc !== undefined ? parseGrpcTimeout(String(grpc), Number.MAX_SAFE_INTEGER)
-    : connect !== undefined ? parseConnectTimeout(String(connect), Number.MAX_SAFE_INTEGER) : {};
-  return parsed.error ? undefined : parsed.timeoutMs;
+function callerTimeout(contentType: string | undefined, header: (name: string) => string | undefined): { timeoutMs?: number; problem?: string } {
+  if (/^application\/grpc/i.test(contentType ?? "")) {
+    const grpc = header("grpc-timeout");
+    const parsed = grpc === undefined ? {} : parseGrpcTimeout(grpc, Number.MAX_SAFE_INTEGER);
+    return parsed.error ? { problem: "grpc-timeout: expected at most 8 digits and a unit (H, M, S, m, u or n), e.g. 2500m" } : { timeoutMs: parsed.timeoutMs };
+  }
+  const connect = header("connect-timeout-ms");
+  const parsed = connect === undefined ? {} : parseConnectTimeout(connect, Number.MAX_SAFE_INTEGER);
+  return parsed.error ? { problem: "connect-timeout-ms: expected a whole number of milliseconds (at most 10 digits)" } : { timeoutMs: parsed.timeoutMs };
 }
 
-/**
- * Why the caller's deadline header is no deadline, naming it: `grpc-timeout` on gRPC and gRPC-Web, `connect-timeout-ms` on the
- * Connect protocol; undefined when it is absent or valid.
- */
-export function callerTimeoutProblem(header: Headers): string | undefined {
-  if (/^application\/grpc/i.test(header.get("content-type") ?? "")) {
-    const grpc = header.get("grpc-timeout");
-    return grpc !== null && parseGrpcTimeout(grpc, Number.MAX_SAFE_INTEGER).error
-      ? "grpc-timeout: expected at most 8 digits and a unit (H, M, S, m, u or n), e.g. 2500m" : undefined;
-  }
-  const connect = header.get("connect-timeout-ms");
-  return connect !== null && parseConnectTimeout(connect, Number.MAX_SAFE_INTEGER).error
-    ? "connect-timeout-ms: expected a whole number of milliseconds (at most 10 digits)" : undefined;
+const nodeHeader = (req: HttpRequest) => (name: string) => {
+  const value = req.headers[name];
+  return value === undefined ? undefined : String(value);
+};
+
+/** The caller's own deadline in milliseconds, when the request carries a valid one (an invalid one is refused: callerTimeoutProblem). */
+export const callerTimeoutMs = (req: HttpRequest): number | undefined => callerTimeout(req.headers["content-type"], nodeHeader(req)).timeoutMs;
+
+/** Why the caller's deadline header is no deadline, naming it; undefined when it is absent or valid. */
+export function callerTimeoutProblem(req: HttpRequest | Headers): string | undefined {
+  if (req instanceof Headers) return callerTimeout(req.get("content-type") ?? undefined, (name) => req.get(name) ?? undefined).problem;
+  return callerTimeout(req.headers["content-type"], nodeHeader(req)).problem;
 }
 
 /**

@@ -72,9 +72,6 @@ const isUnary = (method: DescMethod): method is DescMethodUnary => method.method
  * call's: app.ts makes the signal from the shorter of it and the server's).
  */
 function checkCallerTimeout(req: HttpRequest): void {
-  const header = req.headers["connect-timeout-ms"];
-  const problem = header === undefined ? undefined : callerTimeoutProblem(new Headers({ "connect-timeout-ms": String(header) }));
-  if (problem === undefined) return;
-  req.resume();
-  throw invalidParameter(problem);
+  const problem = callerTimeoutProblem(req);
+  if (problem !== undefined) throw invalidParameter(problem);
 }
