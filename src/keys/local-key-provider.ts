@@ -132,7 +132,7 @@ export class LocalKeyProvider implements KeyProvider {
     const path = this.source.path;
     return withFileLock(lockPathOf(path), async () => {
       const file = await readKeyFile(path);
-      if (!file) throw new KeyFileMissingError(path);
+      if (!file) throw new Error(`key file ${path} does not exist: where there is none, copy the backup's key files into place instead`);
       const added = other.keys.filter((key) => !file.keys.some((own) => own.id === key.id));
       if (added.length > 0) await writeKeyFile(path, [...file.keys, ...added], file.currentId);
       for (const key of added) this.#keys.set(key.id, key);
@@ -252,13 +252,15 @@ export function decodeKey(text: string, where: string): Buffer {
 }
 
 async function readKeyFile(path: string): Promise<{ keys: MasterKey[]; currentId: string } | undefined> {
-  let mode: number;
+  let info: Awaited<ReturnType<typeof stat>>;
   try {
-    mode = (await stat(path)).mode;
+    info = await stat(path);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw error;
   }
+  if (!info.isFile()) throw new Error(`key file ${path} is not a file`);
+  const mode = Number(info.mode);
   if (process.platform !== "win32" && (mode & 0o077) !== 0) {
     const octal = (mode & 0o777).toString(8).padStart(3, "0");
     throw new Error(`key file ${path} is accessible to group or others (mode ${octal}); restrict it with: chmod 600 ${path}`);
