@@ -435,7 +435,7 @@ describe.each(dialects)("every transport on one port (%s)", (dialect) => {
       }
     });
 
-    it("a deadline header that is no deadline is 4001 naming it, with the ErrorDetail, on Connect JSON, Connect binary, gRPC-Web and gRPC", async () => {
+    it("a deadline header that is no deadline is 4001 naming it, with the ErrorDetail, on Connect JSON, Connect binary, gRPC-Web and gRPC, and on REST", async () => {
       const message = toBinary(BatchGetDepartmentsRequestSchema, create(BatchGetDepartmentsRequestSchema, { departmentIds: ["111"] }));
       const envelope = Buffer.concat([Buffer.from([0, 0, 0, 0, message.length]), message]);
       const post = async (headers: Record<string, string>, body: Uint8Array | string) => {
@@ -448,6 +448,9 @@ describe.each(dialects)("every transport on one port (%s)", (dialect) => {
         const error = JSON.parse(reply.bytes.toString()) as { code: string; message: string; details?: { debug?: { code?: number } }[] };
         expect([contentType, reply.status, error.code, error.message, error.details?.[0]?.debug?.code]).toStrictEqual([contentType, 400, "invalid_argument", connectMessage, 4001]);
       }
+      const rest = await fetch(`${svc.baseUrl}/openapi/v1/departments/batch-get`, { method: "POST",
+        headers: { authorization: bearer, "content-type": "application/json", "connect-timeout-ms": "abc" }, body: JSON.stringify({ department_ids: ["111"] }) });
+      expect([rest.status, await rest.json()]).toStrictEqual([400, expect.objectContaining({ code: 4001, message: connectMessage })]);
       // Each protocol reads its own header: a grpc-timeout on Connect is not a deadline there, neither honoured nor refused.
       expect((await post({ "content-type": "application/proto", "grpc-timeout": "abc" }, message)).status).toBe(200);
       const grpcMessage = "grpc-timeout: expected at most 8 digits and a unit (H, M, S, m, u or n), e.g. 2500m";
