@@ -14,6 +14,8 @@ import { figureColumns } from "./figures.js";
 
 /** The API's longest user_id (its proto rule): a longer value is no user_id. */
 const MAX_USER_ID_CHARACTERS = 128;
+/** The API's limit for an e-mail (usage.proto). */
+const MAX_EMAIL_CHARACTERS = 320;
 
 interface Cell extends UsageGroup {
   label: string;
@@ -90,6 +92,11 @@ export async function memberView(ctx: ViewContext, root: HTMLElement, args: stri
  * or e-mail it is, and offers both when it is a user_id and an e-mail at once ("@" may be in a user_id).
  */
 async function lookUp(ctx: ViewContext, root: HTMLElement, value: string): Promise<void> {
+  // Past an e-mail's length (and a user_id's) it is no member: the API would refuse the lookup rather than find none.
+  if ([...value].length > MAX_EMAIL_CHARACTERS) {
+    missing(ctx, root, `No member has the user_id or e-mail ${value} in this enterprise.`);
+    return;
+  }
   ctx.status(`Looking up ${value}…`);
   // Past a user_id's length it can only be an e-mail: asked for as a user_id too, the whole lookup would be refused.
   const maybeUserId = [...value].length <= MAX_USER_ID_CHARACTERS;

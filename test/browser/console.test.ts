@@ -633,6 +633,12 @@ describe.skipIf(!haveChromium)("the usage console in Chromium, on the demo enter
     await expect.poll(() => page.evaluate("location.hash")).toBe(`#/member/email/${encodeURIComponent(LONG_EMAIL)}`);
     await viewReady("member");
     expect(await page.isHidden("#error")).toBe(true);
+    // Longer than an e-mail may be: no member, not the API's refusal of the lookup.
+    const tooLong = `${"x".repeat(300)}@${"y".repeat(20)}.example`;
+    await page.fill("#member-input", tooLong);
+    await page.click(".member-form button");
+    await expect.poll(() => page.textContent("#member-missing")).toBe(`No member has the user_id or e-mail ${tooLong} in this enterprise.`);
+    expect(await page.isHidden("#error")).toBe(true);
   });
 
   test("signing out and in again: the earlier session's late answers do not touch the new session's page", async () => {
