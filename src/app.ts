@@ -20,7 +20,7 @@ import { answeredUnknownProcedure } from "./http/unknown-procedure.js";
 import { addVary } from "./http/vary.js";
 import { encodeGrpcMessageBySpec } from "./interceptors/grpc-message-encoding.js";
 import { refuseForeignJson, refuseMalformedProtobuf } from "./interceptors/rpc-body-check.js";
-import { attachCallSignal, callDeadline, callDeadlineKey, callDeadlineOf, callerTimeoutMs, callSignalKey, callSignalOf, closeAfterAnswer, closeInStages, endIncompleteBodyAtDeadline, mayHaveBody, responseSignal } from "./interceptors/call-signal.js";
+import { attachCallSignal, cameWhileClosing, callDeadline, callDeadlineKey, callDeadlineOf, callerTimeoutMs, callSignalKey, callSignalOf, closeAfterAnswer, closeInStages, endIncompleteBodyAtDeadline, mayHaveBody, responseSignal } from "./interceptors/call-signal.js";
 import type { Logger } from "./interceptors/logging.js";
 import { RateLimits, type RateLimitSettings } from "./domain/rate-limits.js";
 import type { ReportLimits } from "./domain/report-limits.js";
@@ -121,6 +121,7 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
   let draining = false;
 
   const handler = (req: HttpRequest, res: HttpResponse) => {
+    if (cameWhileClosing(req)) return void req.resume(); // after an answer that closed the connection: dropped, unlogged
     const started = performance.now();
     const requestId = resolveRequestId(req.headers["x-request-id"]);
     req.headers["x-request-id"] = requestId; // Connect handlers read the resolved id from here

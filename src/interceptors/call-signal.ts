@@ -205,6 +205,8 @@ export function closeInStages(req: IncomingMessage): void {
   // Node calls destroySoon when an answer that closes the connection is out; the request of the moment decides how.
   socket.destroySoon = () => {
     if (req.complete || socket.destroyed) return closeNow.call(socket);
+    // Requests the client sends on after this are parsed by Node still: none may be carried out (RFC 9112 section 9.6).
+    (socket as ClosingSocket)[CLOSING] = true;
     socket.end();
     let read = 0;
     const close = () => socket.destroy();
@@ -217,6 +219,12 @@ export function closeInStages(req: IncomingMessage): void {
     socket.once("close", () => clearTimeout(timer));
   };
 }
+
+const CLOSING = Symbol("closingInStages");
+type ClosingSocket = IncomingMessage["socket"] & { [CLOSING]?: true };
+
+/** Whether the request came on a connection already closing in stages: it is not to be carried out, nor answered. */
+export const cameWhileClosing = (req: HttpRequest): boolean => (req.socket as ClosingSocket | undefined)?.[CLOSING] === true;
 
 /** How long, and how much, a connection closed under an incomplete body is still read: a body sent at once is in by then. */
 const LINGER_MS = 2000;

@@ -3,6 +3,7 @@
 // limits are shortened through the same environment variables an operator sets.
 import http from "node:http";
 import http2 from "node:http2";
+import net from "node:net";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
@@ -95,6 +96,30 @@ describe.each(dialects)("connections and deadlines (%s)", (dialect) => {
     // Each request Node took from the connection is logged, once: the ones it never answered as their caller's loss (499).
     await expect.poll(() => logged().length, { timeout: 2_000 }).toBe(4);
     expect(logged().sort()).toStrictEqual([["piped-a", 499], ["piped-b", 499], ["piped-c", 499], ["piped-put", 405]]);
+  });
+
+  it("a request sent on after an answer that closed the connection under an unfinished body is not carried out: the refusal read, the rest dropped", async () => {
+    // Half-open allowed, as a client that goes on writing after the server's FIN (Python's http.client, say).
+    const socket = net.connect({ port: svc.port, host: "127.0.0.1", allowHalfOpen: true });
+    let text = "";
+    socket.setEncoding("utf8").on("data", (chunk: string) => (text += chunk)).on("error", () => {});
+    await new Promise((resolve) => socket.once("connect", resolve));
+    const conn = { socket, received: () => text };
+    const name = `after-close-${Date.now()}`;
+    const create = JSON.stringify({ name });
+    // No token, and only the headers of a 22-byte body: refused at once with 401, the connection closing in stages.
+    conn.socket.write("POST /api/v1/environment_configs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 22\r\n\r\n");
+    await expect.poll(() => conn.received(), { timeout: 3_000 }).toMatch(/^HTTP\/1\.1 401 [^]*connection: close/i);
+    // The body, then a create with a valid token: still read by the server (it drops what comes), never carried out.
+    conn.socket.write(`{"name":"not-a-token"}POST /api/v1/environment_configs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n` +
+      `X-Request-Id: ${name}\r\nContent-Type: application/json\r\nContent-Length: ${create.length}\r\n\r\n${create}`);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    socket.end();
+    await socketClosed(conn.socket, 5_000);
+    expect(conn.received().match(/^HTTP\/1\.1 /gm)).toHaveLength(1);
+    const list = await fetch(`${svc.baseUrl}/api/v1/environment_configs?page_size=100`, { headers: { authorization: `Bearer ${token}` } });
+    expect(JSON.stringify(await list.json())).not.toContain(name);
+    expect(accessLines(svc.logs).filter((l) => l.request_id === name)).toStrictEqual([]);
   });
 
   it("sends GOAWAY to an HTTP/2 session without open streams and closes it after IDLE_TIMEOUT_MS", async () => {
