@@ -3,7 +3,7 @@
 // named by --db (else DATABASE_URL, else ./data/enterprise-admin.sqlite), migrates it, does one job,
 // and prints its result through output.ts. Commands write only to the streams of their CliIo and read
 // only its environment, so the command line runs in-process as well as in its own process.
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { Command, Option } from "commander";
 import { loadConfig, loadServeConfig, usageImportTuning } from "../config.js";
 import { MAX_ACCESS_TOKEN_TTL_SECONDS, parseDuration } from "../domain/credentials.js";
@@ -25,7 +25,8 @@ import { exportUsageFile } from "./export-usage.js";
 import { RECORD_FORMATS } from "../rest/record-formats.js";
 import { decodeUtf8Body } from "../rest/utf8-body.js";
 import { AuthRepository } from "../storage/auth-repository.js";
-import { migrateToLatest, openDatabase, type Database } from "../storage/database.js";
+import { isPostgresUrl, migrateToLatest, openDatabase, sqliteFilePath, type Database } from "../storage/database.js";
+import { BadSetting } from "../env-number.js";
 import { DirectoryRepository } from "../storage/directory-repository.js";
 import { DEMO_ENTERPRISE_ID, demoDirectory } from "./demo-directory.js";
 import { DEMO_USAGE_DAYS, demoToday, demoUsageEvents } from "./demo-usage.js";
@@ -59,10 +60,18 @@ async function withDatabase<T>(io: CliIo, url: string | undefined, work: (databa
 const accessAdmin = (database: Database) =>
   new AccessAdmin(new AuthRepository(database), new DirectoryRepository(database.db));
 
-/** `create`: whether a missing key file is created (serve and rotate) or an error (commands that only read). */
-const withKeys = <T>(io: CliIo, url: string | undefined, create: boolean, work: (repository: EnvironmentConfigRepository, keys: LocalKeyProvider) => Promise<T>) =>
-  withDatabase(io, url, async (database) =>
-    work(new EnvironmentConfigRepository(database), await loadLocalKeyProvider({ databaseUrl: loadConfig({ db: url }, io.env).databaseUrl, env: io.env, create })));
+/**
+ * `create`: whether a missing key file is created (serve and rotate) or an error (commands that only read); those also refuse a
+ * SQLite file that is not there, rather than make an empty store and report on it (a mistyped --db would verify "ok").
+ */
+async function withKeys<T>(io: CliIo, url: string | undefined, create: boolean, work: (repository: EnvironmentConfigRepository, keys: LocalKeyProvider) => Promise<T>) {
+  const databaseUrl = loadConfig({ db: url }, io.env).databaseUrl;
+  const keys = await loadLocalKeyProvider({ databaseUrl, env: io.env, create });
+  if (!create && !isPostgresUrl(databaseUrl) && !existsSync(sqliteFilePath(databaseUrl))) {
+    throw new BadSetting(`--db/DATABASE_URL: no database at ${sqliteFilePath(databaseUrl)}`);
+  }
+  return withDatabase(io, url, (database) => work(new EnvironmentConfigRepository(database), keys));
+}
 
 /** The new key of --new-key-file or --new-key, strictly decoded; the error never quotes it. */
 async function newKeyOption(opts: { newKey?: string; newKeyFile?: string }): Promise<Buffer | undefined> {

@@ -2,7 +2,7 @@ import type { ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, relative } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { pathToFileURL } from "node:url";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -506,6 +506,20 @@ describe("enterprise-admin CLI: output, errors and the demo, whatever the databa
     const missing = join(dir, "missing.ndjson");
     expect(await cli(["import", "usage", missing, "--enterprise", "demo", "--db", earlier]))
       .toStrictEqual({ code: 2, stdout: "", stderr: `error: ${missing}: no such file or directory\n` });
+  });
+
+  it("keys status, verify and merge on a SQLite file that is not there refuse it, exit 2, and make no store (a mistyped --db verified \"ok\")", async () => {
+    const typo = join(dir, "enterprise-admin.sqlit");
+    const keys = { ENTERPRISE_ADMIN_MASTER_KEY: randomBytes(32).toString("base64") };
+    for (const args of [["keys", "verify"], ["keys", "status"]]) {
+      expect(await cli([...args, "--db", typo], keys), args.join(" ")).toStrictEqual({ code: 2, stdout: "", stderr: `error: --db/DATABASE_URL: no database at ${typo}\n` });
+    }
+    const keyFile = join(dir, "typo-keys", "master.key");
+    mkdirSync(dirname(keyFile), { recursive: true });
+    writeFileSync(keyFile, JSON.stringify({ current: "k1", keys: [{ id: "k1", key: randomBytes(32).toString("base64") }] }), { mode: 0o600 });
+    expect(await cli(["keys", "merge", keyFile, "--db", typo], { ENTERPRISE_ADMIN_MASTER_KEY_FILE: keyFile }))
+      .toStrictEqual({ code: 2, stdout: "", stderr: `error: --db/DATABASE_URL: no database at ${typo}\n` });
+    expect(existsSync(typo)).toBe(false);
   });
 
   it("a folder given as a file, an empty --out, and a --db that is no SQLite file nor postgres:// are one line naming them, exit 2", async () => {
