@@ -73,8 +73,19 @@ export class LocalKeyProvider implements KeyProvider {
 
   async unwrap(wrapped: WrappedDataKey, context: DataKeyContext): Promise<Buffer> {
     const master = await this.#get(wrapped.masterKeyId);
-    if (!master) throw new MasterKeyNotHeldError(wrapped.masterKeyId, `cannot unwrap: master key "${wrapped.masterKeyId}" is not held (${describeKeySource(this.source)})`);
+    if (!master) {
+      const id = wrapped.masterKeyId;
+      throw new MasterKeyNotHeldError(id, `cannot unwrap: master key "${id}" is not held (${describeKeySource(this.source)})${await this.#retiredHint(id)}`);
+    }
     return unwrapWithMasterKey(master.key, wrapped, context);
+  }
+
+  /** Where a key not held is to be found when a rotation retired it: the way back, for the operator. */
+  async #retiredHint(id: string): Promise<string> {
+    if (this.source.kind !== "file") return "";
+    const retiredPath = retiredPathOf(this.source.path);
+    const retired = await readKeyFile(retiredPath).catch(() => undefined);
+    return retired?.keys.some((k) => k.id === id) ? `; it is in ${retiredPath}: \`enterprise-admin keys merge ${retiredPath}\` adds it back` : "";
   }
 
   /** The ids held now, after reading the key file again. */
