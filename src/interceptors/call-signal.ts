@@ -9,7 +9,7 @@ import http2, { Http2ServerResponse, type Http2ServerRequest } from "node:http2"
 import { Code, ConnectError, createContextKey, type HandlerContext } from "@connectrpc/connect";
 import { parseTimeout as parseConnectTimeout } from "@connectrpc/connect/protocol-connect";
 import { parseTimeout as parseGrpcTimeout } from "@connectrpc/connect/protocol-grpc";
-import { AppError, ErrorCode } from "../domain/errors.js";
+import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
 import type { HttpRequest, HttpResponse } from "../rest/envelope.js";
 import { errorEntry } from "../error-table.js";
 import type { CallLog } from "./call-log.js";
@@ -136,9 +136,16 @@ const nodeHeader = (req: HttpRequest) => (name: string) => {
 export const callerTimeoutMs = (req: HttpRequest): number | undefined => callerTimeout(req.headers["content-type"], nodeHeader(req)).timeoutMs;
 
 /** Why the caller's deadline header is no deadline, naming it; undefined when it is absent or valid. */
-export function callerTimeoutProblem(req: HttpRequest | Headers): string | undefined {
-  if (req instanceof Headers) return callerTimeout(req.get("content-type") ?? undefined, (name) => req.get(name) ?? undefined).problem;
-  return callerTimeout(req.headers["content-type"], nodeHeader(req)).problem;
+export const callerTimeoutProblem = (header: Headers): string | undefined =>
+  callerTimeout(header.get("content-type") ?? undefined, (name) => header.get(name) ?? undefined).problem;
+
+/**
+ * Refuses (4001) a deadline header that is no deadline, for the transports the service reads itself (REST, Connect JSON); the
+ * caller's valid deadline is already the call's (app.ts makes the signal from the shorter of it and the server's).
+ */
+export function refuseUnreadableTimeout(req: HttpRequest): void {
+  const { problem } = callerTimeout(req.headers["content-type"], nodeHeader(req));
+  if (problem !== undefined) throw invalidParameter(problem);
 }
 
 /**

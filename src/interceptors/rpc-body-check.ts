@@ -143,7 +143,7 @@ function bodyFormOf(header: Headers): BodyForm | undefined {
   return GRPC_PROTO.test(type) ? { framing: "enveloped", codec: "proto", encodingHeader: "grpc-encoding" } : undefined;
 }
 
-export const isByteStream = (body: unknown): body is AsyncIterable<Uint8Array> =>
+const isByteStream = (body: unknown): body is AsyncIterable<Uint8Array> =>
   typeof body === "object" && body !== null && Symbol.asyncIterator in body;
 
 /**

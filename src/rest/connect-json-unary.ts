@@ -5,11 +5,11 @@
 // protocol's unary JSON form. Binary, compressed, GET and streaming calls, and gRPC and gRPC-Web, stay
 // with the Connect adapter.
 import { toJson, type DescMethod, type DescMethodUnary } from "@bufbuild/protobuf";
-import { AppError, ErrorCode, invalidParameter } from "../domain/errors.js";
+import { AppError, ErrorCode } from "../domain/errors.js";
 import { contentCoding, endWithBody } from "../http/compression.js";
 import type { CallChain } from "../interceptors/call-chain.js";
 import type { CallLog } from "../interceptors/call-log.js";
-import { callerTimeoutProblem, untilAborted, type CallDeadline } from "../interceptors/call-signal.js";
+import { refuseUnreadableTimeout, untilAborted, type CallDeadline } from "../interceptors/call-signal.js";
 import { toConnectError, writeConnectError } from "../interceptors/connect-errors.js";
 import type { ServedService } from "../routes.js";
 import type { HttpRequest, HttpResponse } from "./envelope.js";
@@ -48,7 +48,7 @@ export class ConnectJsonUnary {
     let response;
     try {
       // Authentication comes first, then the call's headers: without a valid token the body is drained, never parsed.
-      await call.authorize().then(() => checkCallerTimeout(req)).catch((error: unknown) => {
+      await call.authorize().then(() => refuseUnreadableTimeout(req)).catch((error: unknown) => {
         req.resume();
         throw error;
       });
@@ -67,11 +67,3 @@ export class ConnectJsonUnary {
 
 const isUnary = (method: DescMethod): method is DescMethodUnary => method.methodKind === "unary";
 
-/**
- * Refuses a `connect-timeout-ms` that is not a timeout (the caller's valid deadline is already the
- * call's: app.ts makes the signal from the shorter of it and the server's).
- */
-function checkCallerTimeout(req: HttpRequest): void {
-  const problem = callerTimeoutProblem(req);
-  if (problem !== undefined) throw invalidParameter(problem);
-}

@@ -11,7 +11,7 @@ import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import { AppError, bodyTooLarge, ErrorCode, invalidParameter, invalidToken, methodNotAllowed, routeNotFound } from "../domain/errors.js";
 import type { CallChain, LocalCall, ServedMethod } from "../interceptors/call-chain.js";
 import type { CallLog } from "../interceptors/call-log.js";
-import { callerTimeoutProblem, mayHaveBody, untilAborted, type CallDeadline } from "../interceptors/call-signal.js";
+import { mayHaveBody, refuseUnreadableTimeout, untilAborted, type CallDeadline } from "../interceptors/call-signal.js";
 import { appErrorOf } from "../interceptors/connect-errors.js";
 import type { ServedService } from "../routes.js";
 import { contentCoding, streamEncoder } from "../http/compression.js";
@@ -76,8 +76,7 @@ export class RestFacade {
       }
       // Authentication comes first: without a valid token the body is drained, never parsed.
       await call.authorize();
-      const timeoutProblem = callerTimeoutProblem(req);
-      if (timeoutProblem !== undefined) throw invalidParameter(timeoutProblem);
+      refuseUnreadableTimeout(req);
     } catch (error) {
       req.resume();
       return writeCallError(res, log, call, error);
