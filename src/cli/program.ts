@@ -16,7 +16,7 @@ import { importUsage } from "../operations/import-usage.js";
 import { readInputFile } from "../operations/input-file.js";
 import { rebuildUsage } from "../operations/rebuild-usage.js";
 import { rotateMasterKey } from "../operations/rotate-master-key.js";
-import { decodeKey, loadLocalKeyProvider, type LocalKeyProvider } from "../keys/local-key-provider.js";
+import { decodeKey, KeyFileMissingError, loadLocalKeyProvider, type LocalKeyProvider } from "../keys/local-key-provider.js";
 import { keyRingStatus, verifyDataKeys } from "../operations/inspect-master-keys.js";
 import { EnvironmentConfigRepository } from "../storage/environment-config-repository.js";
 import { UsageRepository } from "../storage/usage-repository.js";
@@ -257,7 +257,9 @@ export function buildProgram(io: CliIo = processIo()): Command {
     .description("add the keys of another key file that this key file lacks, for a restore: nothing is removed or replaced, so the keys of later rotations stay")
     .addOption(dbOption())
     .action(async (file: string, opts, command: Command) => {
-      const added = await withKeys(io, opts.db, false, (_repository, keys) => keys.addKeysFrom(file));
+      const added = await withKeys(io, opts.db, false, (_repository, keys) => keys.addKeysFrom(file)).catch((error: unknown) => {
+        throw error instanceof KeyFileMissingError ? new KeyFileMissingError(error.path, file) : error;
+      });
       outputOf(command, io.stdout).result({ added });
     });
 

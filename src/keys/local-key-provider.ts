@@ -35,10 +35,14 @@ interface KeyFile {
   keys: { id: string; key: string; created?: string }[];
 }
 
-/** The key file's path is set but no file is there (commands that only read do not create one). */
-class KeyFileMissingError extends Error {
-  constructor(readonly path: string) {
-    super(`key file ${path} does not exist; set ${MASTER_KEY_FILE_ENV} (or ${MASTER_KEY_ENV}) as the servers have it`);
+/**
+ * The key file's path is set but no file is there (commands that only read do not create one). For a merge of `mergedFrom` (a restore),
+ * the machine may have no key file at all: then the backup's is copied into place.
+ */
+export class KeyFileMissingError extends Error {
+  constructor(readonly path: string, mergedFrom?: string) {
+    super(`key file ${path} does not exist; set ${MASTER_KEY_FILE_ENV} (or ${MASTER_KEY_ENV}) as the servers have it` +
+      (mergedFrom === undefined ? "" : `, or, on a machine without a key file, copy ${mergedFrom} to ${path} (mode 0600) instead of merging`));
     this.name = "KeyFileMissingError";
   }
 }
@@ -143,7 +147,7 @@ export class LocalKeyProvider implements KeyProvider {
     const path = this.source.path;
     return withFileLock(lockPathOf(path), async () => {
       const file = await readKeyFile(path);
-      if (!file) throw new Error(`key file ${path} does not exist: where there is none, copy the backup's key files into place instead`);
+      if (!file) throw new KeyFileMissingError(path, otherPath);
       const added = other.keys.filter((key) => !file.keys.some((own) => own.id === key.id));
       if (added.length > 0) await writeKeyFile(path, [...file.keys, ...added], file.currentId);
       for (const key of added) this.#keys.set(key.id, key);
