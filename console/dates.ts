@@ -35,15 +35,22 @@ function localParts(epochSeconds: number, timeZone: string): Record<string, numb
   return parts;
 }
 
+/** Unix seconds of a UTC date and time. Not Date.UTC, which reads the years 0 to 99 as 1900 to 1999. */
+function utcSeconds(year: number, month: number, day: number, hour = 0, minute = 0, second = 0): number {
+  const time = new Date(0);
+  time.setUTCFullYear(year, month - 1, day);
+  return time.setUTCHours(hour, minute, second) / 1000;
+}
+
 /** The zone's offset from UTC at an instant, in seconds. */
 function offsetAt(epochSeconds: number, timeZone: string): number {
   const p = localParts(epochSeconds, timeZone);
-  return Date.UTC(p.year!, p.month! - 1, p.day!, p.hour!, p.minute!, p.second!) / 1000 - epochSeconds;
+  return utcSeconds(p.year!, p.month!, p.day!, p.hour!, p.minute!, p.second!) - epochSeconds;
 }
 
 function utcDay(date: string): number {
   const [year, month, day] = date.split("-").map(Number);
-  return Date.UTC(year!, month! - 1, day!) / 1000;
+  return utcSeconds(year!, month!, day!);
 }
 
 /**
@@ -71,7 +78,7 @@ function dayStart(wall: number, timeZone: string): number {
 /** The local date of an instant, as its midnight if the zone were UTC. */
 function localWall(epochSeconds: number, timeZone: string): number {
   const p = localParts(epochSeconds, timeZone);
-  return Date.UTC(p.year!, p.month! - 1, p.day!) / 1000;
+  return utcSeconds(p.year!, p.month!, p.day!);
 }
 
 export function today(timeZone: string): string {

@@ -71,9 +71,7 @@ class UsageConsole {
     byId<HTMLFormElement>("controls").addEventListener("submit", (event) => {
       event.preventDefault();
       const chosen = this.chosenRange();
-      if (rangeProblem(chosen) !== undefined) return;
-      this.range = chosen;
-      void this.render();
+      if (rangeProblem(chosen) === undefined) this.applyRange(chosen);
     });
     for (const input of [this.from, this.to, this.timeZone, this.granularity]) input.addEventListener("input", () => this.checkControls());
     this.download.addEventListener("click", () => void this.downloadCsv());
@@ -128,6 +126,14 @@ class UsageConsole {
     if (signal.aborted) return; // signed out (or a 401) meanwhile
     this.enterpriseName = top.status === "fulfilled" ? top.value.items[0]?.name : undefined;
     this.learnEnterprise(metrics);
+    // A reload (or a sign-in after an expiry) shows the range applied last in this tab, when the API still takes it.
+    const kept = session.range();
+    if (kept && rangeProblem(kept) === undefined) {
+      this.range = kept;
+      this.showRange();
+    }
+    // The sign-in form just hid under the focus: it goes to the view, as a keyboard or screen-reader user expects.
+    if (!this.shell.contains(document.activeElement)) this.view.focus();
     await this.render();
     if (metrics.status === "rejected" && !signal.aborted) this.fail(metrics.reason);
   }
@@ -169,7 +175,15 @@ class UsageConsole {
     this.statusLine.textContent = "";
     this.hideError();
     session.signOut();
+    session.keepRange(undefined); // the next to sign in here may be of another enterprise, in another zone
     this.showSignIn(message);
+  }
+
+  /** The range the user chose: the view shows it, and a reload of this tab keeps it. */
+  private applyRange(range: Range): void {
+    this.range = range;
+    session.keepRange(range);
+    void this.render();
   }
 
   private showRange(): void {
@@ -249,10 +263,7 @@ class UsageConsole {
     // The file and the page show the same range: a range edited but not applied is applied (when the view can show it).
     const applied = this.range;
     const edited = range.from !== applied.from || range.to !== applied.to || range.timeZone !== applied.timeZone || range.granularity !== applied.granularity;
-    if (edited && rangeProblem(range) === undefined) {
-      this.range = range;
-      void this.render();
-    }
+    if (edited && rangeProblem(range) === undefined) this.applyRange(range);
     this.download.disabled = true;
     this.statusLine.textContent = `Exporting ${range.from} to ${range.to}…`;
     try {

@@ -565,6 +565,33 @@ describe.skipIf(!haveChromium)("the usage console in Chromium, on the demo enter
       && s.url.includes(`end_date=${to}`) && s.url.includes(`time_zone=${encodeURIComponent(zone)}`))).toBe(true);
   });
 
+  test("after signing in the focus is on the view; a reload shows the range applied last in the tab; signing out forgets it", async () => {
+    await signIn(token);
+    expect(await page.evaluate("document.activeElement.id")).toBe("view");
+    const to = await page.inputValue("#to");
+    const from = new Date(Date.parse(`${to}T00:00:00Z`) - 9 * 86_400_000).toISOString().slice(0, 10);
+    await page.fill("#from", from);
+    await page.fill("#time-zone", "Asia/Kathmandu");
+    await page.selectOption("#granularity", "hour");
+    await page.click("#apply");
+    await viewReady("trend");
+    const asked = seen.length;
+    await page.reload();
+    await viewReady("trend");
+    const controls = () => Promise.all(["#from", "#to", "#time-zone", "#granularity"].map((control) => page.inputValue(control)));
+    expect(await controls()).toEqual([from, to, "Asia/Kathmandu", "hour"]);
+    // The view drew that range: its report asked for hours in Kathmandu.
+    expect(seen.slice(asked).some((s) => s.body?.includes('"time_zone":"Asia/Kathmandu"') && s.body.includes('"bucket":"hour"'))).toBe(true);
+
+    await page.click("#sign-out");
+    await page.locator("#sign-in").waitFor();
+    await page.fill("#token-input", token);
+    await page.click("#token-form button[type=submit]");
+    await viewReady("trend");
+    const zone = demoDirectory.enterprise.time_zone!;
+    expect(await controls()).toEqual([new Date(Date.parse(`${to}T00:00:00Z`) - 29 * 86_400_000).toISOString().slice(0, 10), to, zone, "day"]);
+  });
+
   test("signed in while the server did not answer: the next view asks again for the enterprise's currency and zone", async () => {
     await openSignedOut();
     await page.route("**/openapi/v1/statistics/core-metrics**", (route) => route.abort("connectionrefused"));

@@ -59,6 +59,9 @@ describe("console range limits", () => {
     expect(rangeProblem(range("1969-12-31", "1970-01-05", "UTC"))).toBe("1969-12-31 in UTC starts before 1970-01-01 00:00 UTC, where the API's reports begin: choose a later start date.");
     expect(rangeProblem(range("1970-01-01", "1970-01-05", "Asia/Shanghai"))).toBe("1970-01-01 in Asia/Shanghai starts before 1970-01-01 00:00 UTC, where the API's reports begin: choose a later start date.");
     expect(rangeProblem(range("1970-01-01", "1970-01-05", "UTC"))).toBeUndefined();
+    // Years 1 to 99 are dates like any other (Date.UTC would read them as 1901 to 1999).
+    expect(rangeProblem(range("0099-12-31", "0100-01-05", "UTC"))).toBe("0099-12-31 in UTC starts before 1970-01-01 00:00 UTC, where the API's reports begin: choose a later start date.");
+    expect(rangeProblem(range("0001-01-01", "0001-01-05", "Asia/Kolkata"))).toBe("0001-01-01 in Asia/Kolkata starts before 1970-01-01 00:00 UTC, where the API's reports begin: choose a later start date.");
   });
 
   test("a range of days the zone skipped is refused; one up to 9999-12-31 is not", () => {
