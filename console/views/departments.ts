@@ -20,6 +20,7 @@ export async function departmentsView(ctx: ViewContext, root: HTMLElement): Prom
   }
   const total = (await report(ctx, { bucket: "none", department_id: top.department_id })).buckets[0]?.groups[0] ?? ZERO;
   const tree = h("ul", { class: "tree", role: "tree", id: "department-tree" });
+  tree.addEventListener("keydown", (event) => moveInTree(tree, event));
   const rootNode = node(ctx, top, total, 0);
   tree.append(rootNode.element);
   root.append(
@@ -30,6 +31,28 @@ export async function departmentsView(ctx: ViewContext, root: HTMLElement): Prom
   await rootNode.expand();
   ctx.status("");
   ctx.ready();
+}
+
+/**
+ * The tree's keys, as a tree view's (WAI-ARIA): Up and Down go to the department shown above or below, Home and End to the first and
+ * last; Right opens a department, or goes to its first child when open; Left closes it, or goes to its parent when closed.
+ */
+function moveInTree(tree: HTMLElement, event: KeyboardEvent): void {
+  const toggle = (event.target as HTMLElement).closest<HTMLButtonElement>("button.toggle");
+  if (!toggle || event.altKey || event.ctrlKey || event.metaKey) return;
+  const shown = [...tree.querySelectorAll<HTMLButtonElement>("button.toggle")].filter((button) => button.closest("[hidden]") === null);
+  const at = shown.indexOf(toggle);
+  const item = toggle.closest("li")!;
+  const open = toggle.getAttribute("aria-expanded") === "true";
+  const firstChild = open && item.contains(shown[at + 1] ?? null) ? shown[at + 1] : undefined;
+  const parent = item.parentElement!.closest("li")?.querySelector<HTMLButtonElement>("button.toggle") ?? undefined;
+  const moves: Record<string, HTMLButtonElement | undefined> = { ArrowDown: shown[at + 1], ArrowUp: shown[at - 1], Home: shown[0],
+    End: shown[shown.length - 1], ArrowRight: open ? firstChild : toggle, ArrowLeft: open ? toggle : parent };
+  if (!Object.hasOwn(moves, event.key)) return;
+  event.preventDefault(); // no page scroll
+  const target = moves[event.key];
+  if (target === toggle) toggle.click(); // Right on a closed one opens it, Left on an open one closes it
+  else target?.focus();
 }
 
 function header(): HTMLElement {

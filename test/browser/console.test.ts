@@ -552,6 +552,33 @@ describe.skipIf(!haveChromium)("the usage console in Chromium, on the demo enter
     }
   });
 
+  test("the department tree answers the arrow keys as a tree view does: Up and Down, Right opens or goes in, Left closes or goes out, Home and End", async () => {
+    await signIn(token);
+    await page.click('nav a[data-view="departments"]');
+    await viewReady("departments");
+    await page.locator('.tree-row[data-department-id="110"]').waitFor();
+    const focused = () => page.evaluate("document.activeElement?.getAttribute('aria-label')");
+    const press = async (key: string) => {
+      await page.keyboard.press(key);
+      return focused();
+    };
+    await page.focus('button[aria-label="Collapse Demo Corp"]');
+    expect(await press("ArrowDown")).toBe("Expand Engineering");
+    await page.keyboard.press("ArrowRight");
+    await page.locator('.tree-row[data-department-id="111"]').waitFor();
+    expect(await focused()).toBe("Collapse Engineering"); // opened, the focus stays
+    expect(await press("ArrowRight")).toBe("Expand Platform"); // its first child
+    expect(await press("ArrowDown")).toBe("Expand Applications");
+    expect(await press("ArrowLeft")).toBe("Collapse Engineering"); // its parent
+    expect(await press("ArrowLeft")).toBe("Expand Engineering"); // closed
+    expect(await page.isHidden('.tree-row[data-department-id="111"]')).toBe(true);
+    expect(await press("ArrowDown")).toBe("Expand Sales"); // past Engineering's hidden children
+    expect(await press("End")).toBe("Expand Research");
+    expect(await press("ArrowDown")).toBe("Expand Research"); // the last stays
+    expect(await press("Home")).toBe("Collapse Demo Corp");
+    expect(await press("ArrowUp")).toBe("Collapse Demo Corp");
+  });
+
   test("Download CSV with an edited range not applied yet: the view shows the range the file holds", async () => {
     await signIn(token);
     const zone = demoDirectory.enterprise.time_zone!;
