@@ -18,7 +18,8 @@ function partsFormat(timeZone: string): Intl.DateTimeFormat {
 const ZONE_NAME = /^[A-Za-z][\w+-]*(?:\/[A-Za-z0-9][\w+-]*)*$/;
 
 export function isTimeZone(name: string): boolean {
-  if (!ZONE_NAME.test(name)) return false;
+  // "Factory", tzdata's placeholder for "no zone set", is known to Chromium's Intl and not to the server's.
+  if (!ZONE_NAME.test(name) || name.toLowerCase() === "factory") return false;
   try {
     partsFormat(name);
     return true;

@@ -732,7 +732,7 @@ describe.skipIf(!haveChromium)("the usage console in Chromium, on the demo enter
     const message = () => page.textContent("#range-message");
     const lastReport = () => JSON.parse(seen.filter((s) => s.url.endsWith("/usage-report")).at(-1)!.body!) as Record<string, unknown>;
     const uncaught = await uncaughtDuring(async () => {
-      for (const zone of ["+05:45", "-00:00"]) { // Chromium's Intl takes them; the API does not
+      for (const zone of ["+05:45", "-00:00", "Factory"]) { // Chromium's Intl takes them; the API does not
         await page.fill("#time-zone", zone);
         expect(await message()).toBe(`"${zone}" is not an IANA time zone (for example Asia/Shanghai or UTC).`);
         expect([await page.isDisabled("#apply"), await page.isDisabled("#download")]).toEqual([true, true]);
@@ -757,6 +757,8 @@ describe.skipIf(!haveChromium)("the usage console in Chromium, on the demo enter
       await page.fill("#from", "1969-12-31");
       expect(await message()).toBe("1969-12-31 in UTC starts before 1970-01-01 00:00 UTC, where the API's reports begin: choose a later start date.");
       expect([await page.isDisabled("#apply"), await page.isDisabled("#download")]).toEqual([true, true]);
+      await page.fill("#from", "0050-06-01");
+      expect(await message()).toBe("0050-06-01 in UTC starts before 1970-01-01 00:00 UTC, where the API's reports begin: choose a later start date.");
 
       await page.fill("#to", "9999-12-31");
       await page.fill("#from", "9999-12-30");
