@@ -4,7 +4,7 @@
 import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { Command, Option } from "commander";
-import { DEMO_USAGE_DAYS } from "../src/cli/demo-usage.js";
+import { DEMO_USAGE_DAYS } from "../src/demo/usage.js";
 import { buildProgram } from "../src/cli/program.js";
 
 /** A table cell: pipes escaped, so a description may hold `csv|ndjson`. */

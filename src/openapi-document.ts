@@ -1,7 +1,7 @@
 // The service's OpenAPI document: the REST routes of the served services, with the demo's example
 // requests. Served at GET /openapi.json and written to docs/openapi.json (`npm run docs:openapi`).
 import type { DescService } from "@bufbuild/protobuf";
-import { demoRequests } from "./cli/demo-requests.js";
+import { demoRequests } from "./demo/requests.js";
 import { buildOpenApi } from "./rest/openapi.js";
 import { ProtoComments } from "./rest/proto-comments.js";
 import { servedFiles } from "./routes.js";

@@ -1,5 +1,5 @@
 // The usage console in a real browser: Debian's Chromium driven by playwright-core, against the real
-// server seeded with the demo enterprise (src/cli/demo-*.ts). Signs in (a pasted token, and an app's
+// server seeded with the demo enterprise (src/demo/). Signs in (a pasted token, and an app's
 // credentials), draws the trend, keeps the range within the API's limits, ranks members and models,
 // opens a department, shows a member, downloads the CSV and checks its sums against the API, says
 // which permission is missing, returns to sign-in on a wrong token, signs out. Screenshots of each
@@ -18,8 +18,8 @@ import { EnvironmentConfigService } from "../../gen/enterprise_admin/v1/environm
 import { UsageService } from "../../gen/enterprise_admin/v1/usage_pb.js";
 import { http as httpRule } from "../../gen/google/api/annotations_pb.js";
 import { buildConsole } from "../../scripts/build-console.js";
-import { DEMO_ENTERPRISE_ID, demoDirectory } from "../../src/cli/demo-directory.js";
-import { demoToday, demoUsageEvents } from "../../src/cli/demo-usage.js";
+import { DEMO_ENTERPRISE_ID, demoDirectory } from "../../src/demo/directory.js";
+import { demoToday, demoUsageEvents } from "../../src/demo/usage.js";
 import { CONSOLE_CSP } from "../../src/console-assets.js";
 import { formatMicros, parseMicros } from "../../src/domain/money.js";
 import { PERMISSIONS } from "../../src/domain/permissions.js";

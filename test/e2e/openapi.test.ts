@@ -5,9 +5,9 @@ import { Validator } from "@seriousme/openapi-schema-validator";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormatsModule from "ajv-formats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEMO_ENTERPRISE_ID, demoDirectory } from "../../src/cli/demo-directory.js";
-import { EXAMPLE_DEMO_TODAY } from "../../src/cli/demo-requests.js";
-import { demoUsageEvents } from "../../src/cli/demo-usage.js";
+import { DEMO_ENTERPRISE_ID, demoDirectory } from "../../src/demo/directory.js";
+import { EXAMPLE_DEMO_TODAY } from "../../src/demo/requests.js";
+import { demoUsageEvents } from "../../src/demo/usage.js";
 import { checkUsageEvent } from "../../src/domain/usage-event.js";
 import { openApiJson } from "../../src/openapi-document.js";
 import { importDirectory } from "../../src/operations/import-directory.js";
@@ -110,7 +110,7 @@ describe.each(dialects)("the OpenAPI document (%s)", (dialect) => {
       } else if (value !== undefined) query[p.name] = value;
     }
     const examples = o.op.requestBody?.content["application/json"].examples;
-    if (o.op.requestBody) expect(examples, `${o.op.operationId}: an example body (src/cli/demo-requests.ts)`).toBeDefined();
+    if (o.op.requestBody) expect(examples, `${o.op.operationId}: an example body (src/demo/requests.ts)`).toBeDefined();
     const body = examples?.demo.value;
     return { path, query, body };
   }

@@ -23,7 +23,7 @@ import { holdWriteLock } from "../helpers/write-lock.js";
 const CLI = fileURLToPath(new URL("../../bin/enterprise-admin.mjs", import.meta.url));
 const IDS = ["111", "0", "nope", "111"];
 const BODY = JSON.stringify({ department_ids: IDS });
-/** The demo enterprise's answer (src/cli/demo-directory.ts), in the REST `data` shape. */
+/** The demo enterprise's answer (src/demo/directory.ts), in the REST `data` shape. */
 const EXPECTED_DATA = {
   items: [
     { department_id: "111", parent_department_id: "110", name: "Platform", full_path: "Demo Corp/Engineering/Platform", depth: 2 },

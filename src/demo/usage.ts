@@ -3,7 +3,7 @@ import { invalidParameter } from "../domain/errors.js";
 import { formatMicros } from "../domain/money.js";
 import { DAY_SECONDS, localDateOf, localMidnight } from "../domain/local-time.js";
 import type { RawUsageEvent } from "../domain/usage-event.js";
-import { demoDirectory } from "./demo-directory.js";
+import { demoDirectory } from "./directory.js";
 
 const MODELS = [
   { model_name: "atlas-4", model_type: "Chat", model_source: "Builtin", inputMicros: 3, outputMicros: 15 },

@@ -1,5 +1,5 @@
 // One example request per REST route, with values from the demo enterprise of `seed --demo`
-// (demo-directory.ts, demo-usage.ts, demo-environments.ts): the OpenAPI document's examples, and what
+// (directory.ts, usage.ts, environments.ts): the OpenAPI document's examples, and what
 // its test calls. The window is 1 to 7 November 2026 in Asia/Shanghai, inside the demo's usage when
 // it is seeded with "today" from 8 November 2026 to 29 January 2027 (demoUsageEvents keeps 90 days).
 import type { DescMethod } from "@bufbuild/protobuf";
@@ -8,7 +8,7 @@ import { DepartmentService } from "../../gen/enterprise_admin/v1/department_pb.j
 import { EnvironmentConfigService } from "../../gen/enterprise_admin/v1/environment_pb.js";
 import { UsageService } from "../../gen/enterprise_admin/v1/usage_pb.js";
 import type { RequestExample } from "../rest/openapi.js";
-import { demoDirectory } from "./demo-directory.js";
+import { demoDirectory } from "./directory.js";
 
 /** 2026-11-01T00:00:00+08:00 and 2026-11-08T00:00:00+08:00. */
 export const EXAMPLE_WINDOW = { start_time: 1_793_462_400, end_time: 1_794_067_200 } as const;
