@@ -25,8 +25,10 @@ status below: \`{"code":4001,"message":"…","request_id":"…","data":null}\`. 
 callers get the RPC code below and an \`enterprise_admin.v1.ErrorDetail\` error detail carrying the same
 number, the same message and the request id. Messages name the field and the limit; they never carry a
 secret or a stack trace. A server fault is always \`2001\`, its cause kept only in the log under the
-request id. This holds for the service's own RPCs; the standard \`grpc.health.v1.Health\` and server
-reflection services answer their callers' errors as connect-es writes them, without the detail.
+request id. The standard \`grpc.health.v1.Health\` service refuses a request it cannot read (malformed,
+too large, in a compression not taken) the same way, and server reflection a message it cannot decode;
+their other errors are connect-es's, without the detail (Health's \`NOT_FOUND\` for a service it does
+not know; reflection's limits), and reflection answers a lookup that fails in-band (\`error_response\`).
 
 | code | name | HTTP status | RPC code | meaning |
 |---|---|---|---|---|

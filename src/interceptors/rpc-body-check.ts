@@ -13,9 +13,11 @@
 // - a binary body past the size limit, as sent or decompressed: 4130 resource_exhausted, as on REST
 //   (connect-es's own limit answers without the service's error detail); one in a compression the
 //   service does not take: 4150.
+// A bidirectional stream's messages (gRPC reflection's) come as the caller sends them, so they are not
+// read first: one that connect-es cannot decode is refused as 4001 as it comes (decodableRequests).
 import { isUtf8 } from "node:buffer";
 import { fromBinary, ScalarType, toJsonString, type DescField, type DescMessage } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import { compressedFlag, encodeEnvelope, type Compression, type UniversalHandler, type UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
 import type PQueue from "p-queue";
@@ -125,6 +127,22 @@ function refusal(handler: UniversalHandler, req: UniversalServerRequest, error: 
     log.code = error.code;
   }
   return toConnectError(error, log?.requestId ?? "");
+}
+
+/**
+ * A bidirectional stream's requests: a message connect-es cannot decode ("internal" there, a server fault in the log and the metrics) is
+ * refused as 4001 with the service's detail.
+ */
+export async function* decodableRequests<Request>(requests: AsyncIterable<Request>, context: HandlerContext): AsyncIterable<Request> {
+  try {
+    yield* requests;
+  } catch (error) {
+    if (!(error instanceof ConnectError) || error.code !== Code.Internal) throw error;
+    const log = context.values.get(callLogKey);
+    const refused = invalidParameter(`body: a message is not a valid ${context.method.input.typeName} (${error.rawMessage.replace(/^parse binary: /, "")})`);
+    if (log) log.code = refused.code;
+    throw toConnectError(refused, log?.requestId ?? "");
+  }
 }
 
 /** A body that fails when read: connect-es answers with its error in the caller's protocol. */

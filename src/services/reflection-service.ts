@@ -6,6 +6,7 @@ import { file_grpc_health_v1_health } from "../../gen/grpc/health/v1/health_pb.j
 import { file_enterprise_admin_v1_errors } from "../../gen/enterprise_admin/v1/errors_pb.js";
 import * as v1 from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import * as v1alpha from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
+import { decodableRequests } from "../interceptors/rpc-body-check.js";
 
 // The two protocol versions are wire- and shape-identical; only $typeName differs, so one
 // implementation serves both by working on the structural request/response shapes.
@@ -31,8 +32,8 @@ export function registerReflection(router: ConnectRouter, files: readonly DescFi
     v1alpha.file_grpc_reflection_v1alpha_reflection,
     file_grpc_health_v1_health,
   ]);
-  router.service(v1.ServerReflection, { serverReflectionInfo: (requests) => reflector.serve(requests) });
-  router.service(v1alpha.ServerReflection, { serverReflectionInfo: (requests) => reflector.serve(requests) });
+  router.service(v1.ServerReflection, { serverReflectionInfo: (requests, context) => reflector.serve(decodableRequests(requests, context)) });
+  router.service(v1alpha.ServerReflection, { serverReflectionInfo: (requests, context) => reflector.serve(decodableRequests(requests, context)) });
 }
 
 class Reflector {

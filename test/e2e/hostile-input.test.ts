@@ -200,6 +200,26 @@ describe.each(dialects)("hostile input is refused, never a 500 (%s)", (dialect) 
       expect(end.error.message).toBe("start_time: sent as length-delimited bytes, where this field takes a varint");
     });
 
+    it("gRPC reflection, a bidirectional stream: a message that cannot be decoded is INVALID_ARGUMENT with ErrorDetail 4001, not a server fault", async () => {
+      const client = new grpc.Client(`127.0.0.1:${svc.port}`, grpc.credentials.createInsecure());
+      const metadata = new grpc.Metadata();
+      metadata.set("x-request-id", "malformed-reflection");
+      const err = await new Promise<grpc.ServiceError>((resolve, reject) => {
+        const call = client.makeBidiStreamRequest("/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", (b: Uint8Array) => Buffer.from(b), (b: Buffer) => b, metadata);
+        call.on("data", () => undefined);
+        call.on("error", resolve);
+        call.on("end", () => reject(new Error("expected an error")));
+        call.write(TRUNCATED_PROTOBUF);
+        call.end();
+      });
+      client.close();
+      expect(err.code).toBe(grpc.status.INVALID_ARGUMENT);
+      expect(err.details).toBe("body: a message is not a valid grpc.reflection.v1.ServerReflectionRequest (premature EOF)");
+      const status = decodeStatusDetails(err.metadata.get("grpc-status-details-bin")[0] as Buffer);
+      expect(status.details).toEqual([{ code: 4001, message: err.details, requestId: "malformed-reflection" }]);
+      expect(logLinesOf(svc, "malformed-reflection")[0]).toMatchObject({ level: 30, code: 4001 });
+    });
+
     it("invalid UTF-8 in a protobuf string is refused naming the field", async () => {
       const bytes = new BinaryWriter().tag(1, 2).bytes(new Uint8Array([0x61, 0xff, 0x62])).finish();
       const err = await grpcJsCall(svc.port, BATCH_GET_RPC, bytes, bearer);
