@@ -63,6 +63,11 @@ export class UsageReports {
   private readonly maxFigures: number;
   /** The reports being worked on (at most `limits.maxRunning`) and those waiting their turn; a waiting call that ends leaves the line. */
   private readonly running: PQueue;
+  /**
+   * Per enterprise, its reports working or waiting. Each waits behind the other enterprises' reports that came before it and have as
+   * few of their own ahead: an enterprise that sends many at once cannot make another's wait for all of them.
+   */
+  private readonly outstanding = new Map<string, number>();
 
   /** `limits.maxFigures` bounds a report's answer (REPORT_MAX_FIGURES); the daily trend has at most 366 figures and is not bounded. */
   constructor(private readonly usage: UsageRepository, private readonly departments: DepartmentRepository, limits: ReportLimits = DEFAULT_REPORT_LIMITS) {
@@ -75,7 +80,7 @@ export class UsageReports {
     return { running: this.running.pending, waiting: this.running.size };
   }
 
-  /** Checked at once; worked on in its turn (REPORT_MAX_RUNNING at a time). */
+  /** Checked at once; worked on in its turn (REPORT_MAX_RUNNING at a time, taken in turn by the enterprises). */
   async report(enterpriseId: string, request: UsageReportRequest, signal: AbortSignal) {
     const kind = bucketKind(request.bucket);
     const window = checkReportWindow(request.startTime, request.endTime, kind);
@@ -87,13 +92,18 @@ export class UsageReports {
     const waiting = new AbortController();
     const leave = () => waiting.abort(signal.reason);
     signal.addEventListener("abort", leave, { once: true });
+    const ahead = this.outstanding.get(enterpriseId) ?? 0;
+    this.outstanding.set(enterpriseId, ahead + 1);
     try {
       return await this.running.add(() => {
         signal.removeEventListener("abort", leave);
         return this.reportInTurn(enterpriseId, request, kind, window, dimensions, signal);
-      }, { signal: waiting.signal });
+      }, { signal: waiting.signal, priority: -ahead }); // p-queue: the highest first, equal ones in arrival order
     } finally {
       signal.removeEventListener("abort", leave);
+      const left = this.outstanding.get(enterpriseId)! - 1;
+      if (left === 0) this.outstanding.delete(enterpriseId);
+      else this.outstanding.set(enterpriseId, left);
     }
   }
 

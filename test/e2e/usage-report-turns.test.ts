@@ -1,11 +1,13 @@
-// End to end: one server works on at most REPORT_MAX_RUNNING usage reports at once (set here to 1); later ones wait their turn in
-// arrival order while their call lasts, /metrics shows how many run and wait, a waiting call whose deadline passes leaves the line
+// End to end: one server works on at most REPORT_MAX_RUNNING usage reports at once (set here to 1); later ones wait their turn
+// while their call lasts (an enterprise's in arrival order, the enterprises taking turns), /metrics shows how many run and wait, a waiting call whose deadline passes leaves the line
 // with 5040, a working report whose call ends keeps its turn until its work stops, and a request the server can refuse without the
 // store is refused at once, turn or not. Without the cap, six reports of
 // members over a year held 3.3 GB at once on a 10M-event store. To hold the first report in its turn, API batches leave rollups
 // pending and another writer holds the store's write lock: the report waits for it (up to STORE_BUSY_TIMEOUT_MS) to add them.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { importDirectory } from "../../src/operations/import-directory.js";
 import { dialects } from "../helpers/databases.js";
+import { globex } from "../helpers/fixtures.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 import { parseJsonBig } from "../helpers/usage-reference.js";
 import { holdWriteLock } from "../helpers/write-lock.js";
@@ -99,5 +101,34 @@ describe.each(dialects)("usage reports take turns (%s)", (dialect) => {
     expect(totals(b.json.data)).toStrictEqual([12n, 12n, 6n]);
     expect(totals(c.json.data)).toStrictEqual([12n, 12n, 6n]);
     expect(await loadBecomes({ running: 0, waiting: 0 })).toStrictEqual({ running: 0, waiting: 0 });
+  }, 60_000);
+
+  it("the enterprises take turns: an enterprise's report waits behind another's only as far as that one has as few ahead of it", async () => {
+    await importDirectory(svc.database, globex);
+    const other = await svc.token(["statistics:read"], globex.enterprise.enterprise_id);
+    // A batch leaves rollups pending again, so acme's next report waits on the write lock in its turn.
+    const event = { event_id: "turn-fair", user_id: "7001", model_name: "atlas", model_type: "Chat", model_source: "Builtin",
+      timestamp: D0 + 100, input_tokens: 1, output_tokens: 1, basic_amount: "0.000001", pay_go_amount: "0.000000" };
+    expect((await post(RECORD, { events: [event] })).status).toBe(200);
+    const release = await holdWriteLock(dialect, svc.databaseUrl);
+    const finished: string[] = [];
+    const replies: Promise<{ status: number; json: any }>[] = [];
+    const send = (name: string, headers: Record<string, string> = {}) =>
+      // Uncompressed: a gzipped answer is written a moment after its turn ends, so a small one of the next turn could come first.
+      replies.push(post(REPORT, WINDOW, { "accept-encoding": "identity", ...headers }).then((r) => (finished.push(name), r)));
+    try {
+      send("acme 1");
+      await loadBecomes({ running: 1, waiting: 0 });
+      send("acme 2");
+      send("acme 3");
+      await loadBecomes({ running: 1, waiting: 2 });
+      send("globex", { authorization: `Bearer ${other}` });
+      expect(await loadBecomes({ running: 1, waiting: 3 })).toStrictEqual({ running: 1, waiting: 3 });
+    } finally {
+      await release();
+    }
+    expect((await Promise.all(replies)).map((reply) => reply.status)).toStrictEqual([200, 200, 200, 200]);
+    // In arrival order globex's would have waited for all of acme's.
+    expect(finished).toStrictEqual(["acme 1", "globex", "acme 2", "acme 3"]);
   }, 60_000);
 });
