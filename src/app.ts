@@ -11,6 +11,7 @@ import { ErrorCode, methodNotAllowed, routeNotFound } from "./domain/errors.js";
 import { COMPRESS_MIN_BYTES, endWithBody } from "./http/compression.js";
 import { CorsPolicy } from "./http/cors.js";
 import { AccessLog } from "./interceptors/access-log.js";
+import { joinedAuthorization } from "./interceptors/auth.js";
 import { recordCall, rpcTransportOf } from "./interceptors/call-metrics.js";
 import { attachCallLog, callLogKey, callLogOf, type CallLog } from "./interceptors/call-log.js";
 import { authorizingFirst } from "./interceptors/call-chain.js";
@@ -126,6 +127,8 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
     const requestId = resolveRequestId(req.headers["x-request-id"]);
     req.headers["x-request-id"] = requestId; // Connect handlers read the resolved id from here
     res.setHeader("x-request-id", requestId);
+    const authorization = joinedAuthorization(req.rawHeaders);
+    if (authorization !== undefined) req.headers.authorization = authorization; // every transport reads it from here
     const log: CallLog = { requestId, trace: parseTraceparent(req.headers.traceparent), clientAddress: req.socket?.remoteAddress };
     attachCallLog(req, log);
     // The call's deadline: the server's request timeout, or the caller's own when it is shorter.

@@ -24,14 +24,29 @@ export interface Principal {
 
 const BEARER = /^Bearer ([\x21-\x7e]{1,512})$/i;
 
+/**
+ * Every Authorization field line of a request joined with ", " (RFC 9110 section 5.3); undefined without one. Node keeps only the
+ * first: with two, a request would act as the first one's caller, whatever a proxy added after it. Joined, no token matches.
+ */
+export function joinedAuthorization(rawHeaders: readonly string[]): string | undefined {
+  const values: string[] = [];
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if (rawHeaders[i]!.toLowerCase() === "authorization") values.push(rawHeaders[i + 1]!);
+  }
+  return values.length === 0 ? undefined : values.join(", ");
+}
+
 export class Authenticator {
   constructor(private readonly tokens: AuthRepository) {}
 
   /** Returns the caller, or undefined for a public method; throws 1002 or 30017. */
   async authorize(authorization: string | null | undefined, access: MethodAccess): Promise<Principal | undefined> {
     if (access.public) return undefined;
-    const match = authorization ? BEARER.exec(authorization.trim()) : null;
-    if (!match) throw invalidToken("access token missing: send Authorization: Bearer <access_token>");
+    if (!authorization?.trim()) throw invalidToken("access token missing: send Authorization: Bearer <access_token>");
+    const match = BEARER.exec(authorization.trim());
+    if (!match) {
+      throw invalidToken("access token malformed: send one Authorization header, \"Bearer \" and the token (1 to 512 printable ASCII characters)");
+    }
     const token = await this.tokens.findActiveToken(hashCredential(match[1]!), nowSeconds());
     if (!token) throw invalidToken("access token invalid, expired or revoked");
     const permissions = new Set(splitPermissions(token.permissions));

@@ -2,7 +2,10 @@
 // access-token checks every business call makes, and that no credential reaches a response or a log line.
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
+import { request as httpRequest } from "node:http";
 import { connect } from "node:http2";
+import { execFile, execFileSync } from "node:child_process";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AuthService } from "../../gen/enterprise_admin/v1/auth_pb.js";
 import { DepartmentService } from "../../gen/enterprise_admin/v1/department_pb.js";
@@ -23,6 +26,15 @@ interface Reply {
 
 const success = (data: unknown) => ({ code: 0, message: "success", request_id: expect.any(String), data });
 const failure = (code: number, message: unknown = expect.any(String)) => ({ code, message, request_id: expect.any(String), data: null });
+const execFileAsync = promisify(execFile);
+const hasCurl = () => {
+  try {
+    execFileSync("curl", ["--version"]);
+    return true;
+  } catch {
+    return false;
+  }
+};
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe.each(dialects)("auth rules (%s)", (dialect) => {
@@ -152,6 +164,40 @@ describe.each(dialects)("auth rules (%s)", (dialect) => {
       const token = await svc.token(["departments:read"]);
       await expectInvalidToken(`Basic ${token}`);
       await expectInvalidToken(token);
+    });
+
+    it("says whether the token is missing or malformed", async () => {
+      const MISSING = "access token missing: send Authorization: Bearer <access_token>";
+      const MALFORMED = 'access token malformed: send one Authorization header, "Bearer " and the token (1 to 512 printable ASCII characters)';
+      const token = await svc.token(["departments:read"]);
+      for (const [authorization, message] of [[undefined, MISSING], ["", MISSING], ["Bearer  " + token, MALFORMED], [`Bearer ${"a".repeat(513)}`, MALFORMED],
+        ["Bearer t\u00f6ken", MALFORMED]] as const) {
+        const reply = await batchGet(authorization);
+        expect([reply.status, reply.json]).toStrictEqual([401, failure(1002, message)]);
+      }
+    });
+
+    it("two Authorization headers are refused with 1002 whichever comes first (Node kept the first), over HTTP/1.1 and h2", async () => {
+      const token = await svc.token(["departments:read"]);
+      const other = await svc.token(["departments:read"], "globex");
+      const body = JSON.stringify({ department_ids: ["110"] });
+      for (const pair of [[bearer(token), bearer(other)], [bearer(token), "Bearer garbage"], ["Bearer garbage", bearer(token)]]) {
+        const reply = await new Promise<{ status: number; json: unknown }>((resolve, reject) => {
+          const request = httpRequest(svc.baseUrl + BATCH_GET, { method: "POST", headers: { "content-type": "application/json", authorization: pair } }, (res) => {
+            let text = "";
+            res.setEncoding("utf8").on("data", (chunk: string) => (text += chunk)).on("end", () => resolve({ status: res.statusCode!, json: JSON.parse(text) }));
+          });
+          request.on("error", reject);
+          request.end(body);
+        });
+        expect(reply, pair.join(" | ")).toStrictEqual({ status: 401, json: failure(1002, expect.stringContaining("access token malformed")) });
+
+      }
+      // HTTP/2: Node's and grpc-js's clients refuse to send two; curl sends them.
+      if (!hasCurl()) return;
+      const { stdout } = await execFileAsync("curl", ["-s", "--http2-prior-knowledge", "-H", "content-type: application/json",
+        "-H", `authorization: ${bearer(token)}`, "-H", `authorization: ${bearer(other)}`, "--data-binary", body, svc.baseUrl + BATCH_GET]);
+      expect(JSON.parse(stdout)).toStrictEqual(failure(1002, expect.stringContaining("access token malformed")));
     });
 
     it("accepts a token until it expires, then rejects it with 1002", async () => {
