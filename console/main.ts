@@ -55,8 +55,8 @@ class UsageConsole {
       input.value = "";
       if (token === "") return;
       // A header cannot carry other characters (the browser refuses to send it), and the server takes no longer one.
-      if (!/^[\x21-\x7e]{1,4096}$/.test(token)) {
-        this.showSignIn("That is not an access token: a token is printable ASCII without spaces (eat_…), at most 4,096 characters.");
+      if (!/^[\x21-\x7e]{1,512}$/.test(token)) {
+        this.showSignIn("That is not an access token: a token is printable ASCII without spaces (eat_…), at most 512 characters.");
         return;
       }
       this.sessionChoices++;
