@@ -183,10 +183,11 @@ describe.each(dialects)("auth rules (%s)", (dialect) => {
       const body = JSON.stringify({ department_ids: ["110"] });
       for (const pair of [[bearer(token), bearer(other)], [bearer(token), "Bearer garbage"], ["Bearer garbage", bearer(token)]]) {
         const reply = await new Promise<{ status: number; json: unknown }>((resolve, reject) => {
-          const request = httpRequest(svc.baseUrl + BATCH_GET, { method: "POST", headers: { "content-type": "application/json", authorization: pair } }, (res) => {
+          const request = httpRequest(svc.baseUrl + BATCH_GET, { method: "POST", headers: { "content-type": "application/json" } }, (res) => {
             let text = "";
             res.setEncoding("utf8").on("data", (chunk: string) => (text += chunk)).on("end", () => resolve({ status: res.statusCode!, json: JSON.parse(text) }));
           });
+          request.setHeader("authorization", pair); // two field lines
           request.on("error", reject);
           request.end(body);
         });
