@@ -73,8 +73,8 @@ export function recordsField(response: DescMessage): DescField & { fieldKind: "l
  */
 function csvCell(field: DescField): (value: unknown) => string {
   const text = (v: unknown) => (typeof v === "boolean" ? (v ? "true" : "false") : String(v));
-  if (field.fieldKind === "list") return remembered((v) => csvFormatValue(defuseFormula(((v as unknown[] | undefined) ?? []).map(text).join(CSV_LIST_SEPARATOR))));
-  if (field.fieldKind === "scalar" && field.scalar === ScalarType.STRING) return remembered((v) => (v === undefined || v === null ? "" : csvFormatValue(defuseFormula(String(v)))));
+  if (field.fieldKind === "list") return remembered((v) => textCell(((v as unknown[] | undefined) ?? []).map(text).join(CSV_LIST_SEPARATOR)));
+  if (field.fieldKind === "scalar" && field.scalar === ScalarType.STRING) return remembered((v) => (v === undefined || v === null ? "" : textCell(String(v))));
   const zero = field.fieldKind === "scalar" && field.scalar === ScalarType.BOOL ? "false" : "0";
   return (v) => (v === undefined || v === null ? zero : text(v));
 }
@@ -92,12 +92,16 @@ function remembered(cell: (value: unknown) => string): (value: unknown) => strin
 }
 
 /**
- * A text starting with =, +, -, @, tab or CR gets a leading ' (OWASP's advice on CSV injection), so
- * that a spreadsheet shows a name such as =HYPERLINK(...) as text instead of running it. A number is
- * left as it is (-5 is no formula).
+ * A text cell, against CSV injection as OWASP advises, so that a spreadsheet shows a name such as
+ * =HYPERLINK(...) as text instead of running it: a text starting with =, +, -, @, tab or CR gets a
+ * leading '; and one holding ";" or a tab is quoted, as d3-dsv quotes one holding a comma, since a
+ * spreadsheet in many locales splits a .csv file on ";" (or a tab), which would start a new cell inside
+ * it ("x;=1+1"). A number is left as it is (-5 is no formula).
  */
-function defuseFormula(cell: string): string {
-  return FORMULA_START.test(cell) ? `'${cell}` : cell;
+function textCell(text: string): string {
+  const cell = csvFormatValue(FORMULA_START.test(text) ? `'${text}` : text);
+  return cell.startsWith('"') || !OTHER_SEPARATOR.test(cell) ? cell : `"${cell}"`;
 }
 
 const FORMULA_START = /^[=+\-@\t\r]/;
+const OTHER_SEPARATOR = /[;\t]/;

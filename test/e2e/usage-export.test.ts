@@ -288,18 +288,23 @@ describe.each(dialects)("usage export (%s)", (dialect) => {
       members: [{ user_id: "m1", email: "+1@formula.example", account_type: 1, department_ids: ["1"] }],
     });
     const day = Date.parse("2025-06-01T00:00:00Z") / 1000;
-    await record(id, [[hyperlink, "Chat", "Builtin"], ["@cmd", "CUE", "Builtin"], ["-2+3", "Chat", "Custom"]].map(([name, type, source], i) =>
+    await record(id, [[hyperlink, "Chat", "Builtin"], ["@cmd", "CUE", "Builtin"], ["-2+3", "Chat", "Custom"], ["x;=1+1;y", "Chat", "Builtin"],
+      ["x\t=2+2", "CUE", "Custom"]].map(([name, type, source], i) =>
       ({ user_id: "m1", model: [name, type, source] as SentEvent["model"], timestamp: day + i, input: 1, output: 1, basic: 0n, payGo: 0n })), "formula");
     const auth = await svc.token(["statistics:read"], id);
     const window = { start_time: day, end_time: day + 86_400 };
-    const csv: string[][] = parseCsv((await get(window, auth)).text);
+    const text = (await get(window, auth)).text;
+    const csv: string[][] = parseCsv(text);
     const column = (name: string) => csv.slice(1).map((row) => row[COLUMNS.indexOf(name)]);
-    expect(column("model_name")).toEqual(["'-2+3", `'${hyperlink}`, "'@cmd"]);
-    expect(column("email")).toEqual(["'+1@formula.example", "'+1@formula.example", "'+1@formula.example"]);
-    expect(column("department_paths")).toEqual(["'=SUM(1+1)", "'=SUM(1+1)", "'=SUM(1+1)"]);
+    expect(column("model_name")).toEqual(["'-2+3", `'${hyperlink}`, "'@cmd", "x\t=2+2", "x;=1+1;y"]);
+    expect(column("email")).toEqual(Array(5).fill("'+1@formula.example"));
+    expect(column("department_paths")).toEqual(Array(5).fill("'=SUM(1+1)"));
+    // A cell holding ";" or a tab is quoted: a spreadsheet splitting the file on either still sees one cell, not "=1+1".
+    expect(text).toContain(',"x;=1+1;y",');
+    expect(text).toContain(',"x\t=2+2",');
     const rows = ndjson((await get({ ...window, format: "ndjson" }, auth)).text);
     expect(rows.map((row) => [row.model_name, row.email, row.department_paths])).toEqual(
-      ["-2+3", hyperlink, "@cmd"].map((name) => [name, "+1@formula.example", ["=SUM(1+1)"]]));
+      ["-2+3", hyperlink, "@cmd", "x\t=2+2", "x;=1+1;y"].map((name) => [name, "+1@formula.example", ["=SUM(1+1)"]]));
   });
 
   it("an export with no rows is the header line alone (CSV) or an empty body (NDJSON)", async () => {
