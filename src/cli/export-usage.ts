@@ -1,7 +1,7 @@
 // `export usage`: the export's rows as CSV or NDJSON; --out is renamed into place when complete, so a failed export leaves no partial file.
 import { once } from "node:events";
 import { constants, createWriteStream, type WriteStream } from "node:fs";
-import { access, lstat, rename, rm, stat } from "node:fs/promises";
+import { access, chmod, lstat, rename, rm, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { Readable, type Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -77,7 +77,8 @@ export async function exportUsageFile(database: Database, options: UsageExportOp
 
 /**
  * A new file, opened before any work starts, or a one-line error naming --out. The export is renamed over `named` when done, so `named`
- * must be new or a regular file this process may write: a rename would replace a device, a link or a read-only file.
+ * must be new or a regular file this process may write: a rename would replace a device, a link or a read-only file. Over an existing
+ * file, the new one has its permission bits.
  */
 async function openNew(path: string, named: string): Promise<WriteStream> {
   if (named === "") throw invalidParameter("--out: an empty name is no file: name one, or leave --out out to write to stdout");
@@ -95,9 +96,11 @@ async function openNew(path: string, named: string): Promise<WriteStream> {
     const error = failure as NodeJS.ErrnoException;
     // ENOENT also comes from a directory that holds no new files (/proc).
     const reason = error.code === "ENOENT" ? (await isDirectory(dirname(named)) ? "its directory takes no new file" : "its directory does not exist")
-      : error.code === "EACCES" ? "permission denied"
+      : error.code === "EACCES" ? (existing ? "permission denied in its directory (the export is written beside it, then renamed over it)" : "permission denied")
       : error.code === "EEXIST" ? `${path} exists (another export to the same file running?)` : error.code ?? error.message;
     throw invalidParameter(`--out: cannot write ${named}: ${reason}`);
   }
+  // Renamed over `named`, the export keeps its permissions: a finance file kept 0600 must not become readable by everyone.
+  if (existing) await chmod(path, existing.mode & 0o7777);
   return file;
 }

@@ -4,7 +4,7 @@
 // (the service uses luxon), and checked against user-model-usage over the same window.
 import { execFileSync } from "node:child_process";
 import http from "node:http";
-import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { toJson } from "@bufbuild/protobuf";
@@ -596,6 +596,15 @@ describe.each(dialects)("usage export (%s)", (dialect) => {
         await holder.end();
       }
     }, 90_000);
+
+    it("over an existing --out the export keeps the file's permissions (it was renamed over it as 0644)", async () => {
+      const out = join(dir, "kept-private.csv");
+      writeFileSync(out, "old\n", { mode: 0o600 });
+      chmodSync(out, 0o600);
+      const run = await cli([...base(), "--out", out]);
+      expect(run.code).toBe(0);
+      expect([statSync(out).mode & 0o777, readFileSync(out, "utf8").startsWith("date,")]).toStrictEqual([0o600, true]);
+    });
 
     it("refuses an --out that is a link, and leaves the link and its target as they were (the export is renamed over --out)", async () => {
       const target = join(dir, "link-target.txt");
