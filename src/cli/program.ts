@@ -51,7 +51,7 @@ async function withDatabase<T>(io: CliIo, url: string | undefined, work: (databa
   } catch (error) {
     // A full disk, a busy store or one that cannot be reached is said as such, with the store's
     // location, not as the driver's words (or the name of the migration that met it) alone.
-    throw database.faultOf(error) ?? storeUnreachableOf(error, database.location) ?? error;
+    throw storeUnreachableOf(error, database.location) ?? database.faultOf(error) ?? error;
   } finally {
     await database.close();
   }

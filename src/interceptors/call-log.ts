@@ -4,6 +4,7 @@ import type { Http2ServerRequest } from "node:http2";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { createContextKey } from "@connectrpc/connect";
 import type { TraceParent } from "./trace-context.js";
+import type { StoreFaultKind } from "../storage/store-faults.js";
 
 /** The transport a call came by (contracts section 1). */
 export type Transport = "grpc" | "grpc-web" | "connect" | "rest";
@@ -22,10 +23,10 @@ export interface CallLog {
   code?: number;
   /** A server fault, kept for the log only; never sent to the caller. */
   cause?: unknown;
-  /** A busy or full store that failed the call (503): what and where, for the log only. */
+  /** A busy, full or unreachable store that failed the call (503): what and where, for the log only. */
   storeFault?: string;
   /** Its kind, for the metrics. */
-  storeFaultKind?: "busy" | "full";
+  storeFaultKind?: StoreFaultKind;
   /** Still unanswered at the end of the shutdown grace, when the server closed its connection. */
   cutAtShutdown?: boolean;
 }

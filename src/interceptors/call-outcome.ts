@@ -1,7 +1,7 @@
 // The outermost interceptor of every business call, whatever its transport: names the procedure in
 // the call's log, joins the call's deadline (call-signal.ts) with the transport's own signal, answers
 // the deadline's error the moment it passes (or the moment work that held the event loop ends), and
-// turns every failure into the caller's ConnectError: an AppError as it is, a busy or full store as
+// turns every failure into the caller's ConnectError: an AppError as it is, a store fault (busy, full, unreachable) as
 // 503 with Retry-After (store-faults.ts), anything else as "internal error" with its cause kept for
 // the log line only.
 import { ConnectError, type ContextValues, type Interceptor } from "@connectrpc/connect";
@@ -14,7 +14,7 @@ import { resolveRequestId } from "./request-id.js";
 import { storeFaultError } from "./store-faults.js";
 
 export class CallOutcome {
-  /** `storeFaultOf`: the busy or full store an error is, if it is one (Database.faultOf): the caller may retry it. */
+  /** `storeFaultOf`: the store fault an error is, if it is one (Database.faultOf): the caller may retry it. */
   constructor(private readonly storeFaultOf: (error: unknown) => StoreFault | undefined = () => undefined) {}
 
   readonly interceptor: Interceptor = (next) => async (req) => {

@@ -5,9 +5,10 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom
 import type { Transport } from "../interceptors/call-log.js";
 import type { IngestionObserver } from "../operations/record-usage.js";
 import type { StoreObserver } from "../storage/database.js";
+import type { StoreFaultKind } from "../storage/store-faults.js";
 
-/** Why the store failed a call: busy or full (503), or another error of the database (500). */
-export type StoreErrorKind = "busy" | "full" | "error";
+/** Why the store failed a call: busy, full or unreachable (503), or another error of the database (500). */
+export type StoreErrorKind = StoreFaultKind | "error";
 
 /** One finished call, as the metrics count it. */
 export interface CallOutcome {
@@ -65,7 +66,7 @@ export class ServiceMetrics implements StoreObserver {
       buckets: LOCK_WAIT_BUCKETS, registers,
     });
     // Every series that exists from the start is shown at 0, so a rate over a fresh server is defined.
-    for (const kind of ["busy", "full", "error"] as const) this.storeErrors.inc({ kind }, 0);
+    for (const kind of ["busy", "full", "unreachable", "error"] as const) this.storeErrors.inc({ kind }, 0);
     for (const outcome of ["acquired", "timeout"] as const) this.lockWaits.inc({ outcome }, 0);
   }
 

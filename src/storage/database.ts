@@ -33,7 +33,7 @@ export interface Database {
    * full disk) is not run, and a failing one never replaces it.
    */
   writeTransaction<T>(work: (trx: Kysely<Schema>) => Promise<T>, options?: { unbounded?: boolean }): Promise<T>;
-  /** The busy or full fault `error` is, if it is one (see store-faults.ts). */
+  /** The busy, full or unreachable fault `error` is, if it is one (see store-faults.ts). */
   faultOf(error: unknown): StoreFault | undefined;
   /** Told of every wait for the write lock (the service's metrics). */
   readonly observer: StoreObserver;

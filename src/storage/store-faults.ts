@@ -1,10 +1,11 @@
 // Faults of the store that pass by themselves: busy (another writer held the write lock past the
-// bounded wait) and full (no disk space). Told apart from the drivers' errors here, the only place
-// that knows their codes; callers get "retry later" for them instead of a server fault.
+// bounded wait), full (no disk space) and unreachable (the PostgreSQL server refused or ended the
+// connection: a restart, a failover, an outage). Told apart from the drivers' errors here, the only
+// place that knows their codes; callers get "retry later" for them instead of a server fault.
 
-type StoreFaultKind = "busy" | "full";
+export type StoreFaultKind = "busy" | "full" | "unreachable";
 
-/** A busy or full store, with what an operator needs to act: which store, and the driver's own words. */
+/** A busy, full or unreachable store, with what an operator needs to act: which store, and the driver's own words. */
 export class StoreFault extends Error {
   constructor(
     readonly kind: StoreFaultKind,
@@ -12,7 +13,8 @@ export class StoreFault extends Error {
     readonly location: string,
     readonly detail: string,
   ) {
-    super(kind === "full" ? `disk full: the database ${location} cannot grow (${detail})` : `database busy: ${location} (${detail})`);
+    super(kind === "full" ? `disk full: the database ${location} cannot grow (${detail})`
+      : kind === "busy" ? `database busy: ${location} (${detail})` : `database unreachable: ${location} (${detail})`);
     this.name = "StoreFault";
   }
 }
@@ -20,18 +22,26 @@ export class StoreFault extends Error {
 /** SQLite's result codes (better-sqlite3's `code`) and PostgreSQL's SQLSTATEs (pg's `code`) of each kind. */
 const BUSY_CODES = new Set(["SQLITE_BUSY", "SQLITE_BUSY_RECOVERY", "SQLITE_BUSY_SNAPSHOT", "SQLITE_BUSY_TIMEOUT", "SQLITE_LOCKED", "55P03"]);
 const FULL_CODES = new Set(["SQLITE_FULL", "53100"]);
+/**
+ * PostgreSQL's SQLSTATEs of a server shutting down, starting up or ending the connection (57P01 to 57P03, class 08), and Node's socket
+ * errors of a connection refused or lost (pg's `code`).
+ */
+const UNREACHABLE_CODES = new Set(["57P01", "57P02", "57P03", "08000", "08001", "08003", "08004", "08006", "ECONNREFUSED", "ECONNRESET",
+  "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN"]);
 const POOL_WAIT_TIMEOUT = "timeout exceeded when trying to connect";
 
-/** The fault `error` is, if it is a busy or full store's; `location` names the store. */
+/** The fault `error` is, if it is a busy, full or unreachable store's; `location` names the store. */
 export function storeFaultOf(error: unknown, location: string): StoreFault | undefined {
   if (error instanceof StoreFault) return error;
   // pg-pool's error, without a code, when no connection came free within connectionTimeoutMillis.
   if (error instanceof Error && error.message === POOL_WAIT_TIMEOUT) return new StoreFault("busy", location, "no connection of the pool came free in time");
+  if (error instanceof Error && CONNECTION_LOST.test(error.message)) return new StoreFault("unreachable", location, error.message);
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code !== "string") return undefined;
   const detail = `${code}: ${(error as Error).message}`;
   if (FULL_CODES.has(code)) return new StoreFault("full", location, detail);
   if (BUSY_CODES.has(code)) return new StoreFault("busy", location, detail);
+  if (UNREACHABLE_CODES.has(code)) return new StoreFault("unreachable", location, detail);
   return undefined;
 }
 
@@ -39,7 +49,7 @@ export function storeFaultOf(error: unknown, location: string): StoreFault | und
 const CONNECTION_LOST = /^(Connection terminated|Client has encountered a connection error and is not queryable)/;
 
 /**
- * Whether `error` came from the store: a busy or full fault, an error SQLite or PostgreSQL reported
+ * Whether `error` came from the store: a store fault, an error SQLite or PostgreSQL reported
  * (better-sqlite3's SqliteError; pg's DatabaseError, which carries a severity), or a failed or lost
  * connection to the PostgreSQL server (the only connections a server opens).
  */

@@ -110,7 +110,7 @@ describe.each(dialects)("metrics behind a token on %s", (dialect: DialectName) =
     // The process's default metrics, and the store's series at 0 from the start.
     expect(total(samples, "process_cpu_user_seconds_total")).toBeGreaterThan(0);
     expect(total(samples, "nodejs_heap_size_used_bytes")).toBeGreaterThan(0);
-    expect(samples.filter((s) => s.name === "enterprise_admin_store_errors_total").map((s) => s.labels.kind).sort()).toEqual(["busy", "error", "full"]);
+    expect(samples.filter((s) => s.name === "enterprise_admin_store_errors_total").map((s) => s.labels.kind).sort()).toEqual(["busy", "error", "full", "unreachable"]);
     expect(samples.some((s) => s.name === "enterprise_admin_store_usage_ingestions")).toBe(true);
     // The token never reaches the log.
     expect(svc.logs.join("\n")).not.toContain(METRICS_TOKEN);

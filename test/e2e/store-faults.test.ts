@@ -204,11 +204,12 @@ describe.runIf(dialects.includes("postgres"))("PostgreSQL ending the server's co
     await svc?.close();
   });
 
-  it("a read and a write whose connections are terminated fail alone (500), and the server serves on", async () => {
+  it("a read and a write whose connections are terminated fail alone, 503 with Retry-After (a restart passes), and the server serves on", async () => {
     const token = await svc.token(["statistics:read", "departments:read", "usage:write"]);
     const post = async (path: string, body: unknown) => {
       const reply = await fetch(svc.baseUrl + path, { method: "POST", body: JSON.stringify(body), headers: { authorization: `Bearer ${token}`, "content-type": "application/json" } });
-      return { status: reply.status, code: ((await reply.json()) as { code: number }).code };
+      const { code, message } = (await reply.json()) as { code: number; message: string };
+      return { status: reply.status, code, ...(reply.status === 200 ? {} : { message, retryAfter: reply.headers.get("retry-after") }) };
     };
     const usage = { start_time: 1_735_689_600, end_time: 1_735_689_600 + 86_400, user_ids: ["7001"] };
     const admin = new pg.Client({ connectionString: svc.databaseUrl });
@@ -230,7 +231,8 @@ describe.runIf(dialects.includes("postgres"))("PostgreSQL ending the server's co
       }
       expect(waiting).toHaveLength(2);
       await admin.query("select pg_terminate_backend(pid) from unnest($1::int[]) as pid", [waiting]);
-      expect((await Promise.all([read, write])).map((reply) => reply.status)).toStrictEqual([500, 500]);
+      const refused = { status: 503, code: 5030, message: "the store cannot be reached; retry later", retryAfter: "1" };
+      expect(await Promise.all([read, write])).toStrictEqual([refused, refused]);
     } finally {
       await locker.query("rollback");
       await locker.end();
