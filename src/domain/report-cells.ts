@@ -61,7 +61,7 @@ export class ReportCells {
 
   private newCell(key: GroupKey): Cell {
     if (++this.made > this.maxCells) throw new FiguresPastBound();
-    return new Cell(key);
+    return new Cell(key, this.own);
   }
 
   addPairs(bucket: number, pairs: readonly MemberModelSums[]): void {
@@ -69,7 +69,7 @@ export class ReportCells {
     for (const { memberKey, modelId, sums, row } of pairs) {
       for (const key of this.grouping.keysOf(memberKey, modelId)) {
         const cell = (cells[key.index] ??= this.newCell(key));
-        cell.addSums(sums, row, this.own);
+        cell.sums.addRow(cell.row, sums, row);
         if (!this.grouping.byMember) cell.addMember(memberKey);
       }
     }
@@ -91,8 +91,7 @@ export class ReportCells {
       const pending = this.pendingForEveryGroup();
       forEachMemberGroup(keys, this.grouping.allModelGroups, (m, group) => {
         const cell = this.cellOf(bucket, group);
-        const row = cell.ownRow(this.own);
-        for (let i = 0; i < SUMS; i++) cell.sums.addValue(row, i, columns[i]![m]!);
+        for (let i = 0; i < SUMS; i++) cell.sums.addValue(cell.row, i, columns[i]![m]!);
         pending[group * PENDING + SUMS]!++;
       });
     }
@@ -102,8 +101,7 @@ export class ReportCells {
       const at = index * PENDING;
       if (pending[at + SUMS] === 0) continue;
       const cell = this.cellOf(bucket, index);
-      const row = cell.ownRow(this.own);
-      for (let i = 0; i < SUMS; i++) cell.sums.add(row, i, pending[at + i]!);
+      for (let i = 0; i < SUMS; i++) cell.sums.add(cell.row, i, pending[at + i]!);
       if (alone) cell.addPeriod(pending[at + SUMS]!);
       pending.fill(0, at, at + PENDING);
     }
@@ -122,18 +120,14 @@ export class ReportCells {
   /** Not for groupings by member: a period is a whole group's. */
   addPeriod(bucket: number, period: PeriodFigures): void {
     const cell = this.cellOf(bucket, this.grouping.periodKey(period.modelId, period.departmentId ?? "").index);
-    cell.addSums(period.sums, period.row, this.own);
+    cell.sums.addRow(cell.row, period.sums, period.row);
     cell.addPeriod(period.memberCount, period.members);
   }
 
-  /**
-   * A bucket's groups as periods, their members a bitmap when `withMembers`. Each period's sums are a row of its own: the day cache keeps
-   * periods, and a row taken from a statement's table would keep all of that table.
-   */
+  /** A bucket's groups as periods, their members a bitmap when `withMembers`. */
   periods(bucket: number, withMembers: boolean): PeriodFigures[] {
     return this.cells[bucket]!.filter((cell) => cell !== undefined).map((cell) => {
-      const row = cell.ownRow(this.own); // before `sums`: it moves them to a row of their own
-      const { key, sums } = cell;
+      const { key, sums, row } = cell;
       const union = withMembers ? cell.union() : undefined;
       return { modelId: key.modelId, departmentId: key.departmentId, sums, row, memberCount: union?.size ?? cell.memberCount(), members: union?.serialize("portable") };
     });
@@ -190,10 +184,12 @@ function forEachMemberGroup(keys: Uint32Array, table: MemberGroups, visit: (m: n
 }
 
 class Cell {
-  /** Its sums, row `takenRow` of `taken`: the first are taken, not copied (most cells are one kept day or period), until more come (ownRow). */
-  private taken: ExactSums | undefined;
-  private takenRow = 0;
-  private owned = false;
+  /**
+   * Its sums: a row of its own, never a statement's (the day cache keeps cells' periods, and a row of a statement's table would keep all
+   * of that table).
+   */
+  readonly sums: ExactSums;
+  readonly row: number;
   /**
    * The keys of its pairs and of member days not alone in their bucket, repeats included (active members do not add up across cells): made
    * distinct once, at the end. Made at the first key: most cells of kept days or periods get none.
@@ -205,38 +201,9 @@ class Cell {
   /** The members' bitmaps of the periods that came with one (fewer than `periods`: one came alone in its bucket, its count all there is). */
   private bitmaps: Uint8Array[] | undefined;
 
-  constructor(readonly key: GroupKey) {}
-
-  /** The cell may keep `sums` as they are: the caller changes them no more. */
-  addSums(sums: ExactSums, row: number, own: OwnRows): void {
-    if (this.taken === undefined) {
-      this.taken = sums;
-      this.takenRow = row;
-      return;
-    }
-    const ownRow = this.ownRow(own); // first: it moves the sums to a table of their own
-    this.sums.addRow(ownRow, sums, row);
-  }
-
-  get sums(): ExactSums {
-    return this.taken!;
-  }
-
-  get row(): number {
-    return this.takenRow;
-  }
-
-  /** Made, holding any sums it took, when it has none yet. */
-  ownRow(own: OwnRows): number {
-    if (!this.owned) {
-      const table = own.withRoom();
-      const row = table.newRow();
-      if (this.taken !== undefined) table.addRow(row, this.taken, this.takenRow);
-      this.taken = table;
-      this.takenRow = row;
-      this.owned = true;
-    }
-    return this.takenRow;
+  constructor(readonly key: GroupKey, own: OwnRows) {
+    this.sums = own.withRoom();
+    this.row = this.sums.newRow();
   }
 
   addMember(memberKey: number): void {
