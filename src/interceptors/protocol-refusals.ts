@@ -2,9 +2,9 @@
 // method that is not idempotent, an incomplete envelope) has no
 // vendor code of the service's, and would count and log as a success. It is given the first of the
 // table's codes that are about the request rather than a resource (PROTOCOL_CODES) with its HTTP status
-// (Connect unary) or RPC code (gRPC, gRPC-Web, Connect streams). Others (the health service's not_found
-// for an unknown service, connect-es's own "unimplemented") stay without one. Also here: the Allow header
-// connect-es's 405 lacks.
+// (Connect unary) or RPC code (gRPC, gRPC-Web, Connect streams); one no such code fits (the health
+// service's not_found for an unknown service, a 505 for a stream over HTTP/1.1) is 4001, the request's
+// fault, or 2001 when the status says the server's. Also here: the Allow header connect-es's 405 lacks.
 import { Code } from "@connectrpc/connect";
 import { compressedFlag, type UniversalHandler, type UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { endStreamFlag, endStreamFromJson } from "@connectrpc/connect/protocol-connect";
@@ -20,7 +20,7 @@ export function notingProtocolRefusals(handler: UniversalHandler): UniversalHand
     const log = req.contextValues?.get(callLogKey);
     if (!log || log.code !== undefined) return res;
     if (res.status !== 200) {
-      log.code = vendorCode((entry) => entry.httpStatus === res.status);
+      log.code = vendorCode((entry) => entry.httpStatus === res.status, res.status >= 500 && res.status !== 505);
       // connect-es's 405 (a GET of a method that is not idempotent) says nothing of what is allowed; RFC 9110 asks for Allow.
       return res.status === 405 ? { ...res, header: { ...Object.fromEntries(new Headers(res.header)), allow: handler.allowedMethods.join(", ") } } : res;
     }
@@ -43,7 +43,7 @@ async function* notedAtEnd(body: AsyncIterable<Uint8Array> | undefined, trailer:
   }
   if (log.code !== undefined) return;
   const status = trailer ? trailer.get("grpc-status") ?? undefined : last && lastStatus(last);
-  if (status !== undefined && Number(status) !== 0) log.code = vendorCode((entry) => entry.rpcCode === Number(status));
+  if (status !== undefined && Number(status) !== 0) log.code = vendorCode((entry) => entry.rpcCode === Number(status), SERVER_SIDE.has(Number(status)));
 }
 
 /** The RPC code of a final envelope (0: ok): a gRPC-Web trailer or a Connect end of stream; undefined for anything else. */
@@ -65,6 +65,9 @@ const PROTOCOL_CODES = [ErrorCode.INVALID_PARAMETER, ErrorCode.METHOD_NOT_ALLOWE
   ErrorCode.UNSUPPORTED_MEDIA_TYPE, ErrorCode.INVALID_ACCESS_TOKEN, ErrorCode.UNAVAILABLE, ErrorCode.DEADLINE_EXCEEDED, ErrorCode.CANCELED,
   ErrorCode.INTERNAL].map(errorEntry);
 
-function vendorCode(matches: (entry: ErrorCodeEntry) => boolean): number | undefined {
-  return PROTOCOL_CODES.find(matches)?.code;
+/** The RPC codes of a server's fault; the others a protocol code does not fit are the request's. */
+const SERVER_SIDE = new Set<number>([Code.Unknown, Code.Internal, Code.DataLoss]);
+
+function vendorCode(matches: (entry: ErrorCodeEntry) => boolean, serverSide: boolean): number {
+  return PROTOCOL_CODES.find(matches)?.code ?? (serverSide ? ErrorCode.INTERNAL : ErrorCode.INVALID_PARAMETER);
 }

@@ -15,6 +15,7 @@ import { dialects, type DialectName } from "../helpers/databases.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 import { holdWriteLock as holdStoreWriteLock } from "../helpers/write-lock.js";
 
+const REFLECTION = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo";
 const METRICS_TOKEN = "scrape-token-0123456789abcdef";
 const BATCH_GET = "/enterprise_admin.v1.DepartmentService/BatchGetDepartments";
 const RECORD_PROCEDURE = "/enterprise_admin.v1.UsageService/RecordUsageEvents";
@@ -183,6 +184,11 @@ describe.each(dialects)("metrics behind a token on %s", (dialect: DialectName) =
       headers: { authorization: `Bearer ${await svc.token(["statistics:read"])}`, "content-type": "application/connect+proto" },
     });
     expect(Buffer.from(await exported.arrayBuffer()).toString("latin1")).toContain("invalid_argument");
+    // Refusals no protocol code fits: a bidirectional stream over HTTP/1.1 (505), Health's not_found for a service it does not know.
+    const reflection = await fetch(`${svc.baseUrl}${REFLECTION}`, { method: "POST", body: envelope(0, 0, Buffer.alloc(0)), headers: { "content-type": "application/connect+proto" } });
+    expect(reflection.status).toBe(505);
+    const health = await fetch(`${svc.baseUrl}${HEALTH_CHECK}`, { method: "POST", body: JSON.stringify({ service: "no.such.Service" }), headers: { "content-type": "application/json" } });
+    expect([health.status, ((await health.json()) as { code: string }).code]).toStrictEqual([404, "not_found"]);
 
     const after = await samplesOf(svc.baseUrl);
     const moved = (labels: Labels) => total(after, "enterprise_admin_calls_total", labels) - total(before, "enterprise_admin_calls_total", labels);
@@ -190,11 +196,13 @@ describe.each(dialects)("metrics behind a token on %s", (dialect: DialectName) =
       connect405: moved({ procedure: BATCH_GET, transport: "connect", code: "4005" }),
       grpcWeb4001: moved({ procedure: BATCH_GET, transport: "grpc-web", code: "4001" }),
       stream4001: moved({ procedure: "/enterprise_admin.v1.UsageService/ExportUsage", transport: "connect", code: "4001" }),
+      reflection4001: moved({ procedure: REFLECTION, transport: "connect", code: "4001" }),
+      health4001: moved({ procedure: HEALTH_CHECK, transport: "connect", code: "4001" }),
       successes: moved({ code: "0" }),
-    }).toEqual({ connect405: 1, grpcWeb4001: 2, stream4001: 1, successes: 0 });
+    }).toEqual({ connect405: 1, grpcWeb4001: 2, stream4001: 1, reflection4001: 1, health4001: 1, successes: 0 });
     await new Promise((resolve) => setTimeout(resolve, 50));
     const logged = svc.logs.slice(logsBefore).map((line) => JSON.parse(line) as { procedure?: string; code?: number }).filter((line) => line.procedure);
-    expect(logged.map((line) => line.code)).toEqual([4005, 4001, 4001, 4001]);
+    expect(logged.map((line) => line.code)).toEqual([4005, 4001, 4001, 4001, 4001, 4001]);
   });
 
   it("usage ingestion counts recorded and duplicate events, and the store's ingestions move by the batches", async () => {
