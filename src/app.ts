@@ -164,7 +164,7 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
 
     const path = (req.url ?? "/").split("?")[0]!;
     if (isApiPath(path) && cors.handle(req, res)) return;
-    if ((path === "/healthz" || path === "/openapi.json") && req.method !== "GET" && req.method !== "HEAD") {
+    if ((path === "/healthz" || path === "/readyz" || path === "/openapi.json") && req.method !== "GET" && req.method !== "HEAD") {
       req.resume();
       log.code = ErrorCode.METHOD_NOT_ALLOWED;
       writeError(res, requestId, methodNotAllowed(req.method, path, "GET, HEAD"), { allow: "GET, HEAD" });
@@ -174,6 +174,15 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
       res.statusCode = draining ? 503 : 200;
       res.setHeader("content-type", "application/json");
       res.end(draining ? '{"status":"draining"}' : '{"status":"ok"}');
+      return;
+    }
+    // Readiness: /healthz's answer, and whether the store answers a query (a load balancer takes an instance whose store is down out).
+    if (path === "/readyz") {
+      void (draining ? Promise.resolve(false) : database.answers()).then((ready) => {
+        res.statusCode = ready ? 200 : 503;
+        res.setHeader("content-type", "application/json");
+        res.end(ready ? '{"status":"ready"}' : `{"status":"${draining ? "draining" : "store unreachable"}"}`);
+      });
       return;
     }
     // The API's description is public, like the health check: it holds no data.

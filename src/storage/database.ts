@@ -35,6 +35,8 @@ export interface Database {
   writeTransaction<T>(work: (trx: Kysely<Schema>) => Promise<T>, options?: { unbounded?: boolean }): Promise<T>;
   /** The busy, full or unreachable fault `error` is, if it is one (see store-faults.ts). */
   faultOf(error: unknown): StoreFault | undefined;
+  /** Whether the store answers a query now (readiness): false on any error, within the pool's wait for a connection. */
+  answers(): Promise<boolean>;
   /** Told of every wait for the write lock (the service's metrics). */
   readonly observer: StoreObserver;
   close(): Promise<void>;
@@ -144,7 +146,8 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
       await sql`select set_config('lock_timeout', ${options.unbounded ? "0" : `${Math.max(1, busyTimeout)}ms`}, true)`.execute(connection);
       return commitOrRollBack(connection, work, () => true);
     });
-    return { db, dialect: "postgres", location, createdDirectories: [], writeTransaction, faultOf: (error) => storeFaultOf(error, location), observer, close: () => db.destroy() };
+    return { db, dialect: "postgres", location, createdDirectories: [], writeTransaction, faultOf: (error) => storeFaultOf(error, location), answers: answersOf(db),
+      observer, close: () => db.destroy() };
   }
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(url)?.[1];
   if (scheme !== undefined && scheme.toLowerCase() !== "file") {
@@ -204,8 +207,11 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
       await sleep(LOCK_POLL_MS);
     }
   };
-  return { db, dialect: "sqlite", location, createdDirectories, writeTransaction, faultOf: (error) => storeFaultOf(error, location), observer, close };
+  return { db, dialect: "sqlite", location, createdDirectories, writeTransaction, faultOf: (error) => storeFaultOf(error, location), answers: answersOf(db),
+    observer, close };
 }
+
+const answersOf = (db: Kysely<Schema>) => () => sql`select 1`.execute(db).then(() => true, () => false);
 
 /** Makes `directory` and its missing parents; returns those it made, outermost first. */
 function makeDirectories(directory: string): string[] {

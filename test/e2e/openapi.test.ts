@@ -127,8 +127,9 @@ describe.each(dialects)("the OpenAPI document (%s)", (dialect) => {
     expect(head.headers.get("content-length")).toBe(String(Buffer.byteLength(text)));
   });
 
-  it("it and /healthz answer GET and HEAD; any other method is 405 with Allow: GET, HEAD, as /metrics and the REST routes do", async () => {
-    for (const path of ["/openapi.json", "/healthz"]) {
+  it("it, /healthz and /readyz answer GET and HEAD; any other method is 405 with Allow: GET, HEAD, as /metrics and the REST routes do", async () => {
+    expect(await (await fetch(`${svc.baseUrl}/readyz`)).json()).toStrictEqual({ status: "ready" });
+    for (const path of ["/openapi.json", "/healthz", "/readyz"]) {
       expect((await fetch(svc.baseUrl + path, { method: "HEAD" })).status, path).toBe(200);
       for (const method of ["POST", "PUT", "DELETE"]) {
         const response = await fetch(svc.baseUrl + path, { method, headers: { "content-type": "application/json" }, body: "{}" });

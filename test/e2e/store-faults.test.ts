@@ -244,6 +244,29 @@ describe.runIf(dialects.includes("postgres"))("PostgreSQL ending the server's co
     expect(await post("/openapi/v1/departments/batch-get", { department_ids: ["100"] })).toStrictEqual({ status: 200, code: 0 });
   }, 60_000);
 
+  it("/readyz is 503 while PostgreSQL refuses the server's connections and 200 again once it takes them; /healthz stays 200 (liveness)", async () => {
+    const answer = async (path: string) => {
+      const reply = await fetch(svc.baseUrl + path);
+      return [reply.status, await reply.json()];
+    };
+    expect(await answer("/readyz")).toStrictEqual([200, { status: "ready" }]);
+    const url = new URL(svc.databaseUrl);
+    const name = url.pathname.slice(1);
+    url.pathname = "/postgres";
+    const admin = new pg.Client({ connectionString: url.toString() });
+    await admin.connect();
+    try {
+      await admin.query(`alter database "${name}" allow_connections false`);
+      await admin.query("select pg_terminate_backend(pid) from pg_stat_activity where datname = $1", [name]);
+      await expect.poll(() => answer("/readyz"), { timeout: 10_000, interval: 100 }).toStrictEqual([503, { status: "store unreachable" }]);
+      expect(await answer("/healthz")).toStrictEqual([200, { status: "ok" }]);
+    } finally {
+      await admin.query(`alter database "${name}" allow_connections true`);
+      await admin.end();
+    }
+    expect(await answer("/readyz")).toStrictEqual([200, { status: "ready" }]);
+  }, 30_000);
+
   it("every error of a connection ended under its queries is a store error (store_errors_total), pg's own codeless ones too", async () => {
     const client = new pg.Client({ connectionString: svc.databaseUrl });
     client.on("error", () => {});
