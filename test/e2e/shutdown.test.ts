@@ -224,6 +224,7 @@ describe("serve: graceful shutdown on SIGTERM", () => {
   let outcomes: PromiseSettledResult<HttpResult>[] = [];
   let connectAfterSigterm: string | undefined;
   let healthzAfterSigterm = "";
+  let readyzAfterSigterm = "";
   let watched: ServingStatus[] = [];
   let watchEnded: Promise<unknown> = Promise.resolve();
   let traffic: Promise<KeepAliveTraffic[]> = Promise.resolve([]);
@@ -307,6 +308,9 @@ describe("serve: graceful shutdown on SIGTERM", () => {
     const healthz = rawHttp(port);
     await healthz.connected;
     healthz.socket.write("GET /healthz HTTP/1.1\r\nHost: x\r\n");
+    const readyz = rawHttp(port);
+    await readyz.connected;
+    readyz.socket.write("GET /readyz HTTP/1.1\r\nHost: x\r\n");
     // Keep-alive traffic on both protocols, running through the signal.
     const stopTraffic = new AbortController();
     const flows: KeepAliveTraffic[] = [{ name: "HTTP/1.1 keep-alive", statuses: [], failures: [] }, { name: "HTTP/2 session", statuses: [], failures: [] }];
@@ -319,7 +323,9 @@ describe("serve: graceful shutdown on SIGTERM", () => {
     child.kill("SIGTERM");
     await waitForLog((line) => typeof line.msg === "string" && line.msg.startsWith("shutting down"), "the 'shutting down' log line");
     healthz.socket.write("\r\n");
+    readyz.socket.write("\r\n");
     healthzAfterSigterm = await withTimeout(new Promise<string>((resolve) => healthz.socket.once("close", () => resolve(healthz.received()))), 5_000, "/healthz after SIGTERM");
+    readyzAfterSigterm = await withTimeout(new Promise<string>((resolve) => readyz.socket.once("close", () => resolve(readyz.received()))), 5_000, "/readyz after SIGTERM");
 
     // The listener is closed now: a new connection is refused while the old calls drain.
     connectAfterSigterm = await new Promise<string>((resolve) => {
@@ -413,9 +419,10 @@ describe("serve: graceful shutdown on SIGTERM", () => {
     }
   });
 
-  it("turns /healthz to 503 with Connection: close and gRPC health to NOT_SERVING while calls are still held", () => {
+  it("turns /healthz and /readyz to 503 with Connection: close and gRPC health to NOT_SERVING while calls are still held", () => {
     expect(healthzAfterSigterm).toMatch(/^HTTP\/1\.1 503 /);
     expect(healthzAfterSigterm).toMatch(/\r\nconnection: close\r\n/i);
+    expect(readyzAfterSigterm).toMatch(/^HTTP\/1\.1 503 [^]*\{"status":"draining"\}$/);
     expect(watched).toEqual([ServingStatus.SERVING, ServingStatus.NOT_SERVING]);
   });
 
