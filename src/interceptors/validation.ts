@@ -35,16 +35,24 @@ export function validateRequest<Desc extends DescMessage>(schema: Desc, message:
     const messages = new Map<string, string>();
     for (const v of result.error.violations) {
       const path = pathToString(v.field) || schema.name;
-      if (!messages.has(path)) messages.set(path, `${path}: ${inPlainNumbers(v.message)}`);
+      if (!messages.has(path)) messages.set(path, `${path}: ${inPlainWords(v.message)}`);
     }
     throw invalidParameter([...messages.values()].join("; "));
   }
   throw result.error;
 }
 
-/** protovalidate's "at least 1 characters" and "1000 item(s)" as a person would write them. */
-function inPlainNumbers(message: string): string {
-  return message.replace(/\b1 characters\b/g, "1 character").replace(/\b(\d+) item\(s\)/g, (_, n: string) => (n === "1" ? "1 item" : `${n} items`));
+/**
+ * protovalidate's "at least 1 characters", "1000 item(s)" and "must be in list [, csv, ndjson]" (the empty word: left out) as a person
+ * would write them.
+ */
+function inPlainWords(message: string): string {
+  return message.replace(/\b1 characters\b/g, "1 character").replace(/\b(\d+) item\(s\)/g, (_, n: string) => (n === "1" ? "1 item" : `${n} items`))
+    .replace(/^must be in list \[(.*)\]$/, (_, list: string) => {
+      const words = list.split(", ");
+      const named = words.filter((word) => word !== "");
+      return `must be one of ${named.join(", ")}${named.length < words.length ? ", or left out" : ""}`;
+    });
 }
 
 /**

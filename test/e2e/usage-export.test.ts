@@ -464,7 +464,7 @@ describe.each(dialects)("usage export (%s)", (dialect) => {
       ["end_time not after start_time", { start_time: 100, end_time: 100 }, "end_time must be after start_time"],
       ["a window over 366 days", { start_time: 0, end_time: 366 * 86_400 + 1 }, "end_time - start_time: 31622401 seconds > 31622400 (366 days)"],
       ["an unknown time zone", { ...window, time_zone: "Mars/Olympus" }, "time_zone: \"Mars/Olympus\" is not an IANA time zone name"],
-      ["an unknown format", { ...window, format: "xml" }, "format: "],
+      ["an unknown format", { ...window, format: "xml" }, "format: must be one of csv, ndjson, or left out"],
       ["a negative start_time", { start_time: -1, end_time: 10 }, "start_time: "],
       ["an unknown query parameter", { ...window, bucket: "day" }, "bucket: unknown query parameter"],
       ["a window past the events' last second", { start_time: 8_640_000_000_000, end_time: 8_640_000_086_400 }, "end_time: 8640000086400 > 253402300800"],
