@@ -82,7 +82,10 @@ export async function listen(app: App, port: number, host: string, limits: Serve
   await new Promise<void>((resolve, reject) => {
     server.once("error", (error: NodeJS.ErrnoException) => {
       const why = UNLISTENABLE_HOSTS[error.code ?? ""];
-      reject(why ? new BadSetting(`--host/HOST: ${JSON.stringify(host)} ${why} (${error.code})`) : error);
+      if (why) reject(new BadSetting(`--host/HOST: ${JSON.stringify(host)} ${why} (${error.code})`));
+      // Not a bad setting either (exit 1): the other process may be gone on the next start.
+      else if (error.code === "EADDRINUSE") reject(new Error(`--port/PORT: ${host} port ${port} is in use by another process: stop it, or choose another port (EADDRINUSE)`));
+      else reject(error);
     });
     server.listen(port, host, () => resolve());
   });

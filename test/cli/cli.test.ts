@@ -1,4 +1,5 @@
 import type { ChildProcess } from "node:child_process";
+import { createServer, type AddressInfo } from "node:net";
 import { createHash, randomBytes } from "node:crypto";
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -609,6 +610,18 @@ describe.concurrent("the real binary's exit status", () => {
   it("a --host that is no address of this machine stops serve, naming --host, not the database, exit 2", async () => {
     expect(await cliProcess(["serve", "--port", "0", "--host", "10.99.99.99", "--db", join(dir, "settings.sqlite")]))
       .toStrictEqual({ code: 2, stdout: "", stderr: 'error: --host/HOST: "10.99.99.99" is no address of this machine to listen on (EADDRNOTAVAIL)\n' });
+  });
+
+  it("a --port another process holds stops serve saying so and naming --port, exit 1 (it may be free on the next start)", async () => {
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
+    const port = (holder.address() as AddressInfo).port;
+    try {
+      expect(await cliProcess(["serve", "--port", String(port), "--db", join(dir, "settings.sqlite")])).toStrictEqual({ code: 1, stdout: "",
+        stderr: `error: --port/PORT: 127.0.0.1 port ${port} is in use by another process: stop it, or choose another port (EADDRINUSE)\n` });
+    } finally {
+      await new Promise((resolve) => holder.close(resolve));
+    }
   });
 
   it("a LOG_LEVEL that is no level, a limit past 2^31 - 1, or a master key that is not base64 of 32 bytes, is one line naming it, exit 2", async () => {
