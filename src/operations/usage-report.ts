@@ -1,7 +1,6 @@
 // The usage report and the daily trend, one engine for both (docs/architecture.md, Usage analytics).
 import { createHash } from "node:crypto";
 import { LRUCache } from "lru-cache";
-import PQueue from "p-queue";
 import roaring from "roaring";
 import type { GetUsageReportRequest } from "../../gen/enterprise_admin/v1/usage_pb.js";
 import { invalidParameter } from "../domain/errors.js";
@@ -17,6 +16,7 @@ import { bucketKind, bucketParts, checkReportWindow, planBuckets, type BucketKin
 import { ROOT_PARENT_ID } from "../domain/department-tree.js";
 import { DAY, encodeSums, HOUR, QUARTER, RollupPeriods, type Grain, type RollupLayout } from "../domain/usage-rollup.js";
 import { decodeMemberSums } from "../storage/member-day-sums.js";
+import { ReportTurns } from "./report-turns.js";
 import type { DepartmentRepository } from "../storage/department-repository.js";
 import type { MemberRow, UsageRepository } from "../storage/usage-repository.js";
 import { resolveNamedMembers } from "./named-members.js";
@@ -61,23 +61,18 @@ export class UsageReports {
   private readonly departmentScopes = new LRUCache<string, DepartmentScope>({ max: DEPARTMENT_SCOPES_KEPT });
 
   private readonly maxFigures: number;
-  /** The reports being worked on (at most `limits.maxRunning`) and those waiting their turn; a waiting call that ends leaves the line. */
-  private readonly running: PQueue;
-  /**
-   * Per enterprise, its reports working or waiting. Each waits behind the other enterprises' reports that came before it and have as
-   * few of their own ahead: an enterprise that sends many at once cannot make another's wait for all of them.
-   */
-  private readonly outstanding = new Map<string, number>();
+  /** The reports being worked on (at most `limits.maxRunning`) and those waiting their turn, taken in turn by the enterprises. */
+  private readonly turns: ReportTurns;
 
   /** `limits.maxFigures` bounds a report's answer (REPORT_MAX_FIGURES); the daily trend has at most 366 figures and is not bounded. */
   constructor(private readonly usage: UsageRepository, private readonly departments: DepartmentRepository, limits: ReportLimits = DEFAULT_REPORT_LIMITS) {
     this.maxFigures = limits.maxFigures;
-    this.running = new PQueue({ concurrency: limits.maxRunning });
+    this.turns = new ReportTurns(limits.maxRunning);
   }
 
   /** Reports being worked on, and reports waiting for their turn (the service's metrics). */
   load(): { running: number; waiting: number } {
-    return { running: this.running.pending, waiting: this.running.size };
+    return this.turns.load();
   }
 
   /** Checked at once; worked on in its turn (REPORT_MAX_RUNNING at a time, taken in turn by the enterprises). */
@@ -87,24 +82,7 @@ export class UsageReports {
     const dimensions = groupDimensions(request.groupBy);
     if (!dimensions.includes("member") && request.pageToken !== "") throw invalidParameter(`page_token: pages exist only when group_by includes "member"`);
     zoneOrDefault(request.timeZone, "UTC", "time_zone"); // a zone named is checked now; the enterprise's, in the turn
-    // The call's end takes a report out of the line, not out of its turn: p-queue would free the turn at once, while the report works
-    // on to its next check of the signal (a wait for the store's lock has none), and the turns would no longer bound the memory.
-    const waiting = new AbortController();
-    const leave = () => waiting.abort(signal.reason);
-    signal.addEventListener("abort", leave, { once: true });
-    const ahead = this.outstanding.get(enterpriseId) ?? 0;
-    this.outstanding.set(enterpriseId, ahead + 1);
-    try {
-      return await this.running.add(() => {
-        signal.removeEventListener("abort", leave);
-        return this.reportInTurn(enterpriseId, request, kind, window, dimensions, signal);
-      }, { signal: waiting.signal, priority: -ahead }); // p-queue: the highest first, equal ones in arrival order
-    } finally {
-      signal.removeEventListener("abort", leave);
-      const left = this.outstanding.get(enterpriseId)! - 1;
-      if (left === 0) this.outstanding.delete(enterpriseId);
-      else this.outstanding.set(enterpriseId, left);
-    }
+    return this.turns.run(enterpriseId, signal, () => this.reportInTurn(enterpriseId, request, kind, window, dimensions, signal));
   }
 
   private async reportInTurn(enterpriseId: string, request: UsageReportRequest, kind: BucketKind, { start, end }: { start: number; end: number },
