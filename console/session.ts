@@ -20,8 +20,8 @@ export const session = {
   range(): Range | undefined {
     try {
       const kept = JSON.parse(sessionStorage.getItem(RANGE_KEY) ?? "null") as Partial<Range> | null;
-      const fields = [kept?.from, kept?.to, kept?.timeZone, kept?.granularity];
-      return fields.every((field) => typeof field === "string") ? kept as Range : undefined;
+      const dates = [kept?.from, kept?.to, kept?.timeZone];
+      return dates.every((field) => typeof field === "string") && (kept?.granularity === "day" || kept?.granularity === "hour") ? kept as Range : undefined;
     } catch {
       return undefined;
     }

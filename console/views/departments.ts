@@ -38,16 +38,18 @@ export async function departmentsView(ctx: ViewContext, root: HTMLElement): Prom
  * last; Right opens a department, or goes to its first child when open; Left closes it, or goes to its parent when closed.
  */
 function moveInTree(tree: HTMLElement, event: KeyboardEvent): void {
-  const toggle = (event.target as HTMLElement).closest<HTMLButtonElement>("button.toggle");
+  // A department's toggle, or a "More departments…" button (which opens nothing).
+  const toggle = (event.target as HTMLElement).closest<HTMLButtonElement>("button.toggle, button.more");
   if (!toggle || event.altKey || event.ctrlKey || event.metaKey) return;
-  const shown = [...tree.querySelectorAll<HTMLButtonElement>("button.toggle")].filter((button) => button.closest("[hidden]") === null);
+  const shown = [...tree.querySelectorAll<HTMLButtonElement>("button.toggle, button.more")].filter((button) => button.closest("[hidden]") === null);
   const at = shown.indexOf(toggle);
   const item = toggle.closest("li")!;
+  const isMore = toggle.classList.contains("more");
   const open = toggle.getAttribute("aria-expanded") === "true";
   const firstChild = open && item.contains(shown[at + 1] ?? null) ? shown[at + 1] : undefined;
   const parent = item.parentElement!.closest("li")?.querySelector<HTMLButtonElement>("button.toggle") ?? undefined;
   const moves: Record<string, HTMLButtonElement | undefined> = { ArrowDown: shown[at + 1], ArrowUp: shown[at - 1], Home: shown[0],
-    End: shown[shown.length - 1], ArrowRight: open ? firstChild : toggle, ArrowLeft: open ? toggle : parent };
+    End: shown[shown.length - 1], ArrowRight: isMore ? undefined : open ? firstChild : toggle, ArrowLeft: open ? toggle : parent };
   if (!Object.hasOwn(moves, event.key)) return;
   event.preventDefault(); // no page scroll
   const target = moves[event.key];
@@ -96,7 +98,10 @@ function node(ctx: ViewContext, department: Department, figures: Figures, depth:
       const more = h("button", { type: "button", class: "more" }, "More departments…");
       more.addEventListener("click", () => {
         more.parentElement!.remove();
-        loadPage(page.next_page_token, groups).catch((error) => element.dispatchEvent(new CustomEvent("view-error", { bubbles: true, detail: error })));
+        const before = children.children.length;
+        // The focus was on the button just removed: it goes to the first department the page brought.
+        loadPage(page.next_page_token, groups).then(() => children.children[before]?.querySelector<HTMLButtonElement>("button.toggle")?.focus())
+          .catch((error) => element.dispatchEvent(new CustomEvent("view-error", { bubbles: true, detail: error })));
       });
       children.append(h("li", { class: "more-row" }, more));
     }

@@ -78,7 +78,7 @@ export async function exportUsageFile(database: Database, options: UsageExportOp
 /**
  * A new file, opened before any work starts, or a one-line error naming --out. The export is renamed over `named` when done, so `named`
  * must be new or a regular file this process may write: a rename would replace a device, a link or a read-only file. Over an existing
- * file, the new one has its permission bits.
+ * file, the new one has its permission bits (not its owner or group: those of whoever runs the export).
  */
 async function openNew(path: string, named: string): Promise<WriteStream> {
   if (named === "") throw invalidParameter("--out: an empty name is no file: name one, or leave --out out to write to stdout");
@@ -89,7 +89,9 @@ async function openNew(path: string, named: string): Promise<WriteStream> {
   if (existing && !(await access(named, constants.W_OK).then(() => true, () => false))) {
     throw invalidParameter(`--out: cannot write ${named}: permission denied`);
   }
-  const file = createWriteStream(path, { flags: "wx" });
+  // Made with the existing file's permission bits (the umask may take some away; chmod gives them back): never readable by more.
+  const mode = existing ? existing.mode & 0o7777 : 0o666;
+  const file = createWriteStream(path, { flags: "wx", mode });
   try {
     await once(file, "open");
   } catch (failure) {
@@ -100,7 +102,13 @@ async function openNew(path: string, named: string): Promise<WriteStream> {
       : error.code === "EEXIST" ? `${path} exists (another export to the same file running?)` : error.code ?? error.message;
     throw invalidParameter(`--out: cannot write ${named}: ${reason}`);
   }
-  // Renamed over `named`, the export keeps its permissions: a finance file kept 0600 must not become readable by everyone.
-  if (existing) await chmod(path, existing.mode & 0o7777);
+  if (existing) {
+    // Renamed over `named`, the export keeps its permission bits: a finance file kept 0600 must not become readable by everyone.
+    await chmod(path, mode).catch(async (error: unknown) => {
+      file.destroy();
+      await rm(path, { force: true });
+      throw error;
+    });
+  }
   return file;
 }

@@ -183,7 +183,7 @@ export function buildProgram(io: CliIo = processIo()): Command {
     .requiredOption("--to <date>", "last local date, YYYY-MM-DD (inclusive)")
     .option("--time-zone <tz>", "IANA time zone of the dates (default: the enterprise's)")
     .option("--format <format>", `file format: ${RECORD_FORMATS.join(" or ")}`, "csv")
-    .option("--out <file>", "write to this file (complete or not at all; new, or a regular file, never a link or a device, whose permissions it keeps) instead of stdout")
+    .option("--out <file>", "write to this file (complete or not at all; new, or a regular file, never a link or a device, whose permission bits it keeps) instead of stdout")
     .addOption(dbOption())
     .action(async (opts, command: Command) => {
       // Ctrl-C or a SIGTERM stops the export cleanly: the partial file is removed, the store closed.

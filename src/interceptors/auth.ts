@@ -42,8 +42,9 @@ export class Authenticator {
   /** Returns the caller, or undefined for a public method; throws 1002 or 30017. */
   async authorize(authorization: string | null | undefined, access: MethodAccess): Promise<Principal | undefined> {
     if (access.public) return undefined;
-    if (!authorization?.trim()) throw invalidToken("access token missing: send Authorization: Bearer <access_token>");
-    const match = BEARER.exec(authorization.trim());
+    const sent = authorization?.trim();
+    if (!sent) throw invalidToken("access token missing: send Authorization: Bearer <access_token>");
+    const match = BEARER.exec(sent);
     if (!match) {
       throw invalidToken("access token malformed: send one Authorization header, \"Bearer \" and the token (1 to 512 printable ASCII characters)");
     }

@@ -54,7 +54,7 @@ export class ServiceMetrics implements StoreObserver {
       name: "enterprise_admin_usage_events_duplicate_total", help: "Usage events of RecordUsageEvents calls whose event_id was stored already (not stored again).", registers,
     });
     this.storeErrors = new Counter({
-      name: "enterprise_admin_store_errors_total", help: "Calls failed by the store: busy past the busy timeout or full (503), or another database error (500).",
+      name: "enterprise_admin_store_errors_total", help: "Calls failed by the store: busy past the busy timeout, full or unreachable (503), or another database error (500).",
       labelNames: ["kind"], registers,
     });
     this.lockWaits = new Counter({

@@ -35,9 +35,9 @@ if (!haveChromium) console.warn(`browser tests skipped: no Chromium at ${CHROMIU
 const SHOTS = "test-results";
 const MEMBERS = 5000;
 
-/** Enterprise "scale": 5,000 members in 50 departments, two events each over the last 360 days. */
+/** Enterprise "scale": 5,000 members in 50 of its 120 departments (more than a page of children), two events each over the last 360 days. */
 async function seedScale(service: TestService): Promise<void> {
-  const departments = Array.from({ length: 50 }, (_, d) => ({ department_id: String(1000 + d), parent_department_id: "1", name: `Team ${String(d).padStart(2, "0")}` }));
+  const departments = Array.from({ length: 120 }, (_, d) => ({ department_id: String(1000 + d), parent_department_id: "1", name: `Team ${String(d).padStart(2, "0")}` }));
   await importDirectory(service.database, {
     enterprise: { enterprise_id: "scale", name: "Scale Inc", currency: "USD", time_zone: "UTC" },
     departments: [{ department_id: "1", parent_department_id: "0", name: "Scale Inc" }, ...departments],
@@ -579,6 +579,22 @@ describe.skipIf(!haveChromium)("the usage console in Chromium, on the demo enter
     expect(await press("ArrowUp")).toBe("Collapse Demo Corp");
   });
 
+  test("the tree's keys reach \"More departments…\", and pressing it puts the focus on the first department it brought", async () => {
+    await signIn(await service.token(["statistics:read", "departments:read"], "scale"));
+    await page.click('nav a[data-view="departments"]');
+    await viewReady("departments");
+    await page.focus('button[aria-label="Collapse Scale Inc"]');
+    await page.keyboard.press("End");
+    expect(await page.evaluate("document.activeElement?.textContent")).toBe("More departments…");
+    await page.keyboard.press("ArrowUp");
+    expect(await page.evaluate("document.activeElement?.getAttribute('aria-label')")).toBe("Expand Team 99");
+    await page.keyboard.press("ArrowDown");
+    await page.keyboard.press("Enter");
+    await expect.poll(() => page.evaluate("document.activeElement?.getAttribute('aria-label')")).toBe("Expand Team 100");
+    await page.keyboard.press("End");
+    expect(await page.evaluate("document.activeElement?.getAttribute('aria-label')")).toBe("Expand Team 119");
+  });
+
   test("Download CSV with an edited range not applied yet: the view shows the range the file holds", async () => {
     await signIn(token);
     const zone = demoDirectory.enterprise.time_zone!;
@@ -616,7 +632,13 @@ describe.skipIf(!haveChromium)("the usage console in Chromium, on the demo enter
     await page.click("#token-form button[type=submit]");
     await viewReady("trend");
     const zone = demoDirectory.enterprise.time_zone!;
-    expect(await controls()).toEqual([new Date(Date.parse(`${to}T00:00:00Z`) - 29 * 86_400_000).toISOString().slice(0, 10), to, zone, "day"]);
+    const lastThirtyDays = [new Date(Date.parse(`${to}T00:00:00Z`) - 29 * 86_400_000).toISOString().slice(0, 10), to, zone, "day"];
+    expect(await controls()).toEqual(lastThirtyDays);
+    // A stored range that is none (buckets of a week) is not taken.
+    await page.evaluate(`sessionStorage.setItem("enterprise-admin.range", JSON.stringify({ from: "2026-11-01", to: "2026-11-07", timeZone: "UTC", granularity: "week" }))`);
+    await page.reload();
+    await viewReady("trend");
+    expect(await controls()).toEqual(lastThirtyDays);
   });
 
   test("signed in while the server did not answer: the next view asks again for the enterprise's currency and zone", async () => {
