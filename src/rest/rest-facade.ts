@@ -19,7 +19,7 @@ import { writeError, writeInternalError, writeSuccess, type HttpRequest, type Ht
 import { parseJsonBody } from "./json-body.js";
 import { decodeComponent, RestRouter, type RestRoute } from "./http-rules.js";
 import { CONTENT_TYPES, RECORD_FORMATS, recordEncoder, recordsField, type RecordFormat } from "./record-formats.js";
-import { acceptsInteger, findField, messageFromRestJson, messageToRestJson, readScalar } from "./rest-json.js";
+import { acceptsInteger, findField, messageFromRestJson, messageToRestJsonInTurns, readScalar } from "./rest-json.js";
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -114,7 +114,7 @@ export class RestFacade {
       return writeCallError(res, log, call, error);
     }
     call.responseHeader.forEach((value, name) => res.setHeader(name, value));
-    writeSuccess(res, log.requestId, messageToRestJson(route.method.output, response as unknown as Record<string, unknown>));
+    writeSuccess(res, log.requestId, await messageToRestJsonInTurns(route.method.output, response as unknown as Record<string, unknown>));
   }
 
   /**

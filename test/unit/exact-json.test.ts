@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { parseJsonExact } from "../../src/domain/exact-json.js";
-import { messageFromRestJson, messageToRestJson } from "../../src/rest/rest-json.js";
+import { messageFromRestJson, messageToRestJson, messageToRestJsonInTurns } from "../../src/rest/rest-json.js";
+import { GetUsageReportResponseSchema } from "../../gen/enterprise_admin/v1/usage_pb.js";
 import { DepartmentSchema, BatchGetDepartmentsRequestSchema } from "../../gen/enterprise_admin/v1/department_pb.js";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { EnvelopeSchema } from "../../gen/enterprise_admin/v1/errors_pb.js";
@@ -37,6 +38,27 @@ describe("REST JSON of messages", () => {
     const json = messageToRestJson(EnvelopeSchema, { code: 0, message: "success", requestId: "r" });
     expect(json).toBe('{"code":0,"message":"success","request_id":"r","data":null}');
     expect(messageToRestJson(ValueSchema, create(ValueSchema, { kind: { case: "numberValue", value: 1 } }))).toBe("1");
+  });
+
+  it("writes a long answer in turns, giving the event loop turns between its groups, the same text", async () => {
+    const report = create(GetUsageReportResponseSchema, {
+      currency: "CNY", timeZone: "Asia/Kolkata", nextPageToken: "t", notFoundEmails: ["x@example.com"],
+      buckets: Array.from({ length: 3 }, (_, b) => ({ startTime: BigInt(b * 3600), endTime: BigInt(b * 3600 + 3600), date: "",
+        groups: Array.from({ length: 4 }, (_, g) => ({ modelName: `m${g}`, events: BigInt(g), inputTokens: 2n ** 63n + BigInt(g), totalAmount: "0.000001" })) })),
+    });
+    // Another task of the event loop, counting the turns it gets while the text is written.
+    let turns = 0;
+    let writing = true;
+    const other = () => {
+      turns++;
+      if (writing) setImmediate(other);
+    };
+    setImmediate(other);
+    // A turn long gone: the writer gives one after every group.
+    const text = await messageToRestJsonInTurns(GetUsageReportResponseSchema, report, 2, { since: -Infinity });
+    writing = false;
+    expect(text).toBe(messageToRestJson(GetUsageReportResponseSchema, report));
+    expect(turns).toBeGreaterThan(0);
   });
 
   it("reads a request and rejects an unknown field by name", () => {
