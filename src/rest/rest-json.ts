@@ -169,9 +169,9 @@ const hasPresence = (field: DescField) => field.presence === FeatureSet_FieldPre
 
 /**
  * Prints a message (or its init shape: missing fields are zero values) as REST JSON with every field
- * present, 64-bit integers as exact numbers.
+ * present, 64-bit integers as exact numbers. `written`: the text of fields written already (messageToRestJsonInTurns).
  */
-export function messageToRestJson(schema: DescMessage, value: Fields | undefined): string {
+export function messageToRestJson(schema: DescMessage, value: Fields | undefined, written?: ReadonlyMap<DescField, string>): string {
   if (value === undefined || value === null) return "null";
   if (isPlain(schema)) return JSON.stringify(toPlain(schema, value));
   if (isWellKnown(schema)) return JSON.stringify(toJson(schema, create(schema, value as never)));
@@ -180,7 +180,7 @@ export function messageToRestJson(schema: DescMessage, value: Fields | undefined
   for (const field of schema.fields) {
     const v = value[field.localName];
     if (field.oneof && field.fieldKind !== "scalar" && v === undefined) continue;
-    out += `${first ? "" : ","}"${field.name}":${writeField(field, v)}`; // a proto field name needs no escaping
+    out += `${first ? "" : ","}"${field.name}":${written?.get(field) ?? writeField(field, v)}`; // a proto field name needs no escaping
     first = false;
   }
   return out + "}";
@@ -194,29 +194,23 @@ export function messageToRestJson(schema: DescMessage, value: Fields | undefined
 export async function messageToRestJsonInTurns(schema: DescMessage, value: Fields | undefined, depth = 2,
   turn = { since: performance.now() }): Promise<string> {
   if (depth === 0 || value === undefined || value === null || isPlain(schema) || isWellKnown(schema)) return messageToRestJson(schema, value);
-  let out = "{";
-  let first = true;
+  // The fields holding messages are written here, in turns; messageToRestJson writes the rest around them.
+  const written = new Map<DescField, string>();
   for (const field of schema.fields) {
     const v = value[field.localName];
-    if (field.oneof && field.fieldKind !== "scalar" && v === undefined) continue;
-    let text: string;
-    if (field.fieldKind === "list" && field.listKind === "message") {
-      const parts: string[] = [];
-      for (const item of (v as Fields[] | undefined) ?? []) {
-        parts.push(await messageToRestJsonInTurns(field.message, item, depth - 1, turn));
-        if (performance.now() - turn.since > TURN_MS) {
-          await setImmediatePromise();
-          turn.since = performance.now();
-        }
+    if (field.fieldKind === "message" && v !== undefined) written.set(field, await messageToRestJsonInTurns(field.message, v as Fields, depth - 1, turn));
+    if (field.fieldKind !== "list" || field.listKind !== "message") continue;
+    const parts: string[] = [];
+    for (const item of (v as Fields[] | undefined) ?? []) {
+      parts.push(await messageToRestJsonInTurns(field.message, item, depth - 1, turn));
+      if (performance.now() - turn.since > TURN_MS) {
+        await setImmediatePromise();
+        turn.since = performance.now();
       }
-      text = `[${parts.join(",")}]`;
-    } else {
-      text = field.fieldKind === "message" ? await messageToRestJsonInTurns(field.message, v as Fields | undefined, depth - 1, turn) : writeField(field, v);
     }
-    out += `${first ? "" : ","}"${field.name}":${text}`;
-    first = false;
+    written.set(field, `[${parts.join(",")}]`);
   }
-  return out + "}";
+  return messageToRestJson(schema, value, written);
 }
 
 /** How long writing an answer holds the thread before it gives the event loop a turn. */

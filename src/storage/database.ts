@@ -211,7 +211,11 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
     observer, close };
 }
 
-const answersOf = (db: Kysely<Schema>) => () => sql`select 1`.execute(db).then(() => true, () => false);
+/** Asked twice: a pool connection the server ended while it was idle fails once, and the pool then opens a new one. */
+const answersOf = (db: Kysely<Schema>) => async () => {
+  const once = () => sql`select 1`.execute(db).then(() => true, () => false);
+  return (await once()) || once();
+};
 
 /** Makes `directory` and its missing parents; returns those it made, outermost first. */
 function makeDirectories(directory: string): string[] {

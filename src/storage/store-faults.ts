@@ -1,7 +1,8 @@
 // Faults of the store that pass by themselves: busy (another writer held the write lock past the
 // bounded wait), full (no disk space) and unreachable (the PostgreSQL server refused or ended the
-// connection: a restart, a failover, an outage). Told apart from the drivers' errors here, the only
-// place that knows their codes; callers get "retry later" for them instead of a server fault.
+// connection: a restart, a failover, an outage). Told apart from the drivers' errors here (the socket
+// errors with store-unreachable.ts); callers get "retry later" for them instead of a server fault.
+import { SOCKET_FAILURES } from "./store-unreachable.js";
 
 export type StoreFaultKind = "busy" | "full" | "unreachable";
 
@@ -24,10 +25,10 @@ const BUSY_CODES = new Set(["SQLITE_BUSY", "SQLITE_BUSY_RECOVERY", "SQLITE_BUSY_
 const FULL_CODES = new Set(["SQLITE_FULL", "53100"]);
 /**
  * PostgreSQL's SQLSTATEs of a server shutting down, starting up or ending the connection (57P01 to 57P03, class 08), and Node's socket
- * errors of a connection refused or lost (pg's `code`).
+ * errors of a connection that could not be made or was lost (pg's `code`).
  */
-const UNREACHABLE_CODES = new Set(["57P01", "57P02", "57P03", "08000", "08001", "08003", "08004", "08006", "ECONNREFUSED", "ECONNRESET",
-  "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN"]);
+const UNREACHABLE_CODES = new Set(["57P01", "57P02", "57P03", "08000", "08001", "08003", "08004", "08006", ...Object.keys(SOCKET_FAILURES),
+  "ECONNRESET", "EPIPE"]);
 const POOL_WAIT_TIMEOUT = "timeout exceeded when trying to connect";
 
 /** The fault `error` is, if it is a busy, full or unreachable store's; `location` names the store. */

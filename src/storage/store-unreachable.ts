@@ -11,15 +11,20 @@ export class StoreUnreachable extends Error {
   }
 }
 
-/** Node's socket errors (`code`) and PostgreSQL's SQLSTATEs of a connection that never worked. */
-const REASONS: Record<string, string> = {
+/** Node's socket errors (pg's `code`) of a connection that could not be made, in a person's words (store-faults.ts's too). */
+export const SOCKET_FAILURES: Readonly<Record<string, string>> = {
   ECONNREFUSED: "connection refused (is PostgreSQL running there?)",
   ENOTFOUND: "host not found",
   EAI_AGAIN: "host name lookup failed",
   ETIMEDOUT: "connection timed out",
   EHOSTUNREACH: "host unreachable",
   ENETUNREACH: "network unreachable",
-  "3D000": "", // database does not exist: PostgreSQL's own words are clear
+};
+
+/** Node's socket errors and PostgreSQL's SQLSTATEs of a connection that never worked; "": PostgreSQL's own words are clear. */
+const REASONS: Record<string, string> = {
+  ...SOCKET_FAILURES,
+  "3D000": "", // database does not exist
   "28000": "", // role does not exist, or not allowed by pg_hba.conf
   "28P01": "", // password authentication failed
 };
