@@ -322,10 +322,12 @@ describe("serve: graceful shutdown on SIGTERM", () => {
     signalledAt = Date.now();
     child.kill("SIGTERM");
     await waitForLog((line) => typeof line.msg === "string" && line.msg.startsWith("shutting down"), "the 'shutting down' log line");
+    // Both listened for at once: the second socket may close while the first is awaited.
+    const probesClosed = [healthz, readyz].map((probe) => new Promise<string>((resolve) => probe.socket.once("close", () => resolve(probe.received()))));
     healthz.socket.write("\r\n");
     readyz.socket.write("\r\n");
-    healthzAfterSigterm = await withTimeout(new Promise<string>((resolve) => healthz.socket.once("close", () => resolve(healthz.received()))), 5_000, "/healthz after SIGTERM");
-    readyzAfterSigterm = await withTimeout(new Promise<string>((resolve) => readyz.socket.once("close", () => resolve(readyz.received()))), 5_000, "/readyz after SIGTERM");
+    healthzAfterSigterm = await withTimeout(probesClosed[0]!, 5_000, "/healthz after SIGTERM");
+    readyzAfterSigterm = await withTimeout(probesClosed[1]!, 5_000, "/readyz after SIGTERM");
 
     // The listener is closed now: a new connection is refused while the old calls drain.
     connectAfterSigterm = await new Promise<string>((resolve) => {
