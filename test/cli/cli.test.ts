@@ -1,8 +1,7 @@
 import type { ChildProcess } from "node:child_process";
 import { createServer, type AddressInfo } from "node:net";
 import { createHash, randomBytes } from "node:crypto";
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { pathToFileURL } from "node:url";
 import { sql } from "kysely";
@@ -18,6 +17,7 @@ import { cli, cliChild, cliOnTerminal, cliProcess } from "../helpers/cli.js";
 import { createTestDatabase, dialects, type TestDatabase } from "../helpers/databases.js";
 import { acme } from "../helpers/fixtures.js";
 import { holdWriteLock } from "../helpers/write-lock.js";
+import { scratchFolder } from "../helpers/scratch-folder.js";
 
 // The commands run in this process (test/helpers/cli.ts); the tests of what only a process shows (its
 // exit status, a terminal) run the real binary.
@@ -25,7 +25,7 @@ import { holdWriteLock } from "../helpers/write-lock.js";
 describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
   let testDb: TestDatabase;
   let database: Database;
-  const dir = mkdtempSync(join(tmpdir(), "eadmin-cli-"));
+  const dir = scratchFolder("eadmin-cli-");
   const file = (name: string, text: string) => {
     const path = join(dir, name);
     writeFileSync(path, text);
@@ -427,10 +427,9 @@ describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
 });
 
 describe("enterprise-admin CLI: output, errors and the demo, whatever the database", () => {
-  const dir = mkdtempSync(join(tmpdir(), "eadmin-cli-any-"));
+  const dir = scratchFolder("eadmin-cli-any-");
   const earlier = join(dir, "earlier", "demo.sqlite");
   const later = join(dir, "later", "demo.sqlite");
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   /** The demo's events, one string each, by local date (the demo's days fall on one date in UTC and Asia/Shanghai). */
   async function demoEvents(url: string): Promise<Map<string, string>> {
@@ -573,8 +572,7 @@ describe("enterprise-admin CLI: output, errors and the demo, whatever the databa
 // Each test starts the real binary (bin/enterprise-admin.mjs) as a process: what its exit status is.
 // They share nothing, so they run at once.
 describe.concurrent("the real binary's exit status", () => {
-  const dir = mkdtempSync(join(tmpdir(), "eadmin-cli-bin-"));
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = scratchFolder("eadmin-cli-bin-");
 
   it("--version prints the version of package.json and exits 0", async () => {
     const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };

@@ -1,8 +1,7 @@
 // The CLI: `import directory FILE --prune` prints what it removes and removes it; `--dry-run`, with
 // or without --prune, prints the same and writes nothing. (The cases of the import itself are in
 // test/storage/directory-prune.test.ts.)
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DirectoryFile } from "../../src/domain/directory-file.js";
@@ -11,6 +10,7 @@ import { migrateToLatest, openDatabase, type Database } from "../../src/storage/
 import { cli } from "../helpers/cli.js";
 import { createTestDatabase, dialects, type TestDatabase } from "../helpers/databases.js";
 import { acme } from "../helpers/fixtures.js";
+import { scratchFolder } from "../helpers/scratch-folder.js";
 
 const acmeWithoutSales: DirectoryFile = {
   ...acme,
@@ -25,7 +25,7 @@ const REMOVALS = {
 describe.each(dialects)("import directory --prune / --dry-run on %s", (dialect) => {
   let testDb: TestDatabase;
   let database: Database;
-  const dir = mkdtempSync(join(tmpdir(), "eadmin-prune-"));
+  const dir = scratchFolder("eadmin-prune-");
   const file = (name: string, content: DirectoryFile) => {
     const path = join(dir, name);
     writeFileSync(path, JSON.stringify(content));

@@ -1,7 +1,6 @@
 // The CLI's `import usage` refuses text that no database would store as sent (U+0000, a lone
 // surrogate), naming the line and the field, and writes nothing of the file, on SQLite and PostgreSQL.
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { importDirectory } from "../../src/operations/import-directory.js";
@@ -9,6 +8,7 @@ import { migrateToLatest, openDatabase, type Database } from "../../src/storage/
 import { cli } from "../helpers/cli.js";
 import { createTestDatabase, dialects, type TestDatabase } from "../helpers/databases.js";
 import { acme } from "../helpers/fixtures.js";
+import { scratchFolder } from "../helpers/scratch-folder.js";
 
 /** One NDJSON line; `modelName` is JSON text (escapes included) placed inside the quotes. */
 const line = (eventId: string, modelNameJson = "gpt-x") =>
@@ -17,7 +17,7 @@ const line = (eventId: string, modelNameJson = "gpt-x") =>
 describe.each(dialects)("import usage refuses unstorable text (%s)", (dialect) => {
   let testDb: TestDatabase;
   let database: Database;
-  const dir = mkdtempSync(join(tmpdir(), "eadmin-import-text-"));
+  const dir = scratchFolder("eadmin-import-text-");
 
   beforeAll(async () => {
     testDb = await createTestDatabase(dialect);

@@ -4,8 +4,7 @@
 // (the service uses luxon), and checked against user-model-usage over the same window.
 import { execFileSync } from "node:child_process";
 import http from "node:http";
-import { chmodSync, existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, existsSync, lstatSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { toJson } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
@@ -22,6 +21,7 @@ import { cli, cliChild } from "../helpers/cli.js";
 import { dialects } from "../helpers/databases.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 import { byCodePoint, parseJsonBig, sixDecimals } from "../helpers/usage-reference.js";
+import { scratchFolder } from "../helpers/scratch-folder.js";
 
 const EXPORT = "/openapi/v1/statistics/usage-export";
 const QUERY = "/openapi/v1/statistics/user-model-usage";
@@ -542,7 +542,7 @@ describe.each(dialects)("usage export (%s)", (dialect) => {
   });
 
   describe("CLI export usage", () => {
-    const dir = mkdtempSync(join(tmpdir(), "eadmin-export-"));
+    const dir = scratchFolder("eadmin-export-");
     const base = () => ["export", "usage", "--db", svc.databaseUrl, "--enterprise", tenant, "--from", "2025-03-01", "--to", "2025-03-20"];
 
     it("writes --out (CSV by default), the same bytes as REST, and exits 0", async () => {

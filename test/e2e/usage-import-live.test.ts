@@ -2,8 +2,7 @@
 // killed part-way (kill -9) and run again. Every acknowledged event is counted exactly once, and the
 // running totals the usage query reads agree with a plain sum of the raw events after every step.
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { sql } from "kysely";
@@ -16,6 +15,7 @@ import { createTestDatabase, dialects, type DialectName, type TestDatabase } fro
 import { acme } from "../helpers/fixtures.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 import { sumRows } from "../helpers/window-sums.js";
+import { scratchFolder } from "../helpers/scratch-folder.js";
 
 const CLI = fileURLToPath(new URL("../../bin/enterprise-admin.mjs", import.meta.url));
 const DAY = 86_400;
@@ -84,7 +84,7 @@ async function storedEvents(database: Database): Promise<number> {
 
 describe.each(dialects)("import usage beside live ingestion on %s", (dialect: DialectName) => {
   let svc: TestService;
-  const dir = mkdtempSync(join(tmpdir(), "eadmin-import-live-"));
+  const dir = scratchFolder("eadmin-import-live-");
   // A short wait for the write lock (the server's and the import's), so that some calls do wait it out and get 503 (then retried).
   const busyTimeout = { STORE_BUSY_TIMEOUT_MS: "100" };
 
@@ -93,7 +93,6 @@ describe.each(dialects)("import usage beside live ingestion on %s", (dialect: Di
   });
   afterAll(async () => {
     await svc?.close();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it("the import exits 0, every call gets 200 or 503 with Retry-After, and each acknowledged event counts once", async () => {
@@ -151,7 +150,7 @@ describe.each(dialects)("import usage beside live ingestion on %s", (dialect: Di
 describe.each(dialects)("an import killed part-way on %s", (dialect: DialectName) => {
   let testDb: TestDatabase;
   let database: Database;
-  const dir = mkdtempSync(join(tmpdir(), "eadmin-import-crash-"));
+  const dir = scratchFolder("eadmin-import-crash-");
 
   beforeAll(async () => {
     testDb = await createTestDatabase(dialect);
@@ -162,7 +161,6 @@ describe.each(dialects)("an import killed part-way on %s", (dialect: DialectName
   afterAll(async () => {
     await database?.close();
     await testDb?.drop();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it("leaves whole chunks whose totals agree with their events; running it again completes it exactly", async () => {
