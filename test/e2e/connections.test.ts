@@ -4,6 +4,8 @@
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
@@ -12,9 +14,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorDetailSchema } from "../../gen/enterprise_admin/v1/errors_pb.js";
 import { ExportUsageRequestSchema, QueryUserModelUsageRequestSchema, UsageService } from "../../gen/enterprise_admin/v1/usage_pb.js";
 import { checkUsageEvent } from "../../src/domain/usage-event.js";
+import { importUsage } from "../../src/operations/import-usage.js";
 import { recordUsage } from "../../src/operations/record-usage.js";
 import { UsageRepository } from "../../src/storage/usage-repository.js";
 import { dialects } from "../helpers/databases.js";
+import { scratchFolder } from "../helpers/scratch-folder.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 import { withThreadGaps } from "../helpers/thread-gaps.js";
 import { accessLines, closedWithinMs, rawHttp, sessionClosed, socketClosed } from "../helpers/hostile-clients.js";
@@ -267,6 +271,7 @@ describe.each(dialects)("connections and deadlines (%s)", (dialect) => {
 // The server's default request timeout (60 s): the deadline that passes is the caller's, while the
 // same calls without one finish even on a loaded machine.
 describe.each(dialects)("deadlines of work that holds the event loop (%s)", (dialect) => {
+  const dir = scratchFolder("eadmin-long-report-");
   let svc: TestService;
   let token = "";
   beforeAll(async () => {
@@ -334,18 +339,30 @@ describe.each(dialects)("deadlines of work that holds the event loop (%s)", (dia
   }, 60_000);
 
   it("lets other work run between the days of a long report, not only when it ends", async () => {
-    // The 51,000 events above, read raw a day at a time: Asia/Kolkata is not the layout's zone.
-    const body = JSON.stringify({ start_time: 1_780_000_000 - 40 * 86_400, end_time: 1_780_000_000, time_zone: "Asia/Kolkata", group_by: ["model"] });
+    // 100,000 events over 40 days, read raw a day at a time: Asia/Kolkata is not the layout's zone, and
+    // the user_ids filter keeps the report out of the day cache, so each report reads them all again.
+    const end = 1_790_000_000;
+    const file = join(dir, "forty-days.ndjson");
+    writeFileSync(file, Array.from({ length: 100_000 }, (_, i) => JSON.stringify({
+      event_id: `forty-days-${i}`, user_id: i % 2 ? "7001" : "7002", model_name: `m${i % 7}`, model_type: "Chat", model_source: "Builtin",
+      timestamp: end - 1 - (i % 40) * 86_400 - (i % 86_000), input_tokens: 1, output_tokens: 1, basic_amount: "0.000001", pay_go_amount: "0",
+    })).join("\n"));
+    expect((await importUsage(new UsageRepository(svc.database), "acme", file)).recorded).toBe(100_000);
+    const body = JSON.stringify({ start_time: end - 40 * 86_400, end_time: end, time_zone: "Asia/Kolkata", group_by: ["model"], user_ids: ["7001", "7002"] });
     const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
-    // First a report in the layout's zone, which adds the 50,000 events still pending to the rollups (one step).
-    const flushed = await fetch(`${svc.baseUrl}/openapi/v1/statistics/usage-report`, { method: "POST", headers, body: body.replace("Asia/Kolkata", "UTC") });
-    expect(flushed.status).toBe(200);
-    const { took, longestGap } = await withThreadGaps(async () => {
-      const res = await fetch(`${svc.baseUrl}/openapi/v1/statistics/usage-report`, { method: "POST", headers, body });
-      expect(res.status).toBe(200);
-      expect(((await res.json()) as { data: { buckets: unknown[] } }).data.buckets).toHaveLength(41);
-    });
-    expect(longestGap, `longest step ${longestGap.toFixed(1)} ms of ${took.toFixed(1)} ms`).toBeLessThan(took / 2);
+    // Held in one stretch, every report holds the thread for nearly all its time. Three reports, so that
+    // one pause of a loaded machine (a collection, another process) cannot pass for a report's stretch.
+    const shares: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const { took, longestGap } = await withThreadGaps(async () => {
+        const res = await fetch(`${svc.baseUrl}/openapi/v1/statistics/usage-report`, { method: "POST", headers, body });
+        expect(res.status).toBe(200);
+        expect(((await res.json()) as { data: { buckets: unknown[] } }).data.buckets).toHaveLength(41);
+      });
+      shares.push(`${longestGap.toFixed(1)} of ${took.toFixed(1)} ms`);
+      if (longestGap < took / 2) return;
+    }
+    expect.fail(`each report held the thread for over half its time at a stretch: ${shares.join(", ")}`);
   }, 60_000);
 });
 
