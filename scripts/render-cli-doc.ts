@@ -105,7 +105,10 @@ creates it and says so on stderr (\`created directories ./data, ./data/new for t
 
 \`seed --demo\` imports the enterprise \`demo\` (11 departments, 7 members), two environment
 configurations, and the usage of the ${DEMO_USAGE_DAYS} days up to and including \`--as-of\` (default: today in
-Asia/Shanghai), busier Monday to Friday. Each day's events come from a generator seeded by its date
+Asia/Shanghai). Each member has a habit: how many events a weekday, and which of four models (from a
+heavy user of \`atlas-4\` to a finance member with a question a day; completion-heavy tooling; research
+on a fine-tuned \`Custom\` model, which costs nothing); weekends are quiet, and use rises and falls
+over the year. Each day's events come from a generator seeded by its date
 alone: a past day is the same whichever day the seed runs, so figures over past days are reproducible,
 and seeding again with a later date adds only the days since (event ids \`demo-<date>-<user_id>-<n>\`).
 The \`--as-of\` day gets all of its events, which fall between 09:00 and 19:00 Asia/Shanghai, even
