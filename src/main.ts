@@ -8,6 +8,7 @@ import { loadLocalKeyProvider } from "./keys/local-key-provider.js";
 import { ServiceMetrics } from "./metrics/service-metrics.js";
 import { listen } from "./server.js";
 import { migrateToLatest, openDatabase } from "./storage/database.js";
+import { EnvironmentConfigRepository } from "./storage/environment-config-repository.js";
 import { storeUnreachableOf } from "./storage/store-unreachable.js";
 
 export interface RunningService {
@@ -22,7 +23,8 @@ export async function startService(config: ServeConfig, logger: Logger = createL
   await migrate(config.databaseUrl, env);
   const database = openDatabase(config.databaseUrl, { backgroundCheckpoints: true, observer: metrics, env, statementTimeoutMs: config.limits.requestTimeoutMs });
   try {
-    const keys = await loadLocalKeyProvider({ databaseUrl: config.databaseUrl, env });
+    const storeKeyId = await new EnvironmentConfigRepository(database).currentMasterKey();
+    const keys = await loadLocalKeyProvider({ databaseUrl: config.databaseUrl, env, storeKeyId });
     const app = createApp({ database, logger, keys, rateLimits: config.rateLimits, requestTimeoutMs: config.limits.requestTimeoutMs,
       metrics, metricsAccess: config.metrics, corsAllowedOrigins: config.corsAllowedOrigins, reportLimits: config.reportLimits });
     const listener = await listen(app, config.port, config.host, config.limits);

@@ -66,11 +66,13 @@ const accessAdmin = (database: Database) =>
  */
 async function withKeys<T>(io: CliIo, url: string | undefined, create: boolean, work: (repository: EnvironmentConfigRepository, keys: LocalKeyProvider) => Promise<T>) {
   const databaseUrl = loadConfig({ db: url }, io.env).databaseUrl;
-  const keys = await loadLocalKeyProvider({ databaseUrl, env: io.env, create });
   if (!create && !isPostgresUrl(databaseUrl) && !existsSync(sqliteFilePath(databaseUrl))) {
     throw new BadSetting(`--db/DATABASE_URL: no database at ${sqliteFilePath(databaseUrl)}`);
   }
-  return withDatabase(io, url, (database) => work(new EnvironmentConfigRepository(database), keys));
+  return withDatabase(io, url, async (database) => {
+    const repository = new EnvironmentConfigRepository(database);
+    return work(repository, await loadLocalKeyProvider({ databaseUrl, env: io.env, create, storeKeyId: await repository.currentMasterKey() }));
+  });
 }
 
 /** The new key of --new-key-file or --new-key, strictly decoded; the error never quotes it. */
@@ -135,8 +137,9 @@ export function buildProgram(io: CliIo = processIo()): Command {
         const summary = await importDirectory(database, demoDirectory);
         const events = raws.map((raw, i) => ({ event: checkUsageEvent(raw, `demo event ${i}`), where: `demo event ${i}` }));
         const usage = await recordUsage(new UsageRepository(database), DEMO_ENTERPRISE_ID, events);
-        const environments = new EnvironmentConfigs(new EnvironmentConfigRepository(database),
-          await loadLocalKeyProvider({ databaseUrl: loadConfig({ db: opts.db }, io.env).databaseUrl, env: io.env }));
+        const repository = new EnvironmentConfigRepository(database);
+        const environments = new EnvironmentConfigs(repository, await loadLocalKeyProvider({
+          databaseUrl: loadConfig({ db: opts.db }, io.env).databaseUrl, env: io.env, storeKeyId: await repository.currentMasterKey() }));
         const existing = new Set((await environments.list(DEMO_ENTERPRISE_ID, 100, "")).items.map((item) => item.row.name));
         const created = demoEnvironments.filter((config) => !existing.has(config.name!));
         for (const config of created) await environments.create(DEMO_ENTERPRISE_ID, config);
@@ -258,7 +261,7 @@ export function buildProgram(io: CliIo = processIo()): Command {
     .addOption(dbOption())
     .action(async (file: string, opts, command: Command) => {
       const added = await withKeys(io, opts.db, false, (_repository, keys) => keys.addKeysFrom(file)).catch((error: unknown) => {
-        throw error instanceof KeyFileMissingError ? new KeyFileMissingError(error.path, file) : error;
+        throw error instanceof KeyFileMissingError ? new KeyFileMissingError(error.path, { ...error.hints, mergedFrom: file }) : error;
       });
       outputOf(command, io.stdout).result({ added });
     });

@@ -36,12 +36,16 @@ interface KeyFile {
 }
 
 /**
- * The key file's path is set but no file is there (commands that only read do not create one). For a merge of `mergedFrom` (a restore),
- * the machine may have no key file at all: then the backup's is copied into place.
+ * The key file's path is set but no file is there (commands that only read do not create one, nor does any command when the database's
+ * secrets are under `storeKeyId`, its ring's current key: a new key file would open none of them). For a merge of `mergedFrom` (a
+ * restore), the machine may have no key file at all: then the backup's is copied into place.
  */
 export class KeyFileMissingError extends Error {
-  constructor(readonly path: string, mergedFrom?: string) {
-    super(`key file ${path} does not exist; set ${MASTER_KEY_FILE_ENV} (or ${MASTER_KEY_ENV}) as the servers have it` +
+  constructor(readonly path: string, readonly hints: { storeKeyId?: string; mergedFrom?: string } = {}) {
+    const { storeKeyId, mergedFrom } = hints;
+    const restore = storeKeyId === undefined ? ";"
+      : `, and this database's secrets are under master key "${storeKeyId}", which a new key file would not open: restore the key file from a backup, or`;
+    super(`key file ${path} does not exist${restore} set ${MASTER_KEY_FILE_ENV} (or ${MASTER_KEY_ENV}) as the servers have it` +
       (mergedFrom === undefined ? "" : `, or, on a machine without a key file, copy ${mergedFrom} to ${path} (mode 0600) instead of merging`));
     this.name = "KeyFileMissingError";
   }
@@ -147,7 +151,7 @@ export class LocalKeyProvider implements KeyProvider {
     const path = this.source.path;
     return withFileLock(lockPathOf(path), async () => {
       const file = await readKeyFile(path);
-      if (!file) throw new KeyFileMissingError(path, otherPath);
+      if (!file) throw new KeyFileMissingError(path, { mergedFrom: otherPath });
       const added = other.keys.filter((key) => !file.keys.some((own) => own.id === key.id));
       if (added.length > 0) await writeKeyFile(path, [...file.keys, ...added], file.currentId);
       for (const key of added) this.#keys.set(key.id, key);
@@ -217,10 +221,12 @@ export class LocalKeyProvider implements KeyProvider {
 
 /**
  * The variable wins (one base64 key, or several separated by commas: the first is the one a new store
- * starts with), then the named key file, then the default key file (created when missing, unless
- * `create` is false: then KeyFileMissingError).
+ * starts with), then the named key file, then the default key file, created when missing unless `create`
+ * is false or the database's secrets are under a key already (`storeKeyId`, its ring's current): then
+ * KeyFileMissingError.
  */
-export async function loadLocalKeyProvider(options: { databaseUrl: string; env?: NodeJS.ProcessEnv; create?: boolean }): Promise<LocalKeyProvider> {
+export async function loadLocalKeyProvider(options: { databaseUrl: string; env?: NodeJS.ProcessEnv; create?: boolean; storeKeyId?: string })
+  : Promise<LocalKeyProvider> {
   const env = options.env ?? process.env;
   // An empty variable counts as unset, as shells and .env files commonly leave them.
   const fromEnv = env[MASTER_KEY_ENV];
@@ -236,7 +242,7 @@ export async function loadLocalKeyProvider(options: { databaseUrl: string; env?:
   }
   const path = resolve(env[MASTER_KEY_FILE_ENV] || defaultKeyFilePath(options.databaseUrl));
   const found = await readKeyFile(path);
-  if (!found && options.create === false) throw new KeyFileMissingError(path);
+  if (!found && (options.create === false || options.storeKeyId !== undefined)) throw new KeyFileMissingError(path, { storeKeyId: options.storeKeyId });
   const file = found ?? (await createKeyFile(path));
   return new LocalKeyProvider({ kind: "file", path }, file.keys, file.currentId);
 }

@@ -402,13 +402,15 @@ describe.each(dialects)("enterprise-admin CLI on %s", (dialect) => {
       { id: first, state: "retired", held: true, data_keys: 0 },
     ]);
 
-    // the key file moved away: status and verify say so, exit 1, and create no key file in its place
+    // the key file moved away: every command says so, naming the key the database's secrets are under, exits 1,
+    // and creates no key file in its place (rotate and seed would have made a new key, which opens none of them)
     const saved = readFileSync(keyFile, "utf8");
     rmSync(keyFile);
-    for (const command of ["status", "verify"]) {
+    for (const command of ["status", "verify", "rotate"]) {
       const missing = await keysCli(command);
       expect({ code: missing.code, stdout: missing.stdout }).toStrictEqual({ code: 1, stdout: "" });
-      expect(missing.stderr).toBe(`error: key file ${keyFile} does not exist; set ENTERPRISE_ADMIN_MASTER_KEY_FILE (or ENTERPRISE_ADMIN_MASTER_KEY) as the servers have it\n`);
+      expect(missing.stderr).toBe(`error: key file ${keyFile} does not exist, and this database's secrets are under master key "${rotated.master_key_id}", ` +
+        "which a new key file would not open: restore the key file from a backup, or set ENTERPRISE_ADMIN_MASTER_KEY_FILE (or ENTERPRISE_ADMIN_MASTER_KEY) as the servers have it\n");
       expect(existsSync(keyFile)).toBe(false);
     }
 
@@ -609,6 +611,19 @@ describe.concurrent("the real binary's exit status", () => {
     expect(await cliProcess(["serve", "--port", "0", "--host", "10.99.99.99", "--db", join(dir, "settings.sqlite")]))
       .toStrictEqual({ code: 2, stdout: "", stderr: 'error: --host/HOST: "10.99.99.99" is no address of this machine to listen on (EADDRNOTAVAIL)\n' });
   });
+
+  it("serve and seed on a store whose key file is gone stop saying so, and make no new key file (it would open none of the store's secrets)", async () => {
+    const db = join(dir, "keyless", "demo.sqlite");
+    const keyFile = join(dir, "keyless", "master.key");
+    expect((await cliProcess(["seed", "--demo", "--db", db])).code).toBe(0);
+    const current = (JSON.parse(readFileSync(keyFile, "utf8")) as { current: string }).current;
+    rmSync(keyFile);
+    const refusal = `error: key file ${keyFile} does not exist, and this database's secrets are under master key "${current}", which a new key file ` +
+      "would not open: restore the key file from a backup, or set ENTERPRISE_ADMIN_MASTER_KEY_FILE (or ENTERPRISE_ADMIN_MASTER_KEY) as the servers have it\n";
+    expect(await cliProcess(["serve", "--port", "0", "--db", db])).toStrictEqual({ code: 1, stdout: "", stderr: refusal });
+    expect(await cliProcess(["seed", "--demo", "--db", db])).toMatchObject({ code: 1, stdout: "", stderr: refusal });
+    expect(existsSync(keyFile)).toBe(false);
+  }, 60_000);
 
   it("a --port another process holds stops serve saying so and naming --port, exit 1 (it may be free on the next start)", async () => {
     const holder = createServer();

@@ -368,8 +368,10 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
     expect([missing.code, missing.stderr]).toStrictEqual([1, `error: ${join(backupDir, "nothing.key")}: no such key file\n`]);
     // On a machine without a key file, the error says to copy the backup's instead.
     const noKeyFile = join(backupDir, "absent", "master.key");
+    const backupCurrent = JSON.parse((await onBackup("keys", "status")).stdout).current_master_key_id as string;
     const unmergeable = await runCli(["keys", "merge", join(backupDir, "master.key"), "--db", backupDb], { ENTERPRISE_ADMIN_MASTER_KEY_FILE: noKeyFile });
-    expect([unmergeable.code, unmergeable.stderr]).toStrictEqual([1, `error: key file ${noKeyFile} does not exist; set ENTERPRISE_ADMIN_MASTER_KEY_FILE ` +
+    expect([unmergeable.code, unmergeable.stderr]).toStrictEqual([1, `error: key file ${noKeyFile} does not exist, and this database's secrets are under master key ` +
+      `"${backupCurrent}", which a new key file would not open: restore the key file from a backup, or set ENTERPRISE_ADMIN_MASTER_KEY_FILE ` +
       `(or ENTERPRISE_ADMIN_MASTER_KEY) as the servers have it, or, on a machine without a key file, copy ${join(backupDir, "master.key")} to ${noKeyFile} (mode 0600) instead of merging\n`]);
   }, CLI_TEST_TIMEOUT_MS);
 
