@@ -73,7 +73,13 @@ export class LocalKeyProvider implements KeyProvider {
     const master = await this.#get(masterKeyId);
     if (!master) throw new MasterKeyNotHeldError(masterKeyId, `cannot wrap: master key "${masterKeyId}" is current in the database but not held (${describeKeySource(this.source)})`);
     // Held in memory is not enough: a key gone from the file would be lost when this process ends.
-    if (!this.#isOnDisk(master)) {
+    let onDisk: boolean;
+    try {
+      onDisk = this.#isOnDisk(master);
+    } catch (error) {
+      throw unreadableKeyFile(masterKeyId, error);
+    }
+    if (!onDisk) {
       throw new MasterKeyNotHeldError(masterKeyId, `cannot wrap: master key "${masterKeyId}" is current in the database but no longer in ${describeKeySource(this.source)}`);
     }
     return wrapWithMasterKey(master.key, masterKeyId, dataKey, context);
@@ -184,7 +190,7 @@ export class LocalKeyProvider implements KeyProvider {
   }
 
   async #get(id: string): Promise<MasterKey | undefined> {
-    if (!this.#keys.has(id)) await this.#reload();
+    if (!this.#keys.has(id)) await this.#reload().catch((error: unknown) => { throw unreadableKeyFile(id, error); });
     return this.#keys.get(id);
   }
 
@@ -203,15 +209,17 @@ export class LocalKeyProvider implements KeyProvider {
    */
   #isOnDisk(master: MasterKey): boolean {
     if (this.source.kind !== "file") return true;
-    let stamp: string;
+    let info: ReturnType<typeof statSync>;
     try {
-      const s = statSync(this.source.path);
-      stamp = `${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}:${s.ctimeMs}`;
+      info = statSync(this.source.path);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
       throw error;
     }
+    // ctime: a change of mode makes a new stamp too.
+    const stamp = `${info.dev}:${info.ino}:${info.size}:${info.mtimeMs}:${info.ctimeMs}`;
     if (this.#onDisk?.stamp !== stamp) {
+      checkKeyFileMode(this.source.path, Number(info.mode));
       const file = parseKeyFileText(readFileSync(this.source.path, "utf8"), this.source.path);
       this.#onDisk = { stamp, keys: new Map((file?.keys ?? []).map((k) => [k.id, k.key])) };
     }
@@ -281,12 +289,23 @@ async function readKeyFile(path: string): Promise<{ keys: MasterKey[]; currentId
     throw error;
   }
   if (!info.isFile()) throw new Error(`key file ${path} is not a file`);
-  const mode = Number(info.mode);
+  checkKeyFileMode(path, Number(info.mode));
+  return parseKeyFileText(await readFile(path, "utf8"), path);
+}
+
+function checkKeyFileMode(path: string, mode: number): void {
   if (process.platform !== "win32" && (mode & 0o077) !== 0) {
     const octal = (mode & 0o777).toString(8).padStart(3, "0");
     throw new Error(`key file ${path} is accessible to group or others (mode ${octal}); restrict it with: chmod 600 ${path}`);
   }
-  return parseKeyFileText(await readFile(path, "utf8"), path);
+}
+
+/**
+ * A key file a serving process cannot read now (a permission or mode changed, a damaged copy put in place): its keys are not to be had
+ * until it is mended, which the caller is told as for a key not held (503, retry) and the log as what is wrong with the file.
+ */
+function unreadableKeyFile(id: string, error: unknown): MasterKeyNotHeldError {
+  return new MasterKeyNotHeldError(id, `master key "${id}" cannot be read: ${error instanceof Error ? error.message : String(error)}`);
 }
 
 function parseKeyFileText(text: string, path: string): { keys: MasterKey[]; currentId: string } {

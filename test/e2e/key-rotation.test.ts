@@ -3,7 +3,7 @@
 // data key still unwraps (`keys verify`), a later rotation succeeds, and the secrets open.
 import { randomBytes } from "node:crypto";
 import { execFile, execFileSync } from "node:child_process";
-import { copyFile, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { chmod, copyFile, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { Writable } from "node:stream";
@@ -225,6 +225,32 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
       { id: finished.master_key_id, state: "current", held: true, data_keys: t.expected.size },
       { id: startingKey, state: "retired", held: true, data_keys: 0 },
     ]);
+    await t.expectVerified();
+    await t.expectSecretsOpen();
+  }, CLI_TEST_TIMEOUT_MS);
+
+  it("a key file that a serving process cannot read (damaged, or open to others) refuses secrets with 503 as a missing key does, and serves them again once mended", async () => {
+    const t = await setup();
+    const first = await t.create(t.svc.baseUrl, "first");
+    const saved = await readFile(t.keyFile, "utf8");
+    const keyText = (JSON.parse(saved) as { keys: Array<{ key: string }> }).keys[0]!.key;
+    const damages = [
+      { damage: () => writeFile(t.keyFile, saved.slice(0, 40), { mode: 0o600 }), logged: "is not valid JSON" },
+      { damage: () => writeFile(t.keyFile, saved.replace(keyText, `${keyText[0] === "A" ? "B" : "A"}${keyText.slice(1)}`), { mode: 0o600 }), logged: "the key was changed or damaged" },
+      { damage: () => chmod(t.keyFile, 0o644), logged: "is accessible to group or others (mode 644)" },
+    ];
+    for (const [i, { damage, logged }] of damages.entries()) {
+      await damage();
+      const created = await t.call(t.svc.baseUrl, "POST", "/api/v1/environment_configs", { name: `refused-${i}`, secrets: { K: "v" } });
+      expect({ status: created.status, code: created.json.code, retryAfter: created.retryAfter, message: created.json.message }).toStrictEqual({
+        status: 503, code: 5030, retryAfter: "10", message: "secrets: the master key they need is not available to this server; retry later" });
+      expect(t.svc.logs.some((line) => line.includes("master key not available") && line.includes(logged)), logged).toBe(true);
+      expect(t.svc.logs.join("\n")).not.toContain(keyText.slice(1));
+      await writeFile(t.keyFile, saved, { mode: 0o600 });
+      await chmod(t.keyFile, 0o600);
+      await t.create(t.svc.baseUrl, `mended-${i}`);
+    }
+    await t.addSecret(t.svc.baseUrl, first);
     await t.expectVerified();
     await t.expectSecretsOpen();
   }, CLI_TEST_TIMEOUT_MS);
