@@ -139,6 +139,21 @@ describe.each(dialects)("connections and deadlines (%s)", (dialect) => {
     expect(ms).toBeGreaterThanOrEqual(400);
   });
 
+  it("a connect-es client that closes idle connections before IDLE_TIMEOUT_MS, as the README's example does, has no call refused at the server's idle close", async () => {
+    // Each client's second call goes out around the moment the server's idle timer (500 ms) fires: without the
+    // client's own shorter idle timeout, some are refused (REFUSED_STREAM, which connect-es reports as internal).
+    const outcomes = await Promise.all(Array.from({ length: 40 }, async (_, i) => {
+      const transport = createGrpcTransport({ baseUrl: svc.baseUrl, idleConnectionTimeoutMs: 400 });
+      const client = createClient(UsageService, transport);
+      const call = () => client.queryUserModelUsage(create(QueryUserModelUsageRequestSchema, { startTime: 0n, endTime: 86_400n, userIds: ["7001"] }),
+        { headers: { authorization: `Bearer ${token}` } }).then(() => "ok", (e: unknown) => `${Code[ConnectError.from(e).code]} ${ConnectError.from(e).rawMessage}`);
+      expect(await call()).toBe("ok");
+      await new Promise((resolve) => setTimeout(resolve, 490 + i * 0.5));
+      return call();
+    }));
+    expect(outcomes.filter((outcome) => outcome !== "ok")).toStrictEqual([]);
+  });
+
   it("answers a REST call still running after REQUEST_TIMEOUT_MS with 504 and code 5040", async () => {
     const res = await heldPost(svc.port, BATCH_GET, { authorization: `Bearer ${token}` });
     expect(res.status).toBe(504);
