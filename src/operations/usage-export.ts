@@ -8,8 +8,15 @@ import type { DirectoryRepository, MemberProfile } from "../storage/directory-re
 import type { UsageRepository } from "../storage/usage-repository.js";
 import { takeTurn } from "./take-turn.js";
 
-/** Rows per batch handed out (one ExportUsage message). */
+/** Rows per batch handed out (one ExportUsage message) at most. */
 export const EXPORT_BATCH_ROWS = 1_000;
+/**
+ * A batch's text (characters of its rows' strings) at most, unless one row is longer: rows of a member in many deep departments are
+ * long, and a message must stay below the 4 MiB gRPC clients take by default (three bytes of UTF-8 a character at most, in the BMP).
+ */
+const EXPORT_BATCH_TEXT = 1_000_000;
+/** A row's text besides its strings: the date, the figures, the amounts, the currency and the fields' tags. */
+const ROW_FIGURES_TEXT = 120;
 
 export type UsageExportRow = Omit<ProtoRow, "$typeName" | "$unknown">;
 
@@ -26,7 +33,7 @@ export interface UsageExportRequest {
   signal?: AbortSignal;
 }
 
-/** The export's rows in order, in batches of at most EXPORT_BATCH_ROWS, one local day summed at a time. */
+/** The export's rows in order, in batches of at most EXPORT_BATCH_ROWS and EXPORT_BATCH_TEXT, one local day summed at a time. */
 export async function* exportUsageRows(usage: UsageRepository, directory: DirectoryRepository,
   request: UsageExportRequest): AsyncGenerator<UsageExportRow[]> {
   const { enterpriseId, start, end, timeZone, layout, signal } = request;
@@ -42,9 +49,25 @@ export async function* exportUsageRows(usage: UsageRepository, directory: Direct
     const unknown = members.unknown(pairs);
     if (unknown.length > 0) members.add(await directory.memberProfiles(enterpriseId, unknown));
     const models = await usage.modelsById(new Set(pairs.map((pair) => pair.modelId)));
-    const rows = dayRows(day.date, pairs, members, models, request.currency);
-    for (let i = 0; i < rows.length; i += EXPORT_BATCH_ROWS) yield rows.slice(i, i + EXPORT_BATCH_ROWS);
+    let batch: UsageExportRow[] = [];
+    let text = 0;
+    for (const row of dayRows(day.date, pairs, members, models, request.currency)) {
+      const rowText = textOf(row);
+      if (batch.length === EXPORT_BATCH_ROWS || (batch.length > 0 && text + rowText > EXPORT_BATCH_TEXT)) {
+        yield batch;
+        [batch, text] = [[], 0];
+      }
+      batch.push(row);
+      text += rowText;
+    }
+    if (batch.length > 0) yield batch;
   }
+}
+
+function textOf(row: UsageExportRow): number {
+  let text = ROW_FIGURES_TEXT + row.userId.length + row.email.length + row.modelName.length + row.modelType.length + row.modelSource.length;
+  for (const path of row.departmentPaths) text += path.length;
+  return text;
 }
 
 /** The export's members so far, each with its place in user_id order (a day's rows sort by places, not user_ids); profiles are read once. */

@@ -343,6 +343,35 @@ describe.each(dialects)("usage export (%s)", (dialect) => {
     expect(sizes).toEqual([1000, 200]);
   });
 
+  it("messages stay below the 4 MiB a gRPC client takes by default: rows of members in many deep departments come in smaller messages", async () => {
+    // Each row names 10 department paths of 8 names of 50 characters (about 4,200 characters): 1,000 of them would be over 4 MiB.
+    const id = `${tenant}-deep`;
+    const departments = [{ department_id: "d", parent_department_id: "0", name: "Deep Corp" }];
+    const leaves: string[] = [];
+    for (let chain = 0; chain < 10; chain++) {
+      let parent = "d";
+      for (let level = 1; level <= 8; level++) {
+        departments.push({ department_id: `d${chain}-${level}`, parent_department_id: parent, name: `Chain ${chain} level ${level} `.padEnd(50, "x") });
+        parent = `d${chain}-${level}`;
+      }
+      leaves.push(parent);
+    }
+    const members = Array.from({ length: 400 }, (_, i) => ({ user_id: `deep${1000 + i}`, email: `deep${i}@deep.example`, account_type: 1 as const, department_ids: leaves }));
+    await importDirectory(svc.database, { enterprise: { enterprise_id: id, name: "Deep Corp", currency: "CNY" }, departments, members });
+    const day = Date.parse("2025-05-02T00:00:00Z") / 1000;
+    await record(id, members.flatMap((m, i) => MODELS.slice(0, 3).map((model, j) =>
+      ({ user_id: m.user_id, model, timestamp: day + i * 60 + j, input: 1, output: 1, basic: 0n, payGo: 0n }))), "deep");
+    const limited = createClient(UsageService, createGrpcTransport({ baseUrl: svc.baseUrl, readMaxBytes: 4 * 1024 * 1024 }));
+    const sizes: number[] = [];
+    const stream = limited.exportUsage({ startTime: BigInt(day), endTime: BigInt(day + 86_400) }, { headers: { authorization: `Bearer ${await svc.token(["statistics:read"], id)}` } });
+    for await (const message of stream) {
+      expect(message.rows.every((row) => row.departmentPaths.length === 10)).toBe(true);
+      sizes.push(message.rows.length);
+    }
+    expect(sizes.reduce((sum, size) => sum + size, 0)).toBe(1_200);
+    expect(Math.max(...sizes)).toBeLessThan(1_000);
+  });
+
   it("an export cut by a store fault after its first rows is logged and counted as that fault (2001), not as its caller leaving (4990)", async () => {
     const id = `${tenant}-cut`;
     const members = [{ user_id: "c1", email: "c1@cut.example", account_type: 1 as const, department_ids: [] }];
