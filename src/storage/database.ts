@@ -156,14 +156,6 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
   const path = sqliteFilePath(url);
   const createdDirectories = path === ":memory:" ? [] : makeDirectories(dirname(path));
   const sqlite = openSqliteFile(path);
-  // 16 KiB pages for a new store (SQLite's default is 4 KiB; an existing store keeps its own, as the
-  // pragma changes nothing once the file has pages). The log and the checkpoint write a page per call
-  // (on this VM about 10 µs a system call), so a 10-million-event import's commit, which writes 1.2 GB
-  // to the log and copies it back, took 11.3 to 14.4 s with 4 KiB pages and 7.3 to 11.8 s with 16 KiB
-  // ones (3.4 to 4.8 s less in each of three back-to-back pairs). An ingestion batch's events and running totals land among the current day's rows, nearly
-  // every 4 KiB page of which it touched anyway (docs/architecture.md, SQLite settings).
-  sqlite.pragma(`page_size = ${NEW_STORE_PAGE_BYTES}`);
-  sqlite.pragma("journal_mode = WAL");
   sqlite.pragma("synchronous = NORMAL");
   const busyTimeout = busyTimeoutMs(env);
   sqlite.pragma(`busy_timeout = ${busyTimeout}`);
@@ -260,18 +252,50 @@ async function commitOrRollBack<T>(connection: Kysely<Schema>, work: (trx: Kysel
 }
 
 /** The SQLite file at `path`, its header read: a folder, or a file that is not SQLite's, is a bad --db naming it. */
+/** The store's file in WAL mode, checked to be writable; a full disk is a StoreFault, any other refusal a BadSetting naming the file. */
 function openSqliteFile(path: string): SqliteDatabase.Database {
   let sqlite: SqliteDatabase.Database | undefined;
   try {
     sqlite = new SqliteDatabase(path);
     sqlite.pragma("schema_version"); // reads the header, writes nothing: a new store still takes the page size below
+    // 16 KiB pages for a new store (SQLite's default is 4 KiB; an existing store keeps its own, as the
+    // pragma changes nothing once the file has pages). The log and the checkpoint write a page per call
+    // (on this VM about 10 µs a system call), so a 10-million-event import's commit, which writes 1.2 GB
+    // to the log and copies it back, took 11.3 to 14.4 s with 4 KiB pages and 7.3 to 11.8 s with 16 KiB
+    // ones (3.4 to 4.8 s less in each of three back-to-back pairs). An ingestion batch's events and running totals land among the current day's rows, nearly
+    // every 4 KiB page of which it touched anyway (docs/architecture.md, SQLite settings).
+    sqlite.pragma(`page_size = ${NEW_STORE_PAGE_BYTES}`);
+    sqlite.pragma("journal_mode = WAL");
+    if (path !== ":memory:") tryWriting(sqlite);
     return sqlite;
   } catch (error) {
     sqlite?.close();
     const code = (error as { code?: unknown }).code;
     if (code === "SQLITE_NOTADB") throw new BadSetting(`--db/DATABASE_URL: ${path} is not a SQLite database`);
     if (code === "SQLITE_CANTOPEN") throw new BadSetting(`--db/DATABASE_URL: ${path} cannot be opened as a SQLite file (a folder, or no permission)`);
+    if (typeof code === "string" && code.startsWith("SQLITE_READONLY")) {
+      throw new BadSetting(`--db/DATABASE_URL: ${path} cannot be written (${code}): SQLite writes the file and, beside it, its -wal and -shm ` +
+        "files, which it creates in that folder; check the owner and permissions of all of them");
+    }
+    throw storeFaultOf(error, path) ?? error;
+  }
+}
+
+/**
+ * SQLite opens a file it may not write read-only and says so only at the first write, so a write is tried at once (the header's
+ * user_version set to itself, then rolled back). Not when another process holds the write lock: that is no fault, and is not waited for.
+ */
+function tryWriting(sqlite: SqliteDatabase.Database): void {
+  try {
+    sqlite.exec("begin immediate");
+  } catch (error) {
+    if (String((error as { code?: unknown }).code).startsWith("SQLITE_BUSY")) return;
     throw error;
+  }
+  try {
+    sqlite.pragma(`user_version = ${Number(sqlite.pragma("user_version", { simple: true }))}`);
+  } finally {
+    sqlite.exec("rollback");
   }
 }
 

@@ -22,7 +22,8 @@ export class StoreFault extends Error {
 
 /** SQLite's result codes (better-sqlite3's `code`) and PostgreSQL's SQLSTATEs (pg's `code`) of each kind. */
 const BUSY_CODES = new Set(["SQLITE_BUSY", "SQLITE_BUSY_RECOVERY", "SQLITE_BUSY_SNAPSHOT", "SQLITE_BUSY_TIMEOUT", "SQLITE_LOCKED", "55P03"]);
-const FULL_CODES = new Set(["SQLITE_FULL", "53100"]);
+/** SQLITE_IOERR_SHMSIZE: the -shm file beside a SQLite store could not grow (opening it on a full disk, say). */
+const FULL_CODES = new Set(["SQLITE_FULL", "SQLITE_IOERR_SHMSIZE", "53100"]);
 /**
  * PostgreSQL's SQLSTATEs of a server shutting down, starting up or ending the connection (57P01 to 57P03, class 08), and Node's socket
  * errors of a connection that could not be made or was lost (pg's `code`).

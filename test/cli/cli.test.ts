@@ -1,9 +1,10 @@
 import type { ChildProcess } from "node:child_process";
 import { createServer, type AddressInfo } from "node:net";
 import { createHash, randomBytes } from "node:crypto";
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
+import { appendFileSync, chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { pathToFileURL } from "node:url";
+import SqliteDatabase from "better-sqlite3";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashCredential } from "../../src/domain/credentials.js";
@@ -13,7 +14,7 @@ import { importDirectory } from "../../src/operations/import-directory.js";
 import { migrateToLatest, openDatabase, type Database } from "../../src/storage/database.js";
 import { EnvironmentConfigRepository } from "../../src/storage/environment-config-repository.js";
 import { migrations } from "../../src/storage/migrations/index.js";
-import { cli, cliChild, cliOnTerminal, cliProcess } from "../helpers/cli.js";
+import { canRunAsNobody, cli, cliAsNobody, cliChild, cliOnTerminal, cliProcess } from "../helpers/cli.js";
 import { createTestDatabase, dialects, type TestDatabase } from "../helpers/databases.js";
 import { acme } from "../helpers/fixtures.js";
 import { holdWriteLock } from "../helpers/write-lock.js";
@@ -624,6 +625,24 @@ describe.concurrent("the real binary's exit status", () => {
     expect(await cliProcess(["seed", "--demo", "--db", db])).toMatchObject({ code: 1, stdout: "", stderr: refusal });
     expect(existsSync(keyFile)).toBe(false);
   }, 60_000);
+
+  it.skipIf(!canRunAsNobody())("a store its user may not write stops a command at start naming the file, with or without its -wal and -shm files (SQLite opened it read-only and failed at the first write)", async () => {
+    chmodSync(dir, 0o755); // nobody may look inside; the folder below and the store are root's, 0755 and 0644
+    const db = join(dir, "root-only", "store.sqlite");
+    expect((await cliProcess(["migrate", "--db", db])).code).toBe(0);
+    const refusal = (code: string) => ({ code: 2, stdout: "", stderr: `error: --db/DATABASE_URL: ${db} cannot be written (${code}): SQLite writes the file and, beside it, ` +
+      "its -wal and -shm files, which it creates in that folder; check the owner and permissions of all of them\n" });
+    expect(await cliAsNobody(["token", "list", "--enterprise", "acme", "--db", db])).toStrictEqual(refusal("SQLITE_READONLY_DIRECTORY"));
+    // A server of root's still has the store open: its -wal and -shm files are there, root's too.
+    const open = new SqliteDatabase(db);
+    try {
+      open.pragma("journal_mode = WAL");
+      open.prepare("select count(*) from enterprise").get();
+      expect(await cliAsNobody(["token", "list", "--enterprise", "acme", "--db", db])).toStrictEqual(refusal("SQLITE_READONLY"));
+    } finally {
+      open.close();
+    }
+  });
 
   it("a --port another process holds stops serve saying so and naming --port, exit 1 (it may be free on the next start)", async () => {
     const holder = createServer();

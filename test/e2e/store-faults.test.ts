@@ -418,4 +418,22 @@ describe.runIf(dialects.includes("sqlite"))("a full disk under SQLite", () => {
     const { rows } = await sql<{ integrity_check: string }>`pragma integrity_check`.execute(database!.db);
     expect(rows).toEqual([{ integrity_check: "ok" }]);
   }, 120_000);
+
+  it("a command started on the full disk says disk full and names the database (SQLite's -shm file, made at the first read, cannot grow)", async (ctx) => {
+    if (!mounted) ctx.skip();
+    // Every connection closed: the last one removes the -wal and -shm files.
+    await service!.close();
+    await database!.close();
+    [service, database] = [undefined, undefined];
+    fillUp(ballast);
+    const started = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, [CLI, "migrate", "--db", dbPath], { env: { ...process.env, DATABASE_URL: "" } });
+      let stderr = "";
+      child.stderr.on("data", (chunk) => (stderr += chunk));
+      child.on("exit", (code) => resolve({ code, stderr }));
+    });
+    rmSync(ballast);
+    expect(started.code).toBe(1);
+    expect(started.stderr).toMatch(new RegExp(`^error: disk full: the database ${dbPath} cannot grow \\(SQLITE_[A-Z_]+: .*\\)\n$`));
+  }, 60_000);
 });

@@ -3,7 +3,7 @@
 // real binary (bin/enterprise-admin.mjs) as a child process, for what only a process shows: its exit
 // status, a terminal, a signal. Both see this process's environment with DATABASE_URL emptied, so a command
 // reaches only the database its --db names; `env` adds or overrides variables.
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { execFile, execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { Writable } from "node:stream";
 import { promisify } from "node:util";
 import { runCli } from "../../src/cli/run-cli.js";
@@ -55,6 +55,23 @@ export const cliChild = (args: string[], env: NodeJS.ProcessEnv = {}): ChildProc
 
 /** The real binary as a child process, its output piped. */
 export const cliProcess = (args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> => runProcess(process.execPath, [bin, ...args], env);
+
+/** Whether cliAsNobody can run here: as root, with setpriv(1), in a clone that nobody may read. */
+export function canRunAsNobody(): boolean {
+  if (process.getuid?.() !== 0) return false;
+  try {
+    execFileSync("setpriv", [...AS_NOBODY, process.execPath, "-e", "require('node:fs').readFileSync(process.argv[1])", bin], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The real binary run as the user nobody (setpriv(1); root only), as a service account that may not write what root made. */
+export const cliAsNobody = (args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> =>
+  runProcess("setpriv", [...AS_NOBODY, process.execPath, bin, ...args], env);
+
+const AS_NOBODY = ["--reuid=nobody", "--regid=nogroup", "--clear-groups"];
 
 const shellQuoted = (word: string) => `'${word.replaceAll("'", "'\\''")}'`;
 
