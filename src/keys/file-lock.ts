@@ -47,8 +47,13 @@ async function tryCreate(lockPath: string, holder: string): Promise<boolean> {
   }
   try {
     await handle.writeFile(holder, "utf8");
-  } finally {
     await handle.close();
+  } catch (error) {
+    await handle.close().catch(() => {});
+    // Ours (O_EXCL made it), and empty: left behind (a full disk), it would hold off every writer until it is stale.
+    await unlink(lockPath).catch(() => {});
+    // A write through the handle names no file: the CLI says which (cli-errors.ts).
+    throw Object.assign(error as object, { path: lockPath });
   }
   return true;
 }
