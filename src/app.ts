@@ -5,7 +5,7 @@ import { Http2ServerResponse } from "node:http2";
 import { performance } from "node:perf_hooks";
 import { createContextValues } from "@connectrpc/connect";
 import PQueue from "p-queue";
-import { compressionBrotli, compressionGzip, connectNodeAdapter } from "@connectrpc/connect-node";
+import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { ConsoleAssets } from "./console-assets.js";
 import { ErrorCode, methodNotAllowed, routeNotFound } from "./domain/errors.js";
 import { COMPRESS_MIN_BYTES, endWithBody } from "./http/compression.js";
@@ -19,6 +19,7 @@ import { toConnectError } from "./interceptors/connect-errors.js";
 import { notingProtocolRefusals } from "./interceptors/protocol-refusals.js";
 import { answeredUnknownProcedure } from "./http/unknown-procedure.js";
 import { addVary } from "./http/vary.js";
+import { rpcAdapter } from "./http/rpc-adapter.js";
 import { encodeGrpcMessageBySpec } from "./interceptors/grpc-message-encoding.js";
 import { refuseForeignJson, refuseMalformedProtobuf } from "./interceptors/rpc-body-check.js";
 import { attachCallSignal, cameWhileClosing, callDeadline, callDeadlineKey, callDeadlineOf, callerTimeoutMs, callSignalKey, callSignalOf, closeAfterAnswer, closeInStages, endIncompleteBodyAtDeadline, mayHaveBody, responseSignal } from "./interceptors/call-signal.js";
@@ -86,7 +87,7 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
   /** The request paths of every RPC the adapter serves (reflection and health included). */
   const rpcPaths = new Set<string>();
   const decompression = { compressions: ACCEPTED_COMPRESSIONS, line: new PQueue({ concurrency: DECOMPRESSIONS_AT_ONCE }) };
-  const rpc = connectNodeAdapter({
+  const rpc = rpcAdapter({
     routes: (router) => {
       routes(services, chain.interceptors, health)(router);
       // connect-es decodes RPC bodies and encodes grpc-message itself; these wrappers correct both.
@@ -109,6 +110,11 @@ export function createApp({ database, logger, keys, rateLimits: rateLimitSetting
       log.code = ErrorCode.ROUTE_NOT_FOUND;
       const error = routeNotFound(req.method, (req.url ?? "").split("?")[0]!);
       if (!answeredUnknownProcedure(req, res as HttpResponse, toConnectError(error, log.requestId))) writeError(res as HttpResponse, log.requestId, error);
+    },
+    // Most often the caller, gone mid-answer: its access line says so (499, or the deadline's 5040). Otherwise a fault of the server's.
+    answerFailed: (req, res, reason) => {
+      const gone = res instanceof Http2ServerResponse ? res.stream.destroyed : res.destroyed;
+      logger[gone ? "debug" : "error"]({ request_id: callLogOf(req).requestId, err: reason }, gone ? "answer cut: the caller left" : "answer failed");
     },
   });
   const consoleAssets = new ConsoleAssets();
