@@ -48,7 +48,14 @@ export class Api {
     if (!response.ok) await unwrap(response);
     const disposition = response.headers.get("content-disposition") ?? "";
     const fileName = /filename="([^"]+)"/.exec(disposition)?.[1] ?? "usage-export.csv";
-    return { blob: await response.blob(), fileName };
+    try {
+      return { blob: await response.blob(), fileName };
+    } catch (error) {
+      if (signal?.aborted) throw error;
+      // A body that stops early is never a whole file: the server cut it at its deadline, or the connection failed.
+      throw new ApiError(0, 0, "The export stopped before its end, and nothing was saved: it took longer than the server allows a call " +
+        "(REQUEST_TIMEOUT_MS, 60 s by default), or the connection failed. Export fewer days at a time, or run `enterprise-admin export usage`, which has no time limit");
+    }
   }
 
   private async json<T>(method: string, path: string, body: unknown, signal?: AbortSignal): Promise<T> {

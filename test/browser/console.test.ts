@@ -7,6 +7,7 @@
 // second enterprise of 5,000 members shows the pages stay small at that size over 366 days; a third,
 // "edge", holds what broke the console once (a user_id with an "@", an e-mail longer than a user_id may be, no departments,
 // a count past 2^53).
+import { connect, createServer, type AddressInfo } from "node:net";
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { getOption } from "@bufbuild/protobuf";
 import { parse } from "csv-parse/sync";
@@ -361,6 +362,40 @@ describe.skipIf(!haveChromium)("the usage console in Chromium, on the demo enter
       .toEqual({ events: BigInt(total.events!), input: BigInt(total.input_tokens!), output: BigInt(total.output_tokens!), basic: total.basic_amount, payGo: total.pay_go_amount, total: total.total_amount });
     expect(new Set(rows.map((row) => row.currency))).toEqual(new Set([data.currency]));
     expect(await page.textContent("#status")).toContain(`Downloaded ${download.suggestedFilename()}`);
+  });
+
+  test("an export whose body stops before its end (cut at the server's deadline, a dropped connection) says so and saves nothing", async () => {
+    // The server's real answer through a proxy that drops the connection 40 bytes into the body, as a cut at the deadline ends it.
+    const proxy = createServer((client) => {
+      const upstream = connect(service.port, "127.0.0.1");
+      client.pipe(upstream);
+      let answer = Buffer.alloc(0);
+      upstream.on("data", (chunk: Buffer) => {
+        answer = Buffer.concat([answer, chunk]);
+        const bodyAt = answer.indexOf("\r\n\r\n");
+        if (bodyAt < 0 || answer.length < bodyAt + 4 + 40) return;
+        client.end(answer.subarray(0, bodyAt + 4 + 40), () => client.destroy());
+        upstream.destroy();
+      });
+      client.on("error", () => upstream.destroy());
+      upstream.on("error", () => client.destroy());
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    const proxied = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    await page.route("**/openapi/v1/statistics/usage-export*", (route) => route.continue({ url: route.request().url().replace(service.baseUrl, proxied) }));
+    let saved = false;
+    page.once("download", () => (saved = true));
+    try {
+      await page.click("#download");
+      await page.waitForSelector("#error:not([hidden])");
+      expect(await page.textContent("#error")).toMatch(/^The export stopped before its end, and nothing was saved: .*\(REQUEST_TIMEOUT_MS, 60 s by default\)/);
+      expect(saved).toBe(false);
+    } finally {
+      await page.unroute("**/openapi/v1/statistics/usage-export*");
+      await new Promise((resolve) => proxy.close(resolve));
+    }
+    // Chromium reports the cut body itself: that one line, nothing else.
+    expect(pageErrors.splice(0)).toStrictEqual(["Failed to load resource: net::ERR_INCOMPLETE_CHUNKED_ENCODING"]);
   });
 
   test("signs out: back to sign-in, the token gone from the tab", async () => {
