@@ -77,7 +77,7 @@ export interface App {
 }
 
 export function createApp({ database, logger, keys, rateLimits: rateLimitSettings, requestTimeoutMs, metrics, metricsAccess, corsAllowedOrigins, reportLimits }: AppDeps): App {
-  const { services, chain, usage, reports } = createBusiness({ database, keys, logger, rateLimits: new RateLimits(rateLimitSettings), ingested: metrics.ingested, reportLimits });
+  const { services, chain, usage, reports } = createBusiness({ database, keys, rateLimits: new RateLimits(rateLimitSettings), ingested: metrics.ingested, reportLimits });
   metrics.watchIngestions(() => usage.ingestionCount());
   metrics.watchReports(() => reports.load());
   const health = new HealthState(services.map((s) => s.service.typeName));

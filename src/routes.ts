@@ -9,7 +9,6 @@ import { EnvironmentConfigService, file_enterprise_admin_v1_environment } from "
 import type { RateLimits } from "./domain/rate-limits.js";
 import { Authenticator } from "./interceptors/auth.js";
 import { CallChain } from "./interceptors/call-chain.js";
-import type { Logger } from "./interceptors/logging.js";
 import type { KeyProvider } from "./keys/key-provider.js";
 import { AccessAdmin } from "./operations/access-admin.js";
 import type { IngestionObserver } from "./operations/record-usage.js";
@@ -40,7 +39,6 @@ export interface BusinessDeps {
   database: Database;
   /** Wraps the per-environment data keys that seal secrets. */
   keys: KeyProvider;
-  logger: Logger;
   rateLimits: RateLimits;
   /** Hears of every committed usage batch (the service's metrics). */
   ingested?: IngestionObserver;
@@ -65,7 +63,7 @@ export interface Business {
 const served = <S extends DescService>(service: S, impl: ServiceImpl<S>): ServedService => ({ service, spec: createServiceImplSpec(service, impl) });
 
 /** What createApp serves on every transport, and what the in-memory tests (test/service) call. */
-export function createBusiness({ database, keys, logger, rateLimits, ingested, reportLimits }: BusinessDeps): Business {
+export function createBusiness({ database, keys, rateLimits, ingested, reportLimits }: BusinessDeps): Business {
   const authRepository = new AuthRepository(database);
   const directory = new DirectoryRepository(database.db);
   const departments = new DepartmentRepository(database.db);
@@ -75,7 +73,7 @@ export function createBusiness({ database, keys, logger, rateLimits, ingested, r
     served(AuthService, authService(new AccessAdmin(authRepository, directory), rateLimits)),
     served(DepartmentService, departmentService(departments)),
     served(UsageService, usageService(usage, directory, reports, ingested)),
-    served(EnvironmentConfigService, environmentService(new EnvironmentConfigs(new EnvironmentConfigRepository(database), keys, logger))),
+    served(EnvironmentConfigService, environmentService(new EnvironmentConfigs(new EnvironmentConfigRepository(database), keys))),
   ];
   return { services, chain: new CallChain(services, new Authenticator(authRepository), rateLimits, database.faultOf), usage, reports };
 }

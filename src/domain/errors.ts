@@ -12,10 +12,17 @@ export class AppError extends Error {
     message: string,
     /** Extra response headers, e.g. Retry-After. */
     readonly headers: Record<string, string> = {},
+    /** What the server's log says of it, never the caller: the call's line becomes a warning with this message and these fields. */
+    readonly logWarning?: LogWarning,
   ) {
     super(message);
     this.name = "AppError";
   }
+}
+
+export interface LogWarning {
+  message: string;
+  fields: Record<string, unknown>;
 }
 
 export const invalidParameter = (message: string) => new AppError(ErrorCode.INVALID_PARAMETER, message);

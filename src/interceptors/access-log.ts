@@ -53,6 +53,7 @@ export class AccessLog {
     if (!answered && log.cutAtShutdown) this.logger.warn(line, "request cut at the end of the shutdown grace");
     else if (log.cause !== undefined) this.logger.error({ ...line, err: log.cause }, "request failed");
     else if (log.storeFault !== undefined) this.logger.warn({ ...line, store_fault: log.storeFault }, "store unavailable");
+    else if (log.warning !== undefined) this.logger.warn({ ...line, ...log.warning.fields }, log.warning.message);
     else this.plain.info(line, "request");
   }
 

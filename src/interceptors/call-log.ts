@@ -4,6 +4,7 @@ import type { Http2ServerRequest } from "node:http2";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { createContextKey } from "@connectrpc/connect";
 import type { TraceParent } from "./trace-context.js";
+import type { LogWarning } from "../domain/errors.js";
 import type { StoreFaultKind } from "../storage/store-faults.js";
 
 /** The transport a call came by (contracts section 1). */
@@ -27,6 +28,8 @@ export interface CallLog {
   storeFault?: string;
   /** Its kind, for the metrics. */
   storeFaultKind?: StoreFaultKind;
+  /** A refusal the server logs as a warning, with what only the log may say (AppError.logWarning). */
+  warning?: LogWarning;
   /** Still unanswered at the end of the shutdown grace, when the server closed its connection. */
   cutAtShutdown?: boolean;
 }

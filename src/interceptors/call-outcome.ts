@@ -43,6 +43,7 @@ export class CallOutcome {
     if (error instanceof ConnectError) return error;
     if (error instanceof AppError) {
       log.code = error.code;
+      log.warning = error.logWarning;
       return toConnectError(error, log.requestId);
     }
     const fault = this.storeFaultOf(error);

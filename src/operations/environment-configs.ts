@@ -34,13 +34,8 @@ const nameTaken = (name: string) => new AppError(ErrorCode.NAME_TAKEN, `name: ${
 const MASTER_KEY_RETRY_AFTER_SECONDS = 10;
 const staleEtag = () => new AppError(ErrorCode.ETAG_MISMATCH, "etag: the environment config changed since it was read; get it again and retry");
 
-/** Where a refusal for want of a master key is logged, with the key's id (the caller is not told it). */
-export interface KeyWarnings {
-  warn(fields: object, message: string): void;
-}
-
 export class EnvironmentConfigs {
-  constructor(private readonly repository: EnvironmentConfigRepository, private readonly keys: KeyProvider, private readonly log?: KeyWarnings) {}
+  constructor(private readonly repository: EnvironmentConfigRepository, private readonly keys: KeyProvider) {}
 
   async create(enterpriseId: string, changes: EnvironmentChanges): Promise<EnvironmentView> {
     const draft: EnvironmentDraft = {
@@ -174,15 +169,16 @@ export class EnvironmentConfigs {
   /**
    * A master key this server does not hold (the instances were not all given the new key, or it was
    * removed from the key file by hand) is a state of the server, not the caller's fault: 503, retry.
-   * The key's id goes to the log, not to the caller.
+   * The key's id and the reason go to the call's log line, not to the caller.
    */
   private async heldKey<T>(work: () => Promise<T>): Promise<T> {
     try {
       return await work();
     } catch (error) {
       if (error instanceof MasterKeyNotHeldError) {
-        this.log?.warn({ master_key_id: error.masterKeyId, reason: error.message }, "secrets refused: master key not available to this server");
-        throw new AppError(ErrorCode.UNAVAILABLE, "secrets: the master key they need is not available to this server; retry later", { "Retry-After": String(MASTER_KEY_RETRY_AFTER_SECONDS) });
+        throw new AppError(ErrorCode.UNAVAILABLE, "secrets: the master key they need is not available to this server; retry later",
+          { "Retry-After": String(MASTER_KEY_RETRY_AFTER_SECONDS) },
+          { message: "secrets refused: master key not available to this server", fields: { master_key_id: error.masterKeyId, reason: error.message } });
       }
       throw error;
     }

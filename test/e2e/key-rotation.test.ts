@@ -90,7 +90,7 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
       const res = await fetch(baseUrl + path, {
         method, body: JSON.stringify(body), headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
       });
-      return { status: res.status, retryAfter: res.headers.get("retry-after"), json: (await res.json()) as { code: number; message: string; data: any } };
+      return { status: res.status, retryAfter: res.headers.get("retry-after"), json: (await res.json()) as { code: number; message: string; request_id: string; data: any } };
     };
     const send = async (baseUrl: string, method: string, path: string, body: unknown) => {
       const { status, json } = await call(baseUrl, method, path, body);
@@ -244,7 +244,8 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
       const created = await t.call(t.svc.baseUrl, "POST", "/api/v1/environment_configs", { name: `refused-${i}`, secrets: { K: "v" } });
       expect({ status: created.status, code: created.json.code, retryAfter: created.retryAfter, message: created.json.message }).toStrictEqual({
         status: 503, code: 5030, retryAfter: "10", message: "secrets: the master key they need is not available to this server; retry later" });
-      expect(t.svc.logs.some((line) => line.includes("master key not available") && line.includes(logged)), logged).toBe(true);
+      const line = t.svc.logs.map((text) => JSON.parse(text) as Record<string, unknown>).find((entry) => entry.request_id === created.json.request_id);
+      expect(line, logged).toMatchObject({ level: 40, code: 5030, msg: "secrets refused: master key not available to this server", reason: expect.stringContaining(logged) });
       expect(t.svc.logs.join("\n")).not.toContain(keyText.slice(1));
       await writeFile(t.keyFile, saved, { mode: 0o600 });
       await chmod(t.keyFile, 0o600);
@@ -274,9 +275,11 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
     ] as const) {
       const reply = await t.call(oldOnly, method, path, body);
       expect({ status: reply.status, code: reply.json.code, retryAfter: reply.retryAfter }).toStrictEqual({ status: 503, code: 5030, retryAfter: "10" });
-      // the caller is not told the key's id; the server's log line names it
+      // the caller is not told the key's id; the call's own log line (its request id) names it
       expect(reply.json.message).toBe("secrets: the master key they need is not available to this server; retry later");
-      expect(t.svc.logs.some((line) => line.includes("master key not available") && line.includes(summary.master_key_id))).toBe(true);
+      const logged = t.svc.logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.request_id === reply.json.request_id);
+      expect(logged).toStrictEqual([expect.objectContaining({ level: 40, status: 503, code: 5030, master_key_id: summary.master_key_id,
+        msg: "secrets refused: master key not available to this server" })]);
     }
     await t.create(both, "after");
     await t.addSecret(both, before);

@@ -8,7 +8,6 @@ import { ErrorDetailSchema } from "../../gen/enterprise_admin/v1/errors_pb.js";
 import { DEFAULT_RATE_LIMITS, RateLimits } from "../../src/domain/rate-limits.js";
 import type { Permission } from "../../src/domain/permissions.js";
 import { PERMISSIONS } from "../../src/domain/permissions.js";
-import { createLogger } from "../../src/interceptors/logging.js";
 import { loadLocalKeyProvider, MASTER_KEY_ENV } from "../../src/keys/local-key-provider.js";
 import { AccessAdmin } from "../../src/operations/access-admin.js";
 import { createBusiness, routes } from "../../src/routes.js";
@@ -37,8 +36,7 @@ export async function startInMemoryService(dialect: DialectName): Promise<InMemo
   const { testDb, database } = await createSeededDatabase(dialect);
   const access = new AccessAdmin(new AuthRepository(database), new DirectoryRepository(database.db));
   const keys = await loadLocalKeyProvider({ databaseUrl: testDb.url, env: { [MASTER_KEY_ENV]: randomBytes(32).toString("base64") } });
-  const logger = createLogger({ level: "silent" });
-  const { services, chain } = createBusiness({ database, keys, logger, rateLimits: new RateLimits(NO_RATE_LIMITS) });
+  const { services, chain } = createBusiness({ database, keys, rateLimits: new RateLimits(NO_RATE_LIMITS) });
   const served = routes(services, chain.interceptors, new HealthState(services.map((s) => s.service.typeName)));
   return {
     database,
