@@ -684,6 +684,7 @@ describe.concurrent("the real binary's exit status", () => {
     const id = `local-${createHash("sha256").update(named).digest("hex").slice(0, 12)}`;
     const keyFile = join(dir, "swapped.key");
     writeFileSync(keyFile, JSON.stringify({ current: id, keys: [{ id, key: swapped.toString("base64") }] }), { mode: 0o600 });
+    expect((await cliProcess(["migrate", "--db", join(dir, "swapped.sqlite")])).code).toBe(0);
     const result = await cliProcess(["keys", "status", "--db", join(dir, "swapped.sqlite")], { ENTERPRISE_ADMIN_MASTER_KEY_FILE: keyFile });
     expect(result).toMatchObject({ code: 1, stdout: "" });
     expect(result.stderr).toBe(`error: key file ${keyFile}: master key "${id}" is not the key of that id (an id local-… is the first 12 hex digits ` +
