@@ -251,8 +251,10 @@ async function commitOrRollBack<T>(connection: Kysely<Schema>, work: (trx: Kysel
   }
 }
 
-/** The SQLite file at `path`, its header read: a folder, or a file that is not SQLite's, is a bad --db naming it. */
-/** The store's file in WAL mode, checked to be writable; a full disk is a StoreFault, any other refusal a BadSetting naming the file. */
+/**
+ * The store's file in WAL mode, its header read and a write tried: a folder, a file that is not SQLite's or one this user may not write
+ * is a bad --db naming it; a full disk is a StoreFault.
+ */
 function openSqliteFile(path: string): SqliteDatabase.Database {
   let sqlite: SqliteDatabase.Database | undefined;
   try {
@@ -286,11 +288,15 @@ function openSqliteFile(path: string): SqliteDatabase.Database {
  * user_version set to itself, then rolled back). Not when another process holds the write lock: that is no fault, and is not waited for.
  */
 function tryWriting(sqlite: SqliteDatabase.Database): void {
+  const busyTimeout = Number(sqlite.pragma("busy_timeout", { simple: true }));
+  sqlite.pragma("busy_timeout = 0"); // better-sqlite3's default would block the thread 5 s for the lock
   try {
     sqlite.exec("begin immediate");
   } catch (error) {
     if (String((error as { code?: unknown }).code).startsWith("SQLITE_BUSY")) return;
     throw error;
+  } finally {
+    sqlite.pragma(`busy_timeout = ${busyTimeout}`);
   }
   try {
     sqlite.pragma(`user_version = ${Number(sqlite.pragma("user_version", { simple: true }))}`);
