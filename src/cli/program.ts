@@ -134,12 +134,13 @@ export function buildProgram(io: CliIo = processIo()): Command {
       const asOf: string = opts.asOf ?? demoToday();
       const raws = demoUsageEvents(asOf);
       const { summary, usage, created, token } = await withDatabase(io, opts.db, async (database) => {
-        const summary = await importDirectory(database, demoDirectory);
-        const events = raws.map((raw, i) => ({ event: checkUsageEvent(raw, `demo event ${i}`), where: `demo event ${i}` }));
-        const usage = await recordUsage(new UsageRepository(database), DEMO_ENTERPRISE_ID, events);
+        // The keys first: a key source that cannot serve this store stops the seed before it writes anything.
         const repository = new EnvironmentConfigRepository(database);
         const environments = new EnvironmentConfigs(repository, await loadLocalKeyProvider({
           databaseUrl: loadConfig({ db: opts.db }, io.env).databaseUrl, env: io.env, storeKeyId: await repository.currentMasterKey() }));
+        const summary = await importDirectory(database, demoDirectory);
+        const events = raws.map((raw, i) => ({ event: checkUsageEvent(raw, `demo event ${i}`), where: `demo event ${i}` }));
+        const usage = await recordUsage(new UsageRepository(database), DEMO_ENTERPRISE_ID, events);
         const existing = new Set((await environments.list(DEMO_ENTERPRISE_ID, 100, "")).items.map((item) => item.row.name));
         const created = demoEnvironments.filter((config) => !existing.has(config.name!));
         for (const config of created) await environments.create(DEMO_ENTERPRISE_ID, config);

@@ -219,6 +219,7 @@ export class LocalKeyProvider implements KeyProvider {
     // ctime: a change of mode makes a new stamp too.
     const stamp = `${info.dev}:${info.ino}:${info.size}:${info.mtimeMs}:${info.ctimeMs}`;
     if (this.#onDisk?.stamp !== stamp) {
+      if (!info.isFile()) throw new Error(`key file ${this.source.path} is not a file`);
       checkKeyFileMode(this.source.path, Number(info.mode));
       const file = parseKeyFileText(readFileSync(this.source.path, "utf8"), this.source.path);
       this.#onDisk = { stamp, keys: new Map((file?.keys ?? []).map((k) => [k.id, k.key])) };

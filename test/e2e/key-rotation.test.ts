@@ -3,7 +3,7 @@
 // data key still unwraps (`keys verify`), a later rotation succeeds, and the secrets open.
 import { randomBytes } from "node:crypto";
 import { execFile, execFileSync } from "node:child_process";
-import { chmod, copyFile, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { chmod, copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { Writable } from "node:stream";
@@ -238,6 +238,7 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
       { damage: () => writeFile(t.keyFile, saved.slice(0, 40), { mode: 0o600 }), logged: "is not valid JSON" },
       { damage: () => writeFile(t.keyFile, saved.replace(keyText, `${keyText[0] === "A" ? "B" : "A"}${keyText.slice(1)}`), { mode: 0o600 }), logged: "the key was changed or damaged" },
       { damage: () => chmod(t.keyFile, 0o644), logged: "is accessible to group or others (mode 644)" },
+      { damage: async () => { await rm(t.keyFile); await mkdir(t.keyFile); }, logged: `key file ${t.keyFile} is not a file` },
     ];
     for (const [i, { damage, logged }] of damages.entries()) {
       await damage();
@@ -247,8 +248,8 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
       const line = t.svc.logs.map((text) => JSON.parse(text) as Record<string, unknown>).find((entry) => entry.request_id === created.json.request_id);
       expect(line, logged).toMatchObject({ level: 40, code: 5030, msg: "secrets refused: master key not available to this server", reason: expect.stringContaining(logged) });
       expect(t.svc.logs.join("\n")).not.toContain(keyText.slice(1));
+      await rm(t.keyFile, { recursive: true });
       await writeFile(t.keyFile, saved, { mode: 0o600 });
-      await chmod(t.keyFile, 0o600);
       await t.create(t.svc.baseUrl, `mended-${i}`);
     }
     await t.addSecret(t.svc.baseUrl, first);
