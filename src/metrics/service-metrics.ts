@@ -35,6 +35,7 @@ export class ServiceMetrics implements StoreObserver {
   private readonly storeErrors: Counter<"kind">;
   private readonly lockWaits: Counter<"outcome">;
   private readonly lockWaitSeconds: Histogram;
+  private readonly rollupsDeferrals: Counter<"reason">;
 
   constructor() {
     const registers = [this.registry];
@@ -65,9 +66,15 @@ export class ServiceMetrics implements StoreObserver {
       name: "enterprise_admin_store_lock_wait_seconds", help: "How long the writes that waited for the store's write lock waited.",
       buckets: LOCK_WAIT_BUCKETS, registers,
     });
+    this.rollupsDeferrals = new Counter({
+      name: "enterprise_admin_usage_rollups_deferred_total",
+      help: "Reports, daily trends and exports that could not add pending usage events to the rollups first (busy past the busy timeout, or full) and read the raw events instead.",
+      labelNames: ["reason"], registers,
+    });
     // Every series that exists from the start is shown at 0, so a rate over a fresh server is defined.
     for (const kind of ["busy", "full", "unreachable", "error"] as const) this.storeErrors.inc({ kind }, 0);
     for (const outcome of ["acquired", "timeout"] as const) this.lockWaits.inc({ outcome }, 0);
+    for (const reason of ["busy", "full"] as const) this.rollupsDeferrals.inc({ reason }, 0);
   }
 
   call(outcome: CallOutcome): void {
@@ -86,6 +93,10 @@ export class ServiceMetrics implements StoreObserver {
   lockWaited(seconds: number, acquired: boolean): void {
     this.lockWaits.inc({ outcome: acquired ? "acquired" : "timeout" });
     this.lockWaitSeconds.observe(seconds);
+  }
+
+  rollupsDeferred(reason: "busy" | "full"): void {
+    this.rollupsDeferrals.inc({ reason });
   }
 
   /** The usage reports of this process being worked on and waiting their turn (REPORT_MAX_RUNNING), read at each scrape. */

@@ -64,9 +64,14 @@ export interface StoreObserver {
    * busy timeout (a busy fault). A write that got the lock at its first try is no wait.
    */
   lockWaited(seconds: number, acquired: boolean): void;
+  /**
+   * A read that adds an enterprise's pending usage events to the rollups first could not (another writer held the lock past the busy
+   * timeout, or the disk was full), and read the raw events instead: exact, and as slow as a raw scan.
+   */
+  rollupsDeferred(reason: "busy" | "full"): void;
 }
 
-const UNOBSERVED: StoreObserver = { lockWaited: () => {} };
+const UNOBSERVED: StoreObserver = { lockWaited: () => {}, rollupsDeferred: () => {} };
 
 /** The page size of a new SQLite store: see openDatabase. */
 export const NEW_STORE_PAGE_BYTES = 16384;

@@ -124,6 +124,7 @@ export class UsageRepository {
     } catch (error) {
       const fault = this.database.faultOf(error)?.kind;
       if (fault !== "busy" && fault !== "full") throw error;
+      this.database.observer.rollupsDeferred(fault);
       return { ...settings, layout: undefined };
     }
   }

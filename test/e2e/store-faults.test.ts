@@ -409,6 +409,10 @@ describe.runIf(dialects.includes("sqlite"))("a full disk under SQLite", () => {
     const answered = (await report.json()) as { code: number; data: { buckets: { groups: { events: number; input_tokens: number | string }[] }[] } };
     expect([report.status, answered.code]).toStrictEqual([200, 0]);
     expect(answered.data.buckets[0]!.groups.map((g) => [Number(g.events), String(g.input_tokens)])).toStrictEqual([[acknowledged, String(acknowledgedTokens)]]);
+    // The operator sees that reads went to the raw events, and why.
+    const metrics = await (await fetch(`${baseUrl}/metrics`)).text();
+    expect(metrics).toMatch(/^enterprise_admin_usage_rollups_deferred_total\{reason="full"\} [1-9]\d*$/m);
+    expect(metrics).toMatch(/^enterprise_admin_usage_rollups_deferred_total\{reason="busy"\} 0$/m);
 
     // Space returns: the same batch goes in, without a restart.
     rmSync(ballast);

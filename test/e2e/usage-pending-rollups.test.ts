@@ -166,8 +166,11 @@ describe.each(dialects)("rollups held pending by API batches (%s)", (dialect) =>
     } finally {
       await release();
     }
+    const deferred = async () => /^enterprise_admin_usage_rollups_deferred_total\{reason="busy"\} (\d+)$/m.exec(await (await fetch(`${server.baseUrl}/metrics`)).text())?.[1];
+    expect(await deferred()).toBe("1"); // what tells an operator why the report was slow
     await expectReport(server.baseUrl, all);
     expect(await pendingEvents()).toBe(0);
+    expect(await deferred()).toBe("1");
     server.child.kill("SIGTERM");
   });
 
