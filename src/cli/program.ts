@@ -61,17 +61,18 @@ const accessAdmin = (database: Database) =>
   new AccessAdmin(new AuthRepository(database), new DirectoryRepository(database.db));
 
 /**
- * `create`: whether a missing key file is created (serve and rotate) or an error (commands that only read); those also refuse a
+ * `create`: whether a missing key file is created (seed and rotate) or an error (commands that only read); those also refuse a
  * SQLite file that is not there, rather than make an empty store and report on it (a mistyped --db would verify "ok").
  */
-async function withKeys<T>(io: CliIo, url: string | undefined, create: boolean, work: (repository: EnvironmentConfigRepository, keys: LocalKeyProvider) => Promise<T>) {
+async function withKeys<T>(io: CliIo, url: string | undefined, create: boolean,
+  work: (repository: EnvironmentConfigRepository, keys: LocalKeyProvider, database: Database) => Promise<T>) {
   const databaseUrl = loadConfig({ db: url }, io.env).databaseUrl;
   if (!create && !isPostgresUrl(databaseUrl) && !existsSync(sqliteFilePath(databaseUrl))) {
     throw new BadSetting(`--db/DATABASE_URL: no database at ${sqliteFilePath(databaseUrl)}`);
   }
   return withDatabase(io, url, async (database) => {
     const repository = new EnvironmentConfigRepository(database);
-    return work(repository, await loadLocalKeyProvider({ databaseUrl, env: io.env, create, storeKeyId: await repository.currentMasterKey() }));
+    return work(repository, await loadLocalKeyProvider({ databaseUrl, env: io.env, create, storeKeyId: await repository.currentMasterKey() }), database);
   });
 }
 
@@ -133,11 +134,9 @@ export function buildProgram(io: CliIo = processIo()): Command {
     .action(async (opts, command: Command) => {
       const asOf: string = opts.asOf ?? demoToday();
       const raws = demoUsageEvents(asOf);
-      const { summary, usage, created, token } = await withDatabase(io, opts.db, async (database) => {
-        // The keys first: a key source that cannot serve this store stops the seed before it writes anything.
-        const repository = new EnvironmentConfigRepository(database);
-        const environments = new EnvironmentConfigs(repository, await loadLocalKeyProvider({
-          databaseUrl: loadConfig({ db: opts.db }, io.env).databaseUrl, env: io.env, storeKeyId: await repository.currentMasterKey() }));
+      // The keys first: a key source that cannot serve this store stops the seed before it writes anything.
+      const { summary, usage, created, token } = await withKeys(io, opts.db, true, async (repository, keys, database) => {
+        const environments = new EnvironmentConfigs(repository, keys);
         const summary = await importDirectory(database, demoDirectory);
         const events = raws.map((raw, i) => ({ event: checkUsageEvent(raw, `demo event ${i}`), where: `demo event ${i}` }));
         const usage = await recordUsage(new UsageRepository(database), DEMO_ENTERPRISE_ID, events);

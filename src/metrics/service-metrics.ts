@@ -95,7 +95,7 @@ export class ServiceMetrics implements StoreObserver {
     this.lockWaitSeconds.observe(seconds);
   }
 
-  rollupsDeferred(reason: "busy" | "full"): void {
+  rollupsDeferred(reason: Parameters<StoreObserver["rollupsDeferred"]>[0]): void {
     this.rollupsDeferrals.inc({ reason });
   }
 
