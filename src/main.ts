@@ -4,7 +4,7 @@ import type { Writable } from "node:stream";
 import { createApp } from "./app.js";
 import type { ServeConfig } from "./config.js";
 import { createLogger, endLog, type Logger } from "./interceptors/logging.js";
-import { loadLocalKeyProvider } from "./keys/local-key-provider.js";
+import { describeKeySource, loadLocalKeyProvider } from "./keys/local-key-provider.js";
 import { ServiceMetrics } from "./metrics/service-metrics.js";
 import { listen } from "./server.js";
 import { migrateToLatest, openDatabase } from "./storage/database.js";
@@ -25,6 +25,11 @@ export async function startService(config: ServeConfig, logger: Logger = createL
   try {
     const storeKeyId = await new EnvironmentConfigRepository(database).currentMasterKey();
     const keys = await loadLocalKeyProvider({ databaseUrl: config.databaseUrl, env, storeKeyId });
+    // Served all the same (nothing is written, the rest of the service works), but said now rather than at the first secret's 503.
+    if (storeKeyId !== undefined && !(await keys.keyIds()).includes(storeKeyId)) {
+      logger.warn({ master_key_id: storeKeyId, key_source: describeKeySource(keys.source) },
+        "the master key of this database's secrets is not in this server's key source: creating configurations and writing secrets get 503 until it is");
+    }
     const app = createApp({ database, logger, keys, rateLimits: config.rateLimits, requestTimeoutMs: config.limits.requestTimeoutMs,
       metrics, metricsAccess: config.metrics, corsAllowedOrigins: config.corsAllowedOrigins, reportLimits: config.reportLimits });
     const listener = await listen(app, config.port, config.host, config.limits);

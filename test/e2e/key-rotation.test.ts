@@ -76,11 +76,14 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
       return JSON.parse(result.stdout);
     };
 
-    /** A second server on the same database and key file (or these keys in ENTERPRISE_ADMIN_MASTER_KEY). */
-    const startSecondServer = async (secondMasterKeys = masterKeys) => {
-      const quiet = new Writable({ write: (_chunk, _encoding, done) => done() });
+    /** A second server on the same database and key file (or these keys in ENTERPRISE_ADMIN_MASTER_KEY); its log lines go to `logs`. */
+    const startSecondServer = async (secondMasterKeys = masterKeys, logs: Array<Record<string, unknown>> = []) => {
+      const destination = new Writable({ write(chunk, _encoding, done) {
+        for (const line of String(chunk).split("\n")) if (line) logs.push(JSON.parse(line));
+        done();
+      } });
       const second = await startService(loadServeConfig({ port: "0", host: "127.0.0.1", db: svc.databaseUrl }, {}),
-        createLogger({ level: "info", destination: quiet }), keyEnv(secondMasterKeys));
+        createLogger({ level: "info", destination }), keyEnv(secondMasterKeys));
       cleanups.push(() => second.close());
       return `http://127.0.0.1:${second.port}`;
     };
@@ -284,6 +287,14 @@ describe.each(dialects)("master key rotation while servers run (%s)", (dialect: 
     }
     await t.create(both, "after");
     await t.addSecret(both, before);
+    // Restarted without the new key, a server says so as it starts; with it, it says nothing of keys.
+    for (const [held, keys] of [["the old key", oldKey], ["both keys", `${newKey},${oldKey}`]] as const) {
+      const logs: Array<Record<string, unknown>> = [];
+      await t.startSecondServer(keys, logs);
+      expect(logs.filter((line) => line.level !== 30), held).toStrictEqual(keys === oldKey ? [expect.objectContaining({ level: 40,
+        master_key_id: summary.master_key_id, key_source: "ENTERPRISE_ADMIN_MASTER_KEY",
+        msg: "the master key of this database's secrets is not in this server's key source: creating configurations and writing secrets get 503 until it is" })] : []);
+    }
 
     const stale = await t.cliWith(oldKey, "keys", "verify");
     expect(stale.code).toBe(1);
