@@ -175,6 +175,9 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
   // megabytes, and at the default nearly every commit ran a checkpoint (copy back and fsync) of its own.
   const pageBytes = sqlite.pragma("page_size", { simple: true }) as number;
   sqlite.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_BYTES / pageBytes}`);
+  // A log that grew past that (a reader held its snapshot through an import, or the disk filled) is cut back to it at the first commit
+  // after a checkpoint has copied it all, rather than keep its largest size until the last connection closes.
+  sqlite.pragma(`journal_size_limit = ${WAL_AUTOCHECKPOINT_BYTES}`);
   const checkpointer = options.backgroundCheckpoints && path !== ":memory:" ? startWalCheckpointer(path) : undefined;
   const statements = withStatementCache(sqlite);
   const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: statements }) });

@@ -1,6 +1,6 @@
 // The server's background WAL checkpoints (openDatabase's backgroundCheckpoints, SQLite files only):
 // what is committed reaches the database file without the writer checkpointing, and closing leaves
-// no log behind.
+// no log behind; a log grown large is cut back.
 import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -38,4 +38,29 @@ describe("background WAL checkpoints (SQLite)", () => {
     expect(reopened.prepare("select count(*) as n from filler").get()).toStrictEqual({ n: 512 });
     reopened.close();
   });
+
+  it("cuts a log that grew past 64 MiB while a reader held its snapshot back to 64 MiB at the first commit after the reader lets go", async () => {
+    const path = join(dir, "held.sqlite");
+    const database = openDatabase(path, { backgroundCheckpoints: true });
+    await sql`create table filler (id integer primary key, payload blob not null)`.execute(database.db);
+    const reader = new SqliteDatabase(path, { readonly: true });
+    reader.exec("begin");
+    reader.prepare("select count(*) from filler").get(); // its snapshot: no checkpoint may go past it
+    for (let i = 0; i < 80; i++) await sql`insert into filler (payload) select randomblob(1048576)`.execute(database.db);
+    const grown = statSync(`${path}-wal`).size;
+    expect(grown).toBeGreaterThan(80 * MiB);
+    reader.exec("commit");
+    reader.close();
+    // Once the worker's checkpoint has copied the whole log, the next commit starts it again from the top, and cuts it.
+    let size = grown;
+    for (let attempt = 0; attempt < 50 && size > 64 * MiB; attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await sql`insert into filler (payload) values (x'00')`.execute(database.db);
+      size = statSync(`${path}-wal`).size;
+    }
+    expect(size).toBeLessThanOrEqual(64 * MiB);
+    await database.close();
+  });
 });
+
+const MiB = 2 ** 20;
