@@ -35,8 +35,11 @@ export function layoutFor(timeZone: string, at: number): RollupLayout {
 }
 
 export class RollupPeriods {
-  /** The local days asked about so far, and the last one (an ingestion's events come in no time order, mostly of one or two days). */
-  private readonly days: Array<{ start: number; end: number }> = [];
+  /**
+   * The local days asked about so far, under each UTC day they overlap, and the last one (an ingestion's events come in no time order,
+   * mostly of one or two days, but up to 50,000 pending events may each be of another day).
+   */
+  private readonly days = new Map<number, Array<{ start: number; end: number }>>();
   private day = { start: 1, end: 0 };
   /** The day of each quarter asked (dayOfQuarter). */
   private readonly quarterDays = new Map<number, number>();
@@ -76,8 +79,15 @@ export class RollupPeriods {
   /** Each day worked out once: a live batch spread over the last 24 hours goes back and forth between two. */
   private dayAround(ts: number): { start: number; end: number } {
     if (ts >= this.day.start && ts < this.day.end) return this.day;
-    let day = this.days.find((known) => ts >= known.start && ts < known.end);
-    if (!day) this.days.push((day = this.offsets?.dayAround(ts) ?? localDayAround(ts, this.layout.timeZone)));
+    let day = this.days.get(Math.floor(ts / DAY_SECONDS))?.find((known) => ts >= known.start && ts < known.end);
+    if (!day) {
+      day = this.offsets?.dayAround(ts) ?? localDayAround(ts, this.layout.timeZone);
+      for (let utcDay = Math.floor(day.start / DAY_SECONDS); utcDay * DAY_SECONDS < day.end; utcDay++) {
+        const overlapping = this.days.get(utcDay);
+        if (overlapping) overlapping.push(day);
+        else this.days.set(utcDay, [day]);
+      }
+    }
     return (this.day = day);
   }
 

@@ -503,10 +503,12 @@ export type StoredEvent = Omit<UsageEventRow, "eventId">;
 
 /**
  * An enterprise's share of an ingestion's rollups: its events as they came while the ingestion may hold them pending (`events`, up
- * to PENDING_BELOW), else summed in `delta`, to be added to the stored rollups.
+ * to PENDING_BELOW, on at most PENDING_DAYS days), else summed in `delta`, to be added to the stored rollups.
  */
 class HeldRollups {
   events: StoredEvent[] | undefined;
+  /** The UTC days of the events held. */
+  private readonly days = new Set<number>();
   readonly delta: RollupDelta;
 
   constructor(layout: RollupLayout, mayHoldPending: boolean) {
@@ -515,7 +517,9 @@ class HeldRollups {
   }
 
   add(events: readonly StoredEvent[]): void {
-    if (this.events && this.events.length + events.length < PENDING_BELOW) for (const e of events) this.events.push(e);
+    if (this.events) for (const e of events) this.days.add(e.day);
+    const holds = this.events && this.events.length + events.length < PENDING_BELOW && this.days.size <= PENDING_DAYS;
+    if (holds) for (const e of events) this.events!.push(e);
     else this.sum(events);
   }
 
@@ -619,3 +623,9 @@ const PENDING_BELOW = 2_000;
 
 /** The ingestion that would pass it adds every pending event to the rollups, its own with them. */
 const MAX_PENDING_EVENTS = 50_000;
+
+/**
+ * An ingestion whose events fall on more days is summed into the rollups at once (its own call pays for the rows of every day): held
+ * pending, 50,000 events each of another day made the report that added them hold the thread for seconds, every caller's call waiting.
+ */
+const PENDING_DAYS = 31;

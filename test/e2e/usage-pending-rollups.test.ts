@@ -26,8 +26,9 @@ const DAY = 86_400;
 /** 2025-03-01T00:00:00Z: the events lie in the three days after it. */
 const D0 = 1_740_787_200;
 const MODELS = ["atlas", "boreas", "ceres"];
-/** The most events an enterprise holds pending (usage-repository.ts). */
+/** The most events an enterprise holds pending, and the most days a batch held pending may fall on (usage-repository.ts). */
 const MAX_PENDING_EVENTS = 50_000;
+const PENDING_DAYS = 31;
 
 interface SentEvent {
   user_id: string;
@@ -152,6 +153,36 @@ describe.each(dialects)("rollups held pending by API batches (%s)", (dialect) =>
 
     server = await serve();
     await expectReport(server.baseUrl, all);
+    expect(await pendingEvents()).toBe(0);
+    server.child.kill("SIGTERM");
+  });
+
+  it(`a batch whose events fall on more than ${PENDING_DAYS} days is added to the rollups in its own call, not held pending`, async () => {
+    // Held pending, 30,000 events each of another day made the report that added them hold the server's thread some 10 s.
+    const server = await serve();
+    const spread = async (days: number, firstDay: number) => {
+      const events = Array.from({ length: days }, (_, i) => ({
+        event_id: `spread-${firstDay + i}`, user_id: "7001", model_name: "atlas", model_type: "Chat", model_source: "Builtin",
+        timestamp: D0 - (firstDay + i) * DAY + 3600, input_tokens: 1000 + i, output_tokens: 0, basic_amount: "0.000001", pay_go_amount: "",
+      }));
+      const res = await fetch(server.baseUrl + RECORD, {
+        method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify({ events }),
+      });
+      expect(res.status, await res.text()).toBe(200);
+      return events.reduce((sum, e) => sum + e.input_tokens, 0);
+    };
+    const pendingBefore = await pendingEvents();
+    let input = await spread(PENDING_DAYS, 1);
+    expect(await pendingEvents()).toBe(pendingBefore + PENDING_DAYS);
+    input += await spread(PENDING_DAYS + 1, PENDING_DAYS + 1);
+    expect(await pendingEvents()).toBe(0); // summed at once, and the pending events with it
+    const res = await fetch(server.baseUrl + REPORT, {
+      method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ start_time: D0 - (2 * PENDING_DAYS + 1) * DAY, end_time: D0, time_zone: "UTC", bucket: "none", group_by: ["model"] }),
+    });
+    const groups = parseJsonBig(await res.text()).data.buckets[0].groups;
+    expect(groups.map((g: any) => ({ model: g.model_name, events: g.events, input: g.input_tokens, basic: g.basic_amount })))
+      .toStrictEqual([{ model: "atlas", events: 2 * PENDING_DAYS + 1, input, basic: sixDecimals(BigInt(2 * PENDING_DAYS + 1)) }]);
     expect(await pendingEvents()).toBe(0);
     server.child.kill("SIGTERM");
   });
