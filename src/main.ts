@@ -1,6 +1,7 @@
 // config -> migrate -> database -> listen; SIGTERM/SIGINT drains in-flight calls and closes; a second
 // signal exits at once.
 import type { Writable } from "node:stream";
+import { setTimeout as sleep } from "node:timers/promises";
 import { createApp } from "./app.js";
 import type { ServeConfig } from "./config.js";
 import { createLogger, endLog, type Logger } from "./interceptors/logging.js";
@@ -38,7 +39,9 @@ export async function startService(config: ServeConfig, logger: Logger = createL
       port: listener.port,
       async close() {
         await listener.close();
-        await database.close();
+        // A statement on a PostgreSQL that stopped answering holds its connection, and the pool's end waits for it, for good.
+        const closed = await Promise.race([database.close().then(() => true), sleep(STORE_CLOSE_WAIT_MS, false, { ref: false })]);
+        if (!closed) logger.warn({ waited_ms: STORE_CLOSE_WAIT_MS }, "the store's connections did not close (a statement still waits for its answer): stopping without them");
       },
     };
   } catch (error) {
@@ -46,6 +49,9 @@ export async function startService(config: ServeConfig, logger: Logger = createL
     throw storeUnreachableOf(error, database.location) ?? error;
   }
 }
+
+/** How long stopping waits for the store's connections to close once every call has ended. */
+const STORE_CLOSE_WAIT_MS = 5_000;
 
 /** On a store of its own, without the serving bounds: a migration may build an index over every event, or wait for another server's. */
 async function migrate(databaseUrl: string, env: NodeJS.ProcessEnv): Promise<void> {

@@ -35,7 +35,7 @@ export interface Database {
   writeTransaction<T>(work: (trx: Kysely<Schema>) => Promise<T>, options?: { unbounded?: boolean }): Promise<T>;
   /** The busy, full or unreachable fault `error` is, if it is one (see store-faults.ts). */
   faultOf(error: unknown): StoreFault | undefined;
-  /** Whether the store answers a query now (readiness): false on any error, within the pool's wait for a connection. */
+  /** Whether the store answers a query now (readiness): false on any error, or with no answer within the busy timeout (at least 1 s). */
   answers(): Promise<boolean>;
   /** Told of every wait for the write lock (the service's metrics). */
   readonly observer: StoreObserver;
@@ -151,8 +151,8 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
       await sql`select set_config('lock_timeout', ${options.unbounded ? "0" : `${Math.max(1, busyTimeout)}ms`}, true)`.execute(connection);
       return commitOrRollBack(connection, work, () => true);
     });
-    return { db, dialect: "postgres", location, createdDirectories: [], writeTransaction, faultOf: (error) => storeFaultOf(error, location), answers: answersOf(db),
-      observer, close: () => db.destroy() };
+    return { db, dialect: "postgres", location, createdDirectories: [], writeTransaction, faultOf: (error) => storeFaultOf(error, location),
+      answers: answersOf(db, Math.max(1000, busyTimeout)), observer, close: () => db.destroy() };
   }
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(url)?.[1];
   if (scheme !== undefined && scheme.toLowerCase() !== "file") {
@@ -207,14 +207,24 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
       await sleep(LOCK_POLL_MS);
     }
   };
-  return { db, dialect: "sqlite", location, createdDirectories, writeTransaction, faultOf: (error) => storeFaultOf(error, location), answers: answersOf(db),
+  return { db, dialect: "sqlite", location, createdDirectories, writeTransaction, faultOf: (error) => storeFaultOf(error, location),
+    answers: answersOf(db, Math.max(1000, busyTimeout)),
     observer, close };
 }
 
-/** Asked twice: a pool connection the server ended while it was idle fails once, and the pool then opens a new one. */
-const answersOf = (db: Kysely<Schema>) => async () => {
+/**
+ * Asked twice: a pool connection the server ended while it was idle fails once, and the pool then opens a new one. False when no
+ * answer came within `withinMs`: a hung PostgreSQL (stopped, or its host gone without a reset) never answers on an open connection.
+ */
+const answersOf = (db: Kysely<Schema>, withinMs: number) => async () => {
   const once = () => sql`select 1`.execute(db).then(() => true, () => false);
-  return (await once()) || once();
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((resolve) => (timer = setTimeout(resolve, withinMs, false)));
+  try {
+    return await Promise.race([(async () => (await once()) || once())(), late]);
+  } finally {
+    clearTimeout(timer);
+  }
 };
 
 /** Makes `directory` and its missing parents; returns those it made, outermost first. */

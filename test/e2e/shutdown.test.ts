@@ -623,3 +623,80 @@ describe.runIf(dialects.includes("postgres"))("serve on PostgreSQL: SIGTERM whil
     }
   }, 60_000);
 });
+
+/** A TCP proxy to PostgreSQL whose `freeze` leaves every connection open and silent both ways: a server that stopped answering. */
+async function freezingProxy(target: URL) {
+  let frozen = false;
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port), target.hostname);
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on("error", () => {});
+    }
+    client.on("data", (chunk) => void (frozen || upstream.write(chunk)));
+    upstream.on("data", (chunk) => void (frozen || client.write(chunk)));
+    client.on("close", () => upstream.destroy());
+    upstream.on("close", () => client.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = new URL(target);
+  url.hostname = "127.0.0.1";
+  url.port = String((server.address() as net.AddressInfo).port);
+  return {
+    url: url.toString(),
+    freeze: () => void (frozen = true),
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      server.close();
+    },
+  };
+}
+
+describe.runIf(dialects.includes("postgres"))("serve on a PostgreSQL that stops answering (its connections open and silent)", () => {
+  let testDb: TestDatabase;
+  let token = "";
+
+  beforeAll(async () => {
+    testDb = await createTestDatabase("postgres");
+    const seeded = await cli(["seed", "--demo", "--db", testDb.url]);
+    expect(seeded.code, seeded.stderr).toBe(0);
+    token = seeded.stdout.trim();
+  }, 60_000);
+
+  afterAll(async () => {
+    await testDb?.drop();
+  });
+
+  it("answers a call 504 at its deadline and /readyz 503 within the busy timeout, and SIGTERM still stops the server", async () => {
+    const proxy = await freezingProxy(new URL(testDb.url));
+    const port = await freePort();
+    const child = spawn(process.execPath, [CLI, "serve", "--port", String(port), "--db", proxy.url], {
+      env: { ...process.env, LOG_LEVEL: "info", SHUTDOWN_GRACE_MS: "500", STORE_BUSY_TIMEOUT_MS: "1000" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    child.stdout!.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    const exited = new Promise<number | null>((resolve) => child.once("close", resolve));
+    try {
+      await withTimeout((async () => { while (!stdout.includes('"msg":"listening"')) await new Promise((r) => setTimeout(r, 20)); })(), 20_000, "listening");
+      const whoami = (headers: Record<string, string> = {}) => fetch(`http://127.0.0.1:${port}/openapi/v1/auth/whoami`, {
+        headers: { authorization: `Bearer ${token}`, ...headers }, signal: AbortSignal.timeout(15_000),
+      });
+      expect((await whoami()).status).toBe(200); // the pool now holds an open connection
+      proxy.freeze();
+      const late = await whoami({ "connect-timeout-ms": "1000" });
+      expect({ status: late.status, code: ((await late.json()) as { code: number }).code }).toStrictEqual({ status: 504, code: 5040 });
+      const ready = await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(15_000) });
+      expect({ status: ready.status, body: await ready.text() }).toStrictEqual({ status: 503, body: '{"status":"store unreachable"}' });
+      child.kill("SIGTERM");
+      expect(await withTimeout(exited, 15_000, "the serve process to exit while the store is silent")).toBe(0);
+      const lines = stdout.split("\n").filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
+      expect(lines.filter((line) => line.level === 40).map((line) => line.msg))
+        .toContain("the store's connections did not close (a statement still waits for its answer): stopping without them");
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      proxy.close();
+    }
+  }, 60_000);
+});
