@@ -247,13 +247,14 @@ export class UsageRepository {
     const { rows } = await sql<{ taken: boolean }>`select pg_try_advisory_xact_lock(${sql.lit(INGESTION_LOCK)}) as taken`.execute(trx);
     if (rows[0]!.taken) return;
     const started = performance.now();
-    let acquired = false;
     try {
       await sql`select pg_advisory_xact_lock(${sql.lit(INGESTION_LOCK)})`.execute(trx);
-      acquired = true;
-    } finally {
-      this.database.observer.lockWaited((performance.now() - started) / 1000, acquired);
+    } catch (error) {
+      // A timeout only when it gave up at the busy timeout: a wait its lost connection ended is counted as the store fault it is.
+      if (this.database.faultOf(error)?.kind === "busy") this.database.observer.lockWaited((performance.now() - started) / 1000, false);
+      throw error;
     }
+    this.database.observer.lockWaited((performance.now() - started) / 1000, true);
   }
 
   /** Committed ingestions (API batches and import chunks) by every process. */

@@ -216,6 +216,8 @@ describe.runIf(dialects.includes("postgres"))("PostgreSQL ending the server's co
     await admin.connect();
     const locker = new pg.Client({ connectionString: svc.databaseUrl });
     await locker.connect();
+    const timedOutWaits = async () => /^enterprise_admin_store_lock_waits_total\{outcome="timeout"\} (\d+)$/m.exec(await (await fetch(`${svc.baseUrl}/metrics`)).text())?.[1] ?? "0";
+    const timedOutBefore = await timedOutWaits();
     const release = await holdStoreWriteLock("postgres", svc.databaseUrl);
     try {
       // A read waits on a table lock, a write on the ingestion lock, each on a connection the server has checked out.
@@ -233,6 +235,8 @@ describe.runIf(dialects.includes("postgres"))("PostgreSQL ending the server's co
       await admin.query("select pg_terminate_backend(pid) from unnest($1::int[]) as pid", [waiting]);
       const refused = { status: 503, code: 5030, message: "the store cannot be reached; retry later", retryAfter: "1" };
       expect(await Promise.all([read, write])).toStrictEqual([refused, refused]);
+      // The write's wait for the ingestion lock ended with its connection, not at the busy timeout.
+      expect(await timedOutWaits()).toBe(timedOutBefore);
     } finally {
       await locker.query("rollback");
       await locker.end();
