@@ -21,6 +21,15 @@ interface NamingRequest {
   emails: readonly string[];
 }
 
+/** The user ids and e-mails named, each once; more than MAX_QUERY_MEMBERS is refused (no store needed: a report checks it before its turn). */
+export function namedIn(request: NamingRequest): { userIds: string[]; emails: string[] } {
+  const userIds = uniqueInOrder(request.userIds);
+  const emails = uniqueByFoldedEmail(request.emails);
+  const named = userIds.length + emails.length;
+  if (named > MAX_QUERY_MEMBERS) throw invalidParameter(`user_ids plus emails after de-duplication: ${named} > ${MAX_QUERY_MEMBERS}`);
+  return { userIds, emails };
+}
+
 /**
  * Resolves the members named by `userIds` and `emails` in the enterprise. With `required`, naming
  * none is an error; without, naming none gives undefined (no filter).
@@ -28,15 +37,10 @@ interface NamingRequest {
 export async function resolveNamedMembers(usage: UsageRepository, enterpriseId: string, request: NamingRequest, required: true): Promise<NamedMembers>;
 export async function resolveNamedMembers(usage: UsageRepository, enterpriseId: string, request: NamingRequest, required: false): Promise<NamedMembers | undefined>;
 export async function resolveNamedMembers(usage: UsageRepository, enterpriseId: string, request: NamingRequest, required: boolean): Promise<NamedMembers | undefined> {
-  const userIds = uniqueInOrder(request.userIds);
-  const emails = uniqueByFoldedEmail(request.emails);
-  const named = userIds.length + emails.length;
-  if (named === 0) {
+  const { userIds, emails } = namedIn(request);
+  if (userIds.length + emails.length === 0) {
     if (required) throw invalidParameter("user_ids, emails: at least one of them must name a member");
     return undefined;
-  }
-  if (named > MAX_QUERY_MEMBERS) {
-    throw invalidParameter(`user_ids plus emails after de-duplication: ${named} > ${MAX_QUERY_MEMBERS}`);
   }
   const [byId, byEmail] = await Promise.all([
     usage.membersByUserIds(enterpriseId, userIds),

@@ -19,7 +19,7 @@ import { decodeMemberSums } from "../storage/member-day-sums.js";
 import { ReportTurns } from "./report-turns.js";
 import type { DepartmentRepository } from "../storage/department-repository.js";
 import type { MemberRow, UsageRepository } from "../storage/usage-repository.js";
-import { resolveNamedMembers } from "./named-members.js";
+import { namedIn, resolveNamedMembers } from "./named-members.js";
 import { DAYS_READ_AT_ONCE, ReportDayCache, type DayLoader } from "./report-day-cache.js";
 import { takeTurn } from "./take-turn.js";
 
@@ -82,6 +82,7 @@ export class UsageReports {
     const dimensions = groupDimensions(request.groupBy);
     if (!dimensions.includes("member") && request.pageToken !== "") throw invalidParameter(`page_token: pages exist only when group_by includes "member"`);
     zoneOrDefault(request.timeZone, "UTC", "time_zone"); // a zone named is checked now; the enterprise's, in the turn
+    namedIn(request);
     return this.turns.run(enterpriseId, signal, () => this.reportInTurn(enterpriseId, request, kind, window, dimensions, signal));
   }
 
