@@ -8,6 +8,7 @@ import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
 import { rest_integer_as_string } from "../../gen/enterprise_admin/v1/options_pb.js";
 import { invalidParameter } from "../domain/errors.js";
 import { longIntegerDigits } from "../domain/exact-json.js";
+import { shown } from "../domain/text-rules.js";
 
 type Fields = Record<string, unknown>;
 
@@ -135,11 +136,18 @@ export function readScalar(type: ScalarType, given: unknown, path: string, integ
 function readInteger(value: unknown, path: string, min: bigint, max: bigint, wide: boolean): number | bigint {
   let n: bigint | undefined;
   if (typeof value === "number" && Number.isInteger(value)) n = BigInt(value);
-  else if (typeof value === "string" && INT_TEXT.test(value)) n = BigInt(value);
+  else if (typeof value === "string" && INT_TEXT.test(value)) {
+    // No 64-bit value has more digits: a longer text (a megabyte of them, say) is neither converted nor echoed whole.
+    if (value.length > MAX_INTEGER_TEXT) throw invalidParameter(`${path}: ${shown(value)} is out of range ${min} to ${max}`);
+    n = BigInt(value);
+  }
   if (n === undefined) throw invalidParameter(`${path}: expected an integer`);
-  if (n < min || n > max) throw invalidParameter(`${path}: ${n} is out of range ${min} to ${max}`);
+  if (n < min || n > max) throw invalidParameter(`${path}: ${shown(String(n))} is out of range ${min} to ${max}`);
   return wide ? n : Number(n);
 }
+
+/** The longest decimal text of a 64-bit integer: 2^64 - 1's 20 digits, or a sign and 2^63's 19. */
+const MAX_INTEGER_TEXT = 20;
 
 function readEnum(desc: DescEnum, value: unknown, path: string): number {
   const byName = typeof value === "string" ? desc.values.find((v) => v.name === value) : undefined;

@@ -211,6 +211,14 @@ describe.each(dialects)("usage rules (%s)", (dialect) => {
       await expectFailure(reply, 400, 4001, "end_time: 9223372036854775807 > 9007199254740991 (2^53 - 1, the largest accepted)");
     });
 
+    it("rejects a start_time of 100,000 digits naming its length, not echoing it", async () => {
+      const digits = "1".repeat(100_000);
+      for (const body of [`{"start_time":${digits},"end_time":1,"user_ids":["7001"]}`, `{"start_time":"${digits}","end_time":1,"user_ids":["7001"]}`]) {
+        const reply = await query(acmeToken, body);
+        await expectFailure(reply, 400, 4001, `start_time: ${"1".repeat(512)}… (100000 characters) is out of range -9223372036854775808 to 9223372036854775807`);
+      }
+    });
+
     it.each([
       ["end_time equal to start_time", T0, T0],
       ["end_time before start_time", T0 + 1, T0],
