@@ -105,7 +105,7 @@ export class RestFacade {
       throw error;
     }
     if (route.method.methodKind === "server_streaming") {
-      return this.stream(res, route.method, log, call, call.stream(request), recordFormatOf(request as Record<string, unknown>));
+      return this.stream(res, route.method, log, call, call.stream(request), recordFormatOf(request as Record<string, unknown>), req.method === "HEAD");
     }
     let response;
     try {
@@ -124,7 +124,7 @@ export class RestFacade {
    * chunk on HTTP/1.1, RST_STREAM on HTTP/2), which every client reports as an incomplete transfer.
    */
   private async stream(res: HttpResponse, method: DescMethodServerStreaming, log: CallLog, call: LocalCall, messages: AsyncGenerator<Message>,
-    format: RecordFormat): Promise<void> {
+    format: RecordFormat, headOnly: boolean): Promise<void> {
     let first: IteratorResult<Message>;
     try {
       first = await messages.next();
@@ -143,6 +143,11 @@ export class RestFacade {
     call.responseHeader.forEach((value, name) => res.setHeader(name, value));
     res.statusCode = 200;
     res.setHeader("content-type", CONTENT_TYPES[format]);
+    if (headOnly) { // the GET's status and headers, its first message made, and the rest of the body (a year's export, say) not made
+      await messages.return(undefined);
+      res.end();
+      return;
+    }
     const compressing = streamEncoder(res);
     // The status goes out now, with the first message, as said above: else a failure of the next message could come before any of the
     // body had been written, and the connection ended with no answer at all.

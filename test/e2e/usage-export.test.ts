@@ -386,6 +386,12 @@ describe.each(dialects)("usage export (%s)", (dialect) => {
     const damaged = await svc.database.db.updateTable("usage_rollup_members").set({ member_sums: Uint8Array.of(1, 2, 3) })
       .where("enterprise_id", "=", id).where("period", "=", day + 2 * 86_400).where("member_sums", "is not", null).executeTakeFirst();
     expect(damaged.numUpdatedRows).toBeGreaterThan(0n);
+    // HEAD answers the GET's status and headers without making the rest of the export: it never reaches the damaged day.
+    const head = await fetch(url, { method: "HEAD", headers: { authorization: `Bearer ${token}`, "x-request-id": `${id}-head` } });
+    expect([head.status, head.headers.get("content-type"), await head.text()]).toStrictEqual([200, whole.headers.get("content-type"), ""]);
+    const headLine = async () => svc.logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.request_id === `${id}-head` && l.status !== undefined);
+    await expect.poll(headLine, { timeout: 2000 }).toMatchObject({ method: "HEAD", status: 200, msg: "request" });
+    expect((await headLine())!.code).toBeUndefined();
     // Uncompressed and gzipped: either way the status and the first day's rows go out before the third day fails.
     // Each on a connection of its own (a reused one could be the one a cut answer closed).
     for (const encoding of ["identity", "gzip"]) {
