@@ -22,7 +22,8 @@ export async function startService(config: ServeConfig, logger: Logger = createL
   // One registry per running service; the store reports its lock waits to it.
   const metrics = new ServiceMetrics();
   await migrate(config.databaseUrl, env);
-  const database = openDatabase(config.databaseUrl, { backgroundCheckpoints: true, observer: metrics, env, statementTimeoutMs: config.limits.requestTimeoutMs });
+  const database = openDatabase(config.databaseUrl, { backgroundCheckpoints: true, observer: metrics, env, statementTimeoutMs: config.limits.requestTimeoutMs,
+    applicationName: SERVER_APPLICATION_NAME });
   try {
     const storeKeyId = await new EnvironmentConfigRepository(database).currentMasterKey();
     const keys = await loadLocalKeyProvider({ databaseUrl: config.databaseUrl, env, storeKeyId });
@@ -50,12 +51,15 @@ export async function startService(config: ServeConfig, logger: Logger = createL
   }
 }
 
+/** What PostgreSQL's pg_stat_activity shows for a server's connections (the CLI's are "enterprise-admin"). */
+const SERVER_APPLICATION_NAME = "enterprise-admin serve";
+
 /** How long stopping waits for the store's connections to close once every call has ended. */
 const STORE_CLOSE_WAIT_MS = 5_000;
 
 /** On a store of its own, without the serving bounds: a migration may build an index over every event, or wait for another server's. */
 async function migrate(databaseUrl: string, env: NodeJS.ProcessEnv): Promise<void> {
-  const database = openDatabase(databaseUrl, { env });
+  const database = openDatabase(databaseUrl, { env, applicationName: SERVER_APPLICATION_NAME });
   try {
     await migrateToLatest(database);
   } catch (error) {

@@ -117,6 +117,8 @@ export interface OpenOptions {
    * imports and rebuilds wait as long as they must.
    */
   statementTimeoutMs?: number;
+  /** PostgreSQL: the connections' application_name (pg_stat_activity), unless the URL names one; "enterprise-admin" by default. */
+  applicationName?: string;
 }
 
 /**
@@ -135,7 +137,8 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
     const busyTimeout = busyTimeoutMs(env);
     // A call waits for a free connection no longer than for the write lock: then a busy 503 (store-faults.ts), not a hang.
     const serving = options.statementTimeoutMs === undefined ? {} : { statement_timeout: options.statementTimeoutMs, lock_timeout: Math.max(1, busyTimeout) };
-    const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: Math.max(1000, busyTimeout), types: POSTGRES_TYPES, ...serving });
+    const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: Math.max(1000, busyTimeout), types: POSTGRES_TYPES,
+      application_name: options.applicationName ?? "enterprise-admin", ...serving });
     // An idle client that the server drops (restart, failover, terminate) emits "error"; unhandled, it
     // would end the process. The pool discards that client and the next query connects anew.
     pool.on("error", () => {});

@@ -232,6 +232,9 @@ describe.runIf(dialects.includes("postgres"))("PostgreSQL ending the server's co
           and pid not in ($1, $2) and query not like '%pg_advisory_lock(72001)%'`, [(locker as unknown as { processID: number }).processID, (admin as unknown as { processID: number }).processID])).rows.map((r) => r.pid);
       }
       expect(waiting).toHaveLength(2);
+      // Named, so that an operator can tell the server's connections from the CLI's ("enterprise-admin").
+      expect((await admin.query("select distinct application_name from pg_stat_activity where pid = any($1::int[])", [waiting])).rows)
+        .toStrictEqual([{ application_name: "enterprise-admin serve" }]);
       await admin.query("select pg_terminate_backend(pid) from unnest($1::int[]) as pid", [waiting]);
       const refused = { status: 503, code: 5030, message: "the store cannot be reached; retry later", retryAfter: "1" };
       expect(await Promise.all([read, write])).toStrictEqual([refused, refused]);
