@@ -227,12 +227,21 @@ function theOneEnvelope(bytes: Buffer, refuse: (error: AppError) => ConnectError
 }
 
 function messageProblem(schema: DescMessage, bytes: Uint8Array): string | undefined {
+  let decoded: unknown;
   try {
-    fromBinary(schema, bytes);
-    return undefined;
+    decoded = fromBinary(schema, bytes);
   } catch (error) {
     return fieldProblem(schema, bytes) ?? `body: not a valid ${schema.typeName} message (${error instanceof Error ? error.message : "unreadable"})`;
   }
+  // The decoder reads a number sent as length-delimited bytes by its length, and the bytes after it as fields it does not know: those
+  // are named here by the field sent wrong, rather than later as an unknown field number no caller sent.
+  return hasUnknownFields(decoded) ? fieldProblem(schema, bytes) : undefined;
+}
+
+function hasUnknownFields(value: unknown): boolean {
+  if (typeof value !== "object" || value === null || value instanceof Uint8Array) return false;
+  if (Array.isArray(value)) return value.some(hasUnknownFields);
+  return ((value as { $unknown?: unknown[] }).$unknown?.length ?? 0) > 0 || Object.values(value).some(hasUnknownFields);
 }
 
 /** The first field of a message that cannot be read, named by its path: one sent with another wire type, or a string not UTF-8. */

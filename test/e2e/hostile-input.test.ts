@@ -234,6 +234,9 @@ describe.each(dialects)("hostile input is refused, never a 500 (%s)", (dialect) 
       // ExportUsageRequest.start_time (field 1, int64) as 8 fixed bytes.
       const fixed = new BinaryWriter().tag(1, 1).fixed64(5n).finish();
       expect((await grpcJsServerStream(svc.port, EXPORT_RPC, fixed, bearer)).details).toBe("start_time: sent as 8 fixed bytes, where this field takes a varint");
+      // As length-delimited "abc": protobuf's decoder takes the length for the number and "abc" for fields it does not know.
+      const text = new BinaryWriter().tag(1, 2).string("abc").tag(2, 0).int64(1_795_392_000).finish();
+      expect((await grpcJsServerStream(svc.port, EXPORT_RPC, text, bearer)).details).toBe("start_time: sent as length-delimited bytes, where this field takes a varint");
     });
   });
 
