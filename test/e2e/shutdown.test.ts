@@ -65,6 +65,25 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
+/** `serve` of `db` on a free port with extra environment (log level info); resolves once it is listening. */
+async function startServe(db: string, env: Record<string, string>) {
+  const port = await freePort();
+  const child = spawn(process.execPath, [CLI, "serve", "--port", String(port), "--db", db], {
+    env: { ...process.env, LOG_LEVEL: "info", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  child.stdout!.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+  const exited = new Promise<{ code: number | null; at: number }>((resolve) => child.once("close", (code) => resolve({ code, at: Date.now() })));
+  try {
+    await withTimeout((async () => { while (!stdout.includes('"msg":"listening"')) await new Promise((r) => setTimeout(r, 20)); })(), 20_000, "listening");
+  } catch (error) {
+    child.kill("SIGKILL");
+    throw error;
+  }
+  return { child, port, exited, stdout: () => stdout };
+}
+
 /** An HTTP/1.1 POST on its own connection. */
 function holdHttp1(name: string, port: number, path: string, token: string, requestId: string): HeldRequest {
   const req = http.request({
@@ -463,19 +482,11 @@ describe("serve: the shutdown grace and a second signal", () => {
   let token = "";
   const children: ChildProcess[] = [];
 
-  /** `serve` on a free port with extra environment; resolves once it is listening. */
+  /** `serve` of the demo store; resolves once it is listening. */
   async function serve(env: Record<string, string>) {
-    const port = await freePort();
-    const child = spawn(process.execPath, [CLI, "serve", "--port", String(port), "--db", join(dir, "demo.sqlite")], {
-      env: { ...process.env, LOG_LEVEL: "info", ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    children.push(child);
-    let stdout = "";
-    child.stdout!.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-    const exited = new Promise<{ code: number | null; at: number }>((resolve) => child.once("close", (code) => resolve({ code, at: Date.now() })));
-    await withTimeout((async () => { while (!stdout.includes('"msg":"listening"')) await new Promise((r) => setTimeout(r, 20)); })(), 20_000, "listening");
-    return { child, port, exited, stdout: () => stdout };
+    const server = await startServe(join(dir, "demo.sqlite"), env);
+    children.push(server.child);
+    return server;
   }
 
   beforeAll(async () => {
@@ -574,7 +585,7 @@ describe("serve: the shutdown grace and a second signal", () => {
   }, 30_000);
 });
 
-describe.runIf(dialects.includes("postgres"))("serve on PostgreSQL: SIGTERM while statements wait on a lock", () => {
+describe.runIf(dialects.includes("postgres"))("serve on PostgreSQL: SIGTERM while statements wait on the store", () => {
   let testDb: TestDatabase;
   let token = "";
 
@@ -590,17 +601,9 @@ describe.runIf(dialects.includes("postgres"))("serve on PostgreSQL: SIGTERM whil
   });
 
   it("answers the waiting calls 503 at the busy timeout and exits, not when the lock is released", async () => {
-    const port = await freePort();
-    const child = spawn(process.execPath, [CLI, "serve", "--port", String(port), "--db", testDb.url], {
-      env: { ...process.env, LOG_LEVEL: "info", SHUTDOWN_GRACE_MS: "5000", STORE_BUSY_TIMEOUT_MS: "1500" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    child.stdout!.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-    const exited = new Promise<{ code: number | null; at: number }>((resolve) => child.once("close", (code) => resolve({ code, at: Date.now() })));
+    const { child, port, exited } = await startServe(testDb.url, { SHUTDOWN_GRACE_MS: "5000", STORE_BUSY_TIMEOUT_MS: "1500" });
     const locker = new pg.Client({ connectionString: testDb.url });
     try {
-      await withTimeout((async () => { while (!stdout.includes('"msg":"listening"')) await new Promise((r) => setTimeout(r, 20)); })(), 20_000, "listening");
       await locker.connect();
       await locker.query("begin");
       await locker.query("lock table usage_event, usage_running_total in access exclusive mode");
@@ -620,6 +623,30 @@ describe.runIf(dialects.includes("postgres"))("serve on PostgreSQL: SIGTERM whil
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
       await locker.query("rollback").catch(() => {});
       await locker.end().catch(() => {});
+    }
+  }, 60_000);
+
+  it("on a PostgreSQL that stops answering (its connections open and silent): a call gets 504 at its deadline, /readyz 503 within the busy timeout, and SIGTERM still stops the server", async () => {
+    const proxy = await freezingProxy(new URL(testDb.url));
+    const { child, port, exited, stdout } = await startServe(proxy.url, { SHUTDOWN_GRACE_MS: "500", STORE_BUSY_TIMEOUT_MS: "1000" });
+    try {
+      const whoami = (headers: Record<string, string> = {}) => fetch(`http://127.0.0.1:${port}/openapi/v1/auth/whoami`, {
+        headers: { authorization: `Bearer ${token}`, ...headers }, signal: AbortSignal.timeout(15_000),
+      });
+      expect((await whoami()).status).toBe(200); // the pool now holds an open connection
+      proxy.freeze();
+      const late = await whoami({ "connect-timeout-ms": "1000" });
+      expect({ status: late.status, code: ((await late.json()) as { code: number }).code }).toStrictEqual({ status: 504, code: 5040 });
+      const ready = await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(15_000) });
+      expect({ status: ready.status, body: await ready.text() }).toStrictEqual({ status: 503, body: '{"status":"store unreachable"}' });
+      child.kill("SIGTERM");
+      expect((await withTimeout(exited, 15_000, "the serve process to exit while the store is silent")).code).toBe(0);
+      const lines = stdout().split("\n").filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
+      expect(lines.filter((line) => line.level === 40).map((line) => line.msg))
+        .toContain("the store's connections did not close (a statement still waits for its answer): stopping without them");
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      proxy.close();
     }
   }, 60_000);
 });
@@ -652,51 +679,3 @@ async function freezingProxy(target: URL) {
     },
   };
 }
-
-describe.runIf(dialects.includes("postgres"))("serve on a PostgreSQL that stops answering (its connections open and silent)", () => {
-  let testDb: TestDatabase;
-  let token = "";
-
-  beforeAll(async () => {
-    testDb = await createTestDatabase("postgres");
-    const seeded = await cli(["seed", "--demo", "--db", testDb.url]);
-    expect(seeded.code, seeded.stderr).toBe(0);
-    token = seeded.stdout.trim();
-  }, 60_000);
-
-  afterAll(async () => {
-    await testDb?.drop();
-  });
-
-  it("answers a call 504 at its deadline and /readyz 503 within the busy timeout, and SIGTERM still stops the server", async () => {
-    const proxy = await freezingProxy(new URL(testDb.url));
-    const port = await freePort();
-    const child = spawn(process.execPath, [CLI, "serve", "--port", String(port), "--db", proxy.url], {
-      env: { ...process.env, LOG_LEVEL: "info", SHUTDOWN_GRACE_MS: "500", STORE_BUSY_TIMEOUT_MS: "1000" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    child.stdout!.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-    const exited = new Promise<number | null>((resolve) => child.once("close", resolve));
-    try {
-      await withTimeout((async () => { while (!stdout.includes('"msg":"listening"')) await new Promise((r) => setTimeout(r, 20)); })(), 20_000, "listening");
-      const whoami = (headers: Record<string, string> = {}) => fetch(`http://127.0.0.1:${port}/openapi/v1/auth/whoami`, {
-        headers: { authorization: `Bearer ${token}`, ...headers }, signal: AbortSignal.timeout(15_000),
-      });
-      expect((await whoami()).status).toBe(200); // the pool now holds an open connection
-      proxy.freeze();
-      const late = await whoami({ "connect-timeout-ms": "1000" });
-      expect({ status: late.status, code: ((await late.json()) as { code: number }).code }).toStrictEqual({ status: 504, code: 5040 });
-      const ready = await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(15_000) });
-      expect({ status: ready.status, body: await ready.text() }).toStrictEqual({ status: 503, body: '{"status":"store unreachable"}' });
-      child.kill("SIGTERM");
-      expect(await withTimeout(exited, 15_000, "the serve process to exit while the store is silent")).toBe(0);
-      const lines = stdout.split("\n").filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
-      expect(lines.filter((line) => line.level === 40).map((line) => line.msg))
-        .toContain("the store's connections did not close (a statement still waits for its answer): stopping without them");
-    } finally {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-      proxy.close();
-    }
-  }, 60_000);
-});
