@@ -316,7 +316,7 @@ export class UsageRepository {
         }
       }
       share.sum();
-      if (end) await this.rollups.takePending(enterpriseId, share.delta);
+      if (end && !share.wide) await this.rollups.takePending(enterpriseId, share.delta);
       if (share.delta.size > 0) await this.rollups.add(enterpriseId, share.delta.take());
     }
   }
@@ -510,6 +510,8 @@ class HeldRollups {
   events: StoredEvent[] | undefined;
   /** The UTC days of the events held. */
   private readonly days = new Set<number>();
+  /** Summed for its days alone (a batch spread over more than PENDING_DAYS): the enterprise's pending events are left as they are. */
+  wide = false;
   readonly delta: RollupDelta;
 
   constructor(layout: RollupLayout, mayHoldPending: boolean) {
@@ -518,10 +520,15 @@ class HeldRollups {
   }
 
   add(events: readonly StoredEvent[]): void {
-    if (this.events) for (const e of events) this.days.add(e.day);
-    const holds = this.events && this.events.length + events.length < PENDING_BELOW && this.days.size <= PENDING_DAYS;
-    if (holds) for (const e of events) this.events!.push(e);
-    else this.sum(events);
+    if (this.events && this.events.length + events.length < PENDING_BELOW) {
+      for (const e of events) this.days.add(e.day);
+      if (this.days.size <= PENDING_DAYS) {
+        for (const e of events) this.events.push(e);
+        return;
+      }
+      this.wide = true;
+    }
+    this.sum(events);
   }
 
   /** Sums the held events and `events` into the delta, which then takes every later event. */
@@ -626,7 +633,8 @@ const PENDING_BELOW = 2_000;
 const MAX_PENDING_EVENTS = 50_000;
 
 /**
- * An ingestion whose events fall on more days is summed into the rollups at once (its own call pays for the rows of every day): held
- * pending, 50,000 events each of another day made the report that added them hold the thread for seconds, every caller's call waiting.
+ * A small ingestion whose events fall on more days adds them to the rollups at once (its own call pays for the rows of its days, and
+ * only of its own: the enterprise's pending events stay for a report): held pending, 50,000 events each of another day made the report
+ * that added them hold the thread for seconds, every caller's call waiting.
  */
 const PENDING_DAYS = 31;
