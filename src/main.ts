@@ -42,7 +42,7 @@ export async function startService(config: ServeConfig, logger: Logger = createL
         await listener.close();
         // A statement on a PostgreSQL that stopped answering holds its connection, and the pool's end waits for it, for good.
         const closed = await Promise.race([database.close().then(() => true), sleep(STORE_CLOSE_WAIT_MS, false, { ref: false })]);
-        if (!closed) logger.warn({ waited_ms: STORE_CLOSE_WAIT_MS }, "the store's connections did not close (a statement still waits for its answer): stopping without them");
+        if (!closed) logger.warn({ waited_ms: STORE_CLOSE_WAIT_MS }, "the store did not close (a statement or checkpoint still waits for it): stopping without it");
       },
     };
   } catch (error) {

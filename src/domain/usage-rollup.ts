@@ -2,6 +2,7 @@
 import { DAY_SECONDS, HOUR_SECONDS, localDayAround, mod, offsetReader, ZoneOffsets } from "./local-time.js";
 import { decimalValue, ExactSums, SUMS } from "./usage-totals.js";
 import type { EventValue } from "./usage-event.js";
+import { dayOf } from "./usage-window.js";
 
 /**
  * The version of an enterprise's usage layout (usage_layout): the formats of its pre-aggregates, running totals and rollups. An
@@ -79,10 +80,10 @@ export class RollupPeriods {
   /** Each day worked out once: a live batch spread over the last 24 hours goes back and forth between two. */
   private dayAround(ts: number): { start: number; end: number } {
     if (ts >= this.day.start && ts < this.day.end) return this.day;
-    let day = this.days.get(Math.floor(ts / DAY_SECONDS))?.find((known) => ts >= known.start && ts < known.end);
+    let day = this.days.get(dayOf(ts))?.find((known) => ts >= known.start && ts < known.end);
     if (!day) {
       day = this.offsets?.dayAround(ts) ?? localDayAround(ts, this.layout.timeZone);
-      for (let utcDay = Math.floor(day.start / DAY_SECONDS); utcDay * DAY_SECONDS < day.end; utcDay++) {
+      for (let utcDay = dayOf(day.start); utcDay * DAY_SECONDS < day.end; utcDay++) {
         const overlapping = this.days.get(utcDay);
         if (overlapping) overlapping.push(day);
         else this.days.set(utcDay, [day]);

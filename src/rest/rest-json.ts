@@ -142,7 +142,7 @@ function readInteger(value: unknown, path: string, min: bigint, max: bigint, wid
     n = BigInt(value);
   }
   if (n === undefined) throw invalidParameter(`${path}: expected an integer`);
-  if (n < min || n > max) throw invalidParameter(`${path}: ${shown(String(n))} is out of range ${min} to ${max}`);
+  if (n < min || n > max) throw invalidParameter(`${path}: ${n} is out of range ${min} to ${max}`);
   return wide ? n : Number(n);
 }
 

@@ -137,7 +137,7 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
     const busyTimeout = busyTimeoutMs(env);
     // A call waits for a free connection no longer than for the write lock: then a busy 503 (store-faults.ts), not a hang.
     const serving = options.statementTimeoutMs === undefined ? {} : { statement_timeout: options.statementTimeoutMs, lock_timeout: Math.max(1, busyTimeout) };
-    const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: Math.max(1000, busyTimeout), types: POSTGRES_TYPES,
+    const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: waitAtLeastASecond(busyTimeout), types: POSTGRES_TYPES,
       application_name: options.applicationName ?? "enterprise-admin", ...serving });
     // An idle client that the server drops (restart, failover, terminate) emits "error"; unhandled, it
     // would end the process. The pool discards that client and the next query connects anew.
@@ -155,7 +155,7 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
       return commitOrRollBack(connection, work, () => true);
     });
     return { db, dialect: "postgres", location, createdDirectories: [], writeTransaction, faultOf: (error) => storeFaultOf(error, location),
-      answers: answersOf(db, Math.max(1000, busyTimeout)), observer, close: () => db.destroy() };
+      answers: answersOf(db, waitAtLeastASecond(busyTimeout)), observer, close: () => db.destroy() };
   }
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(url)?.[1];
   if (scheme !== undefined && scheme.toLowerCase() !== "file") {
@@ -211,7 +211,7 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
     }
   };
   return { db, dialect: "sqlite", location, createdDirectories, writeTransaction, faultOf: (error) => storeFaultOf(error, location),
-    answers: answersOf(db, Math.max(1000, busyTimeout)),
+    answers: answersOf(db, waitAtLeastASecond(busyTimeout)),
     observer, close };
 }
 
@@ -389,6 +389,9 @@ const cacheMiB = (env: NodeJS.ProcessEnv) => envNumber(env, "SQLITE_CACHE_MIB", 
  * or PostgreSQL's ingestion lock) before it gives up with a busy fault (503 to a caller).
  */
 const busyTimeoutMs = (env: NodeJS.ProcessEnv) => envNumber(env, "STORE_BUSY_TIMEOUT_MS", { fallback: 5000, min: 0, max: 600_000 });
+
+/** The busy timeout, at least a second: how long a call waits for a pool connection, and readiness for an answer. */
+const waitAtLeastASecond = (busyTimeout: number) => Math.max(1000, busyTimeout);
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
 

@@ -388,7 +388,9 @@ describe.each(dialects)("usage export (%s)", (dialect) => {
     expect(damaged.numUpdatedRows).toBeGreaterThan(0n);
     // HEAD answers the GET's status and headers without making the rest of the export: it never reaches the damaged day.
     const head = await fetch(url, { method: "HEAD", headers: { authorization: `Bearer ${token}`, "x-request-id": `${id}-head` } });
-    expect([head.status, head.headers.get("content-type"), await head.text()]).toStrictEqual([200, whole.headers.get("content-type"), ""]);
+    const headersOf = (res: Response) => ["content-type", "content-encoding", "vary"].map((name) => res.headers.get(name));
+    expect([head.status, ...headersOf(head), await head.text()]).toStrictEqual([200, ...headersOf(whole), ""]);
+    expect(headersOf(whole)).toStrictEqual(["application/x-ndjson", "gzip", "Accept-Encoding"]); // fetch takes gzip
     const headLine = async () => svc.logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.request_id === `${id}-head` && l.status !== undefined);
     await expect.poll(headLine, { timeout: 2000 }).toMatchObject({ method: "HEAD", status: 200, msg: "request" });
     expect((await headLine())!.code).toBeUndefined();

@@ -91,7 +91,7 @@ describe.each(dialects)("usage reports take turns (%s)", (dialect) => {
       const zone = await post(REPORT, { ...WINDOW, time_zone: "Mars/Olympus" });
       expect([zone.status, zone.json.code]).toStrictEqual([400, 4001]);
       expect(zone.json.message).toContain("time_zone");
-      const many = await post(REPORT, { ...WINDOW, user_ids: Array.from({ length: 101 }, (_, i) => String(9000 + i)) });
+      const many = await post(REPORT, { ...WINDOW, user_ids: Array.from({ length: 101 }, (_, i) => String(9000 + i)) }, { "connect-timeout-ms": "3000" });
       expect([many.status, many.json.code, many.json.message]).toStrictEqual([400, 4001, "user_ids plus emails after de-duplication: 101 > 100"]);
     } finally {
       await release();
