@@ -117,7 +117,7 @@ export class UsageRepository {
    */
   async settingsWithRollups(enterpriseId: string, option?: string): Promise<EnterpriseSettings> {
     const settings = await this.enterpriseSettings(enterpriseId, option);
-    if (!settings.layout || (await this.rollups.pendingEvents(enterpriseId)) === 0) return settings;
+    if (!settings.layout || (await this.rollups.pending(enterpriseId)).rows === 0) return settings;
     try {
       await this.addPendingRollups(enterpriseId);
       return settings;
@@ -212,12 +212,14 @@ export class UsageRepository {
   }
 
   /**
-   * Before a batch of `incoming` events that would take the enterprise's pending events past MAX_PENDING_EVENTS: adds them to the
-   * rollups in an ingestion of their own, committed whatever becomes of the batch. Folded inside it, they were undone with it when its
+   * Before a batch of `incoming` events that would take the enterprise's pending events past MAX_PENDING_EVENTS, or its pending rows past
+   * MAX_PENDING_ROWS: adds them to the rollups in an ingestion of their own, committed whatever becomes of the batch. Folded inside it, they were undone with it when its
    * call's deadline passed first, and so for every such batch after it: a client with a short deadline could never record again.
    */
   async makeRoomForPending(enterpriseId: string, incoming: number): Promise<void> {
-    if (incoming < PENDING_BELOW && (await this.rollups.pendingEvents(enterpriseId)) + incoming > MAX_PENDING_EVENTS) await this.addPendingRollups(enterpriseId);
+    if (incoming >= PENDING_BELOW) return;
+    const pending = await this.rollups.pending(enterpriseId);
+    if (pending.events + incoming > MAX_PENDING_EVENTS || pending.rows >= MAX_PENDING_ROWS) await this.addPendingRollups(enterpriseId);
   }
 
   /** Adds the enterprise's pending rollup rows (API batches') to its rollups, as one ingestion: a report's first step when there are any. */
@@ -310,7 +312,8 @@ export class UsageRepository {
       if (!share) continue;
       if (end && share.events) {
         if (share.events.length === 0) continue;
-        if (await this.rollups.pendingEvents(enterpriseId) + share.events.length <= MAX_PENDING_EVENTS) {
+        const pending = await this.rollups.pending(enterpriseId);
+        if (pending.events + share.events.length <= MAX_PENDING_EVENTS && pending.rows < MAX_PENDING_ROWS) {
           await this.rollups.holdPending(enterpriseId, this.ingestion, share.events);
           continue;
         }
@@ -633,8 +636,11 @@ const PENDING_BELOW = 2_000;
 const MAX_PENDING_EVENTS = 50_000;
 
 /**
- * A small ingestion whose events fall on more days adds them to the rollups at once (its own call pays for the rows of its days, and
- * only of its own: the enterprise's pending events stay for a report): held pending, 50,000 events each of another day made the report
- * that added them hold the thread for seconds, every caller's call waiting.
+ * A small ingestion whose events fall on more UTC days (a live batch over the last 24 hours falls on one or two) adds them to the
+ * rollups at once: its own call pays for the rows of its days, and only of its own (the enterprise's pending events stay for a report).
+ * With at most MAX_PENDING_ROWS pending ingestions, the pending events fall on at most 192 days, which a report adds in a fraction of a
+ * second; held pending, 50,000 events each of another day made the report that added them hold the thread for seconds, every caller's
+ * call waiting.
  */
-const PENDING_DAYS = 31;
+const PENDING_DAYS = 3;
+const MAX_PENDING_ROWS = 64;

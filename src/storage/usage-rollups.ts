@@ -85,10 +85,12 @@ export class UsageRollups {
     }
   }
 
-  async pendingEvents(enterpriseId: string): Promise<number> {
-    const row = await this.db.selectFrom("usage_rollup_pending").select((eb) => eb.fn.sum<number | string | null>("event_count").as("events"))
+  /** The enterprise's pending events, and the pending rows (ingestions) holding them. */
+  async pending(enterpriseId: string): Promise<{ events: number; rows: number }> {
+    const row = await this.db.selectFrom("usage_rollup_pending")
+      .select((eb) => [eb.fn.sum<number | string | null>("event_count").as("events"), eb.fn.countAll<number | string>().as("rows")])
       .where("enterprise_id", "=", enterpriseId).executeTakeFirst();
-    return Number(row?.events ?? 0);
+    return { events: Number(row?.events ?? 0), rows: Number(row?.rows ?? 0) };
   }
 
   /** One usage_rollup_pending row (USAGE TEXT, usage-sums-codec.ts), until takePending adds them. */

@@ -26,9 +26,10 @@ const DAY = 86_400;
 /** 2025-03-01T00:00:00Z: the events lie in the three days after it. */
 const D0 = 1_740_787_200;
 const MODELS = ["atlas", "boreas", "ceres"];
-/** The most events an enterprise holds pending, and the most days a batch held pending may fall on (usage-repository.ts). */
+/** The most events and ingestions an enterprise holds pending, and the most UTC days a batch held pending may fall on (usage-repository.ts). */
 const MAX_PENDING_EVENTS = 50_000;
-const PENDING_DAYS = 31;
+const MAX_PENDING_ROWS = 64;
+const PENDING_DAYS = 3;
 
 interface SentEvent {
   user_id: string;
@@ -157,8 +158,9 @@ describe.each(dialects)("rollups held pending by API batches (%s)", (dialect) =>
     server.child.kill("SIGTERM");
   });
 
-  it(`a batch whose events fall on more than ${PENDING_DAYS} days is added to the rollups in its own call, not held pending`, async () => {
-    // Held pending, 30,000 events each of another day made the report that added them hold the server's thread some 10 s.
+  it(`a batch whose events fall on more than ${PENDING_DAYS} days is added to the rollups in its own call, not held pending; at most ${MAX_PENDING_ROWS} batches are held`, async () => {
+    // Held pending, 30,000 events each of another day (in batches of 1,000, or of 31 days each) made the report that added them hold
+    // the server's thread for seconds.
     const server = await serve();
     const spread = async (days: number, firstDay: number) => {
       const events = Array.from({ length: days }, (_, i) => ({
@@ -183,6 +185,18 @@ describe.each(dialects)("rollups held pending by API batches (%s)", (dialect) =>
     const groups = parseJsonBig(await res.text()).data.buckets[0].groups;
     expect(groups.map((g: any) => ({ model: g.model_name, events: g.events, input: g.input_tokens, basic: g.basic_amount })))
       .toStrictEqual([{ model: "atlas", events: 2 * PENDING_DAYS + 1, input, basic: sixDecimals(BigInt(2 * PENDING_DAYS + 1)) }]);
+    expect(await pendingEvents()).toBe(0);
+
+    // Batches of one event each on a day of its own: at most 64 are held pending, and the 65th adds them to the rollups first.
+    for (let b = 0; b < MAX_PENDING_ROWS; b++) await spread(1, 2 * PENDING_DAYS + 2 + b);
+    expect(await pendingEvents()).toBe(MAX_PENDING_ROWS);
+    await spread(1, 2 * PENDING_DAYS + 2 + MAX_PENDING_ROWS);
+    expect(await pendingEvents()).toBe(1);
+    const counted = await fetch(server.baseUrl + REPORT, {
+      method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ start_time: D0 - 100 * DAY, end_time: D0, time_zone: "UTC", bucket: "none" }),
+    });
+    expect(parseJsonBig(await counted.text()).data.buckets[0].groups[0].events).toBe(2 * PENDING_DAYS + 1 + MAX_PENDING_ROWS + 1);
     expect(await pendingEvents()).toBe(0);
     server.child.kill("SIGTERM");
   });
