@@ -38,7 +38,7 @@ export function layoutFor(timeZone: string, at: number): RollupLayout {
 export class RollupPeriods {
   /**
    * The local days asked about so far, under each UTC day they overlap, and the last one (an ingestion's events come in no time order,
-   * mostly of one or two days, but up to 50,000 pending events may each be of another day).
+   * mostly of one or two days, but an import's or a rebuild's may fall on thousands).
    */
   private readonly days = new Map<number, Array<{ start: number; end: number }>>();
   private day = { start: 1, end: 0 };

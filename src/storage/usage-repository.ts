@@ -212,9 +212,10 @@ export class UsageRepository {
   }
 
   /**
-   * Before a batch of `incoming` events that would take the enterprise's pending events past MAX_PENDING_EVENTS, or its pending rows past
-   * MAX_PENDING_ROWS: adds them to the rollups in an ingestion of their own, committed whatever becomes of the batch. Folded inside it, they were undone with it when its
-   * call's deadline passed first, and so for every such batch after it: a client with a short deadline could never record again.
+   * Before a batch of `incoming` events that would take the enterprise's pending events past MAX_PENDING_EVENTS, or its pending rows
+   * past MAX_PENDING_ROWS: adds them to the rollups in an ingestion of their own, committed whatever becomes of the batch. Folded inside
+   * it, they were undone with it when its call's deadline passed first, and so for every such batch after it: a client with a short
+   * deadline could never record again.
    */
   async makeRoomForPending(enterpriseId: string, incoming: number): Promise<void> {
     if (incoming >= PENDING_BELOW) return;
