@@ -227,21 +227,51 @@ function theOneEnvelope(bytes: Buffer, refuse: (error: AppError) => ConnectError
 }
 
 function messageProblem(schema: DescMessage, bytes: Uint8Array): string | undefined {
-  let decoded: unknown;
   try {
-    decoded = fromBinary(schema, bytes);
+    fromBinary(schema, bytes);
   } catch (error) {
     return fieldProblem(schema, bytes) ?? `body: not a valid ${schema.typeName} message (${error instanceof Error ? error.message : "unreadable"})`;
   }
-  // The decoder reads a number sent as length-delimited bytes by its length, and the bytes after it as fields it does not know: those
-  // are named here by the field sent wrong, rather than later as an unknown field number no caller sent.
-  return hasUnknownFields(decoded) ? fieldProblem(schema, bytes) : undefined;
+  // The decoder reads a field sent with another wire type as if it were of its own when it can (a number sent as length-delimited bytes
+  // by its length, one sent as an empty group by the group's end tag): every body is walked for one, named as the decoder's errors are.
+  const rules = new Map<DescMessage, WireRules>();
+  const rulesOf = (message: DescMessage) => {
+    let found = rules.get(message);
+    if (!found) rules.set(message, (found = wireRules(message)));
+    return found;
+  };
+  return wireTypeMismatch(schema, bytes, rulesOf) ? fieldProblem(schema, bytes) : undefined;
 }
 
-function hasUnknownFields(value: unknown): boolean {
-  if (typeof value !== "object" || value === null || value instanceof Uint8Array) return false;
-  if (Array.isArray(value)) return value.some(hasUnknownFields);
-  return ((value as { $unknown?: unknown[] }).$unknown?.length ?? 0) > 0 || Object.values(value).some(hasUnknownFields);
+/** Each field number of a message: the wire types its field may come in (a bit each), and its message when it holds messages. */
+type WireRules = Map<number, { wireTypes: number; message: DescMessage | undefined }>;
+
+function wireRules(schema: DescMessage): WireRules {
+  return new Map(schema.fields.map((field) => [field.number, {
+    wireTypes: wireTypesOf(field).reduce((bits, type) => bits | (1 << type), 0),
+    message: field.fieldKind === "message" || (field.fieldKind === "list" && field.listKind === "message") ? field.message : undefined,
+  }]));
+}
+
+/** Whether a field of the message, at any depth (map entries aside), came in a wire type its field does not take. */
+function wireTypeMismatch(schema: DescMessage, bytes: Uint8Array, rulesOf: (message: DescMessage) => WireRules): boolean {
+  const rules = rulesOf(schema);
+  const reader = new BinaryReader(bytes);
+  try {
+    while (reader.pos < reader.len) {
+      const [number, wireType] = reader.tag();
+      const rule = rules.get(number);
+      if (rule !== undefined && (rule.wireTypes & (1 << wireType)) === 0) return true;
+      if (rule?.message !== undefined) {
+        if (wireTypeMismatch(rule.message, reader.bytes(), rulesOf)) return true;
+      } else {
+        reader.skip(wireType, number);
+      }
+    }
+  } catch {
+    return false; // framing the decoder took: its reading stands
+  }
+  return false;
 }
 
 /** The first field of a message that cannot be read, named by its path: one sent with another wire type, or a string not UTF-8. */

@@ -237,6 +237,12 @@ describe.each(dialects)("hostile input is refused, never a 500 (%s)", (dialect) 
       // As length-delimited "abc": protobuf's decoder takes the length for the number and "abc" for fields it does not know.
       const text = new BinaryWriter().tag(1, 2).string("abc").tag(2, 0).int64(1_795_392_000).finish();
       expect((await grpcJsServerStream(svc.port, EXPORT_RPC, text, bearer)).details).toBe("start_time: sent as length-delimited bytes, where this field takes a varint");
+      // Bytes the decoder reads whole, leaving nothing unknown: a number as length-delimited bytes that are themselves a field (end_time),
+      // and as an empty group (read from the group's end tag). protobuf-es took both without an error.
+      const known = new BinaryWriter().tag(1, 2).bytes(new BinaryWriter().tag(2, 0).int64(1_795_392_000).finish()).tag(2, 0).int64(1_795_392_000).finish();
+      expect((await grpcJsServerStream(svc.port, EXPORT_RPC, known, bearer)).details).toBe("start_time: sent as length-delimited bytes, where this field takes a varint");
+      const group = new BinaryWriter().tag(1, 3).tag(1, 4).tag(2, 0).int64(1_795_392_000).finish();
+      expect((await grpcJsServerStream(svc.port, EXPORT_RPC, group, bearer)).details).toBe("start_time: sent as a group, where this field takes a varint");
     });
   });
 
