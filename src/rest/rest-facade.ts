@@ -135,7 +135,6 @@ export class RestFacade {
     const encoder = recordEncoder(field.message, format);
     const recordsOf = (message: Message) => ((message as unknown as Record<string, unknown>)[field.localName] ?? []) as Record<string, unknown>[];
     async function* body() {
-      if (headOnly) return; // the GET's status and headers, its first message made, the rest of its body (a year's export, say) not
       yield encoder.header;
       if (first.done) return;
       yield encoder.encode(recordsOf(first.value));
@@ -144,8 +143,13 @@ export class RestFacade {
     call.responseHeader.forEach((value, name) => res.setHeader(name, value));
     res.statusCode = 200;
     res.setHeader("content-type", CONTENT_TYPES[format]);
-    if (headOnly) await messages.return(undefined);
     const compressing = streamEncoder(res);
+    if (headOnly) { // the GET's status and headers (its encoding's too), its first message made, the rest of its body (a year's export) not
+      compressing.destroy();
+      await messages.return(undefined);
+      res.end();
+      return;
+    }
     // The status goes out now, with the first message, as said above: else a failure of the next message could come before any of the
     // body had been written, and the connection ended with no answer at all.
     if (res instanceof Http2ServerResponse) res.writeHead(200);
