@@ -10,7 +10,7 @@ import { splitPermissions } from "../domain/permissions.js";
 import type { RateLimits } from "../domain/rate-limits.js";
 import type { AuthRepository } from "../storage/auth-repository.js";
 import { callLogKey } from "./call-log.js";
-import { abortError, callSignalKey } from "./call-signal.js";
+import { abortError, callSignalKey, untilAborted } from "./call-signal.js";
 
 export interface Principal {
   enterpriseId: string;
@@ -105,7 +105,8 @@ export class CallAuthorizer {
     await new Promise(setImmediate);
     const signal = values.get(callSignalKey);
     if (signal.aborted) throw abortError(signal.reason);
-    const principal = await this.authenticator.authorize(header.get("authorization"), this.accessOf(method));
+    // Under the call's deadline: a store that never answers the token's lookup must not hold the call.
+    const principal = await untilAborted(this.authenticator.authorize(header.get("authorization"), this.accessOf(method)), signal);
     if (principal) {
       const log = values.get(callLogKey);
       if (log) log.enterpriseId = principal.enterpriseId;

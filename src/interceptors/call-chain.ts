@@ -14,7 +14,7 @@ import type { StoreFault } from "../storage/store-faults.js";
 import { CallAuthorizer, type Authenticator } from "./auth.js";
 import { callLogKey, procedureOf, type CallLog } from "./call-log.js";
 import { CallOutcome } from "./call-outcome.js";
-import { callDeadlineKey, callSignalKey, untilAborted, type CallDeadline } from "./call-signal.js";
+import { callDeadlineKey, callSignalKey, type CallDeadline } from "./call-signal.js";
 import { refusedBody, withoutBodyHeaders } from "./rpc-body-check.js";
 import { validationInterceptor } from "./validation.js";
 
@@ -60,8 +60,7 @@ export class CallChain {
    */
   async authorizeFirst(method: DescMethod, header: Headers, values: ContextValues): Promise<ConnectError | undefined> {
     try {
-      // Under the call's deadline, as the chain's steps are: a store that never answers the token's lookup must not hold the call.
-      await untilAborted(this.authorizer.authorize(method, header, values), values.get(callSignalKey));
+      await this.authorizer.authorize(method, header, values);
       return undefined;
     } catch (error) {
       const log = values.get(callLogKey)!; // the adapter's context values carry it (app.ts)
@@ -127,7 +126,7 @@ export class LocalCall {
   async authorize(): Promise<void> {
     this.log.procedure = procedureOf(this.spec.method);
     try {
-      await untilAborted(this.authorizer.authorize(this.spec.method, this.context.requestHeader, this.context.values), this.context.signal);
+      await this.authorizer.authorize(this.spec.method, this.context.requestHeader, this.context.values);
     } catch (error) {
       throw this.outcome.failure(error, this.log);
     }

@@ -218,9 +218,7 @@ export class UsageRepository {
    * deadline could never record again.
    */
   async makeRoomForPending(enterpriseId: string, incoming: number): Promise<void> {
-    if (incoming >= PENDING_BELOW) return;
-    const pending = await this.rollups.pending(enterpriseId);
-    if (pending.events + incoming > MAX_PENDING_EVENTS || pending.rows >= MAX_PENDING_ROWS) await this.addPendingRollups(enterpriseId);
+    if (incoming < PENDING_BELOW && !roomToHold(await this.rollups.pending(enterpriseId), incoming)) await this.addPendingRollups(enterpriseId);
   }
 
   /** Adds the enterprise's pending rollup rows (API batches') to its rollups, as one ingestion: a report's first step when there are any. */
@@ -313,8 +311,7 @@ export class UsageRepository {
       if (!share) continue;
       if (end && share.events) {
         if (share.events.length === 0) continue;
-        const pending = await this.rollups.pending(enterpriseId);
-        if (pending.events + share.events.length <= MAX_PENDING_EVENTS && pending.rows < MAX_PENDING_ROWS) {
+        if (roomToHold(await this.rollups.pending(enterpriseId), share.events.length)) {
           await this.rollups.holdPending(enterpriseId, this.ingestion, share.events);
           continue;
         }
@@ -645,3 +642,7 @@ const MAX_PENDING_EVENTS = 50_000;
  */
 const PENDING_DAYS = 3;
 const MAX_PENDING_ROWS = 64;
+
+/** Whether the enterprise's pending rows may take one more, of `events` events. */
+const roomToHold = (pending: { events: number; rows: number }, events: number) =>
+  pending.events + events <= MAX_PENDING_EVENTS && pending.rows < MAX_PENDING_ROWS;
